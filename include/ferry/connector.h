@@ -1,0 +1,143 @@
+// ferry connector SDK — connectors and tasks.
+//
+// A connector is a configured instance of a connector class: it validates its config and splits
+// it into task configs. Tasks do the work: a SourceTask polls records from an outside system, a
+// SinkTask puts records into one. The runtime wires them to the backbone (or to each other, in a
+// direct task) and owns delivery guarantees, retries, transforms and position commits.
+//
+// Threading contract: each connector instance and each task instance is called from one runtime
+// thread at a time (its owner). Library callbacks inside a connector must hand work to that
+// thread (see push_source.h) rather than call back into the runtime themselves, except for the
+// documented thread-safe calls on the contexts below.
+//
+// Errors: every call returns Status/Result. A retriable Status makes the runtime retry with
+// backoff (errors.retry.timeout); any other error fails the task (it restarts with backoff when
+// the worker is configured to). Exceptions must not escape a connector: the runtime catches them
+// at the boundary and treats them as Internal errors.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/config.h"
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "ferry/status.h"
+
+namespace ferry {
+
+// Given to a connector at start. Thread-safe.
+class ConnectorContext {
+ public:
+  virtual ~ConnectorContext() = default;
+  virtual const std::string& connectorName() const = 0;
+  // Ask the runtime to call taskConfigs() again (e.g. the outside system gained partitions).
+  virtual void requestTaskReconfiguration() = 0;
+  // Report an unrecoverable error from a background thread; the connector becomes FAILED.
+  virtual void raiseError(const Status& error) = 0;
+};
+
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  virtual std::string version() const = 0;
+  // The connector's own keys (framework keys such as tasks.max are declared by the runtime).
+  virtual const ConfigDef& configDef() const = 0;
+  // Cross-field checks beyond the ConfigDef; per-key messages are added to `validation`.
+  virtual void validate(const StringMap& config, ConfigValidation& validation) const {
+    (void)config;
+    (void)validation;
+  }
+  virtual Status start(const StringMap& config, ConnectorContext& context) = 0;
+  // At most maxTasks configs, one per task to run. Called after start().
+  virtual Result<std::vector<StringMap>> taskConfigs(int maxTasks) = 0;
+  virtual void stop() = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Source side
+
+// Given to a source task at start. committedOffset() is the resume point; call it from the task
+// thread (it may read from a store).
+class SourceTaskContext {
+ public:
+  virtual ~SourceTaskContext() = default;
+  virtual const std::string& connectorName() const = 0;
+  virtual int taskId() const = 0;
+  // The last committed offset for `partition`, or nullopt if none was committed.
+  virtual std::optional<StringMap> committedOffset(const StringMap& partition) = 0;
+};
+
+class SourceTask {
+ public:
+  virtual ~SourceTask() = default;
+  virtual std::string version() const { return "0"; }
+  virtual Status start(const StringMap& config, SourceTaskContext& context) = 0;
+  // Appends up to `maxRecords` records to `out` (which arrives empty) and returns how many. Wait
+  // at most `maxWait` when nothing is available; returning 0 is normal. Each record's
+  // `position` says where to resume after it.
+  virtual Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
+                                   std::chrono::milliseconds maxWait) = 0;
+  // `record` is safe in the backbone (or flushed by the sink of a direct task). Called on the
+  // task thread in poll order. The default acknowledges record.acknowledger if set.
+  virtual void commitRecord(const Record& record) {
+    if (record.acknowledger) record.acknowledger->ack();
+  }
+  // Positions up to the last committed record are stored.
+  virtual Status commit() { return Status::ok(); }
+  virtual void stop() = 0;
+};
+
+class SourceConnector : public Connector {
+ public:
+  virtual std::unique_ptr<SourceTask> createTask() = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sink side
+
+// Given to a sink task at start. Calls are made from the task thread.
+class SinkTaskContext {
+ public:
+  virtual ~SinkTaskContext() = default;
+  virtual const std::string& connectorName() const = 0;
+  virtual int taskId() const = 0;
+  // Ask the runtime to flush and commit soon rather than at the next interval.
+  virtual void requestCommit() = 0;
+  // Reports a record the task could not write; follows errors.tolerance and the dead-letter
+  // topic. Returns an error when the tolerance forbids skipping it (the task should fail).
+  virtual Status reportBadRecord(const Record& record, const Status& reason) = 0;
+};
+
+class SinkTask {
+ public:
+  virtual ~SinkTask() = default;
+  virtual std::string version() const { return "0"; }
+  virtual Status start(const StringMap& config, SinkTaskContext& context) = 0;
+  // Queues (TopicQueue) now assigned to / taken from this task. Defaults do nothing.
+  virtual Status open(const std::vector<TopicQueue>& queues) { (void)queues; return Status::ok(); }
+  virtual Status close(const std::vector<TopicQueue>& queues) { (void)queues; return Status::ok(); }
+  // Writes (or buffers) `records`. May modify them. A retriable error makes the runtime retry
+  // the same batch after a backoff.
+  virtual Status put(std::vector<Record>& records) = 0;
+  // Makes everything put so far durable in the outside system.
+  virtual Status flush() = 0;
+  // Returns the offsets that are safe to commit, given `current` (the next offsets after every
+  // record put). The default flushes and returns `current`.
+  virtual Result<OffsetMap> preCommit(const OffsetMap& current) {
+    Status s = flush();
+    if (!s.isOk()) return s;
+    return current;
+  }
+  virtual void stop() = 0;
+};
+
+class SinkConnector : public Connector {
+ public:
+  virtual std::unique_ptr<SinkTask> createTask() = 0;
+};
+
+}  // namespace ferry

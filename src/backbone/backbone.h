@@ -1,0 +1,118 @@
+// The backbone: the message queue between source and sink tasks.
+//
+// Implementations: embedded/ (a durable local log, the standalone default); rocketmq/ and kafka/
+// come later. Source tasks write through a Producer; each sink connector reads through a Consumer
+// in its own group; queues (partitions) of the subscribed topics are spread over the group's
+// members, and offsets are committed in the backbone itself.
+//
+// Threading: a Backbone and its Admin are thread-safe. A Producer is thread-safe; its callbacks
+// run on a backbone thread or inline in send(), never while a lock of the caller is required.
+// A Consumer is owned by one thread (its sink task's), including its RebalanceListener calls,
+// which are made from inside poll().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "ferry/status.h"
+
+namespace ferry::backbone {
+
+// One message as stored in / read from the backbone.
+struct Message {
+  std::string topic;
+  std::int32_t queue = 0;
+  std::int64_t offset = -1;       // set by the backbone when read
+  Bytes key;
+  Bytes value;
+  Headers headers;
+  std::int64_t timestampMs = 0;   // 0 = stamp with the append time
+};
+
+// Called once per send with the queue and offset the message got, or the error.
+using SendCallback = std::function<void(const Status& status, std::int32_t queue, std::int64_t offset)>;
+
+class Producer {
+ public:
+  virtual ~Producer() = default;
+  // Sends asynchronously. `queue` < 0 lets the backbone pick (by key hash when a key is set,
+  // round-robin otherwise). Returns an error without calling `cb` only when the message is
+  // refused before being queued (unknown topic, closed producer). The callback fires once the
+  // message is durable according to the backbone's policy.
+  virtual Status send(Message message, SendCallback cb) = 0;
+  // Waits until every message sent so far got its callback, or the timeout passes.
+  virtual Status flush(std::chrono::milliseconds timeout) = 0;
+};
+
+// Told when the queues assigned to a consumer change. Called from inside Consumer::poll().
+class RebalanceListener {
+ public:
+  virtual ~RebalanceListener() = default;
+  // Before `queues` are taken away: the last chance to flush and commit their offsets.
+  virtual void onRevoked(const std::vector<TopicQueue>& queues) = 0;
+  virtual void onAssigned(const std::vector<TopicQueue>& queues) = 0;
+};
+
+class Consumer {
+ public:
+  virtual ~Consumer() = default;
+  // Joins the group for `topics` (exact names). Triggers a rebalance in the group.
+  virtual Status subscribe(const std::vector<std::string>& topics, RebalanceListener* listener) = 0;
+  // Appends up to `maxMessages` messages from the assigned queues, resuming each queue at its
+  // committed offset (or at `auto.offset.reset`: earliest by default). Waits up to `maxWait`.
+  virtual Result<std::size_t> poll(std::vector<Message>& out, std::size_t maxMessages,
+                                   std::chrono::milliseconds maxWait) = 0;
+  // Commits next-offsets-to-read for the group, durably.
+  virtual Status commit(const OffsetMap& offsets) = 0;
+  // Moves the read position of an assigned queue (for retries after a failed put).
+  virtual Status seek(const TopicQueue& queue, std::int64_t offset) = 0;
+  virtual std::vector<TopicQueue> assignment() const = 0;
+  // Leaves the group (revoking its queues first). Idempotent.
+  virtual void close() = 0;
+};
+
+struct TopicInfo {
+  std::string name;
+  std::int32_t queues = 0;
+};
+
+class Admin {
+ public:
+  virtual ~Admin() = default;
+  // Creates `name` with `queues` queues; OK if it exists already (its queue count is kept).
+  virtual Status ensureTopic(const std::string& name, std::int32_t queues) = 0;
+  virtual Result<std::vector<TopicInfo>> listTopics() = 0;
+  virtual Result<TopicInfo> describeTopic(const std::string& name) = 0;
+  // Next offset to be written, per queue.
+  virtual Result<OffsetMap> endOffsets(const std::string& topic) = 0;
+  // Lowest offset still stored, per queue.
+  virtual Result<OffsetMap> startOffsets(const std::string& topic) = 0;
+  virtual Result<OffsetMap> committedOffsets(const std::string& group) = 0;
+  // Overwrites (or, with an empty map, deletes) a group's committed offsets. The group must have
+  // no live member.
+  virtual Status setCommittedOffsets(const std::string& group, const OffsetMap& offsets) = 0;
+  virtual Status deleteGroup(const std::string& group) = 0;
+};
+
+class Backbone {
+ public:
+  virtual ~Backbone() = default;
+  virtual std::string kind() const = 0;  // "embedded", "rocketmq", "kafka"
+  virtual Result<std::unique_ptr<Producer>> createProducer(const StringMap& overrides) = 0;
+  // `memberId` names the member in the group (e.g. "<connector>-<task>").
+  virtual Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group,
+                                                           const std::string& memberId,
+                                                           const StringMap& overrides) = 0;
+  virtual Admin& admin() = 0;
+  // Stops background work; producers/consumers created earlier fail afterwards.
+  virtual void close() = 0;
+};
+
+}  // namespace ferry::backbone

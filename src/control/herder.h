@@ -1,0 +1,135 @@
+// The controller ("herder"): the single door through which REST, the CLI and (later) the cluster
+// change anything. It validates intent, writes it to the config store, applies it to the worker
+// and reports status from the status store.
+//
+// Threading: every method is thread-safe and returns promptly: it never waits for a task to do
+// I/O (starting and stopping tasks happens on the worker's own threads). REST threads call it.
+// Errors use the codes REST maps to HTTP: InvalidArgument -> 400, NotFound -> 404,
+// AlreadyExists -> 409, FailedPrecondition -> 409, others -> 500.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/config.h"
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "runtime/plugins.h"
+#include "store/store.h"
+
+namespace ferry::control {
+
+enum class ConnectorType { kSource, kSink, kDirect, kUnknown };
+const char* connectorTypeName(ConnectorType t) noexcept;  // "source", "sink", "direct", "unknown"
+
+struct ConnectorInfo {
+  std::string name;
+  StringMap config;
+  std::vector<int> tasks;  // task ids
+  ConnectorType type = ConnectorType::kUnknown;
+};
+
+struct TaskStateInfo {
+  int id = 0;
+  store::State state = store::State::kUnassigned;
+  std::string workerId;
+  std::string trace;
+};
+
+struct ConnectorStateInfo {
+  std::string name;
+  store::State state = store::State::kUnassigned;
+  std::string workerId;
+  std::string trace;
+  std::vector<TaskStateInfo> tasks;
+  ConnectorType type = ConnectorType::kUnknown;
+};
+
+struct TaskInfo {
+  int id = 0;
+  StringMap config;
+};
+
+// The answer of validate: Kafka Connect's ConfigInfos, field by field.
+struct ConfigKeyReport {
+  ConfigKey definition;              // the declaration (for unknown keys: name only)
+  std::optional<std::string> value;  // as given, or the default
+  std::vector<std::string> errors;
+};
+struct ConfigReport {
+  std::string className;
+  std::vector<std::string> groups;
+  std::vector<ConfigKeyReport> keys;
+  int errorCount = 0;
+};
+
+// One source position as REST shows it: {"partition": {...}, "offset": {...}}; for sink
+// connectors partition is {"kafka_topic": t, "kafka_partition": q} and offset {"kafka_offset": o}.
+using PositionList = std::vector<Position>;
+
+struct MetricSample {
+  std::string name;                 // e.g. "ferry_task_records_in_total"
+  std::map<std::string, std::string> labels;
+  double value = 0;
+  std::string help;
+  std::string type;                 // "counter" or "gauge"
+};
+
+class Herder {
+ public:
+  virtual ~Herder() = default;
+
+  virtual std::string workerId() const = 0;
+  // Empty when the worker serves; otherwise why it cannot (REST /health answers 503).
+  virtual std::string healthProblem() const = 0;
+
+  virtual std::vector<std::string> connectors() const = 0;
+  virtual Result<ConnectorInfo> connectorInfo(const std::string& name) const = 0;
+  virtual Result<StringMap> connectorConfig(const std::string& name) const = 0;
+
+  // Creates a connector. AlreadyExists when the name is taken; InvalidArgument carrying the full
+  // ConfigReport summary when the config is invalid (nothing is created then).
+  virtual Result<ConnectorInfo> createConnector(const std::string& name, const StringMap& config,
+                                                std::optional<store::TargetState> initialState) = 0;
+  // Create-or-replace. `created` tells which.
+  virtual Result<ConnectorInfo> putConnectorConfig(const std::string& name, const StringMap& config,
+                                                   bool* created) = 0;
+  // Merges `patch` into the config (a nullopt value removes the key) and applies it.
+  virtual Result<ConnectorInfo> patchConnectorConfig(
+      const std::string& name, const std::map<std::string, std::optional<std::string>>& patch) = 0;
+  virtual Status deleteConnector(const std::string& name) = 0;
+
+  virtual Result<ConnectorStateInfo> connectorStatus(const std::string& name) const = 0;
+  virtual Result<TaskStateInfo> taskStatus(const std::string& name, int task) const = 0;
+  virtual Result<std::vector<TaskInfo>> taskConfigs(const std::string& name) const = 0;
+
+  virtual Status restartConnector(const std::string& name, bool includeTasks, bool onlyFailed) = 0;
+  virtual Status restartTask(const std::string& name, int task) = 0;
+  virtual Status pauseConnector(const std::string& name) = 0;
+  virtual Status resumeConnector(const std::string& name) = 0;
+  virtual Status stopConnector(const std::string& name) = 0;
+
+  // Committed positions. alter/reset require the connector to be STOPPED (FailedPrecondition
+  // otherwise). For sinks the positions are the consumer group's offsets.
+  virtual Result<PositionList> offsets(const std::string& name) const = 0;
+  virtual Status alterOffsets(const std::string& name, const PositionList& positions) = 0;
+  virtual Status resetOffsets(const std::string& name) = 0;
+  // Backbone topics a connector has written to or read from.
+  virtual Result<std::vector<std::string>> activeTopics(const std::string& name) const = 0;
+  virtual Status resetActiveTopics(const std::string& name) = 0;
+
+  virtual std::vector<runtime::PluginInfo> plugins() const = 0;
+  // Declared keys of a plugin (connectors include the framework keys).
+  virtual Result<std::vector<ConfigKey>> pluginConfig(const std::string& pluginClass) const = 0;
+  // Validates a full connector config for `pluginClass` without creating anything. NotFound when
+  // the class is unknown (the message lists the known ones).
+  virtual Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const = 0;
+
+  // Snapshot of the worker's metrics (Prometheus rendering is REST's job).
+  virtual std::vector<MetricSample> metrics() const = 0;
+};
+
+}  // namespace ferry::control

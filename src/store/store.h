@@ -1,0 +1,87 @@
+// Stores: where a worker keeps connector configs, source positions and status.
+//
+// Standalone mode keeps them in local files (file_store.h: one JSON file per store, replaced by
+// write-to-temp + fsync + rename + fsync(dir), so a crash leaves the old or the new file, never a
+// torn one). Distributed mode keeps them on the backbone (later). Memory stores serve tests.
+//
+// Thread-safety: every store is thread-safe; each call is atomic with respect to the others.
+// Durability: a call that returns OK has persisted its change (for file stores: fsynced).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "ferry/status.h"
+
+namespace ferry::store {
+
+enum class TargetState { kStarted, kPaused, kStopped };
+const char* targetStateName(TargetState s) noexcept;            // "STARTED", "PAUSED", "STOPPED"
+std::optional<TargetState> parseTargetState(std::string_view s) noexcept;  // case-insensitive
+
+struct ConnectorEntry {
+  StringMap config;
+  TargetState target = TargetState::kStarted;
+  std::vector<StringMap> taskConfigs;  // as last produced by the connector
+  std::int64_t generation = 0;         // bumped on every config change
+};
+
+class ConfigStore {
+ public:
+  virtual ~ConfigStore() = default;
+  virtual Result<std::map<std::string, ConnectorEntry>> loadAll() = 0;
+  virtual Status putConnector(const std::string& name, const StringMap& config, TargetState target) = 0;
+  virtual Status putTargetState(const std::string& name, TargetState target) = 0;
+  virtual Status putTaskConfigs(const std::string& name, const std::vector<StringMap>& tasks) = 0;
+  virtual Status removeConnector(const std::string& name) = 0;
+};
+
+// Source positions, per connector: partition -> last committed offset.
+class PositionStore {
+ public:
+  virtual ~PositionStore() = default;
+  virtual Result<std::optional<StringMap>> get(const std::string& connector, const StringMap& partition) = 0;
+  virtual Result<std::vector<Position>> getAll(const std::string& connector) = 0;
+  // Stores every position in one atomic, durable step. An empty offset map deletes a partition.
+  virtual Status put(const std::string& connector, const std::vector<Position>& positions) = 0;
+  virtual Status removeConnector(const std::string& connector) = 0;
+};
+
+enum class State { kUnassigned, kRunning, kPaused, kStopped, kFailed, kRestarting, kDestroyed };
+const char* stateName(State s) noexcept;  // Kafka Connect's names: "UNASSIGNED", "RUNNING", ...
+
+struct StatusEntry {
+  State state = State::kUnassigned;
+  std::string trace;     // the error, for FAILED
+  std::string workerId;
+  std::int64_t sinceMs = 0;
+  std::int64_t generation = 0;
+};
+
+class StatusStore {
+ public:
+  virtual ~StatusStore() = default;
+  virtual Status putConnector(const std::string& connector, const StatusEntry& status) = 0;
+  virtual Status putTask(const std::string& connector, int task, const StatusEntry& status) = 0;
+  virtual std::optional<StatusEntry> connector(const std::string& connector) = 0;
+  virtual std::map<int, StatusEntry> tasks(const std::string& connector) = 0;
+  virtual Status removeConnector(const std::string& connector) = 0;
+};
+
+std::unique_ptr<ConfigStore> makeMemoryConfigStore();
+std::unique_ptr<PositionStore> makeMemoryPositionStore();
+std::unique_ptr<StatusStore> makeMemoryStatusStore();
+
+// Each keeps its state in one file below `dir` (configs.json, positions.json, status.json),
+// loaded on open.
+Result<std::unique_ptr<ConfigStore>> openFileConfigStore(const std::string& dir);
+Result<std::unique_ptr<PositionStore>> openFilePositionStore(const std::string& dir);
+Result<std::unique_ptr<StatusStore>> openFileStatusStore(const std::string& dir);
+
+}  // namespace ferry::store
