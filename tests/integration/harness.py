@@ -1,0 +1,147 @@
+"""Test harness for integration tests: starts the real `ferry` binary and talks to its REST API.
+
+Standard library only. The binary comes from $FERRY_BIN (CTest sets it).
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+FERRY_BIN = os.environ.get("FERRY_BIN", "build/release/apps/ferry/ferry")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns a truthy value; fails the test after `timeout` seconds."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class Worker:
+    """One standalone ferry worker process with its own data folder and REST port."""
+
+    def __init__(self, workdir, extra=None, connector_files=()):
+        self.workdir = workdir
+        self.port = free_port()
+        self.data = os.path.join(workdir, "data")
+        self.props = os.path.join(workdir, "worker.properties")
+        self.log_path = os.path.join(workdir, "worker.log")
+        props = {
+            "rest.host": "127.0.0.1",
+            "rest.port": str(self.port),
+            "data.dir": self.data,
+            "offset.flush.interval.ms": "1000",
+        }
+        props.update(extra or {})
+        with open(self.props, "w") as f:
+            for k, v in props.items():
+                f.write(f"{k}={v}\n")
+        self.connector_files = list(connector_files)
+        self.proc = None
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout=30):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([FERRY_BIN, "standalone", self.props, *self.connector_files],
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        log.close()
+        t0 = time.time()
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"ferry exited with {self.proc.returncode}:\n{self.tail_log()}")
+            try:
+                status, _ = self.rest("GET", "/health", timeout=1)
+                return status == 200
+            except OSError:
+                return False
+        wait_until(ready, timeout, "REST ready")
+        return time.time() - t0
+
+    def tail_log(self, n=60):
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout=30):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError("ferry did not stop within %ss of SIGTERM" % timeout)
+        return self.proc.returncode if self.proc else None
+
+    def rest(self, method, path, body=None, timeout=10, raw=None):
+        data = None
+        headers = {}
+        if raw is not None:
+            data = raw if isinstance(raw, bytes) else raw.encode()
+            headers["Content-Type"] = "application/json"
+        elif body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                text = r.read().decode()
+                return r.status, (json.loads(text) if text.strip() else None)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            try:
+                return e.code, json.loads(text)
+            except ValueError:
+                return e.code, text
+
+    def ok(self, method, path, body=None, expect=(200, 201, 202, 204)):
+        status, payload = self.rest(method, path, body)
+        if status not in expect:
+            raise AssertionError(f"{method} {path} -> {status}: {payload}\n{self.tail_log()}")
+        return payload
+
+    def wait_running(self, name, timeout=30):
+        def running():
+            status, s = self.rest("GET", f"/connectors/{name}/status")
+            if status != 200:
+                return False
+            tasks = s.get("tasks", [])
+            return s["connector"]["state"] == "RUNNING" and tasks and all(t["state"] == "RUNNING" for t in tasks)
+        return wait_until(running, timeout, f"{name} RUNNING")
+
+
+def tmpdir(prefix):
+    return tempfile.mkdtemp(prefix=f"ferry-{prefix}-")
+
+
+def run(main):
+    """Runs a test's main(); prints a result line CTest shows; exit code 0 only on success."""
+    try:
+        main()
+    except AssertionError as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
+    print("PASS")
