@@ -1,0 +1,445 @@
+#include "ferry/ctl.h"
+
+#include <httplib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "core/fs.h"
+
+namespace ferry::ctl {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string dump(const Json& j, int indent = -1) {
+  try {
+    return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+  } catch (...) {
+    return "null";
+  }
+}
+
+// Scalars as plain text (strings without quotes); anything else as compact JSON.
+std::string text(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_null()) return "";
+  return dump(j);
+}
+
+std::string field(const Json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it == j.end() ? "" : text(*it);
+}
+
+const Json& member(const Json& j, const char* key) {
+  static const Json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::size_t displayWidth(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;  // count code points, not bytes
+  return n;
+}
+
+// "k=v, k2=v2" for partition and offset maps.
+std::string mapText(const Json& j) {
+  if (!j.is_object()) return text(j);
+  std::string out;
+  for (const auto& [k, v] : j.items()) out += (out.empty() ? "" : ", ") + k + "=" + text(v);
+  return out;
+}
+
+std::string encodeSegment(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  Json json;  // parsed body (null when empty or not JSON)
+};
+
+// A REST client bound to one base URL; prints transport and server errors itself.
+class Api {
+ public:
+  Api(std::string url, std::ostream& err) : url_(std::move(url)), err_(err) {
+    while (!url_.empty() && url_.back() == '/') url_.pop_back();
+  }
+
+  bool validUrl() const { return url_.rfind("http://", 0) == 0 || url_.rfind("https://", 0) == 0; }
+
+  // Sends a request; returns kExitOk with `reply` filled for a 2xx answer, otherwise prints
+  // what went wrong and returns kExitServerError or kExitUnreachable.
+  int call(const std::string& method, const std::string& path, const Json* body, Reply& reply) {
+    httplib::Client client(url_);
+    client.set_connection_timeout(5);
+    client.set_read_timeout(30);
+    client.set_write_timeout(30);
+    std::string payload = body ? dump(*body) : std::string();
+    const char* type = "application/json";
+    auto send = [&]() {
+      if (method == "POST") return client.Post(path, payload, type);
+      if (method == "PUT") return client.Put(path, payload, type);
+      if (method == "PATCH") return client.Patch(path, payload, type);
+      if (method == "DELETE") return client.Delete(path);
+      return client.Get(path);
+    };
+    httplib::Result res = send();
+    if (!res) {
+      err_ << "error: cannot reach ferry at " << url_ << ": " << httplib::to_string(res.error())
+           << "\n";
+      return kExitUnreachable;
+    }
+    reply.status = res->status;
+    reply.body = res->body;
+    reply.json = Json::parse(res->body, nullptr, false);
+    if (reply.json.is_discarded()) reply.json = nullptr;
+    if (res->status >= 200 && res->status < 300) return kExitOk;
+    std::string message = field(reply.json, "message");
+    if (message.empty()) message = res->body.empty() ? "(no message)" : res->body;
+    err_ << "error: " << method << " " << path << " answered " << res->status << ": " << message
+         << "\n";
+    return kExitServerError;
+  }
+
+ private:
+  std::string url_;
+  std::ostream& err_;
+};
+
+std::string connectorPath(const std::string& name, const std::string& rest = "") {
+  return "/connectors/" + encodeSegment(name) + rest;
+}
+
+}  // namespace
+
+std::string renderTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (i >= widths.size()) widths.push_back(0);
+      widths[i] = std::max(widths[i], displayWidth(row[i]));
+    }
+  };
+  measure(header);
+  for (const auto& r : rows) measure(r);
+  std::string out;
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string l;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      std::string cell = i < row.size() ? row[i] : "";
+      // Newlines would break the alignment; tables show one line per cell.
+      std::replace(cell.begin(), cell.end(), '\n', ' ');
+      l += cell;
+      if (i + 1 < widths.size()) l += std::string(widths[i] - displayWidth(cell) + 2, ' ');
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+Result<core::ConnectorDefinition> loadDefinition(const std::string& path,
+                                                 const std::string& nameOverride,
+                                                 bool requireName) {
+  auto content = core::readFile(path);
+  if (!content.isOk())
+    return Status::invalidArgument("cannot read " + path + ": " + content.status().message());
+  auto def = core::parseConnectorDefinition(*content);
+  if (!def.isOk()) return Status::invalidArgument(path + ": " + def.status().message());
+  if (!nameOverride.empty()) {
+    def->name = nameOverride;
+    if (def->config.count("name")) def->config["name"] = nameOverride;
+  }
+  if (requireName && def->name.empty())
+    return Status::invalidArgument(path + " names no connector: add \"name\" or pass --name");
+  return def;
+}
+
+std::string renderConnectorList(const Json& expanded) {
+  std::vector<std::vector<std::string>> rows;
+  if (expanded.is_object()) {
+    for (const auto& [name, entry] : expanded.items()) {
+      const Json& status = member(entry, "status");
+      const Json& info = member(entry, "info");
+      std::string type = field(info, "type");
+      if (type.empty()) type = field(status, "type");
+      const Json& tasks = member(status, "tasks");
+      std::size_t running = 0, total = 0;
+      if (tasks.is_array()) {
+        total = tasks.size();
+        for (const auto& t : tasks) running += field(t, "state") == "RUNNING";
+      }
+      rows.push_back({name, type, field(member(status, "connector"), "state"),
+                      std::to_string(running) + "/" + std::to_string(total),
+                      field(member(status, "connector"), "worker_id")});
+    }
+  }
+  return renderTable({"NAME", "TYPE", "STATE", "TASKS", "WORKER"}, rows);
+}
+
+std::string renderStatus(const Json& status) {
+  const Json& connector = member(status, "connector");
+  std::string out = "Connector: " + field(status, "name");
+  if (auto type = field(status, "type"); !type.empty()) out += " (" + type + ")";
+  out += "\nState:     " + field(connector, "state");
+  if (auto worker = field(connector, "worker_id"); !worker.empty()) out += " on " + worker;
+  out += "\n";
+  std::string traces;
+  if (field(connector, "state") == "FAILED" && !field(connector, "trace").empty())
+    traces += "\nConnector trace:\n" + field(connector, "trace") + "\n";
+  std::vector<std::vector<std::string>> rows;
+  const Json& tasks = member(status, "tasks");
+  if (tasks.is_array()) {
+    for (const auto& t : tasks) {
+      rows.push_back({field(t, "id"), field(t, "state"), field(t, "worker_id")});
+      if (field(t, "state") == "FAILED" && !field(t, "trace").empty())
+        traces += "\nTask " + field(t, "id") + " trace:\n" + field(t, "trace") + "\n";
+    }
+  }
+  out += "\n" + renderTable({"TASK", "STATE", "WORKER"}, rows);
+  return out + traces;
+}
+
+std::string renderConnector(const Json& info) {
+  std::string out = "Name:  " + field(info, "name") + "\nType:  " + field(info, "type") + "\n";
+  const Json& tasks = member(info, "tasks");
+  out += "Tasks: " + std::to_string(tasks.is_array() ? tasks.size() : 0) + "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  const Json& config = member(info, "config");
+  if (config.is_object())
+    for (const auto& [k, v] : config.items()) rows.push_back({k, text(v)});
+  return out + renderTable({"KEY", "VALUE"}, rows);
+}
+
+std::string renderOffsets(const Json& offsets) {
+  std::vector<std::vector<std::string>> rows;
+  const Json& list = member(offsets, "offsets");
+  if (list.is_array())
+    for (const auto& o : list)
+      rows.push_back({mapText(member(o, "partition")), mapText(member(o, "offset"))});
+  return renderTable({"PARTITION", "OFFSET"}, rows);
+}
+
+std::string renderPlugins(const Json& plugins) {
+  std::vector<std::vector<std::string>> rows;
+  if (plugins.is_array())
+    for (const auto& p : plugins)
+      rows.push_back({field(p, "class"), field(p, "type"), field(p, "version")});
+  return renderTable({"CLASS", "TYPE", "VERSION"}, rows);
+}
+
+std::string renderValidation(const Json& configInfos) {
+  std::vector<std::vector<std::string>> rows;
+  const Json& configs = member(configInfos, "configs");
+  if (configs.is_array()) {
+    for (const auto& c : configs) {
+      const Json& value = member(c, "value");
+      const Json& errors = member(value, "errors");
+      if (!errors.is_array()) continue;
+      for (const auto& e : errors) rows.push_back({field(value, "name"), text(e)});
+    }
+  }
+  std::string count = field(configInfos, "error_count");
+  std::string out =
+      field(configInfos, "name") + ": " + (count.empty() ? "0" : count) + " error(s)\n";
+  if (!rows.empty()) out += "\n" + renderTable({"KEY", "ERROR"}, rows);
+  return out;
+}
+
+int run(int argc, char** argv) { return run(argc, argv, std::cout, std::cerr); }
+
+int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Manage the connectors of a ferry worker through its REST API.", "ferry ctl"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  const char* env = std::getenv("FERRY_URL");
+  std::string url = env && *env ? env : "http://127.0.0.1:8082";
+  app.add_option("--url", url,
+                 "the worker's REST URL (default $FERRY_URL or http://127.0.0.1:8082)");
+
+  std::string name, file, nameOverride, output = "table";
+  bool includeTasks = false, onlyFailed = false;
+  std::vector<std::string> offsetArgs;
+  auto addOutput = [&](CLI::App* sub) {
+    sub->add_option("-o,--output", output, "table (default) or json")
+        ->check(CLI::IsMember({"table", "json"}));
+  };
+  auto addName = [&](CLI::App* sub) {
+    sub->add_option("NAME", name, "connector name")->required();
+  };
+  auto addFile = [&](CLI::App* sub) {
+    sub->add_option("-f,--file", file, "connector definition: JSON, YAML or .properties")
+        ->required();
+  };
+
+  auto* list = app.add_subcommand("list", "list connectors with their type, state and tasks");
+  addOutput(list);
+  auto* get = app.add_subcommand("get", "show a connector's config and tasks");
+  addName(get);
+  addOutput(get);
+  auto* create = app.add_subcommand("create", "create a connector from a file");
+  addFile(create);
+  create->add_option("--name", nameOverride, "connector name (overrides the file's)");
+  auto* apply = app.add_subcommand("apply", "create or update a connector from a file");
+  addFile(apply);
+  apply->add_option("--name", nameOverride, "connector name (overrides the file's)");
+  auto* status = app.add_subcommand("status", "show a connector's and its tasks' states");
+  addName(status);
+  addOutput(status);
+  auto* pause = app.add_subcommand("pause", "pause a connector");
+  addName(pause);
+  auto* resume = app.add_subcommand("resume", "resume a paused or stopped connector");
+  addName(resume);
+  auto* stop = app.add_subcommand("stop", "stop a connector (keeps config and offsets)");
+  addName(stop);
+  auto* del = app.add_subcommand("delete", "delete a connector");
+  addName(del);
+  auto* restart = app.add_subcommand("restart", "restart a connector");
+  addName(restart);
+  restart->add_flag("--include-tasks", includeTasks, "restart its tasks too");
+  restart->add_flag("--only-failed", onlyFailed, "restart only what FAILED");
+  auto* offsets =
+      app.add_subcommand("offsets", "show offsets: `offsets NAME`; reset: `offsets reset NAME`");
+  offsets->add_option("ARGS", offsetArgs, "NAME, or reset NAME")->required()->expected(1, 2);
+  addOutput(offsets);
+  auto* plugins = app.add_subcommand("plugins", "list connector, transform and converter plugins");
+  addOutput(plugins);
+  auto* validate =
+      app.add_subcommand("validate", "validate a connector definition file (exit 1 when invalid)");
+  addFile(validate);
+  addOutput(validate);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e, out, err);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  Api api(url, err);
+  if (!api.validUrl()) {
+    err << "error: --url must start with http:// or https://, not '" << url << "'\n";
+    return kExitUsage;
+  }
+  bool json = output == "json";
+  Reply reply;
+  auto show = [&](const std::function<std::string(const Json&)>& render) {
+    out << (json ? dump(reply.json, 2) + "\n" : render(reply.json));
+    return kExitOk;
+  };
+  auto simple = [&](const std::string& method, const std::string& path, const std::string& done) {
+    int rc = api.call(method, path, nullptr, reply);
+    if (rc == kExitOk) out << done << "\n";
+    return rc;
+  };
+
+  if (list->parsed()) {
+    if (int rc = api.call("GET", "/connectors?expand=status&expand=info", nullptr, reply))
+      return rc;
+    return show(renderConnectorList);
+  }
+  if (get->parsed()) {
+    if (int rc = api.call("GET", connectorPath(name), nullptr, reply)) return rc;
+    return show(renderConnector);
+  }
+  if (status->parsed()) {
+    if (int rc = api.call("GET", connectorPath(name, "/status"), nullptr, reply)) return rc;
+    return show(renderStatus);
+  }
+  if (create->parsed() || apply->parsed() || validate->parsed()) {
+    auto def = loadDefinition(file, nameOverride, /*requireName=*/!validate->parsed());
+    if (!def.isOk()) {
+      err << "error: " << def.status().message() << "\n";
+      return kExitUsage;
+    }
+    core::ConnectorDefinition d = std::move(*def);
+    if (create->parsed()) {
+      Json body = {{"name", d.name}, {"config", d.config}};
+      if (int rc = api.call("POST", "/connectors", &body, reply)) return rc;
+      out << "created connector " << d.name << "\n";
+      return kExitOk;
+    }
+    if (apply->parsed()) {
+      Json body = d.config;
+      if (int rc = api.call("PUT", connectorPath(d.name, "/config"), &body, reply)) return rc;
+      out << (reply.status == 201 ? "created" : "updated") << " connector " << d.name << "\n";
+      return kExitOk;
+    }
+    auto cls = d.config.find("connector.class");
+    if (cls == d.config.end() || cls->second.empty()) {
+      err << "error: " << file << " has no connector.class to validate against\n";
+      return kExitUsage;
+    }
+    Json body = d.config;
+    if (int rc =
+            api.call("PUT", "/connector-plugins/" + encodeSegment(cls->second) + "/config/validate",
+                     &body, reply))
+      return rc;
+    show(renderValidation);
+    return member(reply.json, "error_count").is_number() &&
+                   member(reply.json, "error_count").get<int>() > 0
+               ? kExitServerError
+               : kExitOk;
+  }
+  if (pause->parsed())
+    return simple("PUT", connectorPath(name, "/pause"), "pausing connector " + name);
+  if (resume->parsed())
+    return simple("PUT", connectorPath(name, "/resume"), "resuming connector " + name);
+  if (stop->parsed())
+    return simple("PUT", connectorPath(name, "/stop"), "stopping connector " + name);
+  if (del->parsed()) return simple("DELETE", connectorPath(name), "deleted connector " + name);
+  if (restart->parsed()) {
+    std::string path = connectorPath(name, "/restart");
+    if (includeTasks || onlyFailed)
+      path += std::string("?includeTasks=") + (includeTasks ? "true" : "false") +
+              "&onlyFailed=" + (onlyFailed ? "true" : "false");
+    return simple("POST", path, "restarting connector " + name);
+  }
+  if (offsets->parsed()) {
+    if (offsetArgs.size() == 2) {
+      if (offsetArgs[0] != "reset") {
+        err << "error: expected `offsets NAME` or `offsets reset NAME`\n";
+        return kExitUsage;
+      }
+      if (int rc = api.call("DELETE", connectorPath(offsetArgs[1], "/offsets"), nullptr, reply))
+        return rc;
+      out << (json ? dump(reply.json, 2) : field(reply.json, "message")) << "\n";
+      return kExitOk;
+    }
+    if (int rc = api.call("GET", connectorPath(offsetArgs[0], "/offsets"), nullptr, reply))
+      return rc;
+    return show(renderOffsets);
+  }
+  if (plugins->parsed()) {
+    if (int rc = api.call("GET", "/connector-plugins?connectorsOnly=false", nullptr, reply))
+      return rc;
+    return show(renderPlugins);
+  }
+  err << app.help();
+  return kExitUsage;
+}
+
+}  // namespace ferry::ctl

@@ -1,0 +1,105 @@
+// JSON <-> ferry values for the REST surface: pure functions, no I/O, no server.
+//
+// Parsing: every parse* function takes the raw request body and returns a value or an
+// InvalidArgument Status whose message says where the JSON is malformed (line, column) or which
+// field has the wrong shape. No exception escapes any function here (nlohmann-json is driven
+// through its SAX interface, nesting is bounded to kMaxJsonDepth, and every access is
+// type-checked), so they are safe on arbitrary bytes (see tests/fuzz/rest_config).
+//
+// Leniency: Kafka Connect accepts only strings as config values; ferry also accepts numbers and
+// booleans and turns them into their JSON text ("tasks.max": 2 -> "2", true -> "true").
+//
+// Rendering: the to*Json functions produce Kafka Connect's response shapes. dumpJson never throws
+// (invalid UTF-8 coming from configs or traces is replaced by U+FFFD).
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "control/herder.h"
+#include "ferry/config.h"
+#include "ferry/result.h"
+
+namespace ferry::rest {
+
+using Json = nlohmann::json;
+
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses a JSON text. Errors: "malformed JSON: parse error at line L, column C: ...", an empty
+// body, or nesting deeper than kMaxJsonDepth.
+Result<Json> parseJson(std::string_view body);
+
+// POST /connectors: {"name": "...", "config": {...}, "initial_state": "RUNNING|PAUSED|STOPPED"?}.
+// A "name" inside config must equal the outer name. Unknown top-level fields are ignored.
+struct CreateConnectorRequest {
+  std::string name;
+  StringMap config;
+  std::optional<store::TargetState> initialState;
+};
+Result<CreateConnectorRequest> parseCreateConnector(std::string_view body);
+
+// PUT /connectors/{name}/config, validate, RocketMQ-style create: a flat object whose values are
+// strings, numbers or booleans.
+Result<StringMap> parseConfigMap(std::string_view body);
+
+// PATCH /connectors/{name}/config: like a config map, but null removes the key (nullopt).
+using PatchRequest = std::map<std::string, std::optional<std::string>>;
+Result<PatchRequest> parsePatch(std::string_view body);
+
+// PATCH /connectors/{name}/offsets: {"offsets": [{"partition": {...}, "offset": {...} | null}]}.
+// A null offset becomes an empty offset map (which resets that partition). Partition and offset
+// values may be strings, numbers or booleans (Kafka's sink offsets are numbers).
+Result<control::PositionList> parseOffsets(std::string_view body);
+
+// PUT /admin/loggers/{name}: {"level": "DEBUG"}. Returns the level text as given.
+Result<std::string> parseLoggerLevel(std::string_view body);
+
+// Checks a connector name taken from a URL or a body: not empty or blank, no control characters.
+Status validateConnectorName(std::string_view name);
+
+// Parses "RUNNING"/"STARTED", "PAUSED", "STOPPED" (any case) as Kafka Connect's initial_state.
+std::optional<store::TargetState> parseInitialState(std::string_view text);
+
+// --- rendering (Kafka Connect shapes)
+const char* stateText(store::State s) noexcept;                    // "RUNNING", "FAILED", ...
+const char* connectorTypeText(control::ConnectorType t) noexcept;  // "source", "sink", ...
+const char* pluginTypeText(PluginKind k) noexcept;  // "source", "transformation", ...
+
+// {"name", "config", "tasks": [{"connector", "task"}], "type"}
+Json connectorInfoJson(const control::ConnectorInfo& info);
+// {"name", "connector": {"state", "worker_id", "trace"?}, "tasks": [...], "type"}
+Json connectorStatusJson(const control::ConnectorStateInfo& status);
+// {"id", "state", "worker_id", "trace"?}
+Json taskStatusJson(const control::TaskStateInfo& task);
+// [{"id": {"connector", "task"}, "config": {...}}]
+Json taskConfigsJson(const std::string& connector, const std::vector<control::TaskInfo>& tasks);
+// ConfigKeyInfo: {"name", "type", "required", "default_value", "importance", "documentation",
+// "group", "order_in_group", "width", "display_name", "dependents"}
+Json configKeyJson(const ConfigKey& key, int orderInGroup);
+// [ConfigKeyInfo...] with order_in_group counted per group.
+Json configKeysJson(const std::vector<ConfigKey>& keys);
+// ConfigInfos: {"name", "error_count", "groups", "configs": [{"definition", "value"}]}
+Json configReportJson(const control::ConfigReport& report);
+// {"class", "type", "version"}; `detailed` adds "aliases", "summary", "origin".
+Json pluginJson(const runtime::PluginInfo& plugin, bool detailed = false);
+// {"offsets": [{"partition": {...}, "offset": {...}}]}. The values of kafka_partition and
+// kafka_offset are rendered as numbers when they are integers (as Kafka Connect does).
+Json positionsJson(const control::PositionList& positions);
+// {"error_code": status, "message": message}
+Json errorJson(int httpStatus, std::string_view message);
+
+// Serialises without ever throwing (invalid UTF-8 is replaced).
+std::string dumpJson(const Json& j, int indent = -1);
+
+// The HTTP status for a Status code, as herder.h specifies: InvalidArgument 400, NotFound 404,
+// AlreadyExists and FailedPrecondition 409, everything else 500.
+int httpStatusFor(StatusCode code) noexcept;
+
+}  // namespace ferry::rest

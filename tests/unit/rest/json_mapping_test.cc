@@ -1,0 +1,254 @@
+#include "rest/json_mapping.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ferry::rest {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseJson, MalformedSaysWhere) {
+  auto r = parseJson("{\n  \"name\": x}");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("malformed JSON"));
+  EXPECT_THAT(r.status().message(), HasSubstr("line 2"));
+  EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("[json.exception")));
+}
+
+TEST(ParseJson, EmptyBodyIsNamed) {
+  auto r = parseJson("  \n");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("empty"));
+}
+
+TEST(ParseJson, TrailingGarbageRejected) { EXPECT_FALSE(parseJson("{} x").isOk()); }
+
+TEST(ParseJson, DeepNestingRejectedNotCrashing) {
+  std::string deep(100000, '[');
+  auto r = parseJson(deep);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("nesting deeper"));
+  std::string ok = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_TRUE(parseJson(ok).isOk());
+}
+
+TEST(ParseJson, InvalidUtf8Rejected) { EXPECT_FALSE(parseJson("\"\xff\xfe\"").isOk()); }
+
+TEST(ParseCreateConnector, Good) {
+  auto r = parseCreateConnector(
+      R"({"name": "src", "config": {"connector.class": "FileStreamSource", "tasks.max": 2,
+          "enabled": true, "ratio": 0.5, "big": 18446744073709551615}, "initial_state": "paused"})");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->name, "src");
+  EXPECT_EQ(r->config.at("connector.class"), "FileStreamSource");
+  EXPECT_EQ(r->config.at("tasks.max"), "2");
+  EXPECT_EQ(r->config.at("enabled"), "true");
+  EXPECT_EQ(r->config.at("ratio"), "0.5");
+  EXPECT_EQ(r->config.at("big"), "18446744073709551615");
+  ASSERT_TRUE(r->initialState.has_value());
+  EXPECT_EQ(*r->initialState, store::TargetState::kPaused);
+}
+
+TEST(ParseCreateConnector, InitialStateOptionalAndValidated) {
+  auto r = parseCreateConnector(R"({"name": "a", "config": {}})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_FALSE(r->initialState.has_value());
+  auto running = parseCreateConnector(R"({"name": "a", "config": {}, "initial_state": "RUNNING"})");
+  ASSERT_TRUE(running.isOk());
+  EXPECT_EQ(*running->initialState, store::TargetState::kStarted);
+  auto bad = parseCreateConnector(R"({"name": "a", "config": {}, "initial_state": "FLYING"})");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_THAT(bad.status().message(), HasSubstr("initial_state"));
+  EXPECT_FALSE(parseCreateConnector(R"({"name": "a", "config": {}, "initial_state": 3})").isOk());
+}
+
+TEST(ParseCreateConnector, WrongShapesNameTheField) {
+  struct Case {
+    const char* body;
+    const char* needle;
+  } cases[] = {
+      {R"([1, 2])", "JSON object"},
+      {R"("text")", "JSON object"},
+      {R"({"config": {}})", "'name' is required"},
+      {R"({"name": 5, "config": {}})", "'name' must be a string"},
+      {R"({"name": "", "config": {}})", "must not be empty"},
+      {R"({"name": "   ", "config": {}})", "must not be empty"},
+      {R"({"name": "a\nb", "config": {}})", "control characters"},
+      {R"({"name": "x"})", "'config' is required"},
+      {R"({"name": "x", "config": 5})", "'config' must be a JSON object"},
+      {R"({"name": "x", "config": [1]})", "'config' must be a JSON object"},
+      {R"({"name": "x", "config": {"a": {"b": 1}}})", "value of 'a'"},
+      {R"({"name": "x", "config": {"a": [1]}})", "value of 'a'"},
+      {R"({"name": "x", "config": {"a": null}})", "value of 'a'"},
+      {R"({"name": "x", "config": {"name": "y"}})", "does not match"},
+  };
+  for (const auto& c : cases) {
+    auto r = parseCreateConnector(c.body);
+    ASSERT_FALSE(r.isOk()) << c.body;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.body;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.needle)) << c.body;
+  }
+}
+
+TEST(ParseCreateConnector, MatchingNameInConfigAccepted) {
+  auto r = parseCreateConnector(R"({"name": "x", "config": {"name": "x"}})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->config.at("name"), "x");
+}
+
+TEST(ParseConfigMap, GoodAndBad) {
+  auto r = parseConfigMap(R"({"a": "1", "b": 2, "c": false, "d": -3})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->at("a"), "1");
+  EXPECT_EQ(r->at("b"), "2");
+  EXPECT_EQ(r->at("c"), "false");
+  EXPECT_EQ(r->at("d"), "-3");
+  EXPECT_TRUE(parseConfigMap("{}").isOk());
+  auto arr = parseConfigMap("[]");
+  ASSERT_FALSE(arr.isOk());
+  EXPECT_THAT(arr.status().message(), HasSubstr("not array"));
+  auto nested = parseConfigMap(R"({"k": {"x": 1}})");
+  ASSERT_FALSE(nested.isOk());
+  EXPECT_THAT(nested.status().message(), HasSubstr("'k'"));
+  EXPECT_FALSE(parseConfigMap("{\"k\": ").isOk());
+}
+
+TEST(ParsePatch, NullRemoves) {
+  auto r = parsePatch(R"({"a": "1", "b": null, "c": 3})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->at("a"), std::optional<std::string>("1"));
+  EXPECT_EQ(r->at("b"), std::nullopt);
+  EXPECT_EQ(r->at("c"), std::optional<std::string>("3"));
+  auto bad = parsePatch(R"({"a": [1]})");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_THAT(bad.status().message(), HasSubstr("'a'"));
+  EXPECT_FALSE(parsePatch("null").isOk());
+}
+
+TEST(ParseOffsets, Good) {
+  auto r = parseOffsets(R"({"offsets": [
+      {"partition": {"file": "/a.log"}, "offset": {"pos": 42}},
+      {"partition": {"kafka_topic": "t", "kafka_partition": 3}, "offset": null},
+      {"partition": {"file": "/b.log"}}]})");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].partition.at("file"), "/a.log");
+  EXPECT_EQ((*r)[0].offset.at("pos"), "42");
+  EXPECT_EQ((*r)[1].partition.at("kafka_partition"), "3");
+  EXPECT_TRUE((*r)[1].offset.empty());
+  EXPECT_TRUE((*r)[2].offset.empty());
+  auto empty = parseOffsets(R"({"offsets": []})");
+  ASSERT_TRUE(empty.isOk());
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST(ParseOffsets, WrongShapesNameThePlace) {
+  struct Case {
+    const char* body;
+    const char* needle;
+  } cases[] = {
+      {R"({})", "'offsets' is required"},
+      {R"({"offsets": {}})", "must be an array"},
+      {R"({"offsets": [5]})", "offsets[0]"},
+      {R"({"offsets": [{"offset": {}}]})", "offsets[0].partition' is required"},
+      {R"({"offsets": [{"partition": {}}]})", "must not be empty"},
+      {R"({"offsets": [{"partition": {"a": "b"}}, {"partition": 7}]})", "offsets[1].partition"},
+      {R"({"offsets": [{"partition": {"a": "b"}, "offset": {"x": [1]}}]})", "offsets[0].offset"},
+  };
+  for (const auto& c : cases) {
+    auto r = parseOffsets(c.body);
+    ASSERT_FALSE(r.isOk()) << c.body;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.needle)) << c.body;
+  }
+}
+
+TEST(ParseLoggerLevel, GoodAndBad) {
+  auto r = parseLoggerLevel(R"({"level": "DEBUG"})");
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(*r, "DEBUG");
+  EXPECT_FALSE(parseLoggerLevel(R"({})").isOk());
+  EXPECT_FALSE(parseLoggerLevel(R"({"level": 1})").isOk());
+}
+
+TEST(Render, ConnectorInfoShape) {
+  control::ConnectorInfo info{"src", {{"file", "/a"}}, {0, 1}, control::ConnectorType::kSource};
+  Json j = connectorInfoJson(info);
+  EXPECT_EQ(j["name"], "src");
+  EXPECT_EQ(j["config"]["file"], "/a");
+  EXPECT_EQ(j["type"], "source");
+  ASSERT_EQ(j["tasks"].size(), 2u);
+  EXPECT_EQ(j["tasks"][1], (Json{{"connector", "src"}, {"task", 1}}));
+}
+
+TEST(Render, StatusOmitsEmptyTrace) {
+  control::ConnectorStateInfo s;
+  s.name = "src";
+  s.state = store::State::kRunning;
+  s.workerId = "w1";
+  s.type = control::ConnectorType::kSink;
+  s.tasks.push_back({0, store::State::kFailed, "w2", "boom"});
+  Json j = connectorStatusJson(s);
+  EXPECT_EQ(j["connector"]["state"], "RUNNING");
+  EXPECT_FALSE(j["connector"].contains("trace"));
+  EXPECT_EQ(j["tasks"][0]["state"], "FAILED");
+  EXPECT_EQ(j["tasks"][0]["trace"], "boom");
+  EXPECT_EQ(j["tasks"][0]["worker_id"], "w2");
+  EXPECT_EQ(j["type"], "sink");
+}
+
+TEST(Render, PositionsMakeKafkaNumbersNumeric) {
+  control::PositionList p{
+      {{{"kafka_topic", "t"}, {"kafka_partition", "3"}}, {{"kafka_offset", "17"}}},
+      {{{"file", "/a"}}, {{"pos", "5"}}}};
+  Json j = positionsJson(p);
+  EXPECT_EQ(j["offsets"][0]["partition"]["kafka_partition"], 3);
+  EXPECT_EQ(j["offsets"][0]["partition"]["kafka_topic"], "t");
+  EXPECT_EQ(j["offsets"][0]["offset"]["kafka_offset"], 17);
+  EXPECT_EQ(j["offsets"][1]["offset"]["pos"], "5");  // other keys stay as stored
+}
+
+TEST(Render, ConfigReportShape) {
+  control::ConfigReport r;
+  r.className = "FileStreamSource";
+  r.groups = {"Common"};
+  control::ConfigKeyReport k;
+  k.definition.name = "topic";
+  k.definition.importance = Importance::kHigh;
+  k.definition.group = "Common";
+  k.errors = {"required"};
+  r.keys.push_back(k);
+  r.errorCount = 1;
+  Json j = configReportJson(r);
+  EXPECT_EQ(j["name"], "FileStreamSource");
+  EXPECT_EQ(j["error_count"], 1);
+  EXPECT_EQ(j["groups"][0], "Common");
+  const Json& c = j["configs"][0];
+  EXPECT_EQ(c["definition"]["name"], "topic");
+  EXPECT_EQ(c["definition"]["required"], true);
+  EXPECT_EQ(c["definition"]["order_in_group"], 0);
+  EXPECT_TRUE(c["definition"]["default_value"].is_null());
+  EXPECT_EQ(c["value"]["name"], "topic");
+  EXPECT_TRUE(c["value"]["value"].is_null());
+  EXPECT_EQ(c["value"]["errors"][0], "required");
+  EXPECT_EQ(c["value"]["visible"], true);
+}
+
+TEST(Render, DumpNeverThrowsOnInvalidUtf8) {
+  Json j = {{"trace", std::string("bad \xff byte")}};
+  std::string s = dumpJson(j);
+  EXPECT_THAT(s, HasSubstr("bad "));
+}
+
+TEST(Render, StatusCodes) {
+  EXPECT_EQ(httpStatusFor(StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(httpStatusFor(StatusCode::kNotFound), 404);
+  EXPECT_EQ(httpStatusFor(StatusCode::kAlreadyExists), 409);
+  EXPECT_EQ(httpStatusFor(StatusCode::kFailedPrecondition), 409);
+  EXPECT_EQ(httpStatusFor(StatusCode::kUnavailable), 500);
+  EXPECT_EQ(httpStatusFor(StatusCode::kInternal), 500);
+}
+
+}  // namespace
+}  // namespace ferry::rest

@@ -1,0 +1,451 @@
+#include "rest/rest_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fake_herder.h"
+#include "rest/json_mapping.h"
+
+namespace ferry::rest {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Answer {
+  int status = 0;
+  Json json;
+  std::string body;
+  std::string allow;
+  std::string contentType;
+};
+
+class RestServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RestOptions o;
+    o.port = 0;
+    o.version = "0.1.0";
+    o.commit = "abc123";
+    server_ = std::make_unique<RestServer>(herder_, o);
+    ASSERT_TRUE(server_->start().isOk());
+    ASSERT_GT(server_->port(), 0);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(30);
+  }
+  void TearDown() override { server_->stop(); }
+
+  Answer call(const std::string& method, const std::string& path, const std::string& body = "") {
+    const char* type = "application/json";
+    auto send = [&]() {
+      if (method == "POST") return client_->Post(path, body, type);
+      if (method == "PUT") return client_->Put(path, body, type);
+      if (method == "PATCH") return client_->Patch(path, body, type);
+      if (method == "DELETE") return client_->Delete(path);
+      if (method == "OPTIONS") return client_->Options(path);
+      return client_->Get(path);
+    };
+    httplib::Result r = send();
+    EXPECT_TRUE(static_cast<bool>(r)) << method << " " << path;
+    Answer a;
+    if (!r) return a;
+    a.status = r->status;
+    a.body = r->body;
+    a.allow = r->get_header_value("Allow");
+    a.contentType = r->get_header_value("Content-Type");
+    a.json = Json::parse(r->body, nullptr, false);
+    return a;
+  }
+
+  // Asserts the error shape {"error_code": status, "message": non-empty}.
+  std::string expectError(const Answer& a, int status) {
+    EXPECT_EQ(a.status, status) << a.body;
+    EXPECT_TRUE(a.json.is_object()) << a.body;
+    if (!a.json.is_object()) return "";
+    EXPECT_EQ(a.json.value("error_code", 0), status) << a.body;
+    std::string m = a.json.value("message", "");
+    EXPECT_FALSE(m.empty()) << a.body;
+    return m;
+  }
+
+  void createSource(const std::string& name) {
+    auto a = call(
+        "POST", "/connectors",
+        R"({"name": ")" + name +
+            R"(", "config": {"connector.class": "FileStreamSource", "file": "/in", "topic": "t"}})");
+    ASSERT_EQ(a.status, 201) << a.body;
+  }
+
+  testing::FakeHerder herder_;
+  std::unique_ptr<RestServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(RestServerTest, RootHealthAndMetrics) {
+  auto root = call("GET", "/");
+  EXPECT_EQ(root.status, 200);
+  EXPECT_EQ(root.json["version"], "0.1.0");
+  EXPECT_EQ(root.json["commit"], "abc123");
+  EXPECT_EQ(root.json["kafka_cluster_id"], "standalone");
+  EXPECT_EQ(root.json["worker_id"], "w1");
+
+  auto health = call("GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.json["status"], "healthy");
+  herder_.setHealthProblem("config store unreadable");
+  auto sick = call("GET", "/health");
+  EXPECT_THAT(expectError(sick, 503), HasSubstr("config store unreadable"));
+  EXPECT_EQ(sick.json["status"], "unhealthy");
+
+  auto metrics = call("GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.contentType, HasSubstr("text/plain"));
+  EXPECT_THAT(metrics.body, HasSubstr("# TYPE ferry_task_records_in_total counter\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("connector=\"a\\\"b\""));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_up 1\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes "));
+  EXPECT_THAT(metrics.body, HasSubstr("process_cpu_seconds_total "));
+}
+
+TEST_F(RestServerTest, CreateReadListDelete) {
+  auto created = call("POST", "/connectors",
+                      R"({"name": "src", "config": {"connector.class": "FileStreamSource",
+                          "file": "/in", "topic": "t", "tasks.max": 1}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.json["name"], "src");
+  EXPECT_EQ(created.json["config"]["tasks.max"], "1");  // numbers become text
+  EXPECT_EQ(created.json["tasks"][0], (Json{{"connector", "src"}, {"task", 0}}));
+  EXPECT_EQ(created.json["type"], "source");
+
+  expectError(
+      call("POST", "/connectors",
+           R"({"name": "src", "config": {"connector.class": "FileStreamSource", "topic": "t"}})"),
+      409);
+
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array({"src"}));
+  auto info = call("GET", "/connectors/src");
+  EXPECT_EQ(info.status, 200);
+  EXPECT_EQ(info.json["config"]["file"], "/in");
+  auto config = call("GET", "/connectors/src/config");
+  EXPECT_EQ(config.json["topic"], "t");
+
+  auto status = call("GET", "/connectors/src/status");
+  EXPECT_EQ(status.status, 200);
+  EXPECT_EQ(status.json["name"], "src");
+  EXPECT_EQ(status.json["connector"]["state"], "RUNNING");
+  EXPECT_EQ(status.json["connector"]["worker_id"], "w1");
+  EXPECT_EQ(status.json["tasks"][0]["id"], 0);
+  EXPECT_EQ(status.json["tasks"][0]["state"], "RUNNING");
+  EXPECT_EQ(status.json["type"], "source");
+
+  auto expanded = call("GET", "/connectors?expand=status&expand=info");
+  EXPECT_EQ(expanded.json["src"]["status"]["connector"]["state"], "RUNNING");
+  EXPECT_EQ(expanded.json["src"]["info"]["name"], "src");
+  auto onlyStatus = call("GET", "/connectors?expand=status");
+  EXPECT_FALSE(onlyStatus.json["src"].contains("info"));
+
+  auto tasks = call("GET", "/connectors/src/tasks");
+  EXPECT_EQ(tasks.json[0]["id"], (Json{{"connector", "src"}, {"task", 0}}));
+  EXPECT_EQ(tasks.json[0]["config"]["file"], "/in");
+  auto task = call("GET", "/connectors/src/tasks/0/status");
+  EXPECT_EQ(task.json["state"], "RUNNING");
+  EXPECT_EQ(task.json["id"], 0);
+  expectError(call("GET", "/connectors/src/tasks/7/status"), 404);
+  expectError(call("GET", "/connectors/src/tasks/x/status"), 400);
+  EXPECT_EQ(call("POST", "/connectors/src/tasks/0/restart").status, 204);
+
+  auto topics = call("GET", "/connectors/src/topics");
+  EXPECT_EQ(topics.json["src"]["topics"][0], "lines");
+  EXPECT_EQ(call("PUT", "/connectors/src/topics/reset").status, 202);
+
+  EXPECT_EQ(call("DELETE", "/connectors/src").status, 204);
+  expectError(call("GET", "/connectors/src"), 404);
+  expectError(call("DELETE", "/connectors/src"), 404);
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array());
+}
+
+TEST_F(RestServerTest, CreateWithInitialState) {
+  auto a = call(
+      "POST", "/connectors",
+      R"({"name": "p", "initial_state": "PAUSED", "config": {"connector.class": "FileStreamSource", "topic": "t"}})");
+  ASSERT_EQ(a.status, 201);
+  EXPECT_EQ(call("GET", "/connectors/p/status").json["connector"]["state"], "PAUSED");
+}
+
+TEST_F(RestServerTest, BadBodiesAre400NamingTheProblem) {
+  EXPECT_THAT(expectError(call("POST", "/connectors", "{not json"), 400), HasSubstr("line 1"));
+  EXPECT_THAT(expectError(call("POST", "/connectors", ""), 400), HasSubstr("empty"));
+  EXPECT_THAT(expectError(call("POST", "/connectors", R"({"name": "x", "config": 5})"), 400),
+              HasSubstr("config"));
+  EXPECT_THAT(
+      expectError(call("POST", "/connectors", R"({"name": "x", "config": {"a": {"b": 1}}})"), 400),
+      HasSubstr("'a'"));
+  EXPECT_THAT(expectError(call("PUT", "/connectors/x/config", R"([1])"), 400),
+              HasSubstr("JSON object"));
+  EXPECT_THAT(expectError(call("PUT", "/connectors/x/config", R"({"name": "y"})"), 400),
+              HasSubstr("does not match"));
+  // Invalid config: the herder's InvalidArgument passes through as 400.
+  EXPECT_THAT(
+      expectError(call("POST", "/connectors",
+                       R"({"name": "x", "config": {"connector.class": "FileStreamSource"}})"),
+                  400),
+      HasSubstr("topic"));
+  // Unknown class: the herder's NotFound is a bad request here, not a missing resource.
+  EXPECT_THAT(expectError(call("POST", "/connectors",
+                               R"({"name": "x", "config": {"connector.class": "Nope"}})"),
+                          400),
+              HasSubstr("FileStreamSource"));
+  expectError(call("PUT", "/connectors/x/config", R"({"connector.class": "Nope"})"), 400);
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array());  // nothing half-created
+}
+
+TEST_F(RestServerTest, PutConfigCreatesThenUpdates) {
+  const std::string cfg = R"({"connector.class": "FileStreamSink", "topics": "t", "file": "/out"})";
+  auto first = call("PUT", "/connectors/sink/config", cfg);
+  EXPECT_EQ(first.status, 201) << first.body;
+  EXPECT_EQ(first.json["type"], "sink");
+  auto second = call("PUT", "/connectors/sink/config", cfg);
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.json["name"], "sink");
+}
+
+TEST_F(RestServerTest, PatchMergesAndNullRemoves) {
+  createSource("src");
+  auto a = call("PATCH", "/connectors/src/config", R"({"errors.tolerance": "all", "batch": 5})");
+  EXPECT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(call("GET", "/connectors/src/config").json["errors.tolerance"], "all");
+  EXPECT_EQ(call("GET", "/connectors/src/config").json["batch"], "5");
+  call("PATCH", "/connectors/src/config", R"({"errors.tolerance": null})");
+  EXPECT_FALSE(call("GET", "/connectors/src/config").json.contains("errors.tolerance"));
+  expectError(call("PATCH", "/connectors/src/config", R"({"a": [1]})"), 400);
+  expectError(call("PATCH", "/connectors/nope/config", R"({"a": "1"})"), 404);
+  expectError(call("PATCH", "/connectors/src/config", R"({"name": "other"})"), 400);
+}
+
+TEST_F(RestServerTest, TargetStatesAndRestart) {
+  createSource("src");
+  EXPECT_EQ(call("PUT", "/connectors/src/pause").status, 202);
+  EXPECT_EQ(call("GET", "/connectors/src/status").json["connector"]["state"], "PAUSED");
+  EXPECT_EQ(call("PUT", "/connectors/src/resume").status, 202);
+  EXPECT_EQ(call("PUT", "/connectors/src/stop").status, 202);
+  EXPECT_EQ(call("GET", "/connectors/src/status").json["connector"]["state"], "STOPPED");
+  expectError(call("PUT", "/connectors/nope/pause"), 404);
+
+  EXPECT_EQ(call("POST", "/connectors/src/restart").status, 204);
+  auto withTasks = call("POST", "/connectors/src/restart?includeTasks=true&onlyFailed=false");
+  EXPECT_EQ(withTasks.status, 202);
+  EXPECT_EQ(withTasks.json["name"], "src");  // Kafka Connect answers the status with 202
+  EXPECT_THAT(expectError(call("POST", "/connectors/src/restart?includeTasks=maybe"), 400),
+              HasSubstr("includeTasks"));
+  auto calls = herder_.calls();
+  EXPECT_NE(std::find(calls.begin(), calls.end(), "restart src"), calls.end());
+  EXPECT_NE(std::find(calls.begin(), calls.end(), "restart src tasks"), calls.end());
+  expectError(call("POST", "/connectors/nope/restart"), 404);
+}
+
+TEST_F(RestServerTest, Offsets) {
+  createSource("src");
+  herder_.setPositions("src", {{{{"file", "/in"}}, {{"line", "3"}}}});
+  auto got = call("GET", "/connectors/src/offsets");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.json["offsets"][0]["partition"]["file"], "/in");
+  EXPECT_EQ(got.json["offsets"][0]["offset"]["line"], "3");
+  // Not STOPPED: FailedPrecondition -> 409.
+  expectError(call("DELETE", "/connectors/src/offsets"), 409);
+  expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": []})"), 409);
+  call("PUT", "/connectors/src/stop");
+  auto altered = call("PATCH", "/connectors/src/offsets",
+                      R"({"offsets": [{"partition": {"file": "/in"}, "offset": {"line": 9}}]})");
+  EXPECT_EQ(altered.status, 200) << altered.body;
+  EXPECT_THAT(altered.json.value("message", ""), HasSubstr("altered"));
+  EXPECT_EQ(call("GET", "/connectors/src/offsets").json["offsets"][0]["offset"]["line"], "9");
+  EXPECT_THAT(
+      expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": [{"partition": 3}]})"),
+                  400),
+      HasSubstr("offsets[0].partition"));
+  auto reset = call("DELETE", "/connectors/src/offsets");
+  EXPECT_EQ(reset.status, 200);
+  EXPECT_THAT(reset.json.value("message", ""), HasSubstr("reset"));
+  EXPECT_EQ(call("GET", "/connectors/src/offsets").json["offsets"], Json::array());
+  expectError(call("GET", "/connectors/nope/offsets"), 404);
+}
+
+TEST_F(RestServerTest, Plugins) {
+  auto connectors = call("GET", "/connector-plugins");
+  ASSERT_EQ(connectors.status, 200);
+  ASSERT_EQ(connectors.json.size(), 2u);
+  EXPECT_EQ(connectors.json[0],
+            (Json{{"class", "FileStreamSource"}, {"type", "source"}, {"version", "1.0"}}));
+  auto all = call("GET", "/connector-plugins?connectorsOnly=false");
+  EXPECT_EQ(all.json.size(), 4u);
+  EXPECT_EQ(all.json[2]["type"], "transformation");
+  EXPECT_EQ(all.json[3]["type"], "converter");
+  expectError(call("GET", "/connector-plugins?connectorsOnly=perhaps"), 400);
+
+  auto cfg = call("GET", "/connector-plugins/FileStreamSource/config");
+  ASSERT_EQ(cfg.status, 200);
+  EXPECT_EQ(cfg.json[0]["name"], "file");
+  EXPECT_EQ(cfg.json[0]["required"], true);
+  EXPECT_EQ(cfg.json[2]["default_value"], "1");
+  expectError(call("GET", "/connector-plugins/Nope/config"), 404);
+
+  auto val = call("PUT", "/connector-plugins/FileStreamSource/config/validate",
+                  R"({"file": "/a", "tasks.max": 2})");
+  ASSERT_EQ(val.status, 200) << val.body;
+  EXPECT_EQ(val.json["name"], "FileStreamSource");
+  EXPECT_EQ(val.json["error_count"], 1);
+  EXPECT_EQ(val.json["groups"][0], "Common");
+  bool topicError = false;
+  for (const auto& c : val.json["configs"])
+    if (c["value"]["name"] == "topic") topicError = !c["value"]["errors"].empty();
+  EXPECT_TRUE(topicError) << val.body;
+  expectError(call("PUT", "/connector-plugins/FileStreamSource/config/validate", "{"), 400);
+  expectError(call("PUT", "/connector-plugins/Nope/config/validate", "{}"), 404);
+}
+
+TEST_F(RestServerTest, Loggers) {
+  auto all = call("GET", "/admin/loggers");
+  ASSERT_EQ(all.status, 200);
+  EXPECT_TRUE(all.json.contains("root"));
+  auto put = call("PUT", "/admin/loggers/rest-test-logger", R"({"level": "DEBUG"})");
+  EXPECT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(call("GET", "/admin/loggers/rest-test-logger").json["level"], "DEBUG");
+  EXPECT_THAT(
+      expectError(call("PUT", "/admin/loggers/rest-test-logger", R"({"level": "LOUD"})"), 400),
+      HasSubstr("LOUD"));
+  expectError(call("PUT", "/admin/loggers/x", R"({"lvl": "DEBUG"})"), 400);
+  expectError(call("GET", "/admin/loggers/never-created-logger"), 404);
+}
+
+TEST_F(RestServerTest, UnknownRoute404WrongMethod405) {
+  EXPECT_THAT(expectError(call("GET", "/nope"), 404), HasSubstr("/nope"));
+  expectError(call("GET", "/connectors/a/b/c/d/e"), 404);
+  auto wrong = call("DELETE", "/connector-plugins");
+  EXPECT_THAT(expectError(wrong, 405), HasSubstr("GET"));
+  EXPECT_EQ(wrong.allow, "GET");
+  auto pause = call("GET", "/connectors/x/pause");
+  expectError(pause, 405);
+  EXPECT_EQ(pause.allow, "PUT");
+  auto options = call("OPTIONS", "/connectors/x/config");
+  EXPECT_EQ(options.status, 204);
+  EXPECT_EQ(options.allow, "GET, PATCH, PUT");
+}
+
+TEST_F(RestServerTest, EncodedNamesAndTrailingSlash) {
+  auto a = call("PUT", "/connectors/a%2Fb/config",
+                R"({"connector.class": "FileStreamSource", "topic": "t"})");
+  EXPECT_EQ(a.status, 201) << a.body;
+  EXPECT_EQ(a.json["name"], "a/b");
+  EXPECT_EQ(call("GET", "/connectors/a%2Fb/status").json["name"], "a/b");
+  EXPECT_EQ(call("GET", "/connectors/").status, 200);
+}
+
+TEST_F(RestServerTest, RocketMqPaths) {
+  auto created =
+      call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})");
+  EXPECT_EQ(created.status, 201) << created.body;
+  expectError(
+      call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})"),
+      409);
+  expectError(call("POST", "/connectors/rmq2", R"({"connector.class": 5.5, "topic": {}})"), 400);
+
+  auto list = call("GET", "/connectors/list");
+  EXPECT_EQ(list.status, 200);
+  EXPECT_EQ(list.json["rmq"]["config"]["topic"], "t");
+  EXPECT_EQ(list.json["rmq"]["status"]["connector"]["state"], "RUNNING");
+
+  auto cluster = call("GET", "/getClusterInfo");
+  EXPECT_EQ(cluster.json["workers"], Json::array({"w1"}));
+  auto allocated = call("GET", "/allocated/connectors");
+  EXPECT_EQ(allocated.json["rmq"]["topic"], "t");
+  auto tasks = call("GET", "/allocated/tasks");
+  EXPECT_EQ(tasks.json[0]["connector"], "rmq");
+  EXPECT_EQ(tasks.json[0]["state"], "RUNNING");
+  auto plugins = call("GET", "/plugin/list");
+  EXPECT_EQ(plugins.json[0]["aliases"][0], "FileSource");
+  EXPECT_THAT(expectError(call("GET", "/plugin/reload"), 501), HasSubstr("not supported"));
+  expectError(call("POST", "/plugin/reload"), 501);
+}
+
+TEST_F(RestServerTest, FailedTaskShowsTrace) {
+  createSource("src");
+  herder_.setFailed("src");
+  auto s = call("GET", "/connectors/src/status");
+  EXPECT_EQ(s.json["tasks"][0]["state"], "FAILED");
+  EXPECT_THAT(s.json["tasks"][0].value("trace", ""), HasSubstr("Boom"));
+}
+
+TEST_F(RestServerTest, OversizedBodyIs413WithErrorShape) {
+  std::string big(9 * 1024 * 1024, 'x');
+  auto a = call("POST", "/connectors", big);
+  expectError(a, 413);
+}
+
+// Regression: httplib's default socket options set SO_REUSEPORT, so a second server on the same
+// port started fine and shared the first one's connections.
+TEST(RestServerBind, SecondServerOnSamePortIsRefusedNotShared) {
+  testing::FakeHerder herder;
+  RestOptions o;
+  o.port = 0;
+  RestServer first(herder, o);
+  ASSERT_TRUE(first.start().isOk());
+  RestOptions same;
+  same.port = first.port();
+  RestServer second(herder, same);
+  Status s = second.start();
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("127.0.0.1:" + std::to_string(first.port())));
+  first.stop();
+  first.stop();  // idempotent
+}
+
+TEST(RestServerBind, StopRightAfterStartDoesNotHang) {
+  testing::FakeHerder herder;
+  for (int i = 0; i < 20; ++i) {
+    RestOptions o;
+    o.port = 0;
+    RestServer s(herder, o);
+    ASSERT_TRUE(s.start().isOk());
+    s.stop();
+  }
+}
+
+}  // namespace
+}  // namespace ferry::rest
+
+namespace ferry::rest {
+namespace {
+
+TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
+  char tmpl[] = "/tmp/ferry-web-test-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  { std::ofstream(dir + "/index.html") << "<html>console</html>"; }
+  testing::FakeHerder herder;
+  RestOptions o;
+  o.port = 0;
+  o.webRoot = dir;
+  RestServer server(herder, o);
+  ASSERT_TRUE(server.start().isOk());
+  httplib::Client client("127.0.0.1", server.port());
+  auto browser = client.Get("/", {{"Accept", "text/html,application/xhtml+xml"}});
+  ASSERT_TRUE(static_cast<bool>(browser));
+  EXPECT_EQ(browser->status, 302);
+  EXPECT_EQ(browser->get_header_value("Location"), "/ui/");
+  auto api = client.Get("/");  // scripts still get the JSON
+  ASSERT_TRUE(static_cast<bool>(api));
+  EXPECT_EQ(api->status, 200);
+  EXPECT_THAT(api->body, ::testing::HasSubstr("kafka_cluster_id"));
+  auto page = client.Get("/ui/index.html");
+  ASSERT_TRUE(static_cast<bool>(page));
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->body, "<html>console</html>");
+  server.stop();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ferry::rest
