@@ -8,7 +8,13 @@ function(ferry_add_unit_test name)
   target_link_libraries(${name} PRIVATE ${A_LIBS} GTest::gtest_main GTest::gmock ferry_warnings)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR})
   set(labels unit ${A_LABELS})
-  gtest_discover_tests(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+  # gtest_discover_tests flattens list-valued PROPERTIES, so labels are set by a second include
+  # file that runs after the discovered tests are defined (it reads the <target>_TESTS list).
+  gtest_discover_tests(${name} TEST_LIST ${name}_TESTS PROPERTIES TIMEOUT 120 DISCOVERY_TIMEOUT 60)
+  set(label_file ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+  file(WRITE ${label_file}
+    "if(${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${label_file})
 endfunction()
 
 # ferry_add_fuzz_target(<name> SOURCES <files...> LIBS <targets...> CORPUS <folder>)

@@ -89,7 +89,7 @@ def main():
     offs = w.ok("GET", "/connectors/src/offsets")
     wait_until(lambda: w.ok("GET", "/connectors/src/offsets")["offsets"], 20, "source offsets committed")
     offs = w.ok("GET", "/connectors/src/offsets")["offsets"]
-    assert offs[0]["partition"]["file"] == src_file, offs
+    assert offs[0]["partition"]["filename"] == src_file, offs
     expect_error(w, "DELETE", "/connectors/src/offsets", code=409)  # must be STOPPED first
     w.ok("PUT", "/connectors/src/stop", expect=(202,))
     wait_until(lambda: w.ok("GET", "/connectors/src/status")["connector"]["state"] == "STOPPED", 20, "STOPPED")

@@ -1,0 +1,187 @@
+// The ferry binary.
+//
+//   ferry standalone worker.properties [connector.json|.yaml|.properties ...]
+//   ferry ctl [--url URL] <command> ...      (see apps/ferry/ctl.h)
+//   ferry version
+//
+// Standalone start-up order: worker config -> data.dir lock -> stores -> embedded backbone ->
+// plugins -> herder (brings stored connectors back) -> connector files -> REST. SIGINT/SIGTERM
+// shut down in reverse: REST stops, every task commits what is safe and stops, the backbone
+// flushes; the exit code is 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "backbone/embedded/embedded.h"
+#include "control/standalone_herder.h"
+#include "core/fs.h"
+#include "core/logging.h"
+#include "core/properties.h"
+#include "ctl.h"
+#include "rest/rest_server.h"
+#include "runtime/plugins.h"
+#include "runtime/worker_config.h"
+#include "store/store.h"
+
+#ifndef FERRY_VERSION
+#define FERRY_VERSION "0.0.0"
+#endif
+#ifndef FERRY_GIT_COMMIT
+#define FERRY_GIT_COMMIT "unknown"
+#endif
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+void usage(std::ostream& out) {
+  out << "ferry " << FERRY_VERSION << " — a native data-integration runtime\n\n"
+      << "usage:\n"
+      << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
+      << "  ferry ctl [--url URL] list|get|create|apply|status|pause|resume|stop|restart|delete|offsets|plugins|validate ...\n"
+      << "  ferry version\n";
+}
+
+int fail(const std::string& what) {
+  std::cerr << "ferry: " << what << "\n";
+  return kExitFailure;
+}
+
+int runStandalone(int argc, char** argv) {
+  using namespace ferry;
+  if (argc < 3) {
+    usage(std::cerr);
+    return kExitUsage;
+  }
+  // Signals are taken by sigwait() on the main thread: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto text = core::readFile(argv[2]);
+  if (!text.isOk()) return fail("cannot read worker config: " + text.status().toString());
+  auto props = core::parseProperties(*text);
+  if (!props.isOk()) return fail(std::string(argv[2]) + ": " + props.status().message());
+  auto cfg = runtime::parseWorkerConfig(*props);
+  if (!cfg.isOk()) return fail(std::string(argv[2]) + ": invalid worker config: " + cfg.status().message());
+  runtime::WorkerConfig worker = *cfg;
+  core::initLogging(worker.logLevel);
+  auto log = core::logger("worker");
+
+  // One worker per data folder.
+  if (auto s = core::ensureDir(worker.dataDir); !s.isOk()) return fail(s.toString());
+  const std::string lockPath = worker.dataDir + "/.lock";
+  int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
+    return fail("data.dir " + worker.dataDir + " is in use by another ferry worker (lock " + lockPath + ")");
+
+  const std::string storeDir = worker.dataDir + "/store";
+  if (auto s = core::ensureDir(storeDir); !s.isOk()) return fail(s.toString());
+  auto configs = store::openFileConfigStore(storeDir);
+  if (!configs.isOk()) return fail("config store: " + configs.status().toString());
+  auto positions = store::openFilePositionStore(storeDir);
+  if (!positions.isOk()) return fail("position store: " + positions.status().toString());
+  auto statuses = store::openFileStatusStore(storeDir);
+  if (!statuses.isOk()) return fail("status store: " + statuses.status().toString());
+
+  backbone::EmbeddedOptions bopts;
+  bopts.dir = worker.dataDir + "/backbone";
+  bopts.segmentBytes = worker.embeddedSegmentBytes;
+  bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
+  bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
+  bopts.retentionBytes = worker.embeddedRetentionBytes;
+  bopts.retentionMs = worker.embeddedRetentionMs;
+  bopts.defaultQueues = worker.defaultQueues;
+  auto bb = backbone::openEmbeddedBackbone(bopts);
+  if (!bb.isOk()) return fail("embedded backbone: " + bb.status().toString());
+  std::unique_ptr<backbone::Backbone> backbone = std::move(*bb);
+
+  runtime::PluginRegistry registry;
+  if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());
+  for (const auto& err : registry.loadPath(worker.pluginPath)) log->error("plugin not loaded: {}", err.message());
+
+  control::StandaloneOptions hopts;
+  hopts.worker = worker;
+  hopts.registry = &registry;
+  hopts.backbone = backbone.get();
+  hopts.configs = configs->get();
+  hopts.positions = positions->get();
+  hopts.statuses = statuses->get();
+  auto herder = control::makeStandaloneHerder(hopts);
+  if (auto s = herder->start(); !s.isOk()) return fail("herder: " + s.toString());
+
+  // Connector files are applied at every start (create, or update when the config changed).
+  for (int i = 3; i < argc; ++i) {
+    auto def = core::readFile(argv[i]);
+    if (!def.isOk()) return fail(def.status().toString());
+    auto parsed = core::parseConnectorDefinition(*def);
+    if (!parsed.isOk()) return fail(std::string(argv[i]) + ": " + parsed.status().message());
+    bool created = false;
+    auto info = herder->putConnectorConfig(parsed->name, parsed->config, &created);
+    if (!info.isOk()) {
+      herder->stop();
+      return fail(std::string(argv[i]) + ": connector " + parsed->name + ": " + info.status().message());
+    }
+    log->info("{} connector {} from {}", created ? "created" : "applied", parsed->name, argv[i]);
+  }
+
+  rest::RestOptions ropts;
+  ropts.host = worker.restHost;
+  ropts.port = worker.restPort;
+  ropts.version = FERRY_VERSION;
+  ropts.commit = FERRY_GIT_COMMIT;
+  ropts.webRoot = worker.webRoot;
+  rest::RestServer server(*herder, ropts);
+  if (auto s = server.start(); !s.isOk()) {
+    herder->stop();
+    backbone->close();
+    return fail("REST: " + s.toString());
+  }
+  log->info("ferry {} standalone worker {} ready: REST on http://{}:{}, data in {}", FERRY_VERSION, worker.workerId,
+            worker.restHost, server.port(), worker.dataDir);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server.stop();
+  herder->stop();
+  backbone->close();
+  log->info("stopped");
+  spdlog::shutdown();
+  ::close(lockFd);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(std::cerr);
+    return kExitUsage;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "standalone") return runStandalone(argc, argv);
+  if (cmd == "ctl") return ferry::ctl::run(argc - 1, argv + 1);
+  if (cmd == "version" || cmd == "--version") {
+    std::cout << "ferry " << FERRY_VERSION << " (" << FERRY_GIT_COMMIT << ")\n";
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    usage(std::cout);
+    return 0;
+  }
+  std::cerr << "ferry: unknown command '" << cmd << "'\n";
+  usage(std::cerr);
+  return kExitUsage;
+}

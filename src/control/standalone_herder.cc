@@ -1,0 +1,953 @@
+// The standalone herder (see standalone_herder.h).
+#include "control/standalone_herder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/logging.h"
+#include "runtime/connector_config.h"
+#include "runtime/tasks.h"
+
+namespace ferry::control {
+
+const char* connectorTypeName(ConnectorType t) noexcept {
+  switch (t) {
+    case ConnectorType::kSource: return "source";
+    case ConnectorType::kSink: return "sink";
+    case ConnectorType::kDirect: return "direct";
+    case ConnectorType::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using runtime::ConnectorShape;
+using runtime::TaskRunner;
+using store::State;
+using store::StatusEntry;
+using store::TargetState;
+
+ConnectorType typeOf(ConnectorShape s) {
+  switch (s) {
+    case ConnectorShape::kSource: return ConnectorType::kSource;
+    case ConnectorShape::kSink: return ConnectorType::kSink;
+    case ConnectorShape::kDirect: return ConnectorType::kDirect;
+  }
+  return ConnectorType::kUnknown;
+}
+
+std::string get(const StringMap& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? std::string() : it->second;
+}
+
+Status validName(const std::string& name) {
+  if (name.empty()) return Status::invalidArgument("connector name must not be empty");
+  if (name.size() > 249) return Status::invalidArgument("connector name is longer than 249 characters");
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\')
+      return Status::invalidArgument("connector name '" + name + "' contains a '/', '\\' or control character");
+  return Status::ok();
+}
+
+class ConnectorContextImpl;
+
+class HerderImpl final : public StandaloneHerder {
+ public:
+  explicit HerderImpl(StandaloneOptions o) : o_(std::move(o)), log_(core::logger("herder")) {}
+  ~HerderImpl() override { stop(); }
+
+  // ---------------------------------------------------------------------------------------------
+  // Lifecycle
+
+  Status start() override {
+    FERRY_ASSIGN_OR_RETURN(auto stored, o_.configs->loadAll());
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [name, e] : stored) {
+        Entry entry;
+        entry.config = e.config;
+        entry.target = e.target;
+        entry.generation = e.generation;
+        entry.taskConfigs = e.taskConfigs;
+        auto v = runtime::validateConnectorConfig(*o_.registry, e.config);
+        entry.shape = v.isOk() ? v->shape : ConnectorShape::kSource;
+        entry.known = v.isOk();
+        entries_[name] = std::move(entry);
+        queue_.push_back(name);
+      }
+    }
+    log_->info("loaded {} connector(s) from the config store", stored.size());
+    running_ = true;
+    control_ = std::thread([this] { controlLoop(); });
+    return Status::ok();
+  }
+
+  void stop() override {
+    if (!running_.exchange(false)) return;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (control_.joinable()) control_.join();
+    // Stop every task at once (each commits what is safe), then wait for all.
+    std::vector<std::unique_ptr<TaskRunner>> all;
+    {
+      std::lock_guard lock(runtimeMu_);
+      for (auto& [name, rt] : runtimes_)
+        for (auto& t : rt.tasks)
+          if (t) all.push_back(std::move(t));
+    }
+    for (auto& t : all) t->requestStop();
+    for (auto& t : all) t->join();
+    all.clear();
+    std::lock_guard lock(runtimeMu_);
+    for (auto& [name, rt] : runtimes_) stopInstances(rt);
+    runtimes_.clear();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  std::string workerId() const override { return o_.worker.workerId; }
+
+  std::string healthProblem() const override {
+    if (!running_) return "the worker is not running (starting or shutting down)";
+    return {};
+  }
+
+  std::vector<std::string> connectors() const override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [name, e] : entries_) out.push_back(name);
+    return out;
+  }
+
+  Result<ConnectorInfo> connectorInfo(const std::string& name) const override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    return infoOf(name, it->second);
+  }
+
+  Result<StringMap> connectorConfig(const std::string& name) const override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    return it->second.config;
+  }
+
+  Result<ConnectorStateInfo> connectorStatus(const std::string& name) const override {
+    ConnectorType type;
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(name);
+      if (it == entries_.end()) return notFound(name);
+      type = it->second.known ? typeOf(it->second.shape) : ConnectorType::kUnknown;
+    }
+    std::lock_guard lock(statusMu_);
+    ConnectorStateInfo out;
+    out.name = name;
+    out.type = type;
+    out.workerId = o_.worker.workerId;
+    auto st = statuses_.find(name);
+    if (st != statuses_.end()) {
+      out.state = st->second.connector.state;
+      out.trace = st->second.connector.trace;
+      for (const auto& [id, t] : st->second.tasks)
+        out.tasks.push_back(TaskStateInfo{id, t.state, o_.worker.workerId, t.trace});
+    }
+    return out;
+  }
+
+  Result<TaskStateInfo> taskStatus(const std::string& name, int task) const override {
+    FERRY_ASSIGN_OR_RETURN(auto s, connectorStatus(name));
+    for (const auto& t : s.tasks)
+      if (t.id == task) return t;
+    return Status::notFound("task " + std::to_string(task) + " of connector " + name + " not found");
+  }
+
+  Result<std::vector<TaskInfo>> taskConfigs(const std::string& name) const override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    std::vector<TaskInfo> out;
+    for (std::size_t i = 0; i < it->second.taskConfigs.size(); ++i)
+      out.push_back(TaskInfo{static_cast<int>(i), it->second.taskConfigs[i]});
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writes
+
+  Result<ConnectorInfo> createConnector(const std::string& name, const StringMap& config,
+                                        std::optional<TargetState> initialState) override {
+    FERRY_RETURN_IF_ERROR(validName(name));
+    StringMap full = config;
+    FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
+    std::lock_guard lock(mu_);
+    if (entries_.count(name)) return Status::alreadyExists("Connector " + name + " already exists");
+    const TargetState target = initialState.value_or(TargetState::kStarted);
+    FERRY_RETURN_IF_ERROR(o_.configs->putConnector(name, full, target));
+    Entry& e = entries_[name];
+    e.config = std::move(full);
+    e.target = target;
+    e.generation = 1;
+    e.shape = shape;
+    e.known = true;
+    enqueueLocked(name);
+    log_->info("created connector {} ({}, {})", name, runtime::connectorShapeName(shape), store::targetStateName(target));
+    return infoOf(name, e);
+  }
+
+  Result<ConnectorInfo> putConnectorConfig(const std::string& name, const StringMap& config, bool* created) override {
+    FERRY_RETURN_IF_ERROR(validName(name));
+    StringMap full = config;
+    FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    const bool isNew = it == entries_.end();
+    if (created) *created = isNew;
+    const TargetState target = isNew ? TargetState::kStarted : it->second.target;
+    FERRY_RETURN_IF_ERROR(o_.configs->putConnector(name, full, target));
+    Entry& e = entries_[name];
+    const bool changed = isNew || e.config != full;
+    e.config = std::move(full);
+    e.target = target;
+    e.shape = shape;
+    e.known = true;
+    if (changed) {
+      e.generation++;
+      e.taskConfigs.clear();
+    }
+    enqueueLocked(name);
+    return infoOf(name, e);
+  }
+
+  Result<ConnectorInfo> patchConnectorConfig(
+      const std::string& name, const std::map<std::string, std::optional<std::string>>& patch) override {
+    StringMap merged;
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(name);
+      if (it == entries_.end()) return notFound(name);
+      merged = it->second.config;
+    }
+    for (const auto& [k, v] : patch) {
+      if (v) {
+        merged[k] = *v;
+      } else {
+        merged.erase(k);
+      }
+    }
+    bool created = false;
+    return putConnectorConfig(name, merged, &created);
+  }
+
+  Status deleteConnector(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    FERRY_RETURN_IF_ERROR(o_.configs->removeConnector(name));
+    entries_.erase(it);
+    enqueueLocked(name);
+    log_->info("deleted connector {}", name);
+    return Status::ok();
+  }
+
+  Status restartConnector(const std::string& name, bool includeTasks, bool onlyFailed) override {
+    std::set<int> failedTasks;
+    bool connectorFailed = false;
+    {
+      std::lock_guard lock(statusMu_);
+      auto st = statuses_.find(name);
+      if (st != statuses_.end()) {
+        connectorFailed = st->second.connector.state == State::kFailed;
+        for (const auto& [id, t] : st->second.tasks)
+          if (t.state == State::kFailed) failedTasks.insert(id);
+      }
+    }
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    Entry& e = it->second;
+    if (!onlyFailed || connectorFailed) e.restartInstance = true;
+    if (includeTasks) {
+      if (onlyFailed) {
+        e.restartTasks.insert(failedTasks.begin(), failedTasks.end());
+      } else {
+        for (std::size_t i = 0; i < e.taskConfigs.size(); ++i) e.restartTasks.insert(static_cast<int>(i));
+      }
+    }
+    enqueueLocked(name);
+    return Status::ok();
+  }
+
+  Status restartTask(const std::string& name, int task) override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    if (task < 0 || task >= static_cast<int>(it->second.taskConfigs.size()))
+      return Status::notFound("task " + std::to_string(task) + " of connector " + name + " not found");
+    it->second.restartTasks.insert(task);
+    enqueueLocked(name);
+    return Status::ok();
+  }
+
+  Status pauseConnector(const std::string& name) override { return setTarget(name, TargetState::kPaused); }
+  Status resumeConnector(const std::string& name) override { return setTarget(name, TargetState::kStarted); }
+  Status stopConnector(const std::string& name) override { return setTarget(name, TargetState::kStopped); }
+
+  // ---------------------------------------------------------------------------------------------
+  // Offsets
+
+  Result<PositionList> offsets(const std::string& name) const override {
+    ConnectorShape shape;
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(name);
+      if (it == entries_.end()) return notFound(name);
+      shape = it->second.shape;
+    }
+    if (shape != ConnectorShape::kSink) return o_.positions->getAll(name);
+    FERRY_ASSIGN_OR_RETURN(auto committed, o_.backbone->admin().committedOffsets(groupOf(name)));
+    PositionList out;
+    for (const auto& [tq, off] : committed)
+      out.push_back(Position{{{"kafka_topic", tq.topic}, {"kafka_partition", std::to_string(tq.queue)}},
+                             {{"kafka_offset", std::to_string(off)}}});
+    return out;
+  }
+
+  Status alterOffsets(const std::string& name, const PositionList& positions) override {
+    FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
+    if (shape != ConnectorShape::kSink) return o_.positions->put(name, positions);
+    FERRY_ASSIGN_OR_RETURN(auto current, o_.backbone->admin().committedOffsets(groupOf(name)));
+    for (const auto& p : positions) {
+      const std::string topic = get(p.partition, "kafka_topic");
+      const std::string queue = get(p.partition, "kafka_partition");
+      if (topic.empty() || queue.empty())
+        return Status::invalidArgument("a sink partition needs kafka_topic and kafka_partition");
+      auto q = ConfigDef::parseValue(ConfigType::kInt, queue);
+      if (!q.isOk()) return Status::invalidArgument("kafka_partition '" + queue + "' is not an integer");
+      TopicQueue tq{topic, static_cast<std::int32_t>(std::get<std::int64_t>(*q))};
+      if (p.offset.empty()) {
+        current.erase(tq);
+        continue;
+      }
+      auto o = ConfigDef::parseValue(ConfigType::kLong, get(p.offset, "kafka_offset"));
+      if (!o.isOk()) return Status::invalidArgument("kafka_offset must be an integer");
+      current[tq] = std::get<std::int64_t>(*o);
+    }
+    return o_.backbone->admin().setCommittedOffsets(groupOf(name), current);
+  }
+
+  Status resetOffsets(const std::string& name) override {
+    FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
+    if (shape != ConnectorShape::kSink) return o_.positions->removeConnector(name);
+    return o_.backbone->admin().setCommittedOffsets(groupOf(name), {});
+  }
+
+  Result<std::vector<std::string>> activeTopics(const std::string& name) const override {
+    {
+      std::lock_guard lock(mu_);
+      if (!entries_.count(name)) return notFound(name);
+    }
+    std::lock_guard lock(statusMu_);
+    auto st = statuses_.find(name);
+    if (st == statuses_.end()) return std::vector<std::string>{};
+    return std::vector<std::string>(st->second.topics.begin(), st->second.topics.end());
+  }
+
+  Status resetActiveTopics(const std::string& name) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!entries_.count(name)) return notFound(name);
+    }
+    std::lock_guard lock(statusMu_);
+    if (auto st = statuses_.find(name); st != statuses_.end()) st->second.topics.clear();
+    return Status::ok();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Plugins
+
+  std::vector<runtime::PluginInfo> plugins() const override { return o_.registry->list(); }
+
+  Result<std::vector<ConfigKey>> pluginConfig(const std::string& pluginClass) const override {
+    FERRY_ASSIGN_OR_RETURN(auto info, o_.registry->find(pluginClass));
+    switch (info.kind) {
+      case PluginKind::kSourceConnector:
+      case PluginKind::kSinkConnector: {
+        FERRY_ASSIGN_OR_RETURN(auto c, o_.registry->createConnector(pluginClass));
+        ConfigDef def = runtime::frameworkConfigDef(info.kind == PluginKind::kSinkConnector ? ConnectorShape::kSink
+                                                                                              : ConnectorShape::kSource);
+        def.include(c->configDef());
+        return def.keys();
+      }
+      case PluginKind::kTransform: {
+        FERRY_ASSIGN_OR_RETURN(auto t, o_.registry->createTransform(pluginClass));
+        return t->configDef().keys();
+      }
+      case PluginKind::kPredicate: {
+        FERRY_ASSIGN_OR_RETURN(auto p, o_.registry->createPredicate(pluginClass));
+        return p->configDef().keys();
+      }
+      case PluginKind::kConverter: {
+        FERRY_ASSIGN_OR_RETURN(auto c, o_.registry->createConverter(pluginClass));
+        return c->configDef().keys();
+      }
+    }
+    return Status::notFound(pluginClass);
+  }
+
+  Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
+    StringMap cfg = config;
+    if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
+    FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(*o_.registry, cfg));
+    ConfigReport report;
+    report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
+    report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};
+    std::set<std::string> seen;
+    for (const auto& key : v.keys) {
+      ConfigKeyReport k;
+      k.definition = key;
+      if (auto it = cfg.find(key.name); it != cfg.end()) {
+        k.value = it->second;
+      } else {
+        k.value = key.defaultValue;
+      }
+      if (auto e = v.validation.errors.find(key.name); e != v.validation.errors.end()) k.errors = e->second;
+      seen.insert(key.name);
+      report.keys.push_back(std::move(k));
+    }
+    for (const auto& [name, msgs] : v.validation.errors) {
+      if (seen.count(name)) continue;
+      ConfigKeyReport k;
+      k.definition.name = name;
+      if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
+      k.errors = msgs;
+      seen.insert(name);
+      report.keys.push_back(std::move(k));
+    }
+    for (const auto& name : v.validation.unknownKeys) {
+      ConfigKeyReport k;
+      k.definition.name = name;
+      if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
+      k.errors.push_back("unknown configuration key '" + name + "' (not declared by " + report.className +
+                         " nor by the framework)");
+      report.keys.push_back(std::move(k));
+    }
+    report.errorCount = static_cast<int>(v.validation.errorCount());
+    return report;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Metrics
+
+  std::vector<MetricSample> metrics() const override {
+    std::vector<MetricSample> out;
+    auto add = [&](const char* name, const char* type, const char* help, std::map<std::string, std::string> labels,
+                   double value) { out.push_back(MetricSample{name, std::move(labels), value, help, type}); };
+    std::size_t connectors = 0, tasks = 0;
+    {
+      std::lock_guard lock(runtimeMu_);
+      for (const auto& [name, rt] : runtimes_) {
+        ++connectors;
+        for (const auto& t : rt.tasks) {
+          if (!t) continue;
+          ++tasks;
+          const auto& m = t->metrics();
+          std::map<std::string, std::string> l{{"connector", name}, {"task", std::to_string(t->env().taskId)}};
+          auto ld = [](const auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+          add("ferry_task_records_in_total", "counter",
+              "Records taken in by the task (polled from the source, or read from the backbone).", l, ld(m.recordsIn));
+          add("ferry_task_records_out_total", "counter",
+              "Records delivered by the task (acknowledged by the backbone, or put to the sink).", l, ld(m.recordsOut));
+          add("ferry_task_bytes_in_total", "counter", "Bytes taken in by the task.", l, ld(m.bytesIn));
+          add("ferry_task_bytes_out_total", "counter", "Bytes delivered by the task.", l, ld(m.bytesOut));
+          add("ferry_task_records_dropped_total", "counter", "Records dropped by transforms (filters).", l,
+              ld(m.recordsDropped));
+          add("ferry_task_errors_total", "counter", "Record errors (tolerated or not).", l, ld(m.errors));
+          add("ferry_task_dead_letter_records_total", "counter", "Records sent to the dead-letter topic.", l,
+              ld(m.deadLettered));
+          add("ferry_task_retries_total", "counter", "Retried calls (retriable errors).", l, ld(m.retries));
+          add("ferry_task_commits_total", "counter", "Position / offset commits.", l, ld(m.commits));
+          add("ferry_task_inflight_records", "gauge", "Records taken in and not yet safe.", l, ld(m.inflightRecords));
+          add("ferry_task_inflight_bytes", "gauge", "Bytes taken in and not yet safe.", l, ld(m.inflightBytes));
+          add("ferry_task_commit_lag_records", "gauge",
+              "Records taken in whose position (source) or offset (sink) is not committed yet.", l,
+              ld(m.commitLagRecords));
+          add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", l,
+              ld(m.lastCommitMs));
+        }
+      }
+    }
+    add("ferry_worker_connectors", "gauge", "Connectors with a runtime on this worker.", {}, static_cast<double>(connectors));
+    add("ferry_worker_tasks", "gauge", "Tasks running on this worker.", {}, static_cast<double>(tasks));
+    return out;
+  }
+
+ private:
+  friend class ConnectorContextImpl;
+
+  struct Entry {
+    StringMap config;
+    TargetState target = TargetState::kStarted;
+    std::int64_t generation = 0;
+    std::vector<StringMap> taskConfigs;
+    ConnectorShape shape = ConnectorShape::kSource;
+    bool known = true;
+    // Requests for the control thread.
+    bool restartInstance = false;
+    bool reconfigure = false;
+    std::set<int> restartTasks;
+  };
+
+  struct TaskSlot {
+    int failures = 0;
+    std::int64_t restartAtMs = -1;
+  };
+
+  // What runs for one connector. Owned by the control thread; runtimeMu_ guards structural changes
+  // against metrics() readers.
+  struct Runtime {
+    std::int64_t generation = -1;
+    runtime::PluginPtr<Connector> instance;
+    runtime::PluginPtr<Connector> sinkInstance;  // direct connectors
+    std::unique_ptr<ConnectorContextImpl> context;
+    std::vector<std::unique_ptr<TaskRunner>> tasks;
+    std::vector<StringMap> runningTaskConfigs;
+    std::map<int, TaskSlot> slots;
+    int connectorFailures = 0;
+    std::int64_t connectorRestartAtMs = -1;
+    bool connectorFailed = false;
+  };
+
+  struct StatusRecord {
+    StatusEntry connector;
+    std::map<int, StatusEntry> tasks;
+    std::set<std::string> topics;
+  };
+
+  static Status notFound(const std::string& name) {
+    return Status::notFound("Connector " + name + " not found");
+  }
+
+  static std::string groupOf(const std::string& name) { return "connect-" + name; }
+
+  ConnectorInfo infoOf(const std::string& name, const Entry& e) const {
+    ConnectorInfo info;
+    info.name = name;
+    info.config = e.config;
+    info.type = e.known ? typeOf(e.shape) : ConnectorType::kUnknown;
+    for (std::size_t i = 0; i < e.taskConfigs.size(); ++i) info.tasks.push_back(static_cast<int>(i));
+    return info;
+  }
+
+  // Validates a connector config (adding `name`); returns its shape.
+  Result<ConnectorShape> checkConfig(const std::string& name, StringMap& config) const {
+    if (auto it = config.find("name"); it != config.end() && it->second != name)
+      return Status::invalidArgument("name: the config's name '" + it->second + "' differs from the connector name '" +
+                                     name + "'");
+    config["name"] = name;
+    FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(*o_.registry, config));
+    if (!v.validation.ok())
+      return Status::invalidArgument("Connector configuration is invalid and contains the following " +
+                                     v.validation.summary() +
+                                     "\nYou can also find the above list of errors at the endpoint "
+                                     "`/connector-plugins/{connectorType}/config/validate`");
+    return v.shape;
+  }
+
+  Result<ConnectorShape> stoppedShape(const std::string& name) {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    if (it->second.target != TargetState::kStopped)
+      return Status::failedPrecondition("Connector " + name + " must be STOPPED (PUT /connectors/" + name +
+                                        "/stop) before its offsets can be changed");
+    std::lock_guard slock(statusMu_);
+    auto st = statuses_.find(name);
+    if (st == statuses_.end() || st->second.connector.state != State::kStopped)
+      return Status::failedPrecondition("Connector " + name + " is still stopping; try again in a moment");
+    return it->second.shape;
+  }
+
+  Status setTarget(const std::string& name, TargetState target) {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return notFound(name);
+    if (it->second.target != target) {
+      FERRY_RETURN_IF_ERROR(o_.configs->putTargetState(name, target));
+      it->second.target = target;
+    }
+    enqueueLocked(name);
+    return Status::ok();
+  }
+
+  void enqueueLocked(const std::string& name) {
+    queue_.push_back(name);
+    cv_.notify_all();
+  }
+  void enqueue(const std::string& name) {
+    std::lock_guard lock(mu_);
+    enqueueLocked(name);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Status
+
+  void setConnectorStatus(const std::string& name, State s, const std::string& trace = {}) {
+    StatusEntry e{s, trace, o_.worker.workerId, core::nowMs(), 0};
+    {
+      std::lock_guard lock(statusMu_);
+      auto& rec = statuses_[name];
+      if (rec.connector.state == s && rec.connector.trace == trace && rec.connector.sinceMs != 0) return;
+      rec.connector = e;
+    }
+    if (o_.statuses) o_.statuses->putConnector(name, e).isOk();
+  }
+
+  void setTaskStatus(const std::string& name, int task, State s, const std::string& trace = {}) {
+    StatusEntry e{s, trace, o_.worker.workerId, core::nowMs(), 0};
+    {
+      std::lock_guard lock(statusMu_);
+      statuses_[name].tasks[task] = e;
+    }
+    if (o_.statuses) o_.statuses->putTask(name, task, e).isOk();
+  }
+
+  void clearTaskStatuses(const std::string& name) {
+    std::lock_guard lock(statusMu_);
+    if (auto it = statuses_.find(name); it != statuses_.end()) it->second.tasks.clear();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The control thread
+
+  void controlLoop() {
+    while (true) {
+      std::set<std::string> names;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        names.insert(queue_.begin(), queue_.end());
+        queue_.clear();
+      }
+      // Failed tasks and connectors due for an automatic restart.
+      const std::int64_t now = core::monotonicMs();
+      for (auto& [name, rt] : runtimes_) {
+        if (rt.connectorFailed && rt.connectorRestartAtMs >= 0 && now >= rt.connectorRestartAtMs) names.insert(name);
+        for (std::size_t i = 0; i < rt.tasks.size(); ++i) {
+          auto& t = rt.tasks[i];
+          if (!t || !t->finished()) continue;
+          auto& slot = rt.slots[static_cast<int>(i)];
+          if (slot.restartAtMs < 0) {
+            if (!o_.worker.taskRestartEnable) continue;
+            if (now - t->startedAtMs() > o_.worker.taskRestartBackoffMaxMs) slot.failures = 0;
+            slot.restartAtMs = now + backoffMs(slot.failures++);
+            log_->info("task {}-{} failed; restarting in {} ms", name, i, slot.restartAtMs - now);
+          } else if (now >= slot.restartAtMs) {
+            names.insert(name);
+          }
+        }
+      }
+      for (const auto& name : names) {
+        try {
+          reconcile(name);
+        } catch (const std::exception& e) {
+          log_->error("reconciling {} threw: {}", name, e.what());
+        }
+      }
+    }
+  }
+
+  std::int64_t backoffMs(int failures) const {
+    std::int64_t d = o_.worker.taskRestartBackoffInitialMs;
+    for (int i = 0; i < failures && d < o_.worker.taskRestartBackoffMaxMs; ++i) d *= 2;
+    return std::min(d, o_.worker.taskRestartBackoffMaxMs);
+  }
+
+  void stopTasks(Runtime& rt, const std::set<int>* only = nullptr) {
+    std::vector<std::unique_ptr<TaskRunner>> victims;
+    {
+      std::lock_guard lock(runtimeMu_);
+      for (std::size_t i = 0; i < rt.tasks.size(); ++i)
+        if (rt.tasks[i] && (!only || only->count(static_cast<int>(i)))) victims.push_back(std::move(rt.tasks[i]));
+      if (!only) {
+        rt.tasks.clear();
+        rt.runningTaskConfigs.clear();
+      }
+    }
+    for (auto& t : victims) t->requestStop();
+    for (auto& t : victims) t->join();
+  }
+
+  void stopInstances(Runtime& rt) {
+    if (rt.instance) {
+      try {
+        rt.instance->stop();
+      } catch (...) {
+      }
+    }
+    if (rt.sinkInstance) {
+      try {
+        rt.sinkInstance->stop();
+      } catch (...) {
+      }
+    }
+    rt.instance.reset();
+    rt.sinkInstance.reset();
+    rt.context.reset();
+  }
+
+  void teardown(const std::string& name, Runtime& rt) {
+    stopTasks(rt);
+    stopInstances(rt);
+  }
+
+  // Brings what runs for `name` in line with what is wanted.
+  void reconcile(const std::string& name);
+
+  // Starts the connector instance(s) and computes the task configs.
+  Status startInstance(const std::string& name, const Entry& wanted, Runtime& rt, std::vector<StringMap>& taskConfigs);
+
+  StandaloneOptions o_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  mutable std::mutex mu_;  // entries_, queue_, stopping_
+  std::condition_variable cv_;
+  std::map<std::string, Entry> entries_;
+  std::deque<std::string> queue_;
+  bool stopping_ = false;
+
+  mutable std::mutex statusMu_;
+  std::map<std::string, StatusRecord> statuses_;
+
+  mutable std::mutex runtimeMu_;
+  std::map<std::string, Runtime> runtimes_;  // control thread (writes under runtimeMu_)
+
+  std::atomic<bool> running_{false};
+  std::thread control_;
+};
+
+class ConnectorContextImpl final : public ConnectorContext {
+ public:
+  ConnectorContextImpl(HerderImpl& h, std::string name) : h_(h), name_(std::move(name)) {}
+  const std::string& connectorName() const override { return name_; }
+  void requestTaskReconfiguration() override {
+    {
+      std::lock_guard lock(h_.mu_);
+      if (auto it = h_.entries_.find(name_); it != h_.entries_.end()) it->second.reconfigure = true;
+    }
+    h_.enqueue(name_);
+  }
+  void raiseError(const Status& error) override {
+    h_.setConnectorStatus(name_, State::kFailed, error.toString());
+  }
+
+ private:
+  HerderImpl& h_;
+  std::string name_;
+};
+
+Status HerderImpl::startInstance(const std::string& name, const Entry& wanted, Runtime& rt,
+                                 std::vector<StringMap>& taskConfigs) {
+  const std::string cls = get(wanted.config, "connector.class");
+  FERRY_ASSIGN_OR_RETURN(auto instance, o_.registry->createConnector(cls));
+  rt.context = std::make_unique<ConnectorContextImpl>(*this, name);
+  Status started;
+  try {
+    started = instance->start(wanted.config, *rt.context);
+  } catch (const std::exception& e) {
+    started = Status::internal(std::string("start threw: ") + e.what());
+  }
+  FERRY_RETURN_IF_ERROR(started.withContext("starting connector " + name));
+  rt.instance = std::move(instance);
+  auto parsedMax = ConfigDef::parseValue(ConfigType::kInt, get(wanted.config, "tasks.max").empty()
+                                                               ? "1"
+                                                               : get(wanted.config, "tasks.max"));
+  const int maxTasks = parsedMax.isOk() ? static_cast<int>(std::get<std::int64_t>(*parsedMax)) : 1;
+  FERRY_ASSIGN_OR_RETURN(auto own, rt.instance->taskConfigs(maxTasks));
+  if (static_cast<int>(own.size()) > maxTasks) own.resize(static_cast<std::size_t>(maxTasks));
+  std::vector<StringMap> sinkOwn;
+  if (wanted.shape == ConnectorShape::kDirect) {
+    const StringMap sinkCfg = runtime::sinkSideConfig(wanted.config);
+    FERRY_ASSIGN_OR_RETURN(auto sink, o_.registry->createConnector(get(sinkCfg, "connector.class")));
+    FERRY_RETURN_IF_ERROR(sink->start(sinkCfg, *rt.context).withContext("starting the sink side of " + name));
+    rt.sinkInstance = std::move(sink);
+    FERRY_ASSIGN_OR_RETURN(sinkOwn, rt.sinkInstance->taskConfigs(std::max<int>(1, static_cast<int>(own.size()))));
+    if (sinkOwn.empty()) sinkOwn.push_back({});
+  }
+  taskConfigs.clear();
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    StringMap t = wanted.config;
+    for (const auto& [k, v] : own[i]) t[k] = v;
+    if (!sinkOwn.empty())
+      for (const auto& [k, v] : sinkOwn[i % sinkOwn.size()]) t["sink." + k] = v;
+    t["task.id"] = std::to_string(i);
+    taskConfigs.push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+void HerderImpl::reconcile(const std::string& name) {
+  Entry wanted;
+  bool exists;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    exists = it != entries_.end();
+    if (exists) {
+      wanted = it->second;
+      it->second.restartInstance = false;
+      it->second.reconfigure = false;
+      it->second.restartTasks.clear();
+    }
+  }
+  if (!exists) {
+    auto rtIt = runtimes_.find(name);
+    if (rtIt != runtimes_.end()) {
+      teardown(name, rtIt->second);
+      std::lock_guard lock(runtimeMu_);
+      runtimes_.erase(rtIt);
+    }
+    {
+      std::lock_guard lock(statusMu_);
+      statuses_.erase(name);
+    }
+    if (o_.statuses) o_.statuses->removeConnector(name).isOk();
+    if (o_.positions) o_.positions->removeConnector(name).isOk();
+    return;
+  }
+  Runtime* rtp;
+  {
+    std::lock_guard lock(runtimeMu_);
+    rtp = &runtimes_[name];
+  }
+  Runtime& rt = *rtp;
+  const std::int64_t now = core::monotonicMs();
+
+  // A new config or an explicit restart of the connector: start over.
+  if (rt.generation != wanted.generation || wanted.restartInstance) {
+    if (rt.instance || !rt.tasks.empty()) log_->info("restarting connector {}", name);
+    teardown(name, rt);
+    rt.generation = wanted.generation;
+    rt.connectorFailed = false;
+    rt.connectorRestartAtMs = -1;
+    if (wanted.restartInstance) rt.connectorFailures = 0;
+    clearTaskStatuses(name);
+  }
+  if (wanted.target == TargetState::kStopped) {
+    teardown(name, rt);
+    clearTaskStatuses(name);
+    rt.connectorFailed = false;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = entries_.find(name); it != entries_.end() && !it->second.taskConfigs.empty()) {
+        it->second.taskConfigs.clear();
+        o_.configs->putTaskConfigs(name, {}).isOk();
+      }
+    }
+    setConnectorStatus(name, State::kStopped);
+    return;
+  }
+  if (rt.connectorFailed && now < rt.connectorRestartAtMs) return;  // waiting for its automatic restart
+  if (!wanted.known) {
+    auto v = runtime::validateConnectorConfig(*o_.registry, wanted.config);
+    if (!v.isOk()) {
+      setConnectorStatus(name, State::kFailed, v.status().toString());
+      return;
+    }
+  }
+  if (!rt.instance || wanted.reconfigure) {
+    std::vector<StringMap> taskConfigs;
+    if (rt.instance) stopInstances(rt);
+    Status s = startInstance(name, wanted, rt, taskConfigs);
+    if (!s.isOk()) {
+      log_->error("connector {} failed: {}", name, s.toString());
+      stopInstances(rt);
+      teardown(name, rt);
+      setConnectorStatus(name, State::kFailed, s.toString());
+      rt.connectorFailed = true;
+      rt.connectorRestartAtMs =
+          o_.worker.taskRestartEnable ? now + backoffMs(rt.connectorFailures++) : std::numeric_limits<std::int64_t>::max();
+      return;
+    }
+    rt.connectorFailed = false;
+    if (taskConfigs != rt.runningTaskConfigs) {
+      stopTasks(rt);
+      clearTaskStatuses(name);
+      rt.runningTaskConfigs = taskConfigs;
+    }
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(name); it != entries_.end() && it->second.taskConfigs != taskConfigs) {
+      it->second.taskConfigs = taskConfigs;
+      o_.configs->putTaskConfigs(name, taskConfigs).isOk();
+    }
+  }
+  setConnectorStatus(name, wanted.target == TargetState::kPaused ? State::kPaused : State::kRunning);
+
+  // Tasks: explicit restarts, then failed tasks whose backoff passed, then missing ones.
+  if (!wanted.restartTasks.empty()) {
+    stopTasks(rt, &wanted.restartTasks);
+    for (int id : wanted.restartTasks) rt.slots[id] = TaskSlot{};
+  }
+  {
+    std::lock_guard lock(runtimeMu_);
+    rt.tasks.resize(rt.runningTaskConfigs.size());
+  }
+  for (std::size_t i = 0; i < rt.runningTaskConfigs.size(); ++i) {
+    const int id = static_cast<int>(i);
+    auto& slot = rt.slots[id];
+    if (rt.tasks[i] && rt.tasks[i]->finished()) {
+      if (slot.restartAtMs < 0 || now < slot.restartAtMs) continue;  // FAILED, waiting for its restart
+      std::set<int> one{id};
+      stopTasks(rt, &one);
+      log_->info("restarting task {}-{}", name, id);
+    }
+    if (!rt.tasks[i]) {
+      slot.restartAtMs = -1;
+      runtime::TaskEnv env;
+      env.registry = o_.registry;
+      env.backbone = o_.backbone;
+      env.positions = o_.positions;
+      env.worker = &o_.worker;
+      env.connector = name;
+      env.taskId = id;
+      env.shape = wanted.shape;
+      env.config = rt.runningTaskConfigs[i];
+      env.onState = [this, name, id](State s, const std::string& trace) { setTaskStatus(name, id, s, trace); };
+      env.onTopic = [this, name](const std::string& topic) {
+        std::lock_guard lock(statusMu_);
+        statuses_[name].topics.insert(topic);
+      };
+      auto runner = TaskRunner::create(std::move(env));
+      setTaskStatus(name, id, State::kUnassigned);
+      runner->setPaused(wanted.target == TargetState::kPaused);
+      runner->start();
+      std::lock_guard lock(runtimeMu_);
+      rt.tasks[i] = std::move(runner);
+    }
+    rt.tasks[i]->setPaused(wanted.target == TargetState::kPaused);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<StandaloneHerder> makeStandaloneHerder(StandaloneOptions options) {
+  return std::make_unique<HerderImpl>(std::move(options));
+}
+
+}  // namespace ferry::control

@@ -1,0 +1,906 @@
+// Task executors (see tasks.h).
+#include "runtime/tasks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <map>
+
+#include "core/clock.h"
+#include "core/logging.h"
+#include "runtime/transform_chain.h"
+
+namespace ferry::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+using store::State;
+
+std::string get(const StringMap& m, const std::string& k, const std::string& dflt = {}) {
+  auto it = m.find(k);
+  return it == m.end() || it->second.empty() ? dflt : it->second;
+}
+
+StringMap withPrefix(const StringMap& m, const std::string& prefix) {
+  StringMap out;
+  for (const auto& [k, v] : m)
+    if (k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0) out.emplace(k.substr(prefix.size()), v);
+  return out;
+}
+
+std::vector<std::string> listOf(const StringMap& m, const std::string& key) {
+  auto parsed = ConfigDef::parseValue(ConfigType::kList, get(m, key));
+  if (!parsed.isOk()) return {};
+  return std::get<std::vector<std::string>>(*parsed);
+}
+
+// Key and value converters of a task: the connector's, else the worker's defaults.
+struct Converters {
+  PluginPtr<Converter> key;
+  PluginPtr<Converter> value;
+};
+
+Result<Converters> makeConverters(const PluginRegistry& registry, const WorkerConfig& worker, const StringMap& config) {
+  Converters c;
+  for (bool isKey : {true, false}) {
+    const std::string side = isKey ? "key.converter" : "value.converter";
+    std::string cls = get(config, side);
+    StringMap cfg;
+    if (cls.empty()) {
+      cls = isKey ? worker.keyConverter : worker.valueConverter;
+      cfg = isKey ? worker.keyConverterConfig : worker.valueConverterConfig;
+    } else {
+      cfg = withPrefix(config, side + ".");
+    }
+    FERRY_ASSIGN_OR_RETURN(auto conv, registry.createConverter(cls));
+    FERRY_RETURN_IF_ERROR(conv->configure(cfg, isKey).withContext(side));
+    (isKey ? c.key : c.value) = std::move(conv);
+  }
+  return c;
+}
+
+// errors.tolerance, retries and the dead-letter topic of one task.
+class ErrorReporter {
+ public:
+  ErrorReporter(const TaskEnv& env, TaskMetrics& metrics)
+      : env_(env), metrics_(metrics), policy_(parseErrorPolicy(env.config)), log_(core::logger("runtime")) {}
+
+  const ErrorPolicy& policy() const { return policy_; }
+
+  // A record failed at `stage`. OK when tolerated (logged, dead-lettered); the error otherwise.
+  Status report(const std::string& stage, const Status& reason, const std::string& topic, std::int32_t queue,
+                std::int64_t offset, const Bytes& key, const Bytes& value, const Headers& headers) {
+    metrics_.errors.fetch_add(1, std::memory_order_relaxed);
+    const std::string where = env_.connector + "-" + std::to_string(env_.taskId);
+    if (!policy_.tolerateAll)
+      return Status(reason.code(), "record from " + topic + (queue >= 0 ? "-" + std::to_string(queue) : "") +
+                                       (offset >= 0 ? "@" + std::to_string(offset) : "") + " failed in " + stage +
+                                       " (errors.tolerance=none): " + reason.message());
+    if (policy_.logErrors)
+      log_->warn("{}: tolerated error in {} for a record of {}: {}{}", where, stage, topic, reason.toString(),
+                 policy_.logMessages ? " value=" + std::string(value.view().substr(0, 256)) : std::string());
+    if (policy_.deadLetterTopic.empty() || env_.backbone == nullptr) return Status::ok();
+    if (!dlq_) {
+      auto p = env_.backbone->createProducer({});
+      if (!p.isOk()) return p.status().withContext("dead-letter producer");
+      dlq_ = std::move(*p);
+    }
+    backbone::Message m;
+    m.topic = policy_.deadLetterTopic;
+    m.queue = -1;
+    m.key = key;
+    m.value = value;
+    m.headers = headers;
+    if (policy_.contextHeaders) {
+      m.headers.add("__connect.errors.topic", topic);
+      m.headers.add("__connect.errors.partition", std::to_string(queue));
+      m.headers.add("__connect.errors.offset", std::to_string(offset));
+      m.headers.add("__connect.errors.connector.name", env_.connector);
+      m.headers.add("__connect.errors.task.id", std::to_string(env_.taskId));
+      m.headers.add("__connect.errors.stage", stage);
+      m.headers.add("__connect.errors.class.name", statusCodeName(reason.code()));
+      m.headers.add("__connect.errors.exception.message", reason.message());
+    }
+    auto* metrics = &metrics_;
+    Status s = dlq_->send(std::move(m), [metrics](const Status& st, std::int32_t, std::int64_t) {
+      if (st.isOk()) metrics->deadLettered.fetch_add(1, std::memory_order_relaxed);
+    });
+    if (!s.isOk()) return s.withContext("dead-letter topic " + policy_.deadLetterTopic);
+    return Status::ok();
+  }
+
+  // Waits for dead-letter sends before offsets are committed (so a skipped record is never lost).
+  Status flush(std::chrono::milliseconds timeout) { return dlq_ ? dlq_->flush(timeout) : Status::ok(); }
+
+ private:
+  const TaskEnv& env_;
+  TaskMetrics& metrics_;
+  ErrorPolicy policy_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<backbone::Producer> dlq_;
+};
+
+// Exponential backoff for retriable calls: 100 ms doubling up to errors.retry.delay.max.ms.
+class Backoff {
+ public:
+  explicit Backoff(std::int64_t maxMs) : maxMs_(std::max<std::int64_t>(maxMs, 1)) {}
+  std::int64_t next() {
+    std::int64_t d = delay_;
+    delay_ = std::min(delay_ * 2, maxMs_);
+    return std::min(d, maxMs_);
+  }
+  void reset() { delay_ = 100; }
+
+ private:
+  std::int64_t maxMs_;
+  std::int64_t delay_ = 100;
+};
+
+template <typename F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status::internal(std::string(what) + " threw: " + e.what());
+  } catch (...) {
+    return Status::internal(std::string(what) + " threw a non-standard exception");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source side, shared by the source and the direct runner.
+
+class SourceContextImpl final : public SourceTaskContext {
+ public:
+  SourceContextImpl(const TaskEnv& env) : env_(env) {}
+  const std::string& connectorName() const override { return env_.connector; }
+  int taskId() const override { return env_.taskId; }
+  std::optional<StringMap> committedOffset(const StringMap& partition) override {
+    if (!env_.positions) return std::nullopt;
+    auto r = env_.positions->get(env_.connector, partition);
+    if (!r.isOk()) return std::nullopt;
+    return *r;
+  }
+
+ private:
+  const TaskEnv& env_;
+};
+
+// Positions that became safe, waiting for the next commit. Last one wins per partition.
+class PositionBuffer {
+ public:
+  void add(const Position& p) {
+    if (p.partition.empty()) return;
+    pending_[p.partition] = p.offset;
+  }
+  bool empty() const { return pending_.empty(); }
+  Status commit(store::PositionStore& store, const std::string& connector) {
+    if (pending_.empty()) return Status::ok();
+    std::vector<Position> list;
+    list.reserve(pending_.size());
+    for (auto& [part, off] : pending_) list.push_back(Position{part, off});
+    FERRY_RETURN_IF_ERROR(store.put(connector, list));
+    pending_.clear();
+    return Status::ok();
+  }
+
+ private:
+  std::map<StringMap, StringMap> pending_;
+};
+
+Status startWithRetry(TaskRunner* self, const std::function<Status()>& start, const std::function<bool()>& stopping,
+                      std::int64_t retryDelayMaxMs, const std::function<void(std::int64_t)>& wait) {
+  Backoff backoff(retryDelayMaxMs);
+  while (true) {
+    Status s = guarded("start", start);
+    if (s.isOk() || !s.isRetriable() || stopping()) return s;
+    core::logger("runtime")->warn("task start failed, retrying: {}", s.toString());
+    wait(backoff.next());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class SourceRunner final : public TaskRunner {
+ public:
+  explicit SourceRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
+
+ private:
+  struct Pending {
+    Record record;  // after transforms; empty (position only) when dropped
+    std::size_t bytes = 0;
+    int state = 0;  // 0 in flight, 1 safe, 2 failed
+    Status error;
+  };
+
+  Status run() override {
+    const auto& reg = *env_.registry;
+    const std::string cls = get(env_.config, "connector.class");
+    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
+    task_ = connector_->createTask();
+    if (!task_) return Status::internal(cls + " created no task");
+    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
+    FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createProducer({}));
+    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+    SourceContextImpl context(env_);
+    FERRY_RETURN_IF_ERROR(startWithRetry(
+        this, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
+        errors_->policy().retryDelayMaxMs, [&](std::int64_t ms) { idleWait(ms); }));
+    started_ = true;
+    Status result = loop();
+    Status closing = shutdown();
+    return result.isOk() ? closing : result;
+  }
+
+  Status loop() {
+    const auto& w = *env_.worker;
+    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+    std::vector<Record> batch;
+    batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
+    Backoff backoff(errors_->policy().retryDelayMaxMs);
+    std::int64_t retryDeadline = -1;
+    while (!stopping()) {
+      FERRY_RETURN_IF_ERROR(drainSafe());
+      if (core::monotonicMs() >= nextCommit) {
+        FERRY_RETURN_IF_ERROR(commitPositions());
+        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+      }
+      if (paused()) {
+        reportState(State::kPaused);
+        idleWait(100);
+        continue;
+      }
+      reportState(State::kRunning);
+      if (metrics_.inflightRecords.load() >= w.taskMaxInflightRecords ||
+          metrics_.inflightBytes.load() >= w.taskMaxInflightBytes) {
+        std::unique_lock lock(mu_);
+        safeCv_.wait_for(lock, 50ms, [&] { return !pending_.empty() && pending_.front().state != 0; });
+        continue;
+      }
+      batch.clear();
+      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
+        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+      });
+      if (!polled.isOk()) {
+        const Status& s = polled.status();
+        if (!s.isRetriable()) return s.withContext("poll");
+        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
+        const auto& pol = errors_->policy();
+        const std::int64_t now = core::monotonicMs();
+        if (retryDeadline < 0) retryDeadline = pol.retryTimeoutMs < 0 ? INT64_MAX : now + pol.retryTimeoutMs;
+        if (now >= retryDeadline && pol.retryTimeoutMs >= 0 && pol.retryTimeoutMs != 0)
+          return s.withContext("poll (retries exhausted after errors.retry.timeout)");
+        core::logger("runtime")->warn("{}-{}: poll failed, retrying: {}", env_.connector, env_.taskId, s.toString());
+        idleWait(backoff.next());
+        continue;
+      }
+      backoff.reset();
+      retryDeadline = -1;
+      for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
+    }
+    return Status::ok();
+  }
+
+  // Transforms, converts and sends one polled record; tracks it in poll order.
+  Status dispatch(Record record) {
+    metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t bytes = record.sizeBytes();
+    metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+    if (record.timestampMs == 0) record.timestampMs = core::nowMs();
+    auto kept = chain_->empty() ? Result<bool>(true) : chain_->apply(record);
+    if (!kept.isOk()) {
+      FERRY_RETURN_IF_ERROR(errors_->report("TRANSFORMATION", kept.status(), record.topic, -1, -1, record.key,
+                                            record.value, record.headers));
+      return trackDone(std::move(record), /*dropped=*/true);
+    }
+    if (!*kept) {
+      metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
+      return trackDone(std::move(record), /*dropped=*/true);
+    }
+    backbone::Message m;
+    m.topic = record.topic;
+    m.queue = record.queue.value_or(-1);
+    auto key = record.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->fromRecord(record.topic, record.key);
+    auto value = converters_.value->fromRecord(record.topic, record.value);
+    if (!key.isOk() || !value.isOk()) {
+      FERRY_RETURN_IF_ERROR(errors_->report("VALUE_CONVERTER", key.isOk() ? value.status() : key.status(),
+                                            record.topic, -1, -1, record.key, record.value, record.headers));
+      return trackDone(std::move(record), true);
+    }
+    m.key = std::move(*key);
+    m.value = std::move(*value);
+    m.headers = record.headers;
+    m.timestampMs = record.timestampMs;
+    if (record.topic.empty()) {
+      FERRY_RETURN_IF_ERROR(errors_->report("PRODUCER", Status::invalidArgument("record without a topic"), "", -1, -1,
+                                            record.key, record.value, record.headers));
+      return trackDone(std::move(record), true);
+    }
+    noteTopic(record.topic);
+    std::uint64_t seq;
+    {
+      std::lock_guard lock(mu_);
+      seq = headSeq_ + pending_.size();
+      pending_.push_back(Pending{std::move(record), bytes, 0, {}});
+    }
+    metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
+    metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    Status s = producer_->send(std::move(m), [this, seq](const Status& st, std::int32_t, std::int64_t) {
+      {
+        std::lock_guard lock(mu_);
+        Pending& p = pending_[seq - headSeq_];
+        p.state = st.isOk() ? 1 : 2;
+        p.error = st;
+      }
+      safeCv_.notify_one();
+    });
+    if (!s.isOk()) {
+      std::lock_guard lock(mu_);
+      Pending& p = pending_[seq - headSeq_];
+      p.state = 2;
+      p.error = s;
+    }
+    return Status::ok();
+  }
+
+  Status trackDone(Record record, bool dropped) {
+    // Keep only what commitRecord and the position commit need.
+    Record slim;
+    slim.topic = std::move(record.topic);
+    slim.position = std::move(record.position);
+    slim.acknowledger = std::move(record.acknowledger);
+    (void)dropped;
+    std::lock_guard lock(mu_);
+    pending_.push_back(Pending{std::move(slim), 0, 1, {}});
+    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    return Status::ok();
+  }
+
+  // Moves the safe prefix of pending_ into the position buffer (poll order), telling the task.
+  Status drainSafe() {
+    std::deque<Pending> safe;
+    {
+      std::lock_guard lock(mu_);
+      while (!pending_.empty() && pending_.front().state != 0) {
+        safe.push_back(std::move(pending_.front()));
+        pending_.pop_front();
+        ++headSeq_;
+      }
+    }
+    for (auto& p : safe) {
+      if (p.bytes > 0) {
+        metrics_.inflightRecords.fetch_sub(1, std::memory_order_relaxed);
+        metrics_.inflightBytes.fetch_sub(static_cast<std::int64_t>(p.bytes), std::memory_order_relaxed);
+      }
+      if (p.state == 2) {
+        Status tolerated = errors_->report("PRODUCER", p.error, p.record.topic, -1, -1, p.record.key, p.record.value,
+                                           p.record.headers);
+        if (!tolerated.isOk()) return tolerated;
+      } else if (p.bytes > 0) {
+        metrics_.recordsOut.fetch_add(1, std::memory_order_relaxed);
+        metrics_.bytesOut.fetch_add(p.bytes, std::memory_order_relaxed);
+      }
+      guarded("commitRecord", [&] {
+        task_->commitRecord(p.record);
+        return Status::ok();
+      }).isOk();
+      positions_.add(p.record.position);
+      ++uncommitted_;
+    }
+    return Status::ok();
+  }
+
+  Status commitPositions() {
+    if (uncommitted_ == 0) return Status::ok();
+    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+    FERRY_RETURN_IF_ERROR(positions_.commit(*env_.positions, env_.connector).withContext("committing positions"));
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_->commit(); }));
+    metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
+    uncommitted_ = 0;
+    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
+  Status shutdown() {
+    if (!started_) return Status::ok();
+    // Stop the task first: a push source stops its client, so nothing new arrives.
+    guarded("stop", [&] {
+      task_->stop();
+      return Status::ok();
+    }).isOk();
+    Status flushed = producer_ ? producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs))
+                               : Status::ok();
+    Status drained = drainSafe();
+    Status committed = commitPositions();
+    {
+      std::lock_guard lock(mu_);
+      for (auto& p : pending_)
+        if (p.record.acknowledger) p.record.acknowledger->release(false);
+    }
+    if (!flushed.isOk())
+      core::logger("runtime")->warn("{}-{}: records still unacknowledged at stop: {}", env_.connector, env_.taskId,
+                                    flushed.toString());
+    return drained.isOk() ? committed : drained;
+  }
+
+  PluginPtr<SourceConnector> connector_;
+  std::unique_ptr<SourceTask> task_;
+  std::unique_ptr<TransformChain> chain_;
+  Converters converters_;
+  std::unique_ptr<backbone::Producer> producer_;
+  std::unique_ptr<ErrorReporter> errors_;
+  bool started_ = false;
+
+  std::mutex mu_;
+  std::condition_variable safeCv_;
+  std::deque<Pending> pending_;  // guarded by mu_; poll order
+  std::uint64_t headSeq_ = 0;    // guarded by mu_: sequence number of pending_.front()
+  PositionBuffer positions_;     // task thread
+  std::int64_t uncommitted_ = 0;  // task thread: records safe since the last commit
+
+ public:
+  ~SourceRunner() override {
+    // The producer's callbacks refer to this object: make sure none is outstanding.
+    join();
+    if (producer_) producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)).isOk();
+    producer_.reset();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Sink side
+
+class SinkContextImpl final : public SinkTaskContext {
+ public:
+  SinkContextImpl(const TaskEnv& env, ErrorReporter& errors, std::atomic<bool>& commitRequested)
+      : env_(env), errors_(errors), commitRequested_(commitRequested) {}
+  const std::string& connectorName() const override { return env_.connector; }
+  int taskId() const override { return env_.taskId; }
+  void requestCommit() override { commitRequested_.store(true); }
+  Status reportBadRecord(const Record& record, const Status& reason) override {
+    return errors_.report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
+                          record.value, record.headers);
+  }
+
+ private:
+  const TaskEnv& env_;
+  ErrorReporter& errors_;
+  std::atomic<bool>& commitRequested_;
+};
+
+// put() with retries: retriable errors are retried with backoff until they pass or the task stops
+// (Kafka Connect's RetriableException semantics); other errors fail the task.
+Status putWithRetry(SinkTask& task, std::vector<Record>& records, TaskMetrics& metrics, std::int64_t delayMaxMs,
+                    const std::function<bool()>& stopping, const std::function<void(std::int64_t)>& wait,
+                    const std::string& who) {
+  Backoff backoff(delayMaxMs);
+  while (true) {
+    Status s = guarded("put", [&] { return task.put(records); });
+    if (s.isOk()) return s;
+    if (!s.isRetriable()) return s.withContext("put");
+    if (stopping()) return s.withContext("put (stopping)");
+    metrics.retries.fetch_add(1, std::memory_order_relaxed);
+    core::logger("runtime")->warn("{}: put failed, retrying: {}", who, s.toString());
+    wait(backoff.next());
+  }
+}
+
+class SinkRunner final : public TaskRunner, private backbone::RebalanceListener {
+ public:
+  explicit SinkRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
+  ~SinkRunner() override { join(); }
+
+ private:
+  Status run() override {
+    const auto& reg = *env_.registry;
+    const std::string cls = get(env_.config, "connector.class");
+    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSinkConnector(cls));
+    task_ = connector_->createTask();
+    if (!task_) return Status::internal(cls + " created no task");
+    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
+    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+    context_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
+    FERRY_RETURN_IF_ERROR(startWithRetry(
+        this, [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
+        errors_->policy().retryDelayMaxMs, [&](std::int64_t ms) { idleWait(ms); }));
+    started_ = true;
+    FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
+                                                                     env_.connector + "-" + std::to_string(env_.taskId),
+                                                                     {}));
+    const auto topics = listOf(env_.config, "topics");
+    for (const auto& t : topics) {
+      FERRY_RETURN_IF_ERROR(env_.backbone->admin().ensureTopic(t, env_.worker->defaultQueues));
+      noteTopic(t);
+    }
+    FERRY_RETURN_IF_ERROR(consumer_->subscribe(topics, this));
+    Status result = loop();
+    Status closing = shutdown();
+    return result.isOk() ? closing : result;
+  }
+
+  Status loop() {
+    const auto& w = *env_.worker;
+    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+    std::vector<backbone::Message> messages;
+    std::vector<Record> records;
+    while (!stopping()) {
+      if (failure_.isOk() == false) return failure_;
+      if (commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
+        FERRY_RETURN_IF_ERROR(commitOffsets(current_));
+        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+      }
+      if (paused()) {
+        reportState(State::kPaused);
+        idleWait(100);
+        continue;
+      }
+      reportState(State::kRunning);
+      messages.clear();
+      auto polled = consumer_->poll(messages, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+      if (!polled.isOk()) {
+        if (!polled.status().isRetriable()) return polled.status().withContext("backbone poll");
+        idleWait(100);
+        continue;
+      }
+      if (!failure_.isOk()) return failure_;
+      if (messages.empty()) continue;
+      records.clear();
+      records.reserve(messages.size());
+      for (auto& m : messages) {
+        metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
+        const std::size_t bytes = m.key.size() + m.value.size() + m.topic.size() + 32;
+        metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+        auto& next = current_[TopicQueue{m.topic, m.queue}];
+        next = m.offset + 1;
+        ++uncommitted_;
+        metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+        Record r;
+        r.topic = m.topic;
+        r.queue = m.queue;
+        r.offset = m.offset;
+        r.timestampMs = m.timestampMs;
+        auto key = m.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->toRecord(m.topic, m.key);
+        auto value = converters_.value->toRecord(m.topic, m.value);
+        if (!key.isOk() || !value.isOk()) {
+          FERRY_RETURN_IF_ERROR(errors_->report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
+                                                key.isOk() ? value.status() : key.status(), m.topic, m.queue, m.offset,
+                                                m.key, m.value, m.headers));
+          continue;
+        }
+        r.key = std::move(*key);
+        r.value = std::move(*value);
+        r.headers = std::move(m.headers);
+        if (!chain_->empty()) {
+          auto kept = chain_->apply(r);
+          if (!kept.isOk()) {
+            FERRY_RETURN_IF_ERROR(errors_->report("TRANSFORMATION", kept.status(), m.topic, m.queue, m.offset, m.key,
+                                                  m.value, r.headers));
+            continue;
+          }
+          if (!*kept) {
+            metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+        }
+        records.push_back(std::move(r));
+      }
+      if (records.empty()) continue;
+      std::size_t outBytes = 0;
+      for (const auto& r : records) outBytes += r.sizeBytes();
+      const std::size_t n = records.size();
+      FERRY_RETURN_IF_ERROR(putWithRetry(*task_, records, metrics_, errors_->policy().retryDelayMaxMs,
+                                         [&] { return stopping(); }, [&](std::int64_t ms) { idleWait(ms); },
+                                         env_.connector + "-" + std::to_string(env_.taskId)));
+      metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
+      metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
+    }
+    return Status::ok();
+  }
+
+  // preCommit (flushes the sink) and commits what it returns to the backbone group.
+  Status commitOffsets(const OffsetMap& offsets) {
+    if (offsets.empty() || uncommitted_ == 0) return Status::ok();
+    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+    auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_->preCommit(offsets); });
+    if (!safe.isOk()) return safe.status().withContext("flush");
+    if (!safe->empty()) FERRY_RETURN_IF_ERROR(consumer_->commit(*safe).withContext("committing offsets"));
+    metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
+    uncommitted_ = 0;
+    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
+  void onRevoked(const std::vector<TopicQueue>& queues) override {
+    OffsetMap revoked;
+    for (const auto& q : queues)
+      if (auto it = current_.find(q); it != current_.end()) revoked.insert(*it);
+    if (!revoked.empty()) {
+      Status s = commitOffsets(revoked);
+      if (!s.isOk() && failure_.isOk()) failure_ = s;
+    }
+    for (const auto& q : queues) current_.erase(q);
+    Status s = guarded("close", [&] { return task_->close(queues); });
+    if (!s.isOk() && failure_.isOk()) failure_ = s;
+  }
+  void onAssigned(const std::vector<TopicQueue>& queues) override {
+    Status s = guarded("open", [&] { return task_->open(queues); });
+    if (!s.isOk() && failure_.isOk()) failure_ = s;
+  }
+
+  Status shutdown() {
+    Status committed = Status::ok();
+    if (consumer_) {
+      if (failure_.isOk()) committed = commitOffsets(current_);
+      consumer_->close();
+    }
+    if (started_) guarded("stop", [&] {
+        task_->stop();
+        return Status::ok();
+      }).isOk();
+    return committed;
+  }
+
+  PluginPtr<SinkConnector> connector_;
+  std::unique_ptr<SinkTask> task_;
+  std::unique_ptr<TransformChain> chain_;
+  Converters converters_;
+  std::unique_ptr<ErrorReporter> errors_;
+  std::unique_ptr<SinkContextImpl> context_;
+  std::unique_ptr<backbone::Consumer> consumer_;
+  std::atomic<bool> commitRequested_{false};
+  bool started_ = false;
+  OffsetMap current_;  // next offsets after every record taken in
+  std::int64_t uncommitted_ = 0;
+  Status failure_;  // an error raised inside a rebalance callback
+};
+
+// ---------------------------------------------------------------------------------------------
+// Direct: a source task and a sink task in one thread.
+
+class DirectRunner final : public TaskRunner {
+ public:
+  explicit DirectRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
+  ~DirectRunner() override { join(); }
+
+ private:
+  Status run() override {
+    const auto& reg = *env_.registry;
+    FERRY_ASSIGN_OR_RETURN(source_, reg.createSourceConnector(get(env_.config, "connector.class")));
+    const StringMap sinkConfig = sinkSideConfig(env_.config);
+    FERRY_ASSIGN_OR_RETURN(sink_, reg.createSinkConnector(get(sinkConfig, "connector.class")));
+    sourceTask_ = source_->createTask();
+    sinkTask_ = sink_->createTask();
+    if (!sourceTask_ || !sinkTask_) return Status::internal("a connector created no task");
+    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
+    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+    sinkContext_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
+    SourceContextImpl sourceContext(env_);
+    auto stop = [&] { return stopping(); };
+    auto wait = [&](std::int64_t ms) { idleWait(ms); };
+    FERRY_RETURN_IF_ERROR(startWithRetry(
+        this, [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, errors_->policy().retryDelayMaxMs,
+        wait));
+    sinkStarted_ = true;
+    FERRY_RETURN_IF_ERROR(startWithRetry(
+        this, [&] { return sourceTask_->start(env_.config, sourceContext); }, stop,
+        errors_->policy().retryDelayMaxMs, wait));
+    sourceStarted_ = true;
+    Status result = loop();
+    Status closing = shutdown(result.isOk());
+    return result.isOk() ? closing : result;
+  }
+
+  Status loop() {
+    const auto& w = *env_.worker;
+    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+    std::vector<Record> batch;
+    std::vector<Record> out;
+    Backoff backoff(errors_->policy().retryDelayMaxMs);
+    while (!stopping()) {
+      const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
+                        heldBytes_ >= w.taskMaxInflightBytes;
+      if (full || commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
+        FERRY_RETURN_IF_ERROR(flushAndCommit());
+        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
+      }
+      if (paused()) {
+        reportState(State::kPaused);
+        idleWait(100);
+        continue;
+      }
+      reportState(State::kRunning);
+      batch.clear();
+      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
+        return sourceTask_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+      });
+      if (!polled.isOk()) {
+        if (!polled.status().isRetriable()) return polled.status().withContext("poll");
+        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
+        idleWait(backoff.next());
+        continue;
+      }
+      backoff.reset();
+      if (batch.empty()) continue;
+      out.clear();
+      std::size_t outBytes = 0;
+      for (auto& r : batch) {
+        metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
+        const std::size_t bytes = r.sizeBytes();
+        metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+        if (r.timestampMs == 0) r.timestampMs = core::nowMs();
+        Record slim;  // what the commit needs, kept until the sink flushed
+        slim.topic = r.topic;
+        slim.position = r.position;
+        slim.acknowledger = r.acknowledger;
+        heldBytes_ += static_cast<std::int64_t>(bytes);
+        held_.push_back(std::move(slim));
+        metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+        if (!chain_->empty()) {
+          auto kept = chain_->apply(r);
+          if (!kept.isOk()) {
+            FERRY_RETURN_IF_ERROR(
+                errors_->report("TRANSFORMATION", kept.status(), r.topic, -1, -1, r.key, r.value, r.headers));
+            continue;
+          }
+          if (!*kept) {
+            metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+        }
+        r.acknowledger.reset();  // the runtime acknowledges after the sink flushed
+        if (!r.topic.empty()) noteTopic(r.topic);
+        outBytes += r.sizeBytes();
+        out.push_back(std::move(r));
+      }
+      metrics_.inflightRecords.store(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
+      metrics_.inflightBytes.store(heldBytes_, std::memory_order_relaxed);
+      if (out.empty()) continue;
+      const std::size_t n = out.size();
+      FERRY_RETURN_IF_ERROR(putWithRetry(*sinkTask_, out, metrics_, errors_->policy().retryDelayMaxMs,
+                                         [&] { return stopping(); }, [&](std::int64_t ms) { idleWait(ms); },
+                                         env_.connector + "-" + std::to_string(env_.taskId)));
+      metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
+      metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
+    }
+    return Status::ok();
+  }
+
+  // Flushes the sink, then (only then) tells the source its records are safe and commits positions.
+  Status flushAndCommit() {
+    if (held_.empty()) return Status::ok();
+    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+    FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sinkTask_->flush(); }).withContext("sink flush"));
+    PositionBuffer positions;
+    for (auto& r : held_) {
+      guarded("commitRecord", [&] {
+        sourceTask_->commitRecord(r);
+        return Status::ok();
+      }).isOk();
+      positions.add(r.position);
+    }
+    if (env_.positions)
+      FERRY_RETURN_IF_ERROR(positions.commit(*env_.positions, env_.connector).withContext("committing positions"));
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return sourceTask_->commit(); }));
+    metrics_.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
+    held_.clear();
+    heldBytes_ = 0;
+    metrics_.inflightRecords.store(0, std::memory_order_relaxed);
+    metrics_.inflightBytes.store(0, std::memory_order_relaxed);
+    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
+  Status shutdown(bool healthy) {
+    if (sourceStarted_) guarded("stop", [&] {
+        sourceTask_->stop();
+        return Status::ok();
+      }).isOk();
+    Status s = healthy ? flushAndCommit() : Status::ok();
+    for (auto& r : held_)
+      if (r.acknowledger) r.acknowledger->release(false);
+    held_.clear();
+    if (sinkStarted_) guarded("stop", [&] {
+        sinkTask_->stop();
+        return Status::ok();
+      }).isOk();
+    return s;
+  }
+
+  PluginPtr<SourceConnector> source_;
+  PluginPtr<SinkConnector> sink_;
+  std::unique_ptr<SourceTask> sourceTask_;
+  std::unique_ptr<SinkTask> sinkTask_;
+  std::unique_ptr<TransformChain> chain_;
+  std::unique_ptr<ErrorReporter> errors_;
+  std::unique_ptr<SinkContextImpl> sinkContext_;
+  std::atomic<bool> commitRequested_{false};
+  bool sourceStarted_ = false;
+  bool sinkStarted_ = false;
+  std::vector<Record> held_;  // polled since the last flush (position + acknowledger only)
+  std::int64_t heldBytes_ = 0;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<TaskRunner> TaskRunner::create(TaskEnv env) {
+  switch (env.shape) {
+    case ConnectorShape::kSource: return std::unique_ptr<TaskRunner>(new SourceRunner(std::move(env)));
+    case ConnectorShape::kSink: return std::unique_ptr<TaskRunner>(new SinkRunner(std::move(env)));
+    case ConnectorShape::kDirect: return std::unique_ptr<TaskRunner>(new DirectRunner(std::move(env)));
+  }
+  return nullptr;
+}
+
+TaskRunner::~TaskRunner() {
+  // Subclasses join in their destructors (their members are gone by the time this runs).
+  if (thread_.joinable()) {
+    requestStop();
+    thread_.join();
+  }
+}
+
+void TaskRunner::start() {
+  startedAtMs_ = core::monotonicMs();
+  thread_ = std::thread([this] {
+    Status s;
+    try {
+      s = run();
+    } catch (const std::exception& e) {
+      s = Status::internal(std::string("task threw: ") + e.what());
+    } catch (...) {
+      s = Status::internal("task threw a non-standard exception");
+    }
+    if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
+      core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, s.toString());
+      failed_.store(true);
+      reportState(State::kFailed, s.toString());
+    }
+    finished_.store(true);
+  });
+}
+
+void TaskRunner::setPaused(bool p) {
+  paused_.store(p);
+  std::lock_guard lock(waitMu_);
+  waitCv_.notify_all();
+}
+
+void TaskRunner::requestStop() {
+  stop_.store(true);
+  std::lock_guard lock(waitMu_);
+  waitCv_.notify_all();
+}
+
+void TaskRunner::join() {
+  if (thread_.joinable()) {
+    requestStop();
+    thread_.join();
+  }
+}
+
+void TaskRunner::idleWait(std::int64_t ms) {
+  std::unique_lock lock(waitMu_);
+  const bool wasPaused = paused();
+  waitCv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping() || paused() != wasPaused; });
+}
+
+void TaskRunner::reportState(State s, const std::string& trace) {
+  if (s == lastState_ && s != State::kFailed) return;
+  lastState_ = s;
+  if (env_.onState) env_.onState(s, trace);
+}
+
+void TaskRunner::noteTopic(const std::string& topic) {
+  if (topics_.insert(topic).second && env_.onTopic) env_.onTopic(topic);
+}
+
+}  // namespace ferry::runtime

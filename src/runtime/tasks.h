@@ -1,0 +1,116 @@
+// Task executors: the threads that run source, sink and direct tasks.
+//
+//  source  poll -> transforms -> converters -> backbone producer (async, batched). Every polled
+//          record is tracked in poll order; a position becomes committable only when the backbone
+//          acknowledged that record and every record polled before it. Positions are committed
+//          every offset.flush.interval.ms and when the task stops.
+//  sink    backbone consumer (group "connect-<connector>") -> converters -> transforms -> put;
+//          every offset.flush.interval.ms: preCommit (flush) -> commit the returned offsets.
+//  direct  poll -> transforms -> sink put; every interval (or when the in-flight bound is hit):
+//          sink flush -> then, and only then, source positions are committed.
+// In-flight records and bytes per task are bounded (task.max.inflight.*): a source is not polled
+// while its bound is reached, so memory stays bounded whatever the input rate.
+//
+// Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join and the metrics
+// are called from the worker's control thread; the state callback runs on the task thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "backbone/backbone.h"
+#include "ferry/record.h"
+#include "runtime/connector_config.h"
+#include "runtime/plugins.h"
+#include "runtime/worker_config.h"
+#include "store/store.h"
+
+namespace ferry::runtime {
+
+// Counters and gauges of one task (read by /metrics while the task runs).
+struct TaskMetrics {
+  std::atomic<std::uint64_t> recordsIn{0};     // polled from the source / read from the backbone
+  std::atomic<std::uint64_t> recordsOut{0};    // acknowledged by the backbone / put to the sink
+  std::atomic<std::uint64_t> bytesIn{0};
+  std::atomic<std::uint64_t> bytesOut{0};
+  std::atomic<std::uint64_t> recordsDropped{0};  // dropped by a transform (filter)
+  std::atomic<std::uint64_t> errors{0};          // record errors (tolerated or not) and failed calls
+  std::atomic<std::uint64_t> deadLettered{0};
+  std::atomic<std::uint64_t> retries{0};
+  std::atomic<std::uint64_t> commits{0};
+  std::atomic<std::int64_t> inflightRecords{0};  // taken in, not yet safe
+  std::atomic<std::int64_t> inflightBytes{0};
+  std::atomic<std::int64_t> commitLagRecords{0}; // taken in, position/offset not yet committed
+  std::atomic<std::int64_t> lastCommitMs{0};
+};
+
+struct TaskEnv {
+  const PluginRegistry* registry = nullptr;
+  backbone::Backbone* backbone = nullptr;  // null only for direct tasks in tests
+  store::PositionStore* positions = nullptr;
+  const WorkerConfig* worker = nullptr;
+  std::string connector;
+  int taskId = 0;
+  ConnectorShape shape = ConnectorShape::kSource;
+  StringMap config;  // the task config: connector config merged with the connector's task config
+  // Called on the task thread whenever its state changes (RUNNING, PAUSED, FAILED + trace).
+  std::function<void(store::State, const std::string&)> onState;
+  // Called on the task thread the first time the task writes to / reads from a topic.
+  std::function<void(const std::string&)> onTopic;
+};
+
+class TaskRunner {
+ public:
+  static std::unique_ptr<TaskRunner> create(TaskEnv env);
+  virtual ~TaskRunner();
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  void start();
+  void setPaused(bool paused);
+  // Asks the thread to stop (commit what is safe, stop the task); returns at once.
+  void requestStop();
+  // Waits for the thread. Call after requestStop().
+  void join();
+  bool finished() const noexcept { return finished_.load(); }
+  bool failed() const noexcept { return failed_.load(); }
+  std::int64_t startedAtMs() const noexcept { return startedAtMs_; }
+  const TaskMetrics& metrics() const noexcept { return metrics_; }
+  const TaskEnv& env() const noexcept { return env_; }
+
+ protected:
+  explicit TaskRunner(TaskEnv env) : env_(std::move(env)) {}
+  // The task's life: returns OK when asked to stop, an error when the task failed.
+  virtual Status run() = 0;
+
+  bool stopping() const noexcept { return stop_.load(std::memory_order_relaxed); }
+  bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
+  // Sleeps up to `ms` or until stop/pause changes.
+  void idleWait(std::int64_t ms);
+  void reportState(store::State s, const std::string& trace = {});
+  void noteTopic(const std::string& topic);
+
+  TaskEnv env_;
+  TaskMetrics metrics_;
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> paused_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> failed_{false};
+  std::int64_t startedAtMs_ = 0;
+  std::mutex waitMu_;
+  std::condition_variable waitCv_;
+  std::set<std::string> topics_;  // task thread only
+  store::State lastState_ = store::State::kUnassigned;  // task thread only
+};
+
+}  // namespace ferry::runtime

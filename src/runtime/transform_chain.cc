@@ -1,0 +1,87 @@
+// The transform chain (see transform_chain.h).
+#include "runtime/transform_chain.h"
+
+#include <map>
+
+namespace ferry::runtime {
+namespace {
+
+StringMap withPrefix(const StringMap& m, const std::string& prefix, std::initializer_list<const char*> skip) {
+  StringMap out;
+  for (const auto& [k, v] : m) {
+    if (k.size() <= prefix.size() || k.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string key = k.substr(prefix.size());
+    bool skipped = false;
+    for (const char* s : skip) skipped = skipped || key == s;
+    if (!skipped) out.emplace(std::move(key), v);
+  }
+  return out;
+}
+
+std::vector<std::string> listOf(const StringMap& m, const std::string& key) {
+  auto it = m.find(key);
+  if (it == m.end()) return {};
+  auto parsed = ConfigDef::parseValue(ConfigType::kList, it->second);
+  if (!parsed.isOk()) return {};
+  return std::get<std::vector<std::string>>(*parsed);
+}
+
+}  // namespace
+
+TransformChain::~TransformChain() {
+  for (auto& s : steps_) s.transform->close();
+}
+
+Result<std::unique_ptr<TransformChain>> TransformChain::build(const PluginRegistry& registry, const StringMap& config) {
+  auto chain = std::unique_ptr<TransformChain>(new TransformChain());
+  std::map<std::string, Predicate*> byAlias;
+  for (const auto& alias : listOf(config, "predicates")) {
+    const std::string prefix = "predicates." + alias + ".";
+    auto typeIt = config.find(prefix + "type");
+    if (typeIt == config.end()) return Status::invalidArgument(prefix + "type is missing");
+    FERRY_ASSIGN_OR_RETURN(auto p, registry.createPredicate(typeIt->second));
+    FERRY_RETURN_IF_ERROR(p->configure(withPrefix(config, prefix, {"type"})).withContext("predicate " + alias));
+    byAlias[alias] = p.get();
+    chain->predicates_.push_back(std::move(p));
+  }
+  for (const auto& alias : listOf(config, "transforms")) {
+    const std::string prefix = "transforms." + alias + ".";
+    auto typeIt = config.find(prefix + "type");
+    if (typeIt == config.end()) return Status::invalidArgument(prefix + "type is missing");
+    FERRY_ASSIGN_OR_RETURN(auto t, registry.createTransform(typeIt->second));
+    FERRY_RETURN_IF_ERROR(
+        t->configure(withPrefix(config, prefix, {"type", "predicate", "negate"})).withContext("transform " + alias));
+    Step step{alias, std::move(t), nullptr, false};
+    if (auto it = config.find(prefix + "predicate"); it != config.end() && !it->second.empty()) {
+      auto p = byAlias.find(it->second);
+      if (p == byAlias.end())
+        return Status::invalidArgument("transform " + alias + ": predicate '" + it->second + "' is not defined");
+      step.predicate = p->second;
+    }
+    if (auto it = config.find(prefix + "negate"); it != config.end()) step.negate = it->second == "true";
+    chain->steps_.push_back(std::move(step));
+  }
+  return chain;
+}
+
+Result<bool> TransformChain::apply(Record& record) {
+  for (auto& step : steps_) {
+    if (step.predicate) {
+      auto matches = step.predicate->test(record);
+      if (!matches.isOk()) return matches.status().withContext("predicate of transform " + step.alias);
+      if (*matches == step.negate) continue;  // the predicate says: skip this transform
+    }
+    Result<bool> kept = [&]() -> Result<bool> {
+      try {
+        return step.transform->apply(record);
+      } catch (const std::exception& e) {
+        return Status::internal(std::string("exception: ") + e.what());
+      }
+    }();
+    if (!kept.isOk()) return kept.status().withContext("transform " + step.alias);
+    if (!*kept) return false;
+  }
+  return true;
+}
+
+}  // namespace ferry::runtime

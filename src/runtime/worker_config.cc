@@ -1,0 +1,112 @@
+// Worker configuration: declarations and parsing (see worker_config.h).
+#include "runtime/worker_config.h"
+
+#include <unistd.h>
+
+namespace ferry::runtime {
+
+const ConfigDef& workerConfigDef() {
+  static const ConfigDef def = [] {
+    using validators::atLeast;
+    using validators::between;
+    using validators::oneOf;
+    ConfigDef d;
+    d.define("worker.id", ConfigType::kString, "", Importance::kMedium,
+             "This worker's id in status and REST answers. Default: <hostname>:<rest.port>.");
+    d.define("rest.host", ConfigType::kString, "127.0.0.1", Importance::kHigh,
+             "Address the REST API listens on.");
+    d.define("rest.port", ConfigType::kInt, "8082", Importance::kHigh, "Port of the REST API (0 = any free port).",
+             between(0, 65535));
+    d.define("data.dir", ConfigType::kString, "ferry-data", Importance::kHigh,
+             "Folder for the stores (configs, positions, status) and the embedded backbone.",
+             validators::nonEmptyString());
+    d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
+             "Folders searched for shared-library plugins (*.so, one level deep).");
+    d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
+    d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
+             oneOf({"trace", "debug", "info", "warn", "error", "off"}));
+    d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
+             "The queue between source and sink tasks. Standalone: embedded (a durable local log).",
+             oneOf({"embedded"}));
+    d.define("backbone.embedded.segment.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kLow,
+             "Size at which the embedded log rolls a new segment file.", atLeast(4096));
+    d.define("backbone.embedded.fsync", ConfigType::kString, "interval", Importance::kMedium,
+             "When the embedded log fsyncs: always (before acknowledging a write), interval, never. "
+             "Writes are acknowledged once written to the file, so they survive a crash of the process "
+             "under every policy; fsync decides what survives a crash of the machine.",
+             oneOf({"always", "interval", "never"}));
+    d.define("backbone.embedded.fsync.interval.ms", ConfigType::kLong, "1000", Importance::kLow,
+             "fsync period for backbone.embedded.fsync=interval.", atLeast(1));
+    d.define("backbone.embedded.retention.bytes", ConfigType::kLong, "-1", Importance::kMedium,
+             "Bytes kept per queue (-1 = no limit).", atLeast(-1));
+    d.define("backbone.embedded.retention.ms", ConfigType::kLong, std::to_string(7ll * 24 * 3600 * 1000),
+             Importance::kMedium, "Age after which segments are deleted (-1 = no limit).", atLeast(-1));
+    d.define("backbone.topic.default.queues", ConfigType::kInt, "4", Importance::kMedium,
+             "Queues of topics created automatically.", between(1, 1024));
+    d.define("offset.flush.interval.ms", ConfigType::kLong, "1000", Importance::kMedium,
+             "How often tasks commit positions (sources) and offsets (sinks).", atLeast(1));
+    d.define("offset.flush.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
+             "How long a stopping task waits for in-flight records to be acknowledged.", atLeast(0));
+    d.define("key.converter", ConfigType::kClass, "ByteArrayConverter", Importance::kMedium,
+             "Default converter for record keys.");
+    d.define("value.converter", ConfigType::kClass, "ByteArrayConverter", Importance::kMedium,
+             "Default converter for record values.");
+    d.define("task.restart.enable", ConfigType::kBool, "true", Importance::kMedium,
+             "Restart failed tasks and connectors automatically, with exponential backoff.");
+    d.define("task.restart.backoff.initial.ms", ConfigType::kLong, "1000", Importance::kLow,
+             "First automatic restart delay.", atLeast(0));
+    d.define("task.restart.backoff.max.ms", ConfigType::kLong, "60000", Importance::kLow,
+             "Largest automatic restart delay.", atLeast(0));
+    d.define("task.max.inflight.records", ConfigType::kLong, "100000", Importance::kMedium,
+             "Records a task holds before they are safe (backpressure bound).", atLeast(1));
+    d.define("task.max.inflight.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kMedium,
+             "Bytes a task holds before they are safe (backpressure bound).", atLeast(1024));
+    d.define("task.poll.batch", ConfigType::kLong, "2000", Importance::kLow,
+             "Most records one poll of a source task or the backbone returns.", atLeast(1));
+    d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
+             "How long stopping a task may take before it is abandoned.", atLeast(0));
+    return d;
+  }();
+  return def;
+}
+
+Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
+  FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
+                         workerConfigDef().parse(props, /*rejectUnknown=*/true, {"key.converter.", "value.converter."}));
+  WorkerConfig c;
+  c.restHost = p.getString("rest.host");
+  c.restPort = p.getInt("rest.port");
+  c.workerId = p.getString("worker.id");
+  if (c.workerId.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
+    c.workerId = std::string(host) + ":" + std::to_string(c.restPort);
+  }
+  c.dataDir = p.getString("data.dir");
+  c.pluginPath = p.getList("plugin.path");
+  c.webRoot = p.getString("web.root");
+  c.logLevel = p.getString("log.level");
+  c.backbone = p.getString("backbone");
+  c.embeddedSegmentBytes = p.getLong("backbone.embedded.segment.bytes");
+  c.embeddedFsync = p.getString("backbone.embedded.fsync");
+  c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
+  c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
+  c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
+  c.defaultQueues = p.getInt("backbone.topic.default.queues");
+  c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
+  c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
+  c.keyConverter = p.getString("key.converter");
+  c.valueConverter = p.getString("value.converter");
+  c.keyConverterConfig = p.originalsWithPrefix("key.converter.");
+  c.valueConverterConfig = p.originalsWithPrefix("value.converter.");
+  c.taskRestartEnable = p.getBool("task.restart.enable");
+  c.taskRestartBackoffInitialMs = p.getLong("task.restart.backoff.initial.ms");
+  c.taskRestartBackoffMaxMs = p.getLong("task.restart.backoff.max.ms");
+  c.taskMaxInflightRecords = p.getLong("task.max.inflight.records");
+  c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
+  c.taskPollBatch = p.getLong("task.poll.batch");
+  c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
+  return c;
+}
+
+}  // namespace ferry::runtime

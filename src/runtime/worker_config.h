@@ -1,0 +1,53 @@
+// Worker configuration (worker.properties): every key declared once in workerConfigDef().
+//
+// Unknown keys are refused at start-up with every error at once, so a typo never silently falls
+// back to a default. Thread-safety: WorkerConfig is a value, read-only after parsing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ferry/config.h"
+#include "ferry/result.h"
+
+namespace ferry::runtime {
+
+struct WorkerConfig {
+  std::string workerId;              // default: <hostname>:<rest.port>
+  std::string restHost = "127.0.0.1";
+  int restPort = 8082;
+  std::string dataDir = "ferry-data";
+  std::vector<std::string> pluginPath;
+  std::string webRoot;
+  std::string logLevel = "info";
+
+  std::string backbone = "embedded";
+  std::int64_t embeddedSegmentBytes = 64ll << 20;
+  std::string embeddedFsync = "interval";
+  std::int64_t embeddedFsyncIntervalMs = 1000;
+  std::int64_t embeddedRetentionBytes = -1;
+  std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
+  std::int32_t defaultQueues = 4;
+
+  std::int64_t offsetFlushIntervalMs = 1000;
+  std::int64_t offsetFlushTimeoutMs = 5000;
+  std::string keyConverter = "ByteArrayConverter";
+  std::string valueConverter = "ByteArrayConverter";
+  StringMap keyConverterConfig;    // key.converter.* with the prefix stripped
+  StringMap valueConverterConfig;  // value.converter.*
+
+  bool taskRestartEnable = true;
+  std::int64_t taskRestartBackoffInitialMs = 1000;
+  std::int64_t taskRestartBackoffMaxMs = 60000;
+  std::int64_t taskMaxInflightRecords = 100000;
+  std::int64_t taskMaxInflightBytes = 64ll << 20;
+  std::int64_t taskPollBatch = 2000;
+  std::int64_t taskShutdownTimeoutMs = 5000;
+};
+
+const ConfigDef& workerConfigDef();
+// Parses worker properties; InvalidArgument lists every bad or unknown key.
+Result<WorkerConfig> parseWorkerConfig(const StringMap& props);
+
+}  // namespace ferry::runtime

@@ -1,0 +1,337 @@
+// Task executors with in-test plugins: positions are committed only when every record before
+// them is safe (source), only after the sink flushed (direct), and the source -> backbone -> sink
+// path delivers everything. No sleeps: tests wait on condition variables fed by the plugins.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "ferry/connector.h"
+#include "ferry/plugin.h"
+#include "runtime/tasks.h"
+#include "store/store.h"
+
+namespace ferry::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+// ----- in-test plugins -------------------------------------------------------------------------
+
+struct Collector {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> put;      // values put
+  std::size_t flushedCount = 0;      // values put before the last flush
+  int flushes = 0;
+  void reset() {
+    std::lock_guard l(mu);
+    put.clear();
+    flushedCount = 0;
+    flushes = 0;
+  }
+  template <typename Pred>
+  bool waitFor(Pred p) {
+    std::unique_lock l(mu);
+    return cv.wait_for(l, 20s, [&] { return p(); });
+  }
+};
+Collector& collector() {
+  static Collector c;
+  return c;
+}
+
+class SeqSourceTask : public SourceTask {
+ public:
+  Status start(const StringMap& config, SourceTaskContext& ctx) override {
+    count_ = std::stoi(config.at("count"));
+    if (auto off = ctx.committedOffset({{"p", "0"}})) next_ = std::stoi(off->at("n"));
+    return Status::ok();
+  }
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) override {
+    if (next_ >= count_) {
+      std::unique_lock l(mu_);
+      cv_.wait_for(l, wait, [&] { return stopped_; });
+      return std::size_t{0};
+    }
+    std::size_t n = 0;
+    while (next_ < count_ && n < max) {
+      Record r;
+      r.topic = "seq";
+      r.value = Bytes("v" + std::to_string(next_));
+      r.position = Position{{{"p", "0"}}, {{"n", std::to_string(next_ + 1)}}};
+      out.push_back(std::move(r));
+      ++next_;
+      ++n;
+    }
+    return n;
+  }
+  void stop() override {
+    std::lock_guard l(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  int count_ = 0;
+  int next_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+class SeqSource : public SourceConnector {
+ public:
+  std::string version() const override { return "1"; }
+  const ConfigDef& configDef() const override {
+    static const ConfigDef d = ConfigDef().define("count", ConfigType::kInt, "10", Importance::kHigh, "records");
+    return d;
+  }
+  Status start(const StringMap&, ConnectorContext&) override { return Status::ok(); }
+  Result<std::vector<StringMap>> taskConfigs(int) override { return std::vector<StringMap>{{}}; }
+  void stop() override {}
+  std::unique_ptr<SourceTask> createTask() override { return std::make_unique<SeqSourceTask>(); }
+};
+
+class CollectSinkTask : public SinkTask {
+ public:
+  Status start(const StringMap&, SinkTaskContext&) override { return Status::ok(); }
+  Status put(std::vector<Record>& records) override {
+    auto& c = collector();
+    std::lock_guard l(c.mu);
+    for (auto& r : records) c.put.push_back(r.value.str());
+    c.cv.notify_all();
+    return Status::ok();
+  }
+  Status flush() override {
+    auto& c = collector();
+    std::lock_guard l(c.mu);
+    c.flushedCount = c.put.size();
+    ++c.flushes;
+    c.cv.notify_all();
+    return Status::ok();
+  }
+  void stop() override {}
+};
+
+class CollectSink : public SinkConnector {
+ public:
+  std::string version() const override { return "1"; }
+  const ConfigDef& configDef() const override {
+    static const ConfigDef d;
+    return d;
+  }
+  Status start(const StringMap&, ConnectorContext&) override { return Status::ok(); }
+  Result<std::vector<StringMap>> taskConfigs(int) override { return std::vector<StringMap>{{}}; }
+  void stop() override {}
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<CollectSinkTask>(); }
+};
+
+const PluginEntry kEntries[] = {
+    {"SeqSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<SeqSource, SourceConnector>,
+     &pluginDestroy<SourceConnector>},
+    {"CollectSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<CollectSink, SinkConnector>,
+     &pluginDestroy<SinkConnector>},
+};
+const PluginDescriptor kDescriptor = makePluginDescriptor("test", "1", kEntries);
+
+// ----- a backbone whose producer acknowledges only when the test says so -----------------------
+
+class HeldProducer : public backbone::Producer {
+ public:
+  Status send(backbone::Message m, backbone::SendCallback cb) override {
+    std::lock_guard l(mu);
+    held.push_back(std::move(cb));
+    cv.notify_all();
+    return Status::ok();
+  }
+  Status flush(std::chrono::milliseconds) override {
+    std::lock_guard l(mu);
+    return acked == held.size() ? Status::ok() : Status::timeout("held");
+  }
+  void ack(std::size_t i) {
+    backbone::SendCallback cb;
+    {
+      std::lock_guard l(mu);
+      cb = held.at(i);
+      ++acked;
+    }
+    cb(Status::ok(), 0, static_cast<std::int64_t>(i));
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<backbone::SendCallback> held;
+  std::size_t acked = 0;
+};
+
+class NoAdmin : public backbone::Admin {
+ public:
+  Status ensureTopic(const std::string&, std::int32_t) override { return Status::ok(); }
+  Result<std::vector<backbone::TopicInfo>> listTopics() override { return Status::notFound("x"); }
+  Result<backbone::TopicInfo> describeTopic(const std::string&) override { return Status::notFound("x"); }
+  Result<OffsetMap> endOffsets(const std::string&) override { return Status::notFound("x"); }
+  Result<OffsetMap> startOffsets(const std::string&) override { return Status::notFound("x"); }
+  Result<OffsetMap> committedOffsets(const std::string&) override { return Status::notFound("x"); }
+  Status setCommittedOffsets(const std::string&, const OffsetMap&) override { return Status::notFound("x"); }
+  Status deleteGroup(const std::string&) override { return Status::notFound("x"); }
+};
+
+class HeldBackbone : public backbone::Backbone {
+ public:
+  std::string kind() const override { return "held"; }
+  Result<std::unique_ptr<backbone::Producer>> createProducer(const StringMap&) override {
+    auto p = std::make_unique<ForwardingProducer>(producer);
+    return std::unique_ptr<backbone::Producer>(std::move(p));
+  }
+  Result<std::unique_ptr<backbone::Consumer>> createConsumer(const std::string&, const std::string&,
+                                                             const StringMap&) override {
+    return Status::unavailable("no consumers here");
+  }
+  backbone::Admin& admin() override { return admin_; }
+  void close() override {}
+  HeldProducer producer;
+
+ private:
+  struct ForwardingProducer : backbone::Producer {
+    explicit ForwardingProducer(HeldProducer& p) : p_(p) {}
+    Status send(backbone::Message m, backbone::SendCallback cb) override { return p_.send(std::move(m), std::move(cb)); }
+    Status flush(std::chrono::milliseconds t) override { return p_.flush(t); }
+    HeldProducer& p_;
+  };
+  NoAdmin admin_;
+};
+
+// ----- fixture ---------------------------------------------------------------------------------
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registerBuiltins(registry_).isOk());
+    ASSERT_TRUE(registry_.add(&kDescriptor, "test").isOk());
+    worker_.offsetFlushIntervalMs = 1;
+    worker_.offsetFlushTimeoutMs = 0;
+    collector().reset();
+  }
+  TaskEnv env(ConnectorShape shape, StringMap config) {
+    TaskEnv e;
+    e.registry = &registry_;
+    e.backbone = &backbone_;
+    e.positions = positions_.get();
+    e.worker = &worker_;
+    e.connector = "c";
+    e.taskId = 0;
+    e.shape = shape;
+    e.config = std::move(config);
+    e.onState = [this](store::State s, const std::string& trace) {
+      std::lock_guard l(stateMu_);
+      states_.push_back(s);
+      if (!trace.empty()) trace_ = trace;
+    };
+    return e;
+  }
+  std::optional<StringMap> committed() {
+    auto r = positions_->get("c", {{"p", "0"}});
+    EXPECT_TRUE(r.isOk());
+    return r.isOk() ? *r : std::nullopt;
+  }
+
+  PluginRegistry registry_;
+  HeldBackbone backbone_;
+  std::unique_ptr<store::PositionStore> positions_ = store::makeMemoryPositionStore();
+  WorkerConfig worker_;
+  std::mutex stateMu_;
+  std::vector<store::State> states_;
+  std::string trace_;
+};
+
+TEST_F(ExecutorTest, SourcePositionWaitsForEveryEarlierRecord) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 3; }));
+  }
+  // Records 2 and 3 are safe, record 1 is not: no position may be committed.
+  backbone_.producer.ack(1);
+  backbone_.producer.ack(2);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed());
+  EXPECT_FALSE(committed().has_value()) << "committed " << committed()->at("n");
+  EXPECT_EQ(runner->metrics().recordsIn.load(), 3u);
+}
+
+TEST_F(ExecutorTest, SourceCommitsTheSafePrefix) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 3; }));
+  }
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(2);  // 3 is safe but 2 is not: resume after record 1
+  runner->requestStop();
+  runner->join();
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "1");
+  EXPECT_EQ(runner->metrics().recordsOut.load(), 2u);
+}
+
+TEST_F(ExecutorTest, DirectCommitsOnlyAfterSinkFlush) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().flushes >= 1 && collector().flushedCount == 5; }));
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "5");
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put, (std::vector<std::string>{"v0", "v1", "v2", "v3", "v4"}));
+}
+
+TEST_F(ExecutorTest, DirectResumesFromCommittedPosition) {
+  ASSERT_TRUE(positions_->put("c", {Position{{{"p", "0"}}, {{"n", "3"}}}}).isOk());
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().flushedCount == 2; }));
+  runner->requestStop();
+  runner->join();
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put, (std::vector<std::string>{"v3", "v4"}));
+}
+
+TEST_F(ExecutorTest, DirectTransformsAndDropsWithPredicate) {
+  auto runner = TaskRunner::create(env(
+      ConnectorShape::kDirect,
+      {{"connector.class", "SeqSource"}, {"count", "3"}, {"sink.connector.class", "CollectSink"},
+       {"transforms", "hoist"}, {"transforms.hoist.type", "HoistField$Value"}, {"transforms.hoist.field", "v"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().flushedCount == 3; }));
+  runner->requestStop();
+  runner->join();
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put[0], R"({"v":"v0"})");
+}
+
+TEST_F(ExecutorTest, FailingTaskReportsFailedWithTrace) {
+  // A direct connector whose sink class does not exist fails at task start.
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "1"},
+                                                                 {"sink.connector.class", "Nope"}}));
+  runner->start();
+  runner->join();
+  EXPECT_TRUE(runner->failed());
+  std::lock_guard l(stateMu_);
+  ASSERT_FALSE(states_.empty());
+  EXPECT_EQ(states_.back(), store::State::kFailed);
+  EXPECT_NE(trace_.find("Nope"), std::string::npos) << trace_;
+}
+
+}  // namespace
+}  // namespace ferry::runtime

@@ -1,0 +1,40 @@
+// Worker configuration: defaults, typed errors all at once, unknown keys refused.
+#include "runtime/worker_config.h"
+
+#include <gtest/gtest.h>
+
+namespace ferry::runtime {
+namespace {
+
+TEST(WorkerConfig, DefaultsAndOverrides) {
+  auto c = parseWorkerConfig({{"rest.port", "9000"}, {"data.dir", "/tmp/x"}, {"worker.id", "w1"},
+                              {"value.converter", "JsonConverter"}, {"value.converter.schemas.enable", "false"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->restPort, 9000);
+  EXPECT_EQ(c->restHost, "127.0.0.1");
+  EXPECT_EQ(c->dataDir, "/tmp/x");
+  EXPECT_EQ(c->workerId, "w1");
+  EXPECT_EQ(c->offsetFlushIntervalMs, 1000);
+  EXPECT_EQ(c->valueConverter, "JsonConverter");
+  EXPECT_EQ(c->valueConverterConfig.at("schemas.enable"), "false");
+  EXPECT_EQ(c->keyConverter, "ByteArrayConverter");
+  EXPECT_TRUE(c->taskRestartEnable);
+}
+
+TEST(WorkerConfig, WorkerIdDefaultsToHostAndPort) {
+  auto c = parseWorkerConfig({{"rest.port", "8123"}});
+  ASSERT_TRUE(c.isOk());
+  EXPECT_NE(c->workerId.find(":8123"), std::string::npos) << c->workerId;
+}
+
+TEST(WorkerConfig, EveryErrorAtOnce) {
+  auto c = parseWorkerConfig({{"rest.port", "eighty"}, {"offset.flush.interval.ms", "0"},
+                              {"backbone.embedded.fsync", "sometimes"}, {"rest.prot", "1"}});
+  ASSERT_FALSE(c.isOk());
+  const std::string m = c.status().message();
+  for (const char* needle : {"rest.port", "offset.flush.interval.ms", "backbone.embedded.fsync", "rest.prot"})
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << " missing from: " << m;
+}
+
+}  // namespace
+}  // namespace ferry::runtime
