@@ -1,0 +1,49 @@
+// The built-in connectors' plugin descriptor (see builtins.h). Everything here is constant
+// initialised: no code runs before builtinPlugins() is called.
+#include "connectors/builtins.h"
+
+#include "connectors/common.h"
+#include "connectors/datagen/datagen_source.h"
+#include "connectors/file/file_sink.h"
+#include "connectors/file/file_source.h"
+#include "connectors/log/log_sink.h"
+#include "ferry/connector.h"
+
+namespace ferry::connectors {
+namespace {
+
+constexpr const char* kFileSourceAliases[] = {"org.apache.kafka.connect.file.FileStreamSourceConnector",
+                                              "file-source", nullptr};
+constexpr const char* kFileSinkAliases[] = {"org.apache.kafka.connect.file.FileStreamSinkConnector",
+                                            "file-sink", nullptr};
+constexpr const char* kDatagenAliases[] = {"datagen", nullptr};
+constexpr const char* kLogAliases[] = {"log", "stdout", "StdoutSink", nullptr};
+constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
+
+constexpr PluginEntry kEntries[] = {
+    {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Tails text files line by line, following rotation",
+     &pluginCreate<FileStreamSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"FileStreamSink", kFileSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Appends each record's value as a line to a file",
+     &pluginCreate<FileStreamSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"DatagenSource", kDatagenAliases, PluginKind::kSourceConnector, kVersion,
+     "Generates sequence-numbered records (string, json or bytes) at a given rate",
+     &pluginCreate<DatagenSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"LogSink", kLogAliases, PluginKind::kSinkConnector, kVersion,
+     "Writes each record as a line to stdout or the worker log",
+     &pluginCreate<LogSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"BlackholeSink", kBlackholeAliases, PluginKind::kSinkConnector, kVersion,
+     "Drops every record, counting records and bytes (benchmarks)",
+     &pluginCreate<BlackholeSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+};
+
+}  // namespace
+
+const PluginDescriptor& builtinPlugins() {
+  static constexpr PluginDescriptor kDescriptor =
+      makePluginDescriptor("ferry-builtin-connectors", kVersion, kEntries);
+  return kDescriptor;
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,105 @@
+// The built-in transforms', predicates' and converters' plugin descriptor (see builtins.h).
+// Everything here is constant initialised: no code runs before builtinPlugins() is called.
+// Each class also answers to its Kafka Connect name, so Kafka configs work unchanged.
+#include "transforms/builtins.h"
+
+#include "ferry/transform.h"
+#include "transforms/converters.h"
+#include "transforms/field_transforms.h"
+#include "transforms/predicates.h"
+#include "transforms/record_transforms.h"
+
+namespace ferry::transforms {
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+#define FERRY_KAFKA_ALIAS(var, fqcn) constexpr const char* var[] = {fqcn, nullptr}
+FERRY_KAFKA_ALIAS(kHoistValue, "org.apache.kafka.connect.transforms.HoistField$Value");
+FERRY_KAFKA_ALIAS(kHoistKey, "org.apache.kafka.connect.transforms.HoistField$Key");
+FERRY_KAFKA_ALIAS(kInsertValue, "org.apache.kafka.connect.transforms.InsertField$Value");
+FERRY_KAFKA_ALIAS(kInsertKey, "org.apache.kafka.connect.transforms.InsertField$Key");
+FERRY_KAFKA_ALIAS(kReplaceValue, "org.apache.kafka.connect.transforms.ReplaceField$Value");
+FERRY_KAFKA_ALIAS(kReplaceKey, "org.apache.kafka.connect.transforms.ReplaceField$Key");
+FERRY_KAFKA_ALIAS(kMaskValue, "org.apache.kafka.connect.transforms.MaskField$Value");
+FERRY_KAFKA_ALIAS(kMaskKey, "org.apache.kafka.connect.transforms.MaskField$Key");
+FERRY_KAFKA_ALIAS(kExtractValue, "org.apache.kafka.connect.transforms.ExtractField$Value");
+FERRY_KAFKA_ALIAS(kExtractKey, "org.apache.kafka.connect.transforms.ExtractField$Key");
+FERRY_KAFKA_ALIAS(kValueToKey, "org.apache.kafka.connect.transforms.ValueToKey");
+FERRY_KAFKA_ALIAS(kRegexRouter, "org.apache.kafka.connect.transforms.RegexRouter");
+FERRY_KAFKA_ALIAS(kTimestampRouter, "org.apache.kafka.connect.transforms.TimestampRouter");
+FERRY_KAFKA_ALIAS(kInsertHeader, "org.apache.kafka.connect.transforms.InsertHeader");
+FERRY_KAFKA_ALIAS(kDropHeaders, "org.apache.kafka.connect.transforms.DropHeaders");
+FERRY_KAFKA_ALIAS(kFilter, "org.apache.kafka.connect.transforms.Filter");
+FERRY_KAFKA_ALIAS(kTopicNameMatches, "org.apache.kafka.connect.transforms.predicates.TopicNameMatches");
+FERRY_KAFKA_ALIAS(kHasHeaderKey, "org.apache.kafka.connect.transforms.predicates.HasHeaderKey");
+FERRY_KAFKA_ALIAS(kRecordIsTombstone, "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone");
+FERRY_KAFKA_ALIAS(kByteArray, "org.apache.kafka.connect.converters.ByteArrayConverter");
+FERRY_KAFKA_ALIAS(kString, "org.apache.kafka.connect.storage.StringConverter");
+FERRY_KAFKA_ALIAS(kJson, "org.apache.kafka.connect.json.JsonConverter");
+#undef FERRY_KAFKA_ALIAS
+
+template <typename Impl>
+constexpr PluginEntry transform(const char* name, const char* const* aliases, const char* summary) {
+  return {name, aliases, PluginKind::kTransform, kVersion, summary, &pluginCreate<Impl, Transform>,
+          &pluginDestroy<Transform>};
+}
+template <typename Impl>
+constexpr PluginEntry predicate(const char* name, const char* const* aliases, const char* summary) {
+  return {name, aliases, PluginKind::kPredicate, kVersion, summary, &pluginCreate<Impl, Predicate>,
+          &pluginDestroy<Predicate>};
+}
+template <typename Impl>
+constexpr PluginEntry converter(const char* name, const char* const* aliases, const char* summary) {
+  return {name, aliases, PluginKind::kConverter, kVersion, summary, &pluginCreate<Impl, Converter>,
+          &pluginDestroy<Converter>};
+}
+
+constexpr PluginEntry kEntries[] = {
+    transform<Sided<HoistField, false>>("HoistField$Value", kHoistValue,
+                                        "Wraps the value into a JSON object under one field"),
+    transform<Sided<HoistField, true>>("HoistField$Key", kHoistKey,
+                                       "Wraps the key into a JSON object under one field"),
+    transform<Sided<InsertField, false>>("InsertField$Value", kInsertValue,
+                                         "Adds topic, queue, offset, timestamp or fixed fields to a JSON value"),
+    transform<Sided<InsertField, true>>("InsertField$Key", kInsertKey,
+                                        "Adds topic, queue, offset, timestamp or fixed fields to a JSON key"),
+    transform<Sided<ReplaceField, false>>("ReplaceField$Value", kReplaceValue,
+                                          "Keeps, drops and renames fields of a JSON value"),
+    transform<Sided<ReplaceField, true>>("ReplaceField$Key", kReplaceKey,
+                                         "Keeps, drops and renames fields of a JSON key"),
+    transform<Sided<MaskField, false>>("MaskField$Value", kMaskValue,
+                                       "Masks fields of a JSON value"),
+    transform<Sided<MaskField, true>>("MaskField$Key", kMaskKey, "Masks fields of a JSON key"),
+    transform<Sided<ExtractField, false>>("ExtractField$Value", kExtractValue,
+                                          "Replaces a JSON value by one of its fields"),
+    transform<Sided<ExtractField, true>>("ExtractField$Key", kExtractKey,
+                                         "Replaces a JSON key by one of its fields"),
+    transform<ValueToKey>("ValueToKey", kValueToKey,
+                          "Sets the key to a JSON object of fields of the value"),
+    transform<RegexRouter>("RegexRouter", kRegexRouter, "Renames topics matching a regex"),
+    transform<TimestampRouter>("TimestampRouter", kTimestampRouter,
+                               "Renames the topic after the record's timestamp"),
+    transform<InsertHeader>("InsertHeader", kInsertHeader, "Adds a header with a fixed value"),
+    transform<DropHeaders>("DropHeaders", kDropHeaders, "Removes headers by name"),
+    transform<Filter>("Filter", kFilter, "Drops records (use with a predicate)"),
+    predicate<TopicNameMatches>("TopicNameMatches", kTopicNameMatches,
+                                "True when the topic matches a regex"),
+    predicate<HasHeaderKey>("HasHeaderKey", kHasHeaderKey, "True when a header is present"),
+    predicate<RecordIsTombstone>("RecordIsTombstone", kRecordIsTombstone,
+                                 "True when the value is null"),
+    converter<ByteArrayConverter>("ByteArrayConverter", kByteArray, "Passes bytes through"),
+    converter<StringConverter>("StringConverter", kString, "Passes UTF-8 text through"),
+    converter<JsonConverter>("JsonConverter", kJson,
+                             "Checks JSON; optionally wraps it in a schema/payload envelope"),
+};
+
+}  // namespace
+
+const PluginDescriptor& builtinPlugins() {
+  static constexpr PluginDescriptor kDescriptor =
+      makePluginDescriptor("ferry-builtin-transforms", kVersion, kEntries);
+  return kDescriptor;
+}
+
+}  // namespace ferry::transforms
