@@ -34,6 +34,10 @@ struct Message {
   Bytes value;
   Headers headers;
   std::int64_t timestampMs = 0;   // 0 = stamp with the append time
+  // Send side only: when `queue` < 0 and the key is null, messages with the same non-empty hint
+  // go to the same queue (a source task sets it from the record's source partition, so one
+  // file or one datagen task keeps its order). Not stored.
+  std::string routingHint;
 };
 
 // Called once per send with the queue and offset the message got, or the error.
@@ -43,7 +47,7 @@ class Producer {
  public:
   virtual ~Producer() = default;
   // Sends asynchronously. `queue` < 0 lets the backbone pick (by key hash when a key is set,
-  // round-robin otherwise). Returns an error without calling `cb` only when the message is
+  // by routingHint when set, round-robin otherwise). Returns an error without calling `cb` only when the message is
   // refused before being queued (unknown topic, closed producer). The callback fires once the
   // message is durable according to the backbone's policy.
   virtual Status send(Message message, SendCallback cb) = 0;

@@ -313,6 +313,15 @@ class SourceRunner final : public TaskRunner {
     m.value = std::move(*value);
     m.headers = record.headers;
     m.timestampMs = record.timestampMs;
+    if (m.queue < 0 && m.key.isNull() && !record.position.partition.empty()) {
+      // One source partition (a file, a datagen task) keeps its order: route it to one queue.
+      if (record.position.partition != lastPartition_) {
+        lastPartition_ = record.position.partition;
+        lastHint_.clear();
+        for (const auto& [k, v] : lastPartition_) lastHint_.append(k).append(1, '\0').append(v).append(1, '\0');
+      }
+      m.routingHint = lastHint_;
+    }
     if (record.topic.empty()) {
       FERRY_RETURN_IF_ERROR(errors_->report("PRODUCER", Status::invalidArgument("record without a topic"), "", -1, -1,
                                             record.key, record.value, record.headers));
@@ -441,6 +450,8 @@ class SourceRunner final : public TaskRunner {
   std::uint64_t headSeq_ = 0;    // guarded by mu_: sequence number of pending_.front()
   PositionBuffer positions_;     // task thread
   std::int64_t uncommitted_ = 0;  // task thread: records safe since the last commit
+  StringMap lastPartition_;       // task thread: cache of the routing hint of the last partition
+  std::string lastHint_;
 
  public:
   ~SourceRunner() override {

@@ -109,6 +109,8 @@ class Worker:
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 text = r.read().decode()
+                if "json" not in (r.headers.get("Content-Type") or ""):
+                    return r.status, text  # /metrics and other text answers
                 return r.status, (json.loads(text) if text.strip() else None)
         except urllib.error.HTTPError as e:
             text = e.read().decode()

@@ -112,6 +112,7 @@ def main():
     assert "root" in loggers, loggers
     status, metrics = w.rest("GET", "/metrics")
     assert status == 200
+    assert 'ferry_task_records_out_total{connector="sink",task="0"}' in metrics, metrics[:2000]
     status, lst = w.rest("GET", "/connectors/list")
     assert status == 200, lst
     w.stop()

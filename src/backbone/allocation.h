@@ -1,0 +1,17 @@
+// Allocation of queues to the members of a consumer group: RocketMQ's "averagely" strategy.
+// Members sorted by id, queues by (topic, queue); member i gets a contiguous share and the first
+// n % m members one extra. Pure function, shared by every backbone that balances in-process.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ferry/record.h"
+
+namespace ferry::backbone {
+
+std::map<std::string, std::vector<TopicQueue>> allocateAveragely(std::vector<std::string> members,
+                                                                  std::vector<TopicQueue> queues);
+
+}  // namespace ferry::backbone

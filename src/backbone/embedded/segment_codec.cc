@@ -1,0 +1,187 @@
+// The embedded log's record format (see segment_codec.h).
+//
+// CRC32C is computed here (a table-driven Castagnoli CRC, a few lines): no Debian package offers
+// it as a small library worth a dependency, and the format needs nothing else.
+#include "backbone/embedded/segment_codec.h"
+
+#include <array>
+#include <cstring>
+
+namespace ferry::backbone::segment {
+namespace {
+
+constexpr std::array<std::uint32_t, 256> makeTable() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr auto kTable = makeTable();
+
+void putU32(std::string& out, std::uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(b, 4);
+}
+void putI64(std::string& out, std::int64_t v) {
+  const auto u = static_cast<std::uint64_t>(v);
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((u >> (8 * i)) & 0xff);
+  out.append(b, 8);
+}
+void putBytes(std::string& out, const Bytes& b) {
+  if (b.isNull()) {
+    putU32(out, 0xffffffffu);
+    return;
+  }
+  putU32(out, static_cast<std::uint32_t>(b.size()));
+  out.append(b.data(), b.size());
+}
+
+std::uint32_t getU32(const char* p) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+std::int64_t getI64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return static_cast<std::int64_t>(v);
+}
+
+// A bounds-checked reader over one payload.
+struct Reader {
+  const char* p;
+  std::size_t left;
+  bool ok = true;
+  std::int64_t i64() {
+    if (left < 8) return ok = false, 0;
+    auto v = getI64(p);
+    p += 8;
+    left -= 8;
+    return v;
+  }
+  std::int32_t i32() {
+    if (left < 4) return ok = false, 0;
+    auto v = static_cast<std::int32_t>(getU32(p));
+    p += 4;
+    left -= 4;
+    return v;
+  }
+  Bytes bytes(bool nullable) {
+    const std::int32_t n = i32();
+    if (!ok) return {};
+    if (n == -1 && nullable) return Bytes();
+    if (n < 0 || static_cast<std::size_t>(n) > left) return ok = false, Bytes();
+    Bytes b(std::string(p, static_cast<std::size_t>(n)));
+    p += n;
+    left -= static_cast<std::size_t>(n);
+    return b;
+  }
+};
+
+}  // namespace
+
+std::uint32_t crc32c(std::string_view data, std::uint32_t crc) noexcept {
+  crc = ~crc;
+  for (unsigned char c : data) crc = kTable[(crc ^ c) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+void encode(const Message& m, std::int64_t offset, std::string& out) {
+  const std::size_t start = out.size();
+  out.append(kFrameHeader, '\0');
+  putI64(out, offset);
+  putI64(out, m.timestampMs);
+  putBytes(out, m.key);
+  putBytes(out, m.value);
+  putU32(out, static_cast<std::uint32_t>(m.headers.size()));
+  for (const auto& h : m.headers) {
+    putU32(out, static_cast<std::uint32_t>(h.key.size()));
+    out.append(h.key);
+    putBytes(out, h.value);
+  }
+  const std::size_t payload = out.size() - start - kFrameHeader;
+  const std::uint32_t crc = crc32c(std::string_view(out).substr(start + kFrameHeader, payload));
+  for (int i = 0; i < 4; ++i) {
+    out[start + i] = static_cast<char>((payload >> (8 * i)) & 0xff);
+    out[start + 4 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  }
+}
+
+std::size_t checkFrame(std::string_view data, DecodeState& state, std::int64_t* offset) {
+  if (data.size() < kFrameHeader) {
+    state = DecodeState::kTruncated;
+    return 0;
+  }
+  const std::uint32_t len = getU32(data.data());
+  const std::uint32_t crc = getU32(data.data() + 4);
+  if (len < 16 + 4 + 4 + 4 || len > kMaxPayload) {
+    state = DecodeState::kCorrupt;
+    return 0;
+  }
+  if (data.size() - kFrameHeader < len) {
+    state = DecodeState::kTruncated;
+    return 0;
+  }
+  if (crc32c(data.substr(kFrameHeader, len)) != crc) {
+    state = DecodeState::kCorrupt;
+    return 0;
+  }
+  if (offset) *offset = getI64(data.data() + kFrameHeader);
+  state = DecodeState::kOk;
+  return kFrameHeader + len;
+}
+
+Decoded decodeOne(std::string_view data) {
+  Decoded d;
+  const std::size_t size = checkFrame(data, d.state);
+  if (size == 0) {
+    d.error = d.state == DecodeState::kTruncated ? "record cut short" : "bad length or CRC mismatch";
+    return d;
+  }
+  Reader r{data.data() + kFrameHeader, size - kFrameHeader};
+  d.message.offset = r.i64();
+  d.message.timestampMs = r.i64();
+  d.message.key = r.bytes(true);
+  d.message.value = r.bytes(true);
+  const std::int32_t headers = r.i32();
+  if (r.ok && (headers < 0 || static_cast<std::size_t>(headers) > r.left / 8)) r.ok = false;
+  for (std::int32_t i = 0; r.ok && i < headers; ++i) {
+    Bytes k = r.bytes(false);
+    Bytes v = r.bytes(true);
+    if (r.ok) d.message.headers.add(k.str(), std::move(v));
+  }
+  if (!r.ok || r.left != 0) {
+    d.state = DecodeState::kCorrupt;
+    d.error = "payload lengths do not add up";
+    d.message = Message();
+    return d;
+  }
+  d.consumed = size;
+  return d;
+}
+
+ScanResult scan(std::string_view data) {
+  ScanResult s;
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    Decoded d = decodeOne(data.substr(pos));
+    if (d.state != DecodeState::kOk) {
+      s.stop = d.state;
+      s.error = d.error;
+      break;
+    }
+    if (s.firstOffset < 0) s.firstOffset = d.message.offset;
+    s.lastOffset = d.message.offset;
+    ++s.records;
+    pos += d.consumed;
+  }
+  s.validBytes = pos;
+  return s;
+}
+
+}  // namespace ferry::backbone::segment
