@@ -189,12 +189,15 @@ class PositionBuffer {
   std::map<StringMap, StringMap> pending_;
 };
 
-Status startWithRetry(TaskRunner* self, const std::function<Status()>& start, const std::function<bool()>& stopping,
-                      std::int64_t retryDelayMaxMs, const std::function<void(std::int64_t)>& wait) {
-  Backoff backoff(retryDelayMaxMs);
+// Retries a retriable start() failure within errors.retry.timeout (0 = not at all, -1 = forever);
+// after that the task FAILS, so status shows why, and the worker's automatic restart takes over.
+Status startWithRetry(const ErrorPolicy& policy, const std::function<Status()>& start,
+                      const std::function<bool()>& stopping, const std::function<void(std::int64_t)>& wait) {
+  Backoff backoff(policy.retryDelayMaxMs);
+  const std::int64_t deadline = policy.retryTimeoutMs < 0 ? INT64_MAX : core::monotonicMs() + policy.retryTimeoutMs;
   while (true) {
     Status s = guarded("start", start);
-    if (s.isOk() || !s.isRetriable() || stopping()) return s;
+    if (s.isOk() || !s.isRetriable() || stopping() || core::monotonicMs() >= deadline) return s;
     core::logger("runtime")->warn("task start failed, retrying: {}", s.toString());
     wait(backoff.next());
   }
@@ -226,8 +229,8 @@ class SourceRunner final : public TaskRunner {
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     SourceContextImpl context(env_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        this, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
-        errors_->policy().retryDelayMaxMs, [&](std::int64_t ms) { idleWait(ms); }));
+        errors_->policy(), [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
+        [&](std::int64_t ms) { idleWait(ms); }));
     started_ = true;
     Status result = loop();
     Status closing = shutdown();
@@ -517,8 +520,8 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     context_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        this, [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
-        errors_->policy().retryDelayMaxMs, [&](std::int64_t ms) { idleWait(ms); }));
+        errors_->policy(), [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
+        [&](std::int64_t ms) { idleWait(ms); }));
     started_ = true;
     FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
                                                                      env_.connector + "-" + std::to_string(env_.taskId),
@@ -530,6 +533,9 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     }
     FERRY_RETURN_IF_ERROR(consumer_->subscribe(topics, this));
     Status result = loop();
+    // A failed task commits nothing more: offsets past the failing record were taken in but not
+    // put (or put but not flushed); the restarted task must read them again.
+    if (!result.isOk() && failure_.isOk()) failure_ = result;
     Status closing = shutdown();
     return result.isOk() ? closing : result;
   }
@@ -628,6 +634,11 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   }
 
   void onRevoked(const std::vector<TopicQueue>& queues) override {
+    if (!failure_.isOk()) {  // failing: commit nothing, just tell the task
+      for (const auto& q : queues) current_.erase(q);
+      guarded("close", [&] { return task_->close(queues); }).isOk();
+      return;
+    }
     OffsetMap revoked;
     for (const auto& q : queues)
       if (auto it = current_.find(q); it != current_.end()) revoked.insert(*it);
@@ -695,12 +706,10 @@ class DirectRunner final : public TaskRunner {
     auto stop = [&] { return stopping(); };
     auto wait = [&](std::int64_t ms) { idleWait(ms); };
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        this, [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, errors_->policy().retryDelayMaxMs,
-        wait));
+        errors_->policy(), [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, wait));
     sinkStarted_ = true;
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        this, [&] { return sourceTask_->start(env_.config, sourceContext); }, stop,
-        errors_->policy().retryDelayMaxMs, wait));
+        errors_->policy(), [&] { return sourceTask_->start(env_.config, sourceContext); }, stop, wait));
     sourceStarted_ = true;
     Status result = loop();
     Status closing = shutdown(result.isOk());
