@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/logging.h"
+#include "runtime/config_util.h"
 #include "runtime/connector_config.h"
 #include "runtime/tasks.h"
 
@@ -45,10 +46,7 @@ ConnectorType typeOf(ConnectorShape s) {
   return ConnectorType::kUnknown;
 }
 
-std::string get(const StringMap& m, const std::string& k) {
-  auto it = m.find(k);
-  return it == m.end() ? std::string() : it->second;
-}
+std::string get(const StringMap& m, const std::string& k) { return runtime::configValue(m, k); }
 
 Status validName(const std::string& name) {
   if (name.empty()) return Status::invalidArgument("connector name must not be empty");

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "runtime/config_util.h"
+
 namespace ferry::runtime {
 namespace {
 
@@ -72,23 +74,9 @@ const ConfigDef& directDef() {
   return d;
 }
 
-std::string get(const StringMap& m, const std::string& k) {
-  auto it = m.find(k);
-  return it == m.end() ? std::string() : it->second;
-}
-
-StringMap withPrefix(const StringMap& m, const std::string& prefix) {
-  StringMap out;
-  for (const auto& [k, v] : m)
-    if (k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0) out.emplace(k.substr(prefix.size()), v);
-  return out;
-}
-
-std::vector<std::string> listOf(const StringMap& m, const std::string& key) {
-  auto parsed = ConfigDef::parseValue(ConfigType::kList, get(m, key));
-  if (!parsed.isOk()) return {};
-  return std::get<std::vector<std::string>>(*parsed);
-}
+std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
+StringMap withPrefix(const StringMap& m, const std::string& prefix) { return configWithPrefix(m, prefix); }
+std::vector<std::string> listOf(const StringMap& m, const std::string& key) { return configList(m, key); }
 
 void addError(ConfigValidation& v, const std::string& key, std::string msg) { v.errors[key].push_back(std::move(msg)); }
 

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/logging.h"
+#include "runtime/config_util.h"
 #include "runtime/transform_chain.h"
 
 namespace ferry::runtime {
@@ -17,23 +18,9 @@ namespace {
 using namespace std::chrono_literals;
 using store::State;
 
-std::string get(const StringMap& m, const std::string& k, const std::string& dflt = {}) {
-  auto it = m.find(k);
-  return it == m.end() || it->second.empty() ? dflt : it->second;
-}
-
-StringMap withPrefix(const StringMap& m, const std::string& prefix) {
-  StringMap out;
-  for (const auto& [k, v] : m)
-    if (k.size() > prefix.size() && k.compare(0, prefix.size(), prefix) == 0) out.emplace(k.substr(prefix.size()), v);
-  return out;
-}
-
-std::vector<std::string> listOf(const StringMap& m, const std::string& key) {
-  auto parsed = ConfigDef::parseValue(ConfigType::kList, get(m, key));
-  if (!parsed.isOk()) return {};
-  return std::get<std::vector<std::string>>(*parsed);
-}
+std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
+StringMap withPrefix(const StringMap& m, const std::string& prefix) { return configWithPrefix(m, prefix); }
+std::vector<std::string> listOf(const StringMap& m, const std::string& key) { return configList(m, key); }
 
 // Key and value converters of a task: the connector's, else the worker's defaults.
 struct Converters {

@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "runtime/config_util.h"
+
 namespace ferry::runtime {
 namespace {
 
@@ -18,13 +20,7 @@ StringMap withPrefix(const StringMap& m, const std::string& prefix, std::initial
   return out;
 }
 
-std::vector<std::string> listOf(const StringMap& m, const std::string& key) {
-  auto it = m.find(key);
-  if (it == m.end()) return {};
-  auto parsed = ConfigDef::parseValue(ConfigType::kList, it->second);
-  if (!parsed.isOk()) return {};
-  return std::get<std::vector<std::string>>(*parsed);
-}
+std::vector<std::string> listOf(const StringMap& m, const std::string& key) { return configList(m, key); }
 
 }  // namespace
 
