@@ -826,7 +826,8 @@ void HerderImpl::reconcile(const std::string& name) {
       statuses_.erase(name);
     }
     if (o_.statuses) o_.statuses->removeConnector(name).isOk();
-    if (o_.positions) o_.positions->removeConnector(name).isOk();
+    // Positions are kept (as Kafka Connect keeps offsets): a connector re-created under the same
+    // name resumes where it was. DELETE /connectors/{name}/offsets (while STOPPED) removes them.
     return;
   }
   Runtime* rtp;
