@@ -1,4 +1,10 @@
 // The embedded backbone: a durable local log (see ../README.md for the design).
+//
+// Threading: producers append under a per-queue mutex; one flusher thread writes, fsyncs and runs
+// callbacks (no lock held while calling out); the backbone mutex guards topics and groups, and a
+// separate one orders group-offset file writes. A consumer is used by one thread; it talks to its
+// group only through the backbone's locked methods. Consumers wait on one condition variable that
+// every write, rebalance and queue release signals.
 #include "backbone/embedded/embedded.h"
 
 #include <dirent.h>
@@ -36,8 +42,10 @@ namespace {
 
 using namespace std::chrono_literals;
 constexpr std::size_t kIndexEvery = 64;                // records between sparse index entries
-constexpr std::size_t kFlushNowBytes = 1u << 20;       // pending bytes that wake the flusher at once
-constexpr std::size_t kReadChunk = 512u << 10;
+constexpr std::size_t kFlushNowBytes = 256u << 10;     // pending bytes that wake the flusher at once
+constexpr std::size_t kFirstReadChunk = 64u << 10;      // a poll reads this much first, then doubles
+constexpr std::size_t kMaxReadChunk = 1u << 20;
+constexpr std::int64_t kHandoverTimeoutMs = 30000;     // then a queue is taken from a silent owner
 
 std::string segmentName(std::int64_t base) {
   char buf[32];
@@ -144,9 +152,11 @@ class QueueLog {
     return Status::ok();
   }
 
-  // Assigns the next offset and queues the framed record. Returns the pending byte count.
-  std::size_t append(const Message& m, SendCallback cb) {
+  // Assigns the next offset and queues the framed record. Returns the pending byte count, or
+  // nothing when the log was closed (the callback is then never called).
+  std::optional<std::size_t> append(const Message& m, SendCallback cb) {
     std::lock_guard lock(mu_);
+    if (closed_) return std::nullopt;
     const std::int64_t offset = next_++;
     if (pendingCbs_.empty()) pendingFirst_ = offset;
     if ((offset - pendingFirst_) % static_cast<std::int64_t>(kIndexEvery) == 0)
@@ -156,15 +166,35 @@ class QueueLog {
     return pending_.size();
   }
 
-  // Writes the pending bytes; the callbacks to run (unlocked) are appended to `done`.
-  void flush(std::vector<std::pair<PendingCallback, Status>>& done) {
-    std::lock_guard lock(mu_);
-    if (pendingCbs_.empty()) return;
-    Status s = writePendingLocked();
-    for (auto& cb : pendingCbs_) done.emplace_back(std::move(cb), s);
-    pendingCbs_.clear();
-    pending_.clear();
-    pendingIndex_.clear();
+  // Writes the pending bytes (flusher thread only, or close() after the flusher stopped); the
+  // callbacks to run (unlocked) are appended to `done`. The write and any fsync happen outside
+  // the queue's mutex so producers keep appending meanwhile. `closing` refuses later appends.
+  void flush(std::vector<std::pair<PendingCallback, Status>>& done, bool closing = false) {
+    Batch batch;
+    {
+      std::lock_guard lock(mu_);
+      if (closing) closed_ = true;
+      if (pendingCbs_.empty()) return;
+      batch.bytes.swap(pending_);
+      batch.cbs.swap(pendingCbs_);
+      batch.index.swap(pendingIndex_);
+      batch.first = pendingFirst_;
+      batch.end = next_;
+    }
+    Status s = writeBatch(batch);
+    for (auto& cb : batch.cbs) done.emplace_back(std::move(cb), s);
+    {
+      // Hand the (cleared) buffers back so their capacity is reused.
+      std::lock_guard lock(mu_);
+      if (pending_.empty() && pendingCbs_.empty()) {
+        batch.bytes.clear();
+        batch.cbs.clear();
+        batch.index.clear();
+        pending_.swap(batch.bytes);
+        pendingCbs_.swap(batch.cbs);
+        pendingIndex_.swap(batch.index);
+      }
+    }
   }
 
   void sync() {
@@ -208,8 +238,10 @@ class QueueLog {
         if (ix != seg->index.begin()) pos = std::prev(ix)->second;
       }
       std::string buf;
+      std::size_t chunk = kFirstReadChunk;
       while (pos < segSize && taken < max && from < end) {
-        std::size_t want = static_cast<std::size_t>(std::min<std::int64_t>(segSize - pos, kReadChunk));
+        std::size_t want = static_cast<std::size_t>(std::min<std::int64_t>(segSize - pos, static_cast<std::int64_t>(chunk)));
+        chunk = std::min(chunk * 2, kMaxReadChunk);
         buf.resize(want);
         ssize_t got = ::pread(seg->fd, buf.data(), want, pos);
         if (got <= 0) return core::errnoStatus("read", seg->path, got < 0 ? errno : EIO);
@@ -285,44 +317,83 @@ class QueueLog {
   }
 
  private:
-  Status writePendingLocked() {
-    if (segs_.empty() || segs_.back()->size >= o_.segmentBytes) {
-      auto seg = std::make_shared<Segment>();
-      seg->base = pendingFirst_;
-      seg->path = dir_ + "/" + segmentName(seg->base);
-      seg->fd = ::open(seg->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (seg->fd < 0) return core::errnoStatus("create", seg->path, errno);
-      core::syncDir(dir_).isOk();
-      segs_.push_back(std::move(seg));
+  struct Batch {
+    std::string bytes;
+    std::vector<PendingCallback> cbs;
+    std::vector<std::pair<std::int64_t, std::int64_t>> index;  // (offset, position in bytes)
+    std::int64_t first = 0;  // offset of the first record in `bytes`
+    std::int64_t end = 0;    // one past the last
+  };
+
+  // Appends a batch to the active segment (rolling first when it is full). Only one thread
+  // writes at a time, so the segment list's tail and its size change only here.
+  Status writeBatch(const Batch& batch) {
+    SegmentPtr seg;
+    {
+      std::lock_guard lock(mu_);
+      if (!segs_.empty()) seg = segs_.back();
     }
-    Segment& seg = *segs_.back();
-    const char* p = pending_.data();
-    std::size_t left = pending_.size();
-    std::int64_t at = seg.size;
+    if (!seg || seg->size >= o_.segmentBytes) {
+      // The previous segment must reach the disk before a later one can (no holes after a power
+      // loss), unless fsync=never.
+      if (seg && o_.fsync != FsyncPolicy::kNever) {
+        bool dirty;
+        {
+          std::lock_guard lock(mu_);
+          dirty = dirty_;
+          dirty_ = false;
+        }
+        if (dirty) ::fdatasync(seg->fd);
+      }
+      auto fresh = std::make_shared<Segment>();
+      fresh->base = batch.first;
+      fresh->path = dir_ + "/" + segmentName(fresh->base);
+      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fresh->fd < 0) return failBatch(batch, core::errnoStatus("create", fresh->path, errno));
+      core::syncDir(dir_).isOk();
+      seg = fresh;
+      std::lock_guard lock(mu_);
+      segs_.push_back(std::move(fresh));
+    }
+    const char* p = batch.bytes.data();
+    std::size_t left = batch.bytes.size();
+    std::int64_t at = seg->size;  // stable: only this thread grows it
     while (left > 0) {
-      ssize_t w = ::pwrite(seg.fd, p, left, at);
+      ssize_t w = ::pwrite(seg->fd, p, left, at);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         const int err = errno;
-        if (::ftruncate(seg.fd, seg.size) != 0) { /* keep the error below */ }
-        next_ = pendingFirst_;  // the offsets were never written: hand them out again
-        return core::errnoStatus("write", seg.path, err);
+        if (::ftruncate(seg->fd, seg->size) != 0) { /* keep the write error */ }
+        return failBatch(batch, core::errnoStatus("write", seg->path, err ? err : EIO));
       }
       p += w;
       left -= static_cast<std::size_t>(w);
       at += w;
     }
-    if (o_.fsync == FsyncPolicy::kAlways && ::fdatasync(seg.fd) != 0) {
+    if (o_.fsync == FsyncPolicy::kAlways && ::fdatasync(seg->fd) != 0) {
       const int err = errno;
-      if (::ftruncate(seg.fd, seg.size) != 0) { /* keep the error below */ }
-      next_ = pendingFirst_;
-      return core::errnoStatus("fsync", seg.path, err);
+      if (::ftruncate(seg->fd, seg->size) != 0) { /* keep the fsync error */ }
+      return failBatch(batch, core::errnoStatus("fsync", seg->path, err));
     }
-    for (const auto& [off, rel] : pendingIndex_) seg.index.emplace_back(off, seg.size + rel);
-    seg.size = at;
-    flushed_ = next_;
-    dirty_ = o_.fsync != FsyncPolicy::kAlways;
+    std::lock_guard lock(mu_);
+    for (const auto& [off, rel] : batch.index) seg->index.emplace_back(off, seg->size + rel);
+    seg->size = at;
+    flushed_ = batch.end;
+    if (o_.fsync != FsyncPolicy::kAlways) dirty_ = true;
     return Status::ok();
+  }
+
+  // A batch that could not be written: its offsets are handed out again when nothing was
+  // appended since; otherwise they stay a gap (readers skip it).
+  Status failBatch(const Batch& batch, Status s) {
+    std::lock_guard lock(mu_);
+    if (next_ == batch.end && pendingCbs_.empty()) {
+      next_ = batch.first;
+    } else {
+      flushed_ = batch.end;  // later records must stay readable past the gap
+    }
+    core::logger("backbone")->error("{}: {} record(s) not stored: {}", dir_, batch.cbs.size(), s.toString());
+    return s;
   }
 
   const std::string dir_;
@@ -336,7 +407,8 @@ class QueueLog {
   std::vector<PendingCallback> pendingCbs_;
   std::vector<std::pair<std::int64_t, std::int64_t>> pendingIndex_;  // (offset, position in pending_)
   std::int64_t pendingFirst_ = 0;
-  bool dirty_ = false;
+  bool dirty_ = false;   // written since the last fdatasync
+  bool closed_ = false;  // append() refuses once the backbone closed
 };
 
 struct Topic {
@@ -367,6 +439,7 @@ class EmbeddedConsumer final : public Consumer {
   std::vector<std::string> topics;
   std::vector<TopicQueue> target;
   std::uint64_t targetGen = 0;
+  bool evicted = false;  // another consumer took over this member id
 
  private:
   void applyRebalance();
@@ -375,9 +448,12 @@ class EmbeddedConsumer final : public Consumer {
   const std::string member_;
   const bool latest_;
   RebalanceListener* listener_ = nullptr;
-  std::vector<TopicQueue> assignment_;
+  std::vector<TopicQueue> target_;                  // what the allocation gives this member
+  std::vector<TopicQueue> assignment_;              // the part of target_ it holds
+  std::map<TopicQueue, std::int64_t> waiting_;      // target_ queues still held by another: since (ms)
   std::map<TopicQueue, std::int64_t> positions_;
   std::uint64_t appliedGen_ = 0;
+  bool evicted_ = false;
   std::size_t rr_ = 0;
   bool joined_ = false;
 };
@@ -385,6 +461,17 @@ class EmbeddedConsumer final : public Consumer {
 struct Group {
   std::map<std::string, EmbeddedConsumer*> members;
   OffsetMap committed;
+  // Who reads each queue now. A member takes a queue only once the previous owner released it
+  // (after its onRevoked, where it commits) or left, so the new owner starts from that commit.
+  struct Owner {
+    std::string member;
+    const EmbeddedConsumer* consumer;
+  };
+  std::map<TopicQueue, Owner> owner;
+  bool live(const Owner& o) const {
+    auto it = members.find(o.member);
+    return it != members.end() && it->second == o.consumer;
+  }
 };
 
 class EmbeddedBackbone final : public Backbone, public Admin {
@@ -449,7 +536,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     }
     flushCv_.notify_all();
     if (flusher_.joinable()) flusher_.join();
-    flushAll();
+    flushAll(/*closing=*/true);
     syncAll();
     dataCv_.notify_all();
   }
@@ -458,6 +545,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   Status ensureTopic(const std::string& name, std::int32_t queues) override {
     std::lock_guard lock(mu_);
     if (topics_.count(name)) return Status::ok();
+    if (closed_) return Status::unavailable("backbone closed");
     return createTopicLocked(name, queues, true);
   }
   Result<std::vector<TopicInfo>> listTopics() override {
@@ -494,13 +582,14 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     return it->second.committed;
   }
   Status setCommittedOffsets(const std::string& group, const OffsetMap& offsets) override {
+    std::lock_guard persist(persistMu_);
     std::lock_guard lock(mu_);
     Group& g = groups_[group];
     if (!g.members.empty())
       return Status::failedPrecondition("group " + group + " has " + std::to_string(g.members.size()) +
                                         " live member(s); stop them first");
     g.committed = offsets;
-    return persistGroupLocked(group, g);
+    return persistGroup(group, g.committed);
   }
   Status deleteGroup(const std::string& group) override { return setCommittedOffsets(group, {}); }
 
@@ -515,6 +604,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     auto it = topics_.find(name);
     if (it != topics_.end()) return it->second.get();
     if (!o_.autoCreateTopics) return Status::notFound("topic " + name + " does not exist");
+    if (closed_) return Status::unavailable("backbone closed");
     FERRY_RETURN_IF_ERROR(createTopicLocked(name, o_.defaultQueues, true));
     return topics_.at(name).get();
   }
@@ -528,22 +618,60 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   bool closed() const { return closed_; }
 
   // Group membership (consumer side).
-  void join(EmbeddedConsumer* c, const std::string& group, const std::string& member) {
+  // Joins (or, for a member already in, changes its topics); rebalances the group.
+  void join(EmbeddedConsumer* c, const std::string& group, const std::string& member,
+            const std::vector<std::string>& topics) {
     std::lock_guard lock(mu_);
-    groups_[group].members[member] = c;
+    c->topics = topics;
+    EmbeddedConsumer*& slot = groups_[group].members[member];
+    if (slot && slot != c) {  // a second consumer with the same member id replaces the first
+      core::logger("backbone")->warn("group {}: a new consumer for member {} replaces the previous one", group,
+                                     member);
+      slot->topics.clear();
+      slot->evicted = true;
+    }
+    slot = c;
     rebalanceLocked(group);
   }
-  void leave(const std::string& group, const std::string& member) {
+  void leave(EmbeddedConsumer* c, const std::string& group, const std::string& member) {
     std::lock_guard lock(mu_);
     auto it = groups_.find(group);
     if (it == groups_.end()) return;
-    it->second.members.erase(member);
+    Group& g = it->second;
+    std::erase_if(g.owner, [&](const auto& kv) { return kv.second.consumer == c; });
+    auto m = g.members.find(member);
+    if (m == g.members.end() || m->second != c) return;  // replaced by a newer consumer already
+    g.members.erase(m);
     rebalanceLocked(group);
   }
-  void readTarget(EmbeddedConsumer* c, std::vector<TopicQueue>& target, std::uint64_t& gen) {
+  // Takes `tq` for consumer `c` when no live member holds it (or `force`). Returns whether it did.
+  bool acquire(const EmbeddedConsumer* c, const std::string& group, const std::string& member,
+               const TopicQueue& tq, bool force) {
     std::lock_guard lock(mu_);
-    target = c->target;
+    Group& g = groups_[group];
+    auto it = g.owner.find(tq);
+    if (it != g.owner.end() && it->second.consumer != c && g.live(it->second)) {
+      if (!force) return false;
+      core::logger("backbone")->warn("group {}: {} takes {} from {}, which did not release it within {} ms", group,
+                                     member, tq.toString(), it->second.member, kHandoverTimeoutMs);
+    }
+    g.owner[tq] = Group::Owner{member, c};
+    return true;
+  }
+  void release(const EmbeddedConsumer* c, const std::string& group, const std::vector<TopicQueue>& queues) {
+    {
+      std::lock_guard lock(mu_);
+      Group& g = groups_[group];
+      for (const auto& tq : queues)
+        if (auto it = g.owner.find(tq); it != g.owner.end() && it->second.consumer == c) g.owner.erase(it);
+    }
+    wakeConsumers();  // a member waiting for one of these queues can take it now
+  }
+  void readTarget(EmbeddedConsumer* c, std::vector<TopicQueue>& target, std::uint64_t& gen, bool& evicted) {
+    std::lock_guard lock(mu_);
+    target = c->evicted ? std::vector<TopicQueue>{} : c->target;
     gen = c->targetGen;
+    evicted = c->evicted;
   }
   std::uint64_t targetGen(EmbeddedConsumer* c) {
     std::lock_guard lock(mu_);
@@ -557,14 +685,19 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     if (it == g->second.committed.end()) return std::nullopt;
     return it->second;
   }
+  // Updates the group's offsets and writes the file (fsynced) before returning. The write happens
+  // outside mu_ (other groups and readers go on); persistMu_ orders the writes, and each writes
+  // the state as of its own update, so the file never goes back in time.
   Status commitGroup(const std::string& group, const OffsetMap& offsets) {
-    std::lock_guard lock(mu_);
-    Group& g = groups_[group];
-    OffsetMap before = g.committed;
-    for (const auto& [tq, o] : offsets) g.committed[tq] = o;
-    Status s = persistGroupLocked(group, g);
-    if (!s.isOk()) g.committed = std::move(before);
-    return s;
+    std::lock_guard persist(persistMu_);
+    OffsetMap snapshot;
+    {
+      std::lock_guard lock(mu_);
+      Group& g = groups_[group];
+      for (const auto& [tq, o] : offsets) g.committed[tq] = o;
+      snapshot = g.committed;
+    }
+    return persistGroup(group, snapshot);
   }
   // Waits until new data was written or `deadline`, or the consumer's assignment changed.
   void waitForData(std::uint64_t seenVersion, std::chrono::steady_clock::time_point deadline) {
@@ -598,16 +731,16 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     return core::atomicWriteFile(o_.dir + "/topics.json", j.dump());
   }
 
-  Status persistGroupLocked(const std::string& group, const Group& g) {
+  Status persistGroup(const std::string& group, const OffsetMap& committed) {
     const std::string path = o_.dir + "/groups/" + fileSafe(group) + ".json";
-    if (g.committed.empty()) {
+    if (committed.empty()) {
       ::unlink(path.c_str());
       return core::syncDir(o_.dir + "/groups");
     }
     nlohmann::json j;
     j["group"] = group;
     j["offsets"] = nlohmann::json::array();
-    for (const auto& [tq, o] : g.committed) j["offsets"].push_back({{"topic", tq.topic}, {"queue", tq.queue}, {"offset", o}});
+    for (const auto& [tq, o] : committed) j["offsets"].push_back({{"topic", tq.topic}, {"queue", tq.queue}, {"offset", o}});
     return core::atomicWriteFile(path, j.dump());
   }
 
@@ -644,10 +777,10 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     return out;
   }
 
-  void flushAll() {
+  void flushAll(bool closing = false) {
     std::vector<std::pair<PendingCallback, Status>> done;
     for (Topic* t : allTopics())
-      for (auto& q : t->queues) q->flush(done);
+      for (auto& q : t->queues) q->flush(done, closing);
     if (done.empty()) return;
     wakeConsumers();
     for (auto& [cb, s] : done)
@@ -666,10 +799,12 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   void flushLoop() {
     std::int64_t lastSync = core::monotonicMs();
     std::int64_t lastRetention = lastSync;
+    const auto idle = std::chrono::milliseconds(
+        o_.fsync == FsyncPolicy::kInterval ? std::clamp<std::int64_t>(o_.fsyncIntervalMs, 1, 1000) : 1000);
     while (true) {
       {
         std::unique_lock lock(flushMu_);
-        flushCv_.wait_for(lock, 1000ms, [&] { return stopFlusher_ || hasPending_.load(); });
+        flushCv_.wait_for(lock, idle, [&] { return stopFlusher_ || hasPending_.load(); });
         if (stopFlusher_) return;
         // Let a batch gather for a moment unless a lot is waiting already.
         if (hasPending_.load() && !urgent_) flushCv_.wait_for(lock, 1ms, [&] { return stopFlusher_ || urgent_; });
@@ -690,7 +825,8 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   }
 
   EmbeddedOptions o_;
-  std::mutex mu_;  // topics_, groups_ (and consumers' target fields)
+  std::mutex persistMu_;  // orders group file writes; taken before mu_
+  std::mutex mu_;         // topics_, groups_ (and consumers' target fields)
   std::map<std::string, std::unique_ptr<Topic>> topics_;
   std::map<std::string, Group> groups_;
   std::atomic<bool> closed_{false};
@@ -746,14 +882,19 @@ class EmbeddedProducer final : public Producer {
       ++state_->outstanding;
     }
     auto state = state_;
-    const std::size_t pending =
+    const auto pending =
         t->queues[static_cast<std::size_t>(q)]->append(m, [state, cb = std::move(cb)](const Status& s, std::int32_t qq,
                                                                                    std::int64_t off) {
           if (cb) cb(s, qq, off);
           std::lock_guard lock(state->mu);
           if (--state->outstanding == 0) state->cv.notify_all();
         });
-    b_.notePending(pending);
+    if (!pending) {  // the backbone closed meanwhile: refused, the callback will not run
+      std::lock_guard lock(state_->mu);
+      if (--state_->outstanding == 0) state_->cv.notify_all();
+      return Status::unavailable("backbone closed");
+    }
+    b_.notePending(*pending);
     return Status::ok();
   }
 
@@ -789,12 +930,8 @@ Status EmbeddedConsumer::subscribe(const std::vector<std::string>& topicList, Re
     if (!b_.findTopic(t)) return Status::notFound("topic " + t + " does not exist");
   }
   listener_ = listener;
-  if (joined_) b_.leave(group_, member_);
-  {
-    // `topics` is read by the backbone under its mutex during rebalances: set it before joining.
-    topics = topicList;
-  }
-  b_.join(this, group_, member_);
+  // A second subscribe changes the topics in place: queues kept stay held (no revoke/assign).
+  b_.join(this, group_, member_, topicList);
   joined_ = true;
   return Status::ok();
 }
@@ -802,26 +939,54 @@ Status EmbeddedConsumer::subscribe(const std::vector<std::string>& topicList, Re
 void EmbeddedConsumer::applyRebalance() {
   std::vector<TopicQueue> target;
   std::uint64_t gen;
-  b_.readTarget(this, target, gen);
-  if (gen == appliedGen_) return;
-  appliedGen_ = gen;
-  std::vector<TopicQueue> revoked, assigned;
-  for (const auto& q : assignment_)
-    if (std::find(target.begin(), target.end(), q) == target.end()) revoked.push_back(q);
-  for (const auto& q : target)
-    if (std::find(assignment_.begin(), assignment_.end(), q) == assignment_.end()) assigned.push_back(q);
-  if (!revoked.empty() && listener_) listener_->onRevoked(revoked);
-  for (const auto& q : revoked) positions_.erase(q);
-  for (const auto& q : assigned) {
+  bool evicted;
+  b_.readTarget(this, target, gen, evicted);
+  if (gen != appliedGen_ || (evicted && !evicted_)) {
+    appliedGen_ = gen;
+    evicted_ = evicted;
+    target_ = std::move(target);
+    std::vector<TopicQueue> revoked;
+    for (const auto& q : assignment_)
+      if (std::find(target_.begin(), target_.end(), q) == target_.end()) revoked.push_back(q);
+    if (!revoked.empty()) {
+      if (listener_) listener_->onRevoked(revoked);
+      for (const auto& q : revoked) {
+        positions_.erase(q);
+        assignment_.erase(std::find(assignment_.begin(), assignment_.end(), q));
+      }
+      b_.release(this, group_, revoked);
+    }
+    std::erase_if(waiting_, [&](const auto& kv) {
+      return std::find(target_.begin(), target_.end(), kv.first) == target_.end();
+    });
+    const std::int64_t now = core::monotonicMs();
+    for (const auto& q : target_)
+      if (std::find(assignment_.begin(), assignment_.end(), q) == assignment_.end()) waiting_.emplace(q, now);
+  }
+  if (waiting_.empty()) return;
+  std::vector<TopicQueue> assigned;
+  const std::int64_t now = core::monotonicMs();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const TopicQueue& q = it->first;
     Topic* t = b_.findTopic(q.topic);
-    if (!t) continue;
+    if (!t || !b_.acquire(this, group_, member_, q, now - it->second >= kHandoverTimeoutMs)) {
+      ++it;
+      continue;
+    }
     auto& log = *t->queues[static_cast<std::size_t>(q.queue)];
     auto committed = b_.committedOffset(group_, q);
-    std::int64_t pos = committed ? *committed : (latest_ ? log.endOffset() : log.startOffset());
+    const std::int64_t pos = committed ? *committed : (latest_ ? log.endOffset() : log.startOffset());
     positions_[q] = std::max(pos, log.startOffset());
+    assigned.push_back(q);
+    it = waiting_.erase(it);
   }
-  assignment_ = target;
-  if (!assigned.empty() && listener_) listener_->onAssigned(assigned);
+  if (assigned.empty()) return;
+  // Keep the assignment in allocation order (sorted by topic and queue).
+  std::vector<TopicQueue> held;
+  for (const auto& q : target_)
+    if (positions_.count(q)) held.push_back(q);
+  assignment_ = std::move(held);
+  if (listener_) listener_->onAssigned(assigned);
 }
 
 Result<std::size_t> EmbeddedConsumer::poll(std::vector<Message>& out, std::size_t maxMessages,
@@ -859,8 +1024,10 @@ void EmbeddedConsumer::close() {
   if (!joined_) return;
   if (listener_ && !assignment_.empty()) listener_->onRevoked(assignment_);
   assignment_.clear();
+  target_.clear();
+  waiting_.clear();
   positions_.clear();
-  b_.leave(group_, member_);
+  b_.leave(this, group_, member_);
   joined_ = false;
 }
 

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
+#include <thread>
 
 namespace ferry::backbone {
 namespace {
@@ -197,6 +199,161 @@ TEST_F(EmbeddedTest, KeysPickStableQueuesAndBadTopicsAreRefused) {
   Message bad;
   bad.topic = "../escape";
   EXPECT_EQ((*p)->send(std::move(bad), nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(EmbeddedTest, CutAtEveryByteOfTheLastRecordDropsOnlyThatRecord) {
+  {
+    auto b = open();
+    ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());
+    produce(*b, "t", 0, 3, 0);
+    b->close();
+  }
+  std::string segment;
+  for (auto& e : fs::directory_iterator(dir_.path() + "/topics/t/0")) segment = e.path();
+  const auto full = fs::file_size(segment);
+  std::uintmax_t two = 0;
+  {
+    // The size of the first two records, from their frame headers.
+    std::string data;
+    std::ifstream in(segment, std::ios::binary);
+    data.assign(std::istreambuf_iterator<char>(in), {});
+    std::size_t pos = 0;
+    for (int i = 0; i < 2; ++i) pos += 8 + (static_cast<unsigned char>(data[pos]) | static_cast<unsigned char>(data[pos + 1]) << 8);
+    two = pos;
+  }
+  ASSERT_GT(full, two);
+  for (std::uintmax_t cut = two; cut < full; ++cut) {
+    fs::resize_file(segment, cut);
+    auto b = open();
+    EXPECT_EQ(fs::file_size(segment), two) << "cut at " << cut;
+    EXPECT_EQ(b->admin().endOffsets("t")->at({"t", 0}), 2) << "cut at " << cut;
+    produce(*b, "t", 2, 3, 0);  // the same record again, at offset 2
+    EXPECT_EQ(b->admin().endOffsets("t")->at({"t", 0}), 3);
+    auto c = b->createConsumer("g" + std::to_string(cut), "m", {});
+    ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+    EXPECT_EQ(consumeAll(**c, 3), (std::vector<std::string>{"m0", "m1", "m2"})) << "cut at " << cut;
+    (*c)->close();
+    b->close();
+    ASSERT_EQ(fs::file_size(segment), full);
+  }
+}
+
+// Commits in onRevoked, like the sink runner does.
+class CommittingListener : public RebalanceListener {
+ public:
+  Consumer* consumer = nullptr;
+  OffsetMap next;  // next offset to read, per queue, from what this member took in
+  std::vector<TopicQueue> revoked, assigned;
+  void onRevoked(const std::vector<TopicQueue>& q) override {
+    OffsetMap commit;
+    for (const auto& tq : q)
+      if (next.count(tq)) commit[tq] = next[tq];
+    if (!commit.empty()) {
+      EXPECT_TRUE(consumer->commit(commit).isOk());
+    }
+    revoked.insert(revoked.end(), q.begin(), q.end());
+  }
+  void onAssigned(const std::vector<TopicQueue>& q) override { assigned.insert(assigned.end(), q.begin(), q.end()); }
+};
+
+TEST_F(EmbeddedTest, NewOwnerWaitsForTheRevokeAndResumesAtItsCommit) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 2).isOk());
+  produce(*b, "t", 0, 5, 0);
+  produce(*b, "t", 5, 10, 1);
+  auto c1 = b->createConsumer("g", "a", {});
+  auto c2 = b->createConsumer("g", "b", {});
+  CommittingListener l1, l2;
+  l1.consumer = c1->get();
+  l2.consumer = c2->get();
+  ASSERT_TRUE((*c1)->subscribe({"t"}, &l1).isOk());
+  std::vector<Message> got;
+  ASSERT_TRUE((*c1)->poll(got, 100, 1s).isOk());
+  ASSERT_TRUE((*c1)->poll(got, 100, 0ms).isOk());
+  ASSERT_EQ(got.size(), 10u);
+  for (const auto& m : got) l1.next[{m.topic, m.queue}] = m.offset + 1;
+
+  ASSERT_TRUE((*c2)->subscribe({"t"}, &l2).isOk());
+  std::vector<Message> none;
+  ASSERT_TRUE((*c2)->poll(none, 100, 0ms).isOk());
+  EXPECT_TRUE(l2.assigned.empty()) << "queue 1 is still held by a, which has not revoked it yet";
+  EXPECT_TRUE((*c2)->assignment().empty());
+
+  ASSERT_TRUE((*c1)->poll(none, 100, 0ms).isOk());  // a revokes queue 1 and commits 10 for it
+  EXPECT_EQ(l1.revoked, (std::vector<TopicQueue>{{"t", 1}}));
+  EXPECT_EQ((*c1)->assignment(), (std::vector<TopicQueue>{{"t", 0}}));
+
+  ASSERT_TRUE((*c2)->poll(none, 100, 0ms).isOk());
+  EXPECT_EQ(l2.assigned, (std::vector<TopicQueue>{{"t", 1}}));
+  EXPECT_TRUE(none.empty()) << "b must resume at a's commit, not re-read queue 1";
+  produce(*b, "t", 10, 11, 1);
+  ASSERT_TRUE((*c2)->poll(none, 100, 5s).isOk());
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].value.str(), "m10");
+  EXPECT_EQ(none[0].offset, 5);
+  (*c2)->close();  // before the listeners go away
+  (*c1)->close();
+}
+
+TEST_F(EmbeddedTest, PollWakesUpWhenDataArrives) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());
+  auto c = b->createConsumer("g", "m", {});
+  ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+  std::vector<Message> none;
+  ASSERT_TRUE((*c)->poll(none, 10, 0ms).isOk());  // takes the assignment
+  std::vector<Message> got;
+  std::thread reader([&] { EXPECT_TRUE((*c)->poll(got, 10, 60s).isOk()); });
+  produce(*b, "t", 0, 1, 0);
+  reader.join();  // returns on the write, long before 60 s
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].value.str(), "m0");
+}
+
+TEST_F(EmbeddedTest, LatestResetAndSeek) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());
+  produce(*b, "t", 0, 5, 0);
+  auto c = b->createConsumer("g", "m", {{"auto.offset.reset", "latest"}});
+  ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+  std::vector<Message> got;
+  ASSERT_TRUE((*c)->poll(got, 10, 0ms).isOk());
+  EXPECT_TRUE(got.empty());
+  produce(*b, "t", 5, 6, 0);
+  EXPECT_EQ(consumeAll(**c, 1), (std::vector<std::string>{"m5"}));
+  ASSERT_TRUE((*c)->seek({"t", 0}, 3).isOk());
+  EXPECT_EQ(consumeAll(**c, 3), (std::vector<std::string>{"m3", "m4", "m5"}));
+  EXPECT_EQ((*c)->seek({"other", 0}, 0).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(EmbeddedTest, ClosedBackboneRefusesWorkAndKeepsWhatWasSent) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());
+  auto p = b->createProducer({});
+  auto c = b->createConsumer("g", "m", {});
+  ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+  int acked = 0;
+  for (int i = 0; i < 100; ++i) {
+    Message m;
+    m.topic = "t";
+    m.value = Bytes("m" + std::to_string(i));
+    ASSERT_TRUE((*p)->send(std::move(m), [&](const Status& s, std::int32_t, std::int64_t) { acked += s.isOk(); }).isOk());
+  }
+  b->close();  // flushes what was sent
+  EXPECT_EQ(acked, 100);
+  EXPECT_TRUE((*p)->flush(0ms).isOk());
+  Message late;
+  late.topic = "t";
+  EXPECT_FALSE((*p)->send(std::move(late), nullptr).isOk());
+  std::vector<Message> out;
+  EXPECT_FALSE((*c)->poll(out, 10, 0ms).isOk());
+  EXPECT_FALSE((*c)->commit({{{"t", 0}, 1}}).isOk());
+  EXPECT_FALSE(b->createProducer({}).isOk());
+  EXPECT_FALSE(b->admin().ensureTopic("new", 1).isOk());
+  (*c)->close();
+  b.reset();
+  auto again = open();
+  EXPECT_EQ(again->admin().endOffsets("t")->at({"t", 0}), 100);
 }
 
 TEST(FsyncPolicy, Parses) {
