@@ -10,6 +10,7 @@
 
 #include "ferry/connector.h"
 #include "ferry/plugin.h"
+#include "ferry/push_source.h"
 #include "runtime/tasks.h"
 #include "store/store.h"
 
@@ -129,7 +130,47 @@ class CollectSink : public SinkConnector {
   std::unique_ptr<SinkTask> createTask() override { return std::make_unique<CollectSinkTask>(); }
 };
 
+// A push-style source: start() offers its records into the hand-off, as a client library's
+// callback would. Each record's outside-system ack checks that the sink had flushed by then.
+struct PushLog {
+  std::atomic<int> acked{0};
+  std::atomic<int> ackedBeforeFlush{0};
+};
+PushLog& pushLog() {
+  static PushLog l;
+  return l;
+}
+
+class PushTask : public PushSourceTask {
+ public:
+  Status start(const StringMap& config, SourceTaskContext&) override {
+    const int n = std::stoi(config.at("count"));
+    for (int i = 0; i < n; ++i) {
+      Record r;
+      r.topic = "push";
+      r.value = Bytes("p" + std::to_string(i));
+      auto onSafe = [] {
+        std::lock_guard l(collector().mu);
+        if (collector().flushedCount == 0) pushLog().ackedBeforeFlush++;
+        pushLog().acked++;
+      };
+      FERRY_RETURN_IF_ERROR(handoff().offer(std::move(r), onSafe, nullptr, 0ms));
+    }
+    return Status::ok();
+  }
+
+ protected:
+  void stopPush() override {}
+};
+
+class PushSource : public SeqSource {
+ public:
+  std::unique_ptr<SourceTask> createTask() override { return std::make_unique<PushTask>(); }
+};
+
 const PluginEntry kEntries[] = {
+    {"PushSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<PushSource, SourceConnector>,
+     &pluginDestroy<SourceConnector>},
     {"SeqSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<SeqSource, SourceConnector>,
      &pluginDestroy<SourceConnector>},
     {"CollectSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<CollectSink, SinkConnector>,
@@ -318,6 +359,17 @@ TEST_F(ExecutorTest, DirectTransformsAndDropsWithPredicate) {
   runner->join();
   std::lock_guard l(collector().mu);
   EXPECT_EQ(collector().put[0], R"({"v":"v0"})");
+}
+
+TEST_F(ExecutorTest, PushSourceIsAcknowledgedOnlyAfterSinkFlush) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "PushSource"}, {"count", "4"},
+                                                                 {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().flushedCount == 4; }));
+  runner->requestStop();
+  runner->join();
+  EXPECT_EQ(pushLog().acked.load(), 4);
+  EXPECT_EQ(pushLog().ackedBeforeFlush.load(), 0);
 }
 
 TEST_F(ExecutorTest, FailingTaskReportsFailedWithTrace) {
