@@ -838,15 +838,22 @@ void HerderImpl::reconcile(const std::string& name) {
   Runtime& rt = *rtp;
   const std::int64_t now = core::monotonicMs();
 
-  // A new config or an explicit restart of the connector: start over.
-  if (rt.generation != wanted.generation || wanted.restartInstance) {
-    if (rt.instance || !rt.tasks.empty()) log_->info("restarting connector {}", name);
+  // A new config: start over. An explicit restart of the connector restarts its instance only;
+  // its tasks restart too when the task configs it produces differ (or when asked with
+  // includeTasks).
+  if (rt.generation != wanted.generation) {
+    if (rt.instance || !rt.tasks.empty()) log_->info("restarting connector {} with its new config", name);
     teardown(name, rt);
     rt.generation = wanted.generation;
     rt.connectorFailed = false;
     rt.connectorRestartAtMs = -1;
-    if (wanted.restartInstance) rt.connectorFailures = 0;
     clearTaskStatuses(name);
+  } else if (wanted.restartInstance) {
+    log_->info("restarting connector {}", name);
+    stopInstances(rt);
+    rt.connectorFailed = false;
+    rt.connectorRestartAtMs = -1;
+    rt.connectorFailures = 0;
   }
   if (wanted.target == TargetState::kStopped) {
     teardown(name, rt);
