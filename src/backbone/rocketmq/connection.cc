@@ -1,0 +1,365 @@
+// Connection: all state is touched on the io thread only, so there is no lock; public entry
+// points post there. A `generation_` counter tags each socket incarnation so completion handlers
+// of a dropped socket cannot disturb its successor.
+#include "backbone/rocketmq/connection.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+
+namespace ferry::rocketmq {
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kMaxWriteBatchFrames = 512;
+constexpr std::size_t kMaxWriteBatchBytes = 4u << 20;
+constexpr std::chrono::milliseconds kFirstBackoff{100};
+constexpr std::chrono::milliseconds kMaxBackoff{5000};
+constexpr std::int32_t kRequestCodeNotSupported = 3;
+constexpr std::int32_t kSystemError = 1;
+
+const char* responseCodeName(std::int32_t code) {
+  switch (code) {
+    case 0: return "SUCCESS";
+    case 1: return "SYSTEM_ERROR";
+    case 2: return "SYSTEM_BUSY";
+    case 3: return "REQUEST_CODE_NOT_SUPPORTED";
+    case 10: return "FLUSH_DISK_TIMEOUT";
+    case 11: return "SLAVE_NOT_AVAILABLE";
+    case 12: return "FLUSH_SLAVE_TIMEOUT";
+    case 13: return "MESSAGE_ILLEGAL";
+    case 14: return "SERVICE_NOT_AVAILABLE";
+    case 15: return "VERSION_NOT_SUPPORTED";
+    case 16: return "NO_PERMISSION";
+    case 17: return "TOPIC_NOT_EXIST";
+    case 18: return "TOPIC_EXIST_ALREADY";
+    case 19: return "PULL_NOT_FOUND";
+    case 22: return "QUERY_NOT_FOUND";
+    case 26: return "SUBSCRIPTION_GROUP_NOT_EXIST";
+    case 29: return "INVALID_PARAMETER";
+    case 1500: return "GO_AWAY";
+    default: return nullptr;
+  }
+}
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = core::logger("rocketmq");
+  return l;
+}
+
+}  // namespace
+
+Status responseStatus(const RemotingCommand& response, const std::string& what) {
+  if (response.code == 0) return Status::ok();
+  std::string msg = what + ": broker/namesrv answered code " + std::to_string(response.code);
+  if (const char* name = responseCodeName(response.code)) msg += std::string(" ") + name;
+  if (response.remark && !response.remark->empty()) msg += " (" + *response.remark + ")";
+  switch (response.code) {
+    case 2:
+    case 1500: return Status::unavailable(std::move(msg));
+    case 17: return Status::notFound(std::move(msg));
+    case 1:
+    case 14: return Status::retriable(std::move(msg));
+    case 13:
+    case 29: return Status::invalidArgument(std::move(msg));
+    default: return Status::failedPrecondition(std::move(msg));
+  }
+}
+
+Connection::Connection(asio::io_context& io, std::string address, ConnectionContext context)
+    : io_(io),
+      address_(std::move(address)),
+      context_(std::move(context)),
+      socket_(io),
+      resolver_(io),
+      connectTimer_(io),
+      backoffTimer_(io),
+      chunk_(kReadChunk) {}
+
+Connection::~Connection() = default;
+
+void Connection::invokeAsync(RemotingCommand cmd, std::chrono::milliseconds timeout,
+                             ResponseCallback callback) {
+  cmd.opaque = context_.nextOpaque();
+  cmd.flag &= ~(kFlagResponse | kFlagOneway);
+  asio::post(io_, [self = shared_from_this(), cmd = std::move(cmd), timeout,
+                   callback = std::move(callback)]() mutable {
+    self->enqueueOnIo(std::move(cmd), timeout, std::move(callback));
+  });
+}
+
+void Connection::invokeOneway(RemotingCommand cmd) {
+  cmd.opaque = context_.nextOpaque();
+  cmd.flag = (cmd.flag & ~kFlagResponse) | kFlagOneway;
+  asio::post(io_, [self = shared_from_this(), cmd = std::move(cmd)]() mutable {
+    self->enqueueOnIo(std::move(cmd), std::chrono::milliseconds(0), nullptr);
+  });
+}
+
+void Connection::enqueueOnIo(RemotingCommand cmd, std::chrono::milliseconds timeout,
+                             ResponseCallback callback) {
+  if (state_ == State::kClosed) {
+    if (callback) callback(Status::cancelled("rocketmq client is shut down"));
+    return;
+  }
+  if (callback) {
+    Pending p;
+    p.code = cmd.code;
+    p.deadline = Clock::now() + timeout;
+    p.callback = std::move(callback);
+    deadlines_.emplace(p.deadline, cmd.opaque);
+    pending_[cmd.opaque] = std::move(p);
+    pendingCount_.store(pending_.size());
+  }
+  writeQueue_.push_back(encodeFrame(cmd, context_.serializeType));
+  if (state_ == State::kConnected) {
+    startWrite();
+  } else {
+    ensureConnected();
+  }
+}
+
+void Connection::ensureConnected() {
+  if (state_ != State::kIdle) return;
+  auto now = Clock::now();
+  if (now >= nextAttempt_) {
+    startConnect();
+    return;
+  }
+  if (backoffArmed_) return;
+  backoffArmed_ = true;
+  backoffTimer_.expires_at(nextAttempt_);
+  backoffTimer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    self->backoffArmed_ = false;
+    if (ec || self->state_ != State::kIdle) return;
+    if (!self->pending_.empty() || !self->writeQueue_.empty()) self->startConnect();
+  });
+}
+
+void Connection::startConnect() {
+  auto colon = address_.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address_.size()) {
+    onConnectFailed("address is not host:port");
+    return;
+  }
+  std::string host = address_.substr(0, colon);
+  std::string port = address_.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  state_ = State::kResolving;
+  const std::uint64_t gen = ++generation_;
+  connectTimer_.expires_after(context_.connectTimeout);
+  connectTimer_.async_wait([self = shared_from_this(), gen](const asio::error_code& ec) {
+    if (ec || gen != self->generation_) return;
+    if (self->state_ != State::kResolving && self->state_ != State::kConnecting) return;
+    self->onConnectFailed("connect timed out after " +
+                          std::to_string(self->context_.connectTimeout.count()) + " ms");
+  });
+  resolver_.async_resolve(
+      host, port,
+      [self = shared_from_this(), gen](const asio::error_code& ec,
+                                       asio::ip::tcp::resolver::results_type results) {
+        if (gen != self->generation_ || self->state_ != State::kResolving) return;
+        if (ec) {
+          self->onConnectFailed("cannot resolve: " + ec.message());
+          return;
+        }
+        self->state_ = State::kConnecting;
+        asio::async_connect(self->socket_, results,
+                            [self, gen](const asio::error_code& ec2, const asio::ip::tcp::endpoint&) {
+                              if (gen != self->generation_ ||
+                                  self->state_ != State::kConnecting) {
+                                return;
+                              }
+                              if (ec2) {
+                                self->onConnectFailed(ec2.message());
+                              } else {
+                                self->onConnected();
+                              }
+                            });
+      });
+}
+
+void Connection::onConnectFailed(const std::string& why) {
+  ++generation_;
+  asio::error_code ignored;
+  resolver_.cancel();
+  socket_.close(ignored);
+  connectTimer_.cancel();
+  state_ = State::kIdle;
+  backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
+  nextAttempt_ = Clock::now() + backoff_;
+  writeQueue_.clear();
+  log()->debug("cannot connect to {}: {} (next attempt in {} ms)", address_, why,
+               backoff_.count());
+  failAll(Status::unavailable("cannot connect to RocketMQ at " + address_ + ": " + why));
+}
+
+void Connection::onConnected() {
+  connectTimer_.cancel();
+  state_ = State::kConnected;
+  backoff_ = std::chrono::milliseconds(0);
+  connectedFlag_.store(true);
+  asio::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  readBuffer_.clear();
+  log()->debug("connected to {}", address_);
+  startRead();
+  startWrite();
+}
+
+void Connection::startRead() {
+  const std::uint64_t gen = generation_;
+  socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this(), gen](
+                                                    const asio::error_code& ec, std::size_t n) {
+    if (gen != self->generation_ || self->state_ != State::kConnected) return;
+    if (ec) {
+      self->lose(ec == asio::error::eof ? std::string("closed by peer") : ec.message());
+      return;
+    }
+    self->onData(n);
+    if (gen == self->generation_ && self->state_ == State::kConnected) self->startRead();
+  });
+}
+
+void Connection::onData(std::size_t n) {
+  readBuffer_.append(chunk_.data(), n);
+  const std::uint64_t gen = generation_;
+  std::size_t offset = 0;
+  while (offset < readBuffer_.size()) {
+    FrameDecode d = decodeFrame(std::string_view(readBuffer_).substr(offset));
+    if (d.state == FrameDecode::State::kNeedMore) break;
+    if (d.state == FrameDecode::State::kInvalid) {
+      lose("invalid frame: " + d.error);
+      return;
+    }
+    offset += d.consumed;
+    handleFrame(std::move(d.command));
+    if (gen != generation_) return;  // a handler dropped the connection
+  }
+  readBuffer_.erase(0, offset);
+}
+
+void Connection::handleFrame(RemotingCommand cmd) {
+  if (cmd.isResponse()) {
+    auto it = pending_.find(cmd.opaque);
+    if (it == pending_.end()) {
+      log()->debug("{}: dropping response to unknown opaque {} (late or unsolicited)", address_,
+                   cmd.opaque);
+      return;
+    }
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    deadlines_.erase({p.deadline, cmd.opaque});
+    pendingCount_.store(pending_.size());
+    p.callback(std::move(cmd));
+    return;
+  }
+  RequestHandler handler = context_.handlerFor ? context_.handlerFor(cmd.code) : RequestHandler();
+  RemotingCommand response;
+  if (handler) {
+    try {
+      response = handler(cmd);
+    } catch (const std::exception& e) {
+      response = RemotingCommand();
+      response.code = kSystemError;
+      response.remark = std::string("handler failed: ") + e.what();
+    }
+  } else {
+    response.code = kRequestCodeNotSupported;
+    response.remark = "request code " + std::to_string(cmd.code) + " not supported by ferry";
+  }
+  if (cmd.isOneway()) return;
+  response.opaque = cmd.opaque;
+  response.flag = kFlagResponse;
+  writeQueue_.push_back(encodeFrame(response, context_.serializeType));
+  startWrite();
+}
+
+void Connection::startWrite() {
+  if (state_ != State::kConnected || writeInFlight_ || writeQueue_.empty()) return;
+  auto batch = std::make_shared<std::vector<std::string>>();
+  std::size_t bytes = 0;
+  while (!writeQueue_.empty() && batch->size() < kMaxWriteBatchFrames &&
+         (batch->empty() || bytes + writeQueue_.front().size() <= kMaxWriteBatchBytes)) {
+    bytes += writeQueue_.front().size();
+    batch->push_back(std::move(writeQueue_.front()));
+    writeQueue_.pop_front();
+  }
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(batch->size());
+  for (const auto& f : *batch) buffers.push_back(asio::buffer(f));
+  writeInFlight_ = true;
+  const std::uint64_t gen = generation_;
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this(), gen, batch](const asio::error_code& ec,
+                                                            std::size_t) {
+                      if (gen != self->generation_) return;
+                      self->writeInFlight_ = false;
+                      if (ec) {
+                        self->lose("write failed: " + ec.message());
+                        return;
+                      }
+                      self->startWrite();
+                    });
+}
+
+void Connection::lose(const std::string& why) {
+  if (state_ != State::kConnected && state_ != State::kConnecting &&
+      state_ != State::kResolving) {
+    return;
+  }
+  ++generation_;
+  asio::error_code ignored;
+  socket_.close(ignored);
+  connectTimer_.cancel();
+  state_ = State::kIdle;
+  connectedFlag_.store(false);
+  readBuffer_.clear();
+  writeQueue_.clear();
+  writeInFlight_ = false;
+  log()->info("connection to {} lost: {}", address_, why);
+  failAll(Status::unavailable("connection to RocketMQ at " + address_ + " lost: " + why));
+}
+
+void Connection::failAll(const Status& status) {
+  auto pending = std::move(pending_);
+  pending_.clear();
+  deadlines_.clear();
+  pendingCount_.store(0);
+  for (auto& [opaque, p] : pending) p.callback(status);
+}
+
+void Connection::sweepTimeouts(Clock::time_point now) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const std::int32_t opaque = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = pending_.find(opaque);
+    if (it == pending_.end()) continue;
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    pendingCount_.store(pending_.size());
+    p.callback(Status::timeout("request code " + std::to_string(p.code) + " to RocketMQ at " +
+                               address_ + " got no response in time"));
+  }
+}
+
+void Connection::resetConnection() {
+  asio::post(io_, [self = shared_from_this()] { self->lose("reset by the client"); });
+}
+
+void Connection::shutdown() {
+  ++generation_;
+  state_ = State::kClosed;
+  connectedFlag_.store(false);
+  asio::error_code ignored;
+  resolver_.cancel();
+  socket_.close(ignored);
+  connectTimer_.cancel();
+  backoffTimer_.cancel();
+  writeQueue_.clear();
+  failAll(Status::cancelled("rocketmq client is shut down"));
+}
+
+}  // namespace ferry::rocketmq

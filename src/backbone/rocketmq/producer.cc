@@ -1,0 +1,246 @@
+// Producer: one Attempt object per send carries the encoded request and the retry state through
+// the async callbacks; the synchronous calls wait on a promise fed by the same path, so retries
+// behave identically for both.
+#include "backbone/rocketmq/producer.h"
+
+#include <future>
+#include <random>
+
+#include "core/clock.h"
+#include "core/logging.h"
+
+namespace ferry::rocketmq {
+namespace {
+
+bool retriableCode(std::int32_t code) {
+  switch (code) {
+    case 1: case 2: case 14: case 16: case 17: case 204: case 205: case 1500: return true;
+    default: return false;
+  }
+}
+
+std::uint64_t randomStart() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+std::uint32_t keyHash(std::string_view key) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h & 0x7fffffffu;
+}
+
+struct Producer::Attempt {
+  std::string topic;
+  bool batch = false;
+  std::int32_t flag = 0;
+  std::string body;
+  std::string properties;  // encoded header properties
+  std::string msgId;       // UNIQ_KEY(s)
+  QueueSelection selection;
+  TopicRoute route;
+  std::vector<MessageQueue> queues;
+  MessageQueue queue;
+  int attemptsLeft = 0;
+  SendCallback callback;
+};
+
+Producer::Producer(RocketmqClient& client, ProducerOptions options)
+    : client_(client), options_(std::move(options)), counter_(randomStart()) {}
+
+Producer::~Producer() = default;
+
+Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<OutgoingMessage> messages,
+                                                             const QueueSelection& selection,
+                                                             bool batch) {
+  if (messages.empty()) return Status::invalidArgument("rocketmq send: no message");
+  const std::string& topic = messages.front().topic;
+  if (topic.empty()) return Status::invalidArgument("rocketmq send: message without a topic");
+  for (const auto& m : messages) {
+    if (m.topic != topic) {
+      return Status::invalidArgument("rocketmq batch send: messages of different topics ('" +
+                                     topic + "', '" + m.topic + "')");
+    }
+    if (m.body.empty()) {
+      return Status::invalidArgument("rocketmq send: empty message body (topic '" + topic +
+                                     "'); RocketMQ refuses empty bodies");
+    }
+  }
+  auto attempt = std::make_shared<Attempt>();
+  attempt->topic = topic;
+  attempt->batch = batch;
+  attempt->selection = selection;
+  if (selection.kind == QueueSelection::Kind::kDefault) {
+    attempt->selection.kind = QueueSelection::Kind::kRoundRobin;
+    if (options_.selector == ProducerOptions::Selector::kKeyHash) {
+      auto keys = messages.front().properties.find(kPropKeys);
+      if (keys != messages.front().properties.end() && !keys->second.empty()) {
+        attempt->selection = QueueSelection::byKey(keys->second);
+      }
+    }
+  }
+  if (!batch) {
+    OutgoingMessage& m = messages.front();
+    auto& props = m.properties;
+    if (props.find(kPropUniqKey) == props.end()) props[kPropUniqKey] = newUniqKey();
+    if (props.find(kPropWait) == props.end()) props[kPropWait] = "true";
+    attempt->msgId = props[kPropUniqKey];
+    attempt->flag = m.flag;
+    attempt->properties = encodeProperties(props);
+    attempt->body = std::move(m.body);
+  } else {
+    for (auto& m : messages) {
+      if (m.properties.find(kPropUniqKey) == m.properties.end()) {
+        m.properties[kPropUniqKey] = newUniqKey();
+      }
+      if (!attempt->msgId.empty()) attempt->msgId += ",";
+      attempt->msgId += m.properties[kPropUniqKey];
+    }
+    attempt->properties = encodeProperties({{kPropUniqKey, newUniqKey()}, {kPropWait, "true"}});
+    attempt->body = encodeBatchBody(messages);
+  }
+  FERRY_ASSIGN_OR_RETURN(attempt->route, client_.queryRoute(topic));
+  attempt->queues = attempt->route.publishQueues();
+  if (attempt->queues.empty() && selection.kind != QueueSelection::Kind::kExplicit) {
+    return Status::unavailable("rocketmq send: topic '" + topic + "' has no writable queue");
+  }
+  attempt->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
+  if (!pickQueue(*attempt, {})) {
+    return Status::notFound("rocketmq send: broker '" + selection.brokerName +
+                            "' does not host topic '" + topic + "'");
+  }
+  return attempt;
+}
+
+bool Producer::pickQueue(Attempt& a, const std::string& avoidBroker) {
+  switch (a.selection.kind) {
+    case QueueSelection::Kind::kExplicit:
+      a.queue = {a.topic, a.selection.brokerName, a.selection.queueId};
+      return a.route.masterAddress(a.selection.brokerName).has_value();
+    case QueueSelection::Kind::kKeyHash:
+      a.queue = a.queues[keyHash(a.selection.key) % a.queues.size()];
+      return true;
+    default: {
+      const std::uint64_t start = counter_.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t n = a.queues.size();
+      if (!avoidBroker.empty()) {
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto& q = a.queues[(start + i) % n];
+          if (q.brokerName != avoidBroker) {
+            a.queue = q;
+            return true;
+          }
+        }
+      }
+      a.queue = a.queues[start % n];
+      return true;
+    }
+  }
+}
+
+void Producer::run(std::shared_ptr<Attempt> a) {
+  auto addr = a->route.masterAddress(a->queue.brokerName);
+  if (!addr) {
+    a->callback(Status::unavailable("rocketmq send: broker '" + a->queue.brokerName +
+                                    "' has no master in the route of '" + a->topic + "'"));
+    return;
+  }
+  RemotingCommand req;
+  const bool v1 = options_.useV1Header && !a->batch;
+  req.code = a->batch ? kCodeSendBatchMessage : (v1 ? kCodeSendMessage : kCodeSendMessageV2);
+  auto& f = req.extFields;
+  f[v1 ? "producerGroup" : "a"] = options_.group;
+  f[v1 ? "topic" : "b"] = a->topic;
+  f[v1 ? "defaultTopic" : "c"] = "TBW102";
+  f[v1 ? "defaultTopicQueueNums" : "d"] = "4";
+  f[v1 ? "queueId" : "e"] = std::to_string(a->queue.queueId);
+  f[v1 ? "sysFlag" : "f"] = "0";
+  f[v1 ? "bornTimestamp" : "g"] = std::to_string(core::nowMs());
+  f[v1 ? "flag" : "h"] = std::to_string(a->flag);
+  f[v1 ? "properties" : "i"] = a->properties;
+  f[v1 ? "reconsumeTimes" : "j"] = "0";
+  f[v1 ? "unitMode" : "k"] = "false";
+  f[v1 ? "batch" : "m"] = a->batch ? "true" : "false";
+  f[v1 ? "bname" : "n"] = a->queue.brokerName;
+  req.body = a->body;
+  client_.invokeAsync(*addr, std::move(req), options_.sendTimeoutMs, [this, a](
+                                                                         Result<RemotingCommand> r) {
+    Status error;
+    bool retry = false;
+    if (r.isOk() && r->code == kRespSuccess) {
+      SendResult out;
+      out.brokerName = a->queue.brokerName;
+      out.queueId = static_cast<std::int32_t>(r->extInt("queueId").value_or(a->queue.queueId));
+      out.queueOffset = r->extInt("queueOffset").value_or(-1);
+      out.msgId = a->msgId;
+      out.offsetMsgId = r->ext("msgId").value_or("");
+      a->callback(std::move(out));
+      return;
+    }
+    const std::string what = "send to " + a->queue.toString();
+    if (r.isOk()) {
+      error = responseStatus(*r, what);
+      retry = retriableCode(r->code);
+      if (r->code == kRespTopicNotExist) client_.invalidateRoute(a->topic);
+    } else {
+      error = r.status().withContext(what);
+      retry = r.status().code() == StatusCode::kUnavailable ||
+              r.status().code() == StatusCode::kTimeout;
+    }
+    if (!retry || a->attemptsLeft <= 0) {
+      a->callback(std::move(error));
+      return;
+    }
+    --a->attemptsLeft;
+    pickQueue(*a, a->queue.brokerName);
+    run(a);
+  });
+}
+
+void Producer::sendAsync(OutgoingMessage message, const QueueSelection& selection,
+                         SendCallback callback) {
+  std::vector<OutgoingMessage> one;
+  one.push_back(std::move(message));
+  auto a = prepare(std::move(one), selection, false);
+  if (!a.isOk()) {
+    callback(a.status());
+    return;
+  }
+  (*a)->callback = std::move(callback);
+  run(*a);
+}
+
+void Producer::sendBatchAsync(std::vector<OutgoingMessage> messages,
+                              const QueueSelection& selection, SendCallback callback) {
+  auto a = prepare(std::move(messages), selection, true);
+  if (!a.isOk()) {
+    callback(a.status());
+    return;
+  }
+  (*a)->callback = std::move(callback);
+  run(*a);
+}
+
+Result<SendResult> Producer::send(OutgoingMessage message, const QueueSelection& selection) {
+  auto promise = std::make_shared<std::promise<Result<SendResult>>>();
+  auto future = promise->get_future();
+  sendAsync(std::move(message), selection,
+            [promise](Result<SendResult> r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+Result<SendResult> Producer::sendBatch(std::vector<OutgoingMessage> messages,
+                                       const QueueSelection& selection) {
+  auto promise = std::make_shared<std::promise<Result<SendResult>>>();
+  auto future = promise->get_future();
+  sendBatchAsync(std::move(messages), selection,
+                 [promise](Result<SendResult> r) { promise->set_value(std::move(r)); });
+  return future.get();
+}
+
+}  // namespace ferry::rocketmq

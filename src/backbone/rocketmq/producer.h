@@ -1,0 +1,104 @@
+// Producer: sends messages to a topic's brokers (§2.2, §4.6, §6.3) over a RocketmqClient.
+// Single messages go with SEND_MESSAGE_V2 (310, one-letter header), batches with
+// SEND_BATCH_MESSAGE (320). Every message gets a UNIQ_KEY (returned as msgId) and WAIT=true.
+//
+// Queue choice: round-robin over the writable queues of the route (default), a hash of a key
+// (same key -> same queue while the route is unchanged), or an explicit (brokerName, queueId).
+// Retries: up to `retries` more attempts on transport errors and on the codes the Java producer
+// retries (1, 2, 14, 16, 17, 204, 205, 1500); round-robin moves to a queue of another broker when
+// there is one, key-hash and explicit selections keep their queue (ordering). Codes 10/11/12
+// (stored, not fully durable) are returned as errors without retry.
+//
+// Threading: thread-safe; send()/sendBatch() block the caller; sendAsync() callbacks run on the
+// client's io thread and must not block. The client must outlive the producer, and the producer
+// must outlive its pending async sends (the destructor does not wait for them).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backbone/rocketmq/client.h"
+#include "backbone/rocketmq/remoting.h"
+#include "backbone/rocketmq/routes.h"
+#include "ferry/result.h"
+
+namespace ferry::rocketmq {
+
+// Property keys (§4.2).
+inline constexpr const char* kPropTags = "TAGS";
+inline constexpr const char* kPropKeys = "KEYS";
+inline constexpr const char* kPropUniqKey = "UNIQ_KEY";
+inline constexpr const char* kPropWait = "WAIT";
+
+struct QueueSelection {
+  enum class Kind { kDefault, kRoundRobin, kKeyHash, kExplicit };
+  Kind kind = Kind::kDefault;
+  std::string key;         // kKeyHash
+  std::string brokerName;  // kExplicit
+  std::int32_t queueId = 0;
+
+  static QueueSelection roundRobin() { return {Kind::kRoundRobin, {}, {}, 0}; }
+  static QueueSelection byKey(std::string k) { return {Kind::kKeyHash, std::move(k), {}, 0}; }
+  static QueueSelection queue(std::string broker, std::int32_t id) {
+    return {Kind::kExplicit, {}, std::move(broker), id};
+  }
+};
+
+struct ProducerOptions {
+  std::string group = "ferry_producer";
+  int retries = 2;                   // extra attempts after the first
+  std::int64_t sendTimeoutMs = -1;   // per attempt; < 0: the client's requestTimeoutMs
+  // What QueueSelection::kDefault means: round-robin, or a hash of the message's KEYS property
+  // (round-robin when the message has no KEYS).
+  enum class Selector { kRoundRobin, kKeyHash } selector = Selector::kRoundRobin;
+  bool useV1Header = false;          // SEND_MESSAGE (10, long header names) instead of 310
+};
+
+struct SendResult {
+  std::string brokerName;
+  std::int32_t queueId = 0;
+  std::int64_t queueOffset = 0;  // of the first message for a batch
+  std::string msgId;             // UNIQ_KEY (comma-joined for a batch)
+  std::string offsetMsgId;       // the broker's msgId (comma-joined for a batch)
+};
+
+using SendCallback = std::function<void(Result<SendResult>)>;
+
+class Producer {
+ public:
+  Producer(RocketmqClient& client, ProducerOptions options = {});
+  ~Producer();
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+
+  Result<SendResult> send(OutgoingMessage message, const QueueSelection& selection = {});
+  // The callback is called exactly once (on the io thread, or on the caller's thread when the
+  // route cannot be resolved).
+  void sendAsync(OutgoingMessage message, const QueueSelection& selection, SendCallback callback);
+  // All messages must have the same topic; they go to one queue, with consecutive offsets.
+  Result<SendResult> sendBatch(std::vector<OutgoingMessage> messages,
+                               const QueueSelection& selection = {});
+  void sendBatchAsync(std::vector<OutgoingMessage> messages, const QueueSelection& selection,
+                      SendCallback callback);
+
+ private:
+  struct Attempt;
+  Result<std::shared_ptr<Attempt>> prepare(std::vector<OutgoingMessage> messages,
+                                           const QueueSelection& selection, bool batch);
+  void run(std::shared_ptr<Attempt> attempt);
+  bool pickQueue(Attempt& attempt, const std::string& avoidBroker);
+
+  RocketmqClient& client_;
+  const ProducerOptions options_;
+  std::atomic<std::uint64_t> counter_;
+};
+
+// The hash used for key selection: FNV-1a 32-bit over the key's bytes (stable across processes
+// and restarts, so a key keeps its queue while the queue count is unchanged).
+std::uint32_t keyHash(std::string_view key);
+
+}  // namespace ferry::rocketmq

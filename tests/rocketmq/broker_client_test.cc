@@ -1,0 +1,180 @@
+// The native RocketMQ client against a real NameServer + Broker (scripts/services/rocketmq
+// start): routes, topic creation, sync / async / batch sends. FERRY_ROCKETMQ_NAMESRV gives the
+// NameServer (default 127.0.0.1:19876); an unreachable one makes the tests fail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "backbone/rocketmq/client.h"
+#include "backbone/rocketmq/producer.h"
+
+namespace ferry::rocketmq {
+namespace {
+
+std::string namesrv() {
+  const char* env = std::getenv("FERRY_ROCKETMQ_NAMESRV");
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1:19876";
+}
+
+std::string randomSuffix() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  return std::to_string(gen() % 100000000000ULL);
+}
+
+class RocketmqBroker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClientOptions o;
+    o.namesrvAddrs = namesrv();
+    auto c = RocketmqClient::create(o);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    client_ = std::move(c).value();
+    auto info = client_->clusterInfo();
+    ASSERT_TRUE(info.isOk()) << "RocketMQ NameServer " << namesrv()
+                             << " is not reachable (start it with scripts/services/rocketmq "
+                                "start): "
+                             << info.status().toString();
+  }
+
+  // Creates a fresh topic with `queues` queues on cluster ferry-a.
+  std::string freshTopic(int queues) {
+    std::string topic = "ferry-t-" + randomSuffix();
+    Status s = client_->createTopic(topic, queues, {"ferry-a"});
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    return topic;
+  }
+
+  std::unique_ptr<RocketmqClient> client_;
+};
+
+OutgoingMessage makeMessage(const std::string& topic, int i) {
+  OutgoingMessage m;
+  m.topic = topic;
+  m.body = std::string("bin\0ary-", 8) + std::to_string(i) + std::string(1, '\0');
+  m.properties["TAGS"] = i % 2 == 0 ? "even" : "odd";
+  m.properties["KEYS"] = "key-" + std::to_string(i);
+  m.properties["ferry.index"] = std::to_string(i);
+  return m;
+}
+
+TEST_F(RocketmqBroker, SmokeTopicRouteListsBrokerFerryA) {
+  auto r = client_->queryRoute("ferry-smoke");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  bool found = false;
+  for (const auto& b : r->brokerDatas) found = found || b.brokerName == "ferry-a";
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(r->masterAddress("ferry-a").has_value());
+  EXPECT_FALSE(r->publishQueues().empty());
+  auto addr = client_->brokerAddress("ferry-a");
+  ASSERT_TRUE(addr.isOk()) << addr.status().toString();
+  EXPECT_EQ(*addr, *r->masterAddress("ferry-a"));
+}
+
+TEST_F(RocketmqBroker, UnknownTopicIsNotFound) {
+  auto r = client_->queryRoute("ferry-absent-" + randomSuffix());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().toString();
+}
+
+TEST_F(RocketmqBroker, CreateTopicThenRouteShowsFourQueues) {
+  std::string topic = freshTopic(4);
+  auto r = client_->queryRoute(topic, true);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->publishQueues().size(), 4u);
+  EXPECT_EQ(r->subscribeQueues().size(), 4u);
+}
+
+TEST_F(RocketmqBroker, ThousandSyncSendsHaveIncreasingOffsetsPerQueue) {
+  std::string topic = freshTopic(4);
+  Producer producer(*client_, {});
+  std::map<std::int32_t, std::int64_t> last;
+  std::set<std::string> ids;
+  for (int i = 0; i < 1000; ++i) {
+    auto r = producer.send(makeMessage(topic, i));
+    ASSERT_TRUE(r.isOk()) << "message " << i << ": " << r.status().toString();
+    EXPECT_EQ(r->brokerName, "ferry-a");
+    auto it = last.find(r->queueId);
+    if (it != last.end()) {
+      EXPECT_GT(r->queueOffset, it->second);
+    }
+    last[r->queueId] = r->queueOffset;
+    ids.insert(r->msgId);
+  }
+  EXPECT_EQ(last.size(), 4u);  // round-robin used every queue
+  EXPECT_EQ(ids.size(), 1000u);
+}
+
+TEST_F(RocketmqBroker, TenThousandAsyncSends) {
+  std::string topic = freshTopic(4);
+  Producer producer(*client_, {});
+  constexpr int kCount = 10000;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<std::string> errors;
+  std::map<std::int32_t, std::vector<std::int64_t>> offsets;
+  for (int i = 0; i < kCount; ++i) {
+    producer.sendAsync(makeMessage(topic, i), {}, [&](Result<SendResult> r) {
+      std::lock_guard lock(mu);
+      if (r.isOk()) {
+        offsets[r->queueId].push_back(r->queueOffset);
+      } else if (errors.size() < 5) {
+        errors.push_back(r.status().toString());
+      }
+      ++done;
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return done == kCount; }));
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  std::size_t total = 0;
+  for (auto& [q, offs] : offsets) {
+    std::sort(offs.begin(), offs.end());
+    total += offs.size();
+    // A fresh queue: offsets 0..n-1, each exactly once.
+    EXPECT_EQ(offs.front(), 0) << "queue " << q;
+    EXPECT_EQ(offs.back(), static_cast<std::int64_t>(offs.size()) - 1) << "queue " << q;
+    EXPECT_EQ(std::adjacent_find(offs.begin(), offs.end()), offs.end()) << "queue " << q;
+  }
+  EXPECT_EQ(total, static_cast<std::size_t>(kCount));
+}
+
+TEST_F(RocketmqBroker, BatchSendsGetConsecutiveOffsets) {
+  std::string topic = freshTopic(4);
+  Producer producer(*client_, {});
+  std::map<std::int32_t, std::int64_t> expected;
+  for (int b = 0; b < 100; ++b) {
+    std::vector<OutgoingMessage> batch;
+    for (int i = 0; i < 10; ++i) batch.push_back(makeMessage(topic, b * 10 + i));
+    const std::int32_t queue = b % 4;
+    auto r = producer.sendBatch(batch, QueueSelection::queue("ferry-a", queue));
+    ASSERT_TRUE(r.isOk()) << "batch " << b << ": " << r.status().toString();
+    EXPECT_EQ(r->queueId, queue);
+    EXPECT_EQ(r->queueOffset, expected[queue]) << "batch " << b;
+    expected[queue] += 10;
+    EXPECT_EQ(std::count(r->msgId.begin(), r->msgId.end(), ','), 9);
+  }
+}
+
+TEST(RocketmqBrokerErrors, UnknownNameServerFailsQuicklyWithUnavailable) {
+  ClientOptions o;
+  o.namesrvAddrs = "127.0.0.1:1";
+  auto c = RocketmqClient::create(o);
+  ASSERT_TRUE(c.isOk());
+  auto start = std::chrono::steady_clock::now();
+  auto r = (*c)->queryRoute("ferry-smoke");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().toString();
+  EXPECT_NE(r.status().message().find("127.0.0.1:1"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+}  // namespace
+}  // namespace ferry::rocketmq
