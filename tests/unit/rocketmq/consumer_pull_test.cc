@@ -1,0 +1,489 @@
+// PullConsumer against a scripted NameServer + broker (one peer): pull FOUND decoded, NO_NEW_MSG
+// repull, OFFSET_MOVED, tag re-filter, heartbeat content, NOTIFY-triggered rebalance with the
+// listener, commits (code 15), unregister on close, and the allocation function. No sleeps: every
+// wait is on a condition variable or a blocking poll().
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "backbone/rocketmq/client.h"
+#include "backbone/rocketmq/consumer.h"
+#include "client_test_peer.h"
+#include "codec_test_util.h"
+
+namespace ferry::rocketmq {
+namespace {
+
+using testing::PeerConnection;
+using testing::ScriptedPeer;
+using PullResponder = std::function<void(PeerConnection&, const RemotingCommand&)>;
+
+constexpr const char* kTopic = "orders";
+constexpr const char* kBroker = "fake-a";
+
+struct FakeBroker {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<PeerConnection> conn;
+  int queues = 1;
+  std::vector<std::string> members;
+  std::map<std::int32_t, std::int64_t> committed;  // answered by QUERY_CONSUMER_OFFSET
+  std::int64_t minOffset = 0;
+  std::int64_t maxOffset = 0;
+  std::map<std::int32_t, std::deque<PullResponder>> pullScript;  // empty: hold the pull
+  std::vector<RemotingCommand> heartbeats, pulls, commits, lists, unregisters, offsetCalls;
+  std::unique_ptr<ScriptedPeer> peer;
+
+  FakeBroker() {
+    peer = std::make_unique<ScriptedPeer>([this](PeerConnection& c, const RemotingCommand& r) {
+      std::lock_guard lock(mu);
+      conn = c;
+      handle(c, r);
+      cv.notify_all();
+    });
+  }
+
+  void handle(PeerConnection& c, const RemotingCommand& r) {
+    const std::string self = peer->address();
+    switch (r.code) {
+      case kCodeGetRouteInfoByTopic:
+        c.reply(r, 0,
+                R"({"brokerDatas":[{"brokerAddrs":{0:")" + self + R"("},"brokerName":")" +
+                    kBroker + R"(","cluster":"fake"}],"queueDatas":[{"brokerName":")" + kBroker +
+                    R"(","perm":6,"readQueueNums":)" + std::to_string(queues) +
+                    R"(,"writeQueueNums":)" + std::to_string(queues) + "}]}");
+        return;
+      case kCodeHeartBeat:
+        heartbeats.push_back(r);
+        c.reply(r, 0);
+        return;
+      case kCodeGetConsumerListByGroup: {
+        lists.push_back(r);
+        if (members.empty()) {
+          c.reply(r, 1);
+          return;
+        }
+        nlohmann::json body = {{"consumerIdList", members}};
+        c.reply(r, 0, body.dump());
+        return;
+      }
+      case kCodeQueryConsumerOffset: {
+        offsetCalls.push_back(r);
+        auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(-1));
+        if (auto it = committed.find(q); it != committed.end()) {
+          c.reply(r, 0, {}, {{"offset", std::to_string(it->second)}});
+        } else {
+          c.reply(r, kRespQueryNotFound);
+        }
+        return;
+      }
+      case kCodeGetMinOffset:
+        offsetCalls.push_back(r);
+        c.reply(r, 0, {}, {{"offset", std::to_string(minOffset)}});
+        return;
+      case kCodeGetMaxOffset:
+        offsetCalls.push_back(r);
+        c.reply(r, 0, {}, {{"offset", std::to_string(maxOffset)}});
+        return;
+      case kCodePullMessage: {
+        pulls.push_back(r);
+        auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(-1));
+        auto& script = pullScript[q];
+        if (!script.empty()) {
+          auto fn = std::move(script.front());
+          script.pop_front();
+          fn(c, r);
+        }
+        return;  // else held: a long poll with nothing new
+      }
+      case kCodeUpdateConsumerOffset:
+        commits.push_back(r);
+        c.reply(r, r.extInt("queueId").value_or(0) == 9 ? 26 : 0);
+        return;
+      case kCodeUnregisterClient:
+        unregisters.push_back(r);
+        c.reply(r, 0);
+        return;
+      default:
+        c.reply(r, 3);
+    }
+  }
+
+  template <typename Pred>
+  bool waitFor(Pred pred) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), pred);
+  }
+
+  // Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) over the client's connection.
+  void notifyIdsChanged(const std::string& group) {
+    std::lock_guard lock(mu);
+    ASSERT_TRUE(conn.has_value());
+    RemotingCommand n;
+    n.code = kCodeNotifyConsumerIdsChanged;
+    n.flag = kFlagOneway;
+    n.opaque = 4242;
+    n.extFields["consumerGroup"] = group;
+    conn->send(n);
+  }
+};
+
+std::string storedMessage(std::int32_t queueId, std::int64_t offset, const std::string& body,
+                          std::map<std::string, std::string> props) {
+  testing::StoredSpec s;
+  s.topic = kTopic;
+  s.queueId = queueId;
+  s.queueOffset = offset;
+  s.physicalOffset = 1000 + offset * 100;
+  s.body = body;
+  s.bodyCrc = bodyCrc(body);
+  s.properties = encodeProperties(props);
+  return testing::storedRecord(s);
+}
+
+PullResponder found(std::string body, std::int64_t next) {
+  return [body = std::move(body), next](PeerConnection& c, const RemotingCommand& r) {
+    c.reply(r, 0, body,
+            {{"nextBeginOffset", std::to_string(next)},
+             {"minOffset", "0"},
+             {"maxOffset", std::to_string(next)},
+             {"suggestWhichBrokerId", "0"}});
+  };
+}
+
+PullResponder status(std::int32_t code, std::int64_t next) {
+  return [code, next](PeerConnection& c, const RemotingCommand& r) {
+    c.reply(r, code, {},
+            {{"nextBeginOffset", std::to_string(next)},
+             {"minOffset", "0"},
+             {"maxOffset", std::to_string(next)},
+             {"suggestWhichBrokerId", "0"}});
+  };
+}
+
+std::unique_ptr<RocketmqClient> clientFor(const std::string& ns, const std::string& id) {
+  ClientOptions o;
+  o.namesrvAddrs = ns;
+  o.clientId = id;
+  o.routeRefreshMs = 0;
+  auto c = RocketmqClient::create(o);
+  EXPECT_TRUE(c.isOk());
+  return std::move(c).value();
+}
+
+ConsumerOptions options(const std::string& expression = "*") {
+  ConsumerOptions o;
+  o.group = "g1";
+  o.subscriptions = {{kTopic, expression}};
+  o.fromWhere = ConsumeFromWhere::kFirstOffset;
+  o.heartbeatIntervalMs = 3600000;  // only the start heartbeat and explicit triggers
+  o.rebalanceIntervalMs = 3600000;
+  return o;
+}
+
+std::vector<PulledMessage> pollAtLeast(PullConsumer& c, std::size_t n) {
+  std::vector<PulledMessage> all;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (all.size() < n && std::chrono::steady_clock::now() < deadline) {
+    auto r = c.poll(100, std::chrono::milliseconds(200));
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    if (!r.isOk()) break;
+    for (auto& m : *r) all.push_back(std::move(m));
+  }
+  return all;
+}
+
+const std::string kMe = "127.0.0.1@consumer-a";
+
+TEST(RocketmqConsumer, PullFoundIsDecodedAndRequestCarriesTheHeader) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  const std::string body0("bin\0ary", 7);
+  fake.pullScript[0].push_back(
+      found(storedMessage(0, 0, body0, {{"TAGS", "TagA"}, {"KEYS", "k0"}, {"color", "red"}}) +
+                storedMessage(0, 1, "second", {{"TAGS", "TagB"}}),
+            2));
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+
+  auto msgs = pollAtLeast(consumer, 2);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].brokerName, kBroker);
+  EXPECT_EQ(msgs[0].message.topic, kTopic);
+  EXPECT_EQ(msgs[0].message.body, body0);
+  EXPECT_EQ(msgs[0].message.queueOffset, 0);
+  EXPECT_EQ(msgs[0].message.properties.at("KEYS"), "k0");
+  EXPECT_EQ(msgs[0].message.properties.at("color"), "red");
+  EXPECT_EQ(msgs[1].message.body, "second");
+  EXPECT_EQ(msgs[1].message.queueOffset, 1);
+  EXPECT_EQ(msgs[1].queue(), (MessageQueue{kTopic, kBroker, 0}));
+  std::vector<MessageQueue> expected{{kTopic, kBroker, 0}};
+  EXPECT_EQ(consumer.assignment(), expected);
+
+  // The next pull continues at nextBeginOffset.
+  ASSERT_TRUE(fake.waitFor([&] { return fake.pulls.size() >= 2; }));
+  std::lock_guard lock(fake.mu);
+  const RemotingCommand& p = fake.pulls[0];
+  EXPECT_EQ(p.ext("consumerGroup"), std::optional<std::string>("g1"));
+  EXPECT_EQ(p.ext("topic"), std::optional<std::string>(kTopic));
+  EXPECT_EQ(p.ext("queueId"), std::optional<std::string>("0"));
+  EXPECT_EQ(p.ext("queueOffset"), std::optional<std::string>("0"));
+  EXPECT_EQ(p.ext("maxMsgNums"), std::optional<std::string>("32"));
+  EXPECT_EQ(p.extInt("sysFlag"), std::optional<std::int64_t>(kPullFlagSuspend |
+                                                             kPullFlagSubscription));
+  EXPECT_EQ(p.ext("commitOffset"), std::optional<std::string>("0"));
+  EXPECT_EQ(p.ext("suspendTimeoutMillis"), std::optional<std::string>("15000"));
+  EXPECT_EQ(p.ext("subscription"), std::optional<std::string>("*"));
+  EXPECT_EQ(p.ext("expressionType"), std::optional<std::string>("TAG"));
+  EXPECT_EQ(p.ext("bname"), std::optional<std::string>(kBroker));
+  EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("2"));
+  // Start offset: QUERY_CONSUMER_OFFSET said 22, FIRST_OFFSET asked GET_MIN_OFFSET.
+  ASSERT_GE(fake.offsetCalls.size(), 2u);
+  EXPECT_EQ(fake.offsetCalls[0].code, kCodeQueryConsumerOffset);
+  EXPECT_EQ(fake.offsetCalls[0].ext("consumerGroup"), std::optional<std::string>("g1"));
+  EXPECT_EQ(fake.offsetCalls[1].code, kCodeGetMinOffset);
+}
+
+TEST(RocketmqConsumer, NoNewMessageRepullsAtTheSameOffset) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  fake.pullScript[0].push_back(status(kRespPullNotFound, 0));
+  fake.pullScript[0].push_back(status(kRespPullRetryImmediately, 0));
+  fake.pullScript[0].push_back(found(storedMessage(0, 0, "late", {}), 1));
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  auto msgs = pollAtLeast(consumer, 1);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].message.body, "late");
+  ASSERT_TRUE(fake.waitFor([&] { return fake.pulls.size() >= 4; }));
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.pulls[0].ext("queueOffset"), std::optional<std::string>("0"));
+  EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("0"));
+  EXPECT_EQ(fake.pulls[2].ext("queueOffset"), std::optional<std::string>("0"));
+  EXPECT_EQ(fake.pulls[3].ext("queueOffset"), std::optional<std::string>("1"));
+}
+
+TEST(RocketmqConsumer, CommittedOffsetThenOffsetMovedAdoptsNextBeginOffset) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  fake.committed[0] = 5;
+  fake.pullScript[0].push_back(status(kRespPullOffsetMoved, 100));
+  fake.pullScript[0].push_back(found(storedMessage(0, 100, "hundred", {}), 101));
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  auto msgs = pollAtLeast(consumer, 1);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].message.queueOffset, 100);
+  ASSERT_TRUE(fake.waitFor([&] { return fake.pulls.size() >= 3; }));
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.pulls[0].ext("queueOffset"), std::optional<std::string>("5"));
+  EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("100"));
+  EXPECT_EQ(fake.pulls[2].ext("queueOffset"), std::optional<std::string>("101"));
+  // A committed offset exists: no GET_MIN/MAX_OFFSET.
+  ASSERT_EQ(fake.offsetCalls.size(), 1u);
+  EXPECT_EQ(fake.offsetCalls[0].code, kCodeQueryConsumerOffset);
+}
+
+TEST(RocketmqConsumer, TagsAreReFilteredOnTheClient) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  // The broker filters by hash only; pretend TagB and an untagged message slipped through.
+  fake.pullScript[0].push_back(found(storedMessage(0, 0, "a", {{"TAGS", "TagA"}}) +
+                                         storedMessage(0, 1, "b", {{"TAGS", "TagB"}}) +
+                                         storedMessage(0, 2, "none", {}) +
+                                         storedMessage(0, 3, "c", {{"TAGS", "TagC"}}),
+                                     4));
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options("TagA || TagC"));
+  ASSERT_TRUE(consumer.start().isOk());
+  auto msgs = pollAtLeast(consumer, 2);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[0].message.body, "a");
+  EXPECT_EQ(msgs[1].message.body, "c");
+  ASSERT_TRUE(fake.waitFor([&] { return fake.pulls.size() >= 2; }));
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.pulls[0].ext("subscription"), std::optional<std::string>("TagA || TagC"));
+  EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("4"));
+}
+
+TEST(RocketmqConsumer, HeartbeatCarriesConsumerDataAndCloseUnregisters) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  auto client = clientFor(fake.peer->address(), kMe);
+  auto consumer = std::make_unique<PullConsumer>(*client, options("TagA || TagB"));
+  ASSERT_TRUE(consumer->start().isOk());
+  {
+    std::lock_guard lock(fake.mu);
+    ASSERT_EQ(fake.heartbeats.size(), 1u);
+    auto hb = nlohmann::json::parse(fake.heartbeats[0].body);
+    EXPECT_EQ(hb["clientID"], kMe);
+    EXPECT_EQ(hb["heartbeatFingerprint"], 0);
+    EXPECT_EQ(hb["producerDataSet"].size(), 0u);
+    ASSERT_EQ(hb["consumerDataSet"].size(), 1u);
+    const auto& cd = hb["consumerDataSet"][0];
+    EXPECT_EQ(cd["groupName"], "g1");
+    EXPECT_EQ(cd["consumeType"], "CONSUME_ACTIVELY");
+    EXPECT_EQ(cd["messageModel"], "CLUSTERING");
+    EXPECT_EQ(cd["consumeFromWhere"], "CONSUME_FROM_FIRST_OFFSET");
+    EXPECT_EQ(cd["unitMode"], false);
+    ASSERT_EQ(cd["subscriptionDataSet"].size(), 1u);
+    const auto& sd = cd["subscriptionDataSet"][0];
+    EXPECT_EQ(sd["topic"], kTopic);
+    EXPECT_EQ(sd["subString"], "TagA || TagB");
+    EXPECT_EQ(sd["tagsSet"], nlohmann::json::array({"TagA", "TagB"}));
+    EXPECT_EQ(sd["codeSet"], nlohmann::json::array({2598919, 2598920}));
+    EXPECT_EQ(sd["expressionType"], "TAG");
+    EXPECT_EQ(sd["classFilterMode"], false);
+    EXPECT_GT(sd["subVersion"].get<std::int64_t>(), 0);
+  }
+  consumer->close();
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.unregisters.size(), 1u);
+  EXPECT_EQ(fake.unregisters[0].ext("clientID"), std::optional<std::string>(kMe));
+  EXPECT_EQ(fake.unregisters[0].ext("consumerGroup"), std::optional<std::string>("g1"));
+  EXPECT_EQ(consumer->poll(1, std::chrono::milliseconds(0)).status().code(),
+            StatusCode::kCancelled);
+}
+
+struct RecordingListener : RebalanceListener {
+  PullConsumer* consumer = nullptr;
+  std::vector<std::vector<MessageQueue>> revoked, assigned;
+  Status commitStatus;
+  void onRevoked(const std::vector<MessageQueue>& qs) override {
+    revoked.push_back(qs);
+    std::map<MessageQueue, std::int64_t> offsets;
+    for (const auto& q : qs) offsets[q] = 7;
+    commitStatus = consumer->commit(offsets);  // commit-then-drop from inside poll()
+  }
+  void onAssigned(const std::vector<MessageQueue>& qs) override { assigned.push_back(qs); }
+};
+
+TEST(RocketmqConsumer, NotifyTriggersRebalanceAndListenerRevokesFirst) {
+  FakeBroker fake;
+  fake.queues = 4;
+  fake.members = {kMe};
+  auto client = clientFor(fake.peer->address(), kMe);
+  RecordingListener listener;
+  PullConsumer consumer(*client, options(), &listener);
+  listener.consumer = &consumer;
+  ASSERT_TRUE(consumer.start().isOk());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (consumer.assignment().size() != 4 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(consumer.poll(10, std::chrono::milliseconds(100)).isOk());
+  }
+  ASSERT_EQ(consumer.assignment().size(), 4u);
+  ASSERT_EQ(listener.assigned.size(), 1u);
+  EXPECT_EQ(listener.assigned[0].size(), 4u);
+  {
+    std::lock_guard lock(fake.mu);
+    fake.members = {"127.0.0.1@consumer-b", kMe};  // sorted: a before b
+    EXPECT_EQ(fake.lists.size(), 1u);
+  }
+  fake.notifyIdsChanged("g1");
+  while (consumer.assignment().size() != 2 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(consumer.poll(10, std::chrono::milliseconds(100)).isOk());
+  }
+  std::vector<MessageQueue> mine{{kTopic, kBroker, 0}, {kTopic, kBroker, 1}};
+  EXPECT_EQ(consumer.assignment(), mine);
+  ASSERT_EQ(listener.revoked.size(), 1u);
+  std::vector<MessageQueue> gone{{kTopic, kBroker, 2}, {kTopic, kBroker, 3}};
+  EXPECT_EQ(listener.revoked[0], gone);
+  EXPECT_TRUE(listener.commitStatus.isOk()) << listener.commitStatus.toString();
+  EXPECT_EQ(listener.assigned.size(), 1u);  // nothing new to assign
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.lists.size(), 2u);
+  EXPECT_EQ(fake.commits.size(), 2u);
+  EXPECT_EQ(fake.heartbeats.size(), 1u);
+}
+
+TEST(RocketmqConsumer, CommitSendsUpdateConsumerOffsetAndReportsFailures) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  Status s = consumer.commit({{{kTopic, kBroker, 0}, 42}, {{kTopic, kBroker, 1}, 7}});
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  {
+    std::lock_guard lock(fake.mu);
+    ASSERT_EQ(fake.commits.size(), 2u);
+    std::map<std::string, std::string> byQueue;
+    for (const auto& c : fake.commits) {
+      EXPECT_EQ(c.code, kCodeUpdateConsumerOffset);
+      EXPECT_EQ(c.ext("consumerGroup"), std::optional<std::string>("g1"));
+      EXPECT_EQ(c.ext("topic"), std::optional<std::string>(kTopic));
+      byQueue[c.ext("queueId").value_or("?")] = c.ext("commitOffset").value_or("?");
+    }
+    EXPECT_EQ(byQueue["0"], "42");
+    EXPECT_EQ(byQueue["1"], "7");
+  }
+  // The fake answers 26 SUBSCRIPTION_GROUP_NOT_EXIST for queue 9.
+  Status bad = consumer.commit({{{kTopic, kBroker, 9}, 1}});
+  EXPECT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("26"), std::string::npos) << bad.toString();
+  EXPECT_EQ(consumer.commit({{{kTopic, "no-such-broker", 0}, 1}}).isOk(), false);
+}
+
+TEST(RocketmqConsumer, SeekRestartsThePullAtTheNewOffset) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  // poll() applies the assignment; then the first pull (at 0) is held by the fake.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (consumer.assignment().empty() && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(consumer.poll(1, std::chrono::milliseconds(100)).isOk());
+  }
+  ASSERT_TRUE(fake.waitFor([&] { return fake.pulls.size() >= 1; }));
+  {
+    std::lock_guard lock(fake.mu);
+    fake.pullScript[0].push_back(found(storedMessage(0, 50, "fifty", {}), 51));
+  }
+  EXPECT_FALSE(consumer.seek({kTopic, kBroker, 3}, 1).isOk());  // not assigned
+  ASSERT_TRUE(consumer.seek({kTopic, kBroker, 0}, 50).isOk());
+  // The held pull is still outstanding; the broker answers it now (stale epoch -> discarded).
+  {
+    std::lock_guard lock(fake.mu);
+    fake.conn->reply(fake.pulls[0], kRespPullNotFound, {}, {{"nextBeginOffset", "0"}});
+  }
+  auto msgs = pollAtLeast(consumer, 1);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].message.queueOffset, 50);
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("50"));
+}
+
+TEST(RocketmqConsumerAllocation, AveragelyLikeJava) {
+  std::vector<MessageQueue> all;
+  for (int i = 7; i >= 0; --i) all.push_back({"t", "b", i});
+  std::vector<std::string> members{"c", "a", "b"};
+  auto a = allocateQueues("a", members, all);
+  auto b = allocateQueues("b", members, all);
+  auto c = allocateQueues("c", members, all);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(a[0].queueId, 0);
+  EXPECT_EQ(b[0].queueId, 3);
+  EXPECT_EQ(c[1].queueId, 7);
+  EXPECT_TRUE(allocateQueues("x", members, all).empty());
+  // Two brokers: sorted by (topic, brokerName, queueId).
+  std::vector<MessageQueue> two{{"t", "b2", 0}, {"t", "b1", 1}, {"t", "b1", 0}, {"t", "b2", 1}};
+  auto first = allocateQueues("a", {"a", "b"}, two);
+  std::vector<MessageQueue> expect{{"t", "b1", 0}, {"t", "b1", 1}};
+  EXPECT_EQ(first, expect);
+  EXPECT_EQ(parseTagExpression(" TagA ||TagB|| "), (std::vector<std::string>{"TagA", "TagB"}));
+  EXPECT_TRUE(parseTagExpression("*").empty());
+}
+
+}  // namespace
+}  // namespace ferry::rocketmq
