@@ -1,0 +1,20 @@
+# Builds tests/interop/java with Maven into the build tree (cmake -P script, run by a custom
+# command). Tries offline first (-o: the local repository already holds every artifact, no
+# network), then online. Arguments: -DMVN=<mvn> -DPOM=<pom.xml> -DOUT=<build dir> -DLOG=<log>.
+foreach(v MVN POM OUT LOG)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "build_java.cmake: ${v} not set")
+  endif()
+endforeach()
+set(args -q -B -f ${POM} package -DbuildDirectory=${OUT})
+execute_process(COMMAND ${MVN} -o ${args} RESULT_VARIABLE rc OUTPUT_FILE ${LOG} ERROR_FILE ${LOG})
+if(NOT rc EQUAL 0)
+  message(STATUS "interop: offline Maven build failed (artifacts missing?), retrying online")
+  execute_process(COMMAND ${MVN} ${args} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "interop: mvn package failed (exit ${rc})")
+  endif()
+endif()
+if(NOT EXISTS ${OUT}/ferry-rmq-interop.jar)
+  message(FATAL_ERROR "interop: ${OUT}/ferry-rmq-interop.jar missing after mvn")
+endif()
