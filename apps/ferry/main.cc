@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backbone/embedded/embedded.h"
+#include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/standalone_herder.h"
 #include "core/fs.h"
 #include "core/logging.h"
@@ -95,17 +96,28 @@ int runStandalone(int argc, char** argv) {
   auto statuses = store::openFileStatusStore(storeDir);
   if (!statuses.isOk()) return fail("status store: " + statuses.status().toString());
 
-  backbone::EmbeddedOptions bopts;
-  bopts.dir = worker.dataDir + "/backbone";
-  bopts.segmentBytes = worker.embeddedSegmentBytes;
-  bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
-  bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
-  bopts.retentionBytes = worker.embeddedRetentionBytes;
-  bopts.retentionMs = worker.embeddedRetentionMs;
-  bopts.defaultQueues = worker.defaultQueues;
-  auto bb = backbone::openEmbeddedBackbone(bopts);
-  if (!bb.isOk()) return fail("embedded backbone: " + bb.status().toString());
-  std::unique_ptr<backbone::Backbone> backbone = std::move(*bb);
+  std::unique_ptr<backbone::Backbone> backbone;
+  if (worker.backbone == "rocketmq") {
+    backbone::RocketmqBackboneOptions ropts;
+    ropts.namesrv = worker.rocketmqNamesrv;
+    ropts.cluster = worker.rocketmqCluster;
+    ropts.defaultQueues = worker.defaultQueues;
+    auto bb = backbone::openRocketmqBackbone(ropts);
+    if (!bb.isOk()) return fail("rocketmq backbone: " + bb.status().toString());
+    backbone = std::move(*bb);
+  } else {
+    backbone::EmbeddedOptions bopts;
+    bopts.dir = worker.dataDir + "/backbone";
+    bopts.segmentBytes = worker.embeddedSegmentBytes;
+    bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
+    bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
+    bopts.retentionBytes = worker.embeddedRetentionBytes;
+    bopts.retentionMs = worker.embeddedRetentionMs;
+    bopts.defaultQueues = worker.defaultQueues;
+    auto bb = backbone::openEmbeddedBackbone(bopts);
+    if (!bb.isOk()) return fail("embedded backbone: " + bb.status().toString());
+    backbone = std::move(*bb);
+  }
 
   runtime::PluginRegistry registry;
   if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());

@@ -202,6 +202,8 @@ class SourceRunner final : public TaskRunner {
     std::size_t bytes = 0;
     int state = 0;  // 0 in flight, 1 safe, 2 failed
     Status error;
+    backbone::Message message;  // what was sent, kept for a resend after a retriable failure
+    int attempts = 0;
   };
 
   Status run() override {
@@ -322,11 +324,17 @@ class SourceRunner final : public TaskRunner {
     {
       std::lock_guard lock(mu_);
       seq = headSeq_ + pending_.size();
-      pending_.push_back(Pending{std::move(record), bytes, 0, {}});
+      pending_.push_back(Pending{std::move(record), bytes, 0, {}, m, 1});
     }
     metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
     metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
     metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    sendTracked(std::move(m), seq);
+    return Status::ok();
+  }
+
+  // Sends `m` for the pending entry `seq`; its callback marks the entry safe or failed.
+  void sendTracked(backbone::Message m, std::uint64_t seq) {
     Status s = producer_->send(std::move(m), [this, seq](const Status& st, std::int32_t, std::int64_t) {
       {
         std::lock_guard lock(mu_);
@@ -342,7 +350,31 @@ class SourceRunner final : public TaskRunner {
       p.state = 2;
       p.error = s;
     }
-    return Status::ok();
+  }
+
+  // A send that failed with a retriable error (a timeout, a busy broker) is sent again, with
+  // backoff, until it succeeds or the task stops: the backbone is where records must get to, as
+  // a Kafka producer retries until delivery.timeout. Returns true when something was resent.
+  bool resendRetriable() {
+    std::vector<std::pair<std::uint64_t, backbone::Message>> again;
+    int attempts = 0;
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < pending_.size(); ++i) {
+        Pending& p = pending_[i];
+        if (p.state != 2 || !p.error.isRetriable()) continue;
+        p.state = 0;
+        attempts = std::max(attempts, p.attempts++);
+        again.emplace_back(headSeq_ + i, p.message);
+      }
+    }
+    if (again.empty()) return false;
+    metrics_.retries.fetch_add(again.size(), std::memory_order_relaxed);
+    core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error", env_.connector,
+                                  env_.taskId, again.size());
+    idleWait(std::min<std::int64_t>(100LL << std::min(attempts, 6), errors_->policy().retryDelayMaxMs));
+    for (auto& [seq, m] : again) sendTracked(std::move(m), seq);
+    return true;
   }
 
   Status trackDone(Record record, bool dropped) {
@@ -353,17 +385,31 @@ class SourceRunner final : public TaskRunner {
     slim.acknowledger = std::move(record.acknowledger);
     (void)dropped;
     std::lock_guard lock(mu_);
-    pending_.push_back(Pending{std::move(slim), 0, 1, {}});
+    pending_.push_back(Pending{std::move(slim), 0, 1, {}, {}, 0});
     metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
     return Status::ok();
   }
 
   // Moves the safe prefix of pending_ into the position buffer (poll order), telling the task.
   Status drainSafe() {
+    if (!stopping()) {
+      bool failedRetriable = false;
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& p : pending_)
+          if (p.state == 2 && p.error.isRetriable()) {
+            failedRetriable = true;
+            break;
+          }
+      }
+      if (failedRetriable) resendRetriable();
+    }
     std::deque<Pending> safe;
     {
       std::lock_guard lock(mu_);
-      while (!pending_.empty() && pending_.front().state != 0) {
+      // The safe prefix ends at the first record in flight or waiting for a resend.
+      while (!pending_.empty() && (pending_.front().state == 1 ||
+                                   (pending_.front().state == 2 && !pending_.front().error.isRetriable()))) {
         safe.push_back(std::move(pending_.front()));
         pending_.pop_front();
         ++headSeq_;

@@ -26,8 +26,13 @@ const ConfigDef& workerConfigDef() {
     d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
     d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
-             "The queue between source and sink tasks. Standalone: embedded (a durable local log).",
-             oneOf({"embedded"}));
+             "The queue between source and sink tasks: embedded (a durable local log in data.dir) or "
+             "rocketmq (topics and consumer groups in a RocketMQ cluster).",
+             oneOf({"embedded", "rocketmq"}));
+    d.define("backbone.rocketmq.namesrv", ConfigType::kString, "127.0.0.1:9876", Importance::kHigh,
+             "NameServer addresses of the rocketmq backbone (host:port;host:port).");
+    d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
+             "Cluster in which the rocketmq backbone creates topics (empty: every cluster).");
     d.define("backbone.embedded.segment.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kLow,
              "Size at which the embedded log rolls a new segment file.", atLeast(4096));
     d.define("backbone.embedded.fsync", ConfigType::kString, "interval", Importance::kMedium,
@@ -93,6 +98,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");
+  c.rocketmqNamesrv = p.getString("backbone.rocketmq.namesrv");
+  c.rocketmqCluster = p.getString("backbone.rocketmq.cluster");
   c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");

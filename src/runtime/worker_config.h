@@ -29,6 +29,8 @@ struct WorkerConfig {
   std::int64_t embeddedRetentionBytes = -1;
   std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
   std::int32_t defaultQueues = 4;
+  std::string rocketmqNamesrv = "127.0.0.1:9876";
+  std::string rocketmqCluster;
 
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;

@@ -61,6 +61,8 @@ class Worker:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([FERRY_BIN, "standalone", self.props, *self.connector_files],
                                      stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+        if self not in _started:
+            _started.append(self)
         log.close()
         t0 = time.time()
         def ready():
@@ -139,11 +141,23 @@ def tmpdir(prefix):
     return tempfile.mkdtemp(prefix=f"ferry-{prefix}-")
 
 
+_started = []  # every Worker started by this test, killed when the test ends
+
+
 def run(main):
-    """Runs a test's main(); prints a result line CTest shows; exit code 0 only on success."""
+    """Runs a test's main(); prints a result line CTest shows; exit code 0 only on success. A
+    worker left running by a failed test is killed, so it cannot disturb the next test."""
     try:
         main()
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)
+        for w in _started:
+            if w.proc and w.proc.poll() is None:
+                print(f"--- worker log tail ({w.log_path}):\n{w.tail_log(40)}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        for w in _started:
+            if w.proc and w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
     print("PASS")

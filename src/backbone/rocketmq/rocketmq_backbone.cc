@@ -1,0 +1,438 @@
+// The rocketmq backbone (see rocketmq_backbone.h).
+//
+// Mapping. A ferry queue number is the index of a RocketMQ MessageQueue in the topic's route,
+// ordered by (brokerName, queueId), so every worker maps alike. A ferry Message travels as a
+// RocketMQ message whose body is the value; the key, the headers and the timestamp ride in
+// properties (FERRY_KEY, FERRY_TS, FERRY_H_<name>), hex-encoded because the properties string
+// cannot carry arbitrary bytes. Keys also pick the queue (hash), as the routing hint does.
+#include "backbone/rocketmq/rocketmq_backbone.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "backbone/rocketmq/client.h"
+#include "backbone/rocketmq/consumer.h"
+#include "backbone/rocketmq/producer.h"
+#include "core/clock.h"
+#include "core/logging.h"
+
+namespace ferry::backbone {
+namespace {
+
+using rocketmq::MessageQueue;
+
+constexpr const char* kKeyProp = "FERRY_KEY";
+constexpr const char* kTsProp = "FERRY_TS";
+constexpr const char* kHeaderPrefix = "FERRY_H_";
+
+std::string hex(std::string_view in) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  out.reserve(in.size() * 2 + 1);
+  out.push_back('x');  // never empty (empty property values do not survive), even for ""
+  for (unsigned char c : in) {
+    out.push_back(d[c >> 4]);
+    out.push_back(d[c & 15]);
+  }
+  return out;
+}
+
+std::optional<std::string> unhex(std::string_view in) {
+  if (in.empty() || in[0] != 'x' || (in.size() - 1) % 2) return std::nullopt;
+  auto v = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 1; i + 1 < in.size(); i += 2) {
+    int a = v(in[i]), b = v(in[i + 1]);
+    if (a < 0 || b < 0) return std::nullopt;
+    out.push_back(static_cast<char>(a * 16 + b));
+  }
+  return out;
+}
+
+bool safeHeaderName(const std::string& n) {
+  for (unsigned char c : n)
+    if (c == 1 || c == 2) return false;
+  return !n.empty();
+}
+
+class RocketmqBackbone;
+
+// Route cache keyed by topic: ferry queue index <-> MessageQueue.
+struct QueueMap {
+  std::vector<MessageQueue> queues;  // sorted (brokerName, queueId)
+};
+
+class RmqProducer final : public Producer {
+ public:
+  RmqProducer(RocketmqBackbone& b, rocketmq::RocketmqClient& client)
+      : b_(b), producer_(client), state_(std::make_shared<State>()) {}
+  ~RmqProducer() override { flush(std::chrono::seconds(10)).isOk(); }
+  Status send(Message m, SendCallback cb) override;
+  Status flush(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(state_->mu);
+    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->outstanding == 0; }))
+      return Status::timeout(std::to_string(state_->outstanding) + " message(s) not yet acknowledged by RocketMQ");
+    return Status::ok();
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::int64_t outstanding = 0;
+  };
+  RocketmqBackbone& b_;
+  rocketmq::Producer producer_;
+  std::shared_ptr<State> state_;
+};
+
+class RmqConsumer final : public Consumer, public rocketmq::RebalanceListener {
+ public:
+  RmqConsumer(RocketmqBackbone& b, rocketmq::RocketmqClient& client, std::string group, bool latest)
+      : b_(b), client_(client), group_(std::move(group)), latest_(latest) {}
+  ~RmqConsumer() override { close(); }
+  Status subscribe(const std::vector<std::string>& topics, backbone::RebalanceListener* listener) override;
+  Result<std::size_t> poll(std::vector<Message>& out, std::size_t maxMessages, std::chrono::milliseconds maxWait) override;
+  Status commit(const OffsetMap& offsets) override;
+  Status seek(const TopicQueue& queue, std::int64_t offset) override;
+  std::vector<TopicQueue> assignment() const override { return assignment_; }
+  void close() override {
+    if (consumer_) consumer_->close();
+    consumer_.reset();
+  }
+
+ private:
+  void onRevoked(const std::vector<MessageQueue>& queues) override;
+  void onAssigned(const std::vector<MessageQueue>& queues) override;
+  std::vector<TopicQueue> toFerry(const std::vector<MessageQueue>& queues);
+
+  RocketmqBackbone& b_;
+  rocketmq::RocketmqClient& client_;
+  const std::string group_;
+  const bool latest_;
+  backbone::RebalanceListener* listener_ = nullptr;
+  std::unique_ptr<rocketmq::PullConsumer> consumer_;
+  std::vector<TopicQueue> assignment_;
+};
+
+class RocketmqBackbone final : public Backbone, public Admin {
+ public:
+  RocketmqBackbone(RocketmqBackboneOptions o, std::unique_ptr<rocketmq::RocketmqClient> c)
+      : o_(std::move(o)), client_(std::move(c)) {}
+  ~RocketmqBackbone() override { close(); }
+
+  std::string kind() const override { return "rocketmq"; }
+  Result<std::unique_ptr<Producer>> createProducer(const StringMap&) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    return std::unique_ptr<Producer>(std::make_unique<RmqProducer>(*this, *client_));
+  }
+  Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group, const std::string&,
+                                                   const StringMap& overrides) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    auto it = overrides.find("auto.offset.reset");
+    const bool latest = it != overrides.end() && it->second == "latest";
+    // One PullConsumer per RocketmqClient (the NOTIFY handler is per client): each consumer gets
+    // its own client.
+    rocketmq::ClientOptions co;
+    co.namesrvAddrs = o_.namesrv;
+    co.requestTimeoutMs = o_.requestTimeoutMs;
+    co.instanceName = "ferry-" + std::to_string(::getpid()) + "-" + std::to_string(nextInstance_++);
+    FERRY_ASSIGN_OR_RETURN(auto client, rocketmq::RocketmqClient::create(co));
+    auto* raw = client.get();
+    {
+      std::lock_guard lock(mu_);
+      consumerClients_.push_back(std::move(client));
+    }
+    return std::unique_ptr<Consumer>(std::make_unique<RmqConsumer>(*this, *raw, rocketmqSafeName(group), latest));
+  }
+  Admin& admin() override { return *this; }
+  void close() override { closed_ = true; }
+
+  // ----- Admin
+  Status ensureTopic(const std::string& name, std::int32_t queues) override {
+    auto route = client_->queryRoute(rocketmqSafeName(name));
+    if (route.isOk() && !route->publishQueues().empty()) return Status::ok();
+    std::vector<std::string> where;
+    if (!o_.cluster.empty()) where.push_back(o_.cluster);
+    return client_->createTopic(rocketmqSafeName(name), queues, where);
+  }
+  Result<std::vector<TopicInfo>> listTopics() override {
+    return Status::unavailable("listing topics is not supported by the rocketmq backbone yet");
+  }
+  Result<TopicInfo> describeTopic(const std::string& name) override {
+    FERRY_ASSIGN_OR_RETURN(auto qm, queues(name));
+    return TopicInfo{name, static_cast<std::int32_t>(qm.queues.size())};
+  }
+  Result<OffsetMap> endOffsets(const std::string& topic) override { return brokerOffsets(topic, 30); }
+  Result<OffsetMap> startOffsets(const std::string& topic) override { return brokerOffsets(topic, 31); }
+  Result<OffsetMap> committedOffsets(const std::string& group) override {
+    OffsetMap out;
+    std::set<std::string> topics;
+    {
+      std::lock_guard lock(mu_);
+      topics = groupTopics_[rocketmqSafeName(group)];
+    }
+    for (const auto& t : topics) {
+      FERRY_ASSIGN_OR_RETURN(auto qm, queues(t));
+      for (std::size_t i = 0; i < qm.queues.size(); ++i) {
+        const auto& mq = qm.queues[i];
+        FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
+        rocketmq::RemotingCommand req;
+        req.code = rocketmq::kCodeQueryConsumerOffset;
+        req.extFields["consumerGroup"] = rocketmqSafeName(group);
+        req.extFields["topic"] = mq.topic;
+        req.extFields["queueId"] = std::to_string(mq.queueId);
+        FERRY_ASSIGN_OR_RETURN(auto resp, client_->invoke(addr, req));
+        if (resp.code == rocketmq::kRespQueryNotFound) continue;
+        FERRY_RETURN_IF_ERROR(rocketmq::responseStatus(resp, "committed offset of " + mq.toString()));
+        if (auto off = resp.extInt("offset")) out[TopicQueue{t, static_cast<std::int32_t>(i)}] = *off;
+      }
+    }
+    return out;
+  }
+  Status setCommittedOffsets(const std::string& group, const OffsetMap& offsets) override {
+    for (const auto& [tq, off] : offsets) {
+      FERRY_ASSIGN_OR_RETURN(auto mq, queueOf(tq));
+      FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
+      rocketmq::RemotingCommand req;
+      req.code = rocketmq::kCodeUpdateConsumerOffset;
+      req.extFields["consumerGroup"] = rocketmqSafeName(group);
+      req.extFields["topic"] = mq.topic;
+      req.extFields["queueId"] = std::to_string(mq.queueId);
+      req.extFields["commitOffset"] = std::to_string(off);
+      FERRY_ASSIGN_OR_RETURN(auto resp, client_->invoke(addr, req));
+      FERRY_RETURN_IF_ERROR(rocketmq::responseStatus(resp, "setting the offset of " + mq.toString()));
+      rememberGroupTopic(group, tq.topic);
+    }
+    if (offsets.empty())
+      return Status::unavailable("resetting a RocketMQ group's offsets is not supported yet; alter them instead");
+    return Status::ok();
+  }
+  Status deleteGroup(const std::string&) override {
+    return Status::unavailable("deleting a RocketMQ consumer group is not supported yet");
+  }
+
+  // ----- shared with producers and consumers
+  Result<QueueMap> queues(const std::string& topic, bool refresh = false) {
+    FERRY_ASSIGN_OR_RETURN(auto route, client_->queryRoute(rocketmqSafeName(topic), refresh));
+    QueueMap m;
+    m.queues = route.subscribeQueues();
+    std::sort(m.queues.begin(), m.queues.end());
+    if (m.queues.empty()) return Status::notFound("topic " + topic + " has no readable queue");
+    return m;
+  }
+  Result<MessageQueue> queueOf(const TopicQueue& tq) {
+    FERRY_ASSIGN_OR_RETURN(auto qm, queues(tq.topic));
+    if (tq.queue < 0 || static_cast<std::size_t>(tq.queue) >= qm.queues.size())
+      return Status::invalidArgument("topic " + tq.topic + " has no queue " + std::to_string(tq.queue));
+    return qm.queues[static_cast<std::size_t>(tq.queue)];
+  }
+  std::int32_t indexOf(const MessageQueue& mq) {
+    auto qm = queues(mq.topic);
+    if (!qm.isOk()) return -1;
+    auto it = std::lower_bound(qm->queues.begin(), qm->queues.end(), mq);
+    if (it == qm->queues.end() || !(*it == mq)) return -1;
+    return static_cast<std::int32_t>(it - qm->queues.begin());
+  }
+  void rememberGroupTopic(const std::string& group, const std::string& topic) {
+    std::lock_guard lock(mu_);
+    groupTopics_[rocketmqSafeName(group)].insert(topic);
+  }
+  bool closed() const { return closed_; }
+  Status ensureForSend(const std::string& topic) {
+    {
+      std::lock_guard lock(mu_);
+      if (known_.count(topic)) return Status::ok();
+    }
+    FERRY_RETURN_IF_ERROR(ensureTopic(topic, o_.defaultQueues));
+    std::lock_guard lock(mu_);
+    known_.insert(topic);
+    return Status::ok();
+  }
+
+ private:
+  Result<OffsetMap> brokerOffsets(const std::string& topic, std::int32_t code) {
+    FERRY_ASSIGN_OR_RETURN(auto qm, queues(topic));
+    OffsetMap out;
+    for (std::size_t i = 0; i < qm.queues.size(); ++i) {
+      const auto& mq = qm.queues[i];
+      FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
+      rocketmq::RemotingCommand req;
+      req.code = code;
+      req.extFields["topic"] = mq.topic;
+      req.extFields["queueId"] = std::to_string(mq.queueId);
+      FERRY_ASSIGN_OR_RETURN(auto resp, client_->invoke(addr, req));
+      FERRY_RETURN_IF_ERROR(rocketmq::responseStatus(resp, "offsets of " + mq.toString()));
+      if (auto off = resp.extInt("offset")) out[TopicQueue{topic, static_cast<std::int32_t>(i)}] = *off;
+    }
+    return out;
+  }
+
+  RocketmqBackboneOptions o_;
+  std::unique_ptr<rocketmq::RocketmqClient> client_;
+  std::atomic<bool> closed_{false};
+  std::atomic<int> nextInstance_{0};
+  std::mutex mu_;
+  std::vector<std::unique_ptr<rocketmq::RocketmqClient>> consumerClients_;
+  std::map<std::string, std::set<std::string>> groupTopics_;
+  std::set<std::string> known_;
+};
+
+Status RmqProducer::send(Message m, SendCallback cb) {
+  if (b_.closed()) return Status::unavailable("backbone closed");
+  FERRY_RETURN_IF_ERROR(b_.ensureForSend(m.topic));
+  rocketmq::OutgoingMessage out;
+  out.topic = rocketmqSafeName(m.topic);
+  out.body = m.value.str();
+  if (!m.key.isNull()) out.properties[kKeyProp] = hex(m.key.view());
+  out.properties[kTsProp] = std::to_string(m.timestampMs == 0 ? core::nowMs() : m.timestampMs);
+  for (const auto& h : m.headers) {
+    if (!safeHeaderName(h.key)) continue;
+    out.properties[kHeaderPrefix + h.key] = h.value.isNull() ? std::string("n") : hex(h.value.view());
+  }
+  rocketmq::QueueSelection sel = rocketmq::QueueSelection::roundRobin();
+  if (m.queue >= 0) {
+    FERRY_ASSIGN_OR_RETURN(auto mq, b_.queueOf(TopicQueue{m.topic, m.queue}));
+    sel = rocketmq::QueueSelection::queue(mq.brokerName, mq.queueId);
+  } else if (!m.key.isNull()) {
+    sel = rocketmq::QueueSelection::byKey(std::string(m.key.view()));
+  } else if (!m.routingHint.empty()) {
+    sel = rocketmq::QueueSelection::byKey(m.routingHint);
+  }
+  {
+    std::lock_guard lock(state_->mu);
+    ++state_->outstanding;
+  }
+  auto state = state_;
+  auto* b = &b_;
+  const std::string topic = m.topic;
+  producer_.sendAsync(std::move(out), sel, [state, b, topic, cb = std::move(cb)](Result<rocketmq::SendResult> r) {
+    if (cb) {
+      if (r.isOk()) {
+        const std::int32_t q = b->indexOf(MessageQueue{r->brokerName.empty() ? "" : rocketmqSafeName(topic),
+                                                       r->brokerName, r->queueId});
+        cb(Status::ok(), q, r->queueOffset);
+      } else {
+        cb(r.status(), -1, -1);
+      }
+    }
+    std::lock_guard lock(state->mu);
+    if (--state->outstanding == 0) state->cv.notify_all();
+  });
+  return Status::ok();
+}
+
+Status RmqConsumer::subscribe(const std::vector<std::string>& topics, backbone::RebalanceListener* listener) {
+  listener_ = listener;
+  rocketmq::ConsumerOptions co;
+  co.group = group_;
+  co.fromWhere = latest_ ? rocketmq::ConsumeFromWhere::kLastOffset : rocketmq::ConsumeFromWhere::kFirstOffset;
+  co.longPollingSuspendMs = 1000;  // poll() waits at most its maxWait anyway
+  co.pullTimeoutMs = 5000;
+  co.rebalanceIntervalMs = 5000;
+  for (const auto& t : topics) {
+    co.subscriptions.push_back(rocketmq::Subscription{rocketmqSafeName(t), "*"});
+    b_.rememberGroupTopic(group_, t);
+  }
+  consumer_ = std::make_unique<rocketmq::PullConsumer>(client_, co, this);
+  return consumer_->start();
+}
+
+std::vector<TopicQueue> RmqConsumer::toFerry(const std::vector<MessageQueue>& queues) {
+  std::vector<TopicQueue> out;
+  for (const auto& mq : queues) {
+    const std::int32_t i = b_.indexOf(mq);
+    if (i >= 0) out.push_back(TopicQueue{mq.topic, i});
+  }
+  return out;
+}
+
+void RmqConsumer::onRevoked(const std::vector<MessageQueue>& queues) {
+  auto tqs = toFerry(queues);
+  if (listener_ && !tqs.empty()) listener_->onRevoked(tqs);
+  for (const auto& tq : tqs) std::erase(assignment_, tq);
+}
+
+void RmqConsumer::onAssigned(const std::vector<MessageQueue>& queues) {
+  auto tqs = toFerry(queues);
+  assignment_.insert(assignment_.end(), tqs.begin(), tqs.end());
+  if (listener_ && !tqs.empty()) listener_->onAssigned(tqs);
+}
+
+Result<std::size_t> RmqConsumer::poll(std::vector<Message>& out, std::size_t maxMessages,
+                                      std::chrono::milliseconds maxWait) {
+  if (!consumer_) return Status::failedPrecondition("subscribe first");
+  FERRY_ASSIGN_OR_RETURN(auto pulled, consumer_->poll(maxMessages, maxWait));
+  for (auto& p : pulled) {
+    Message m;
+    m.topic = p.message.topic;
+    m.queue = b_.indexOf(p.queue());
+    m.offset = p.message.queueOffset;
+    m.value = Bytes(std::move(p.message.body));
+    m.timestampMs = p.message.bornTimestamp;
+    for (auto& [k, v] : p.message.properties) {
+      if (k == kKeyProp) {
+        if (auto key = unhex(v)) m.key = Bytes(std::move(*key));
+      } else if (k == kTsProp) {
+        try {
+          m.timestampMs = std::stoll(v);
+        } catch (...) {
+        }
+      } else if (k.rfind(kHeaderPrefix, 0) == 0) {
+        auto val = v == "n" ? std::optional<std::string>() : unhex(v);
+        m.headers.add(k.substr(std::string(kHeaderPrefix).size()), val ? Bytes(std::move(*val)) : Bytes());
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return pulled.size();
+}
+
+Status RmqConsumer::commit(const OffsetMap& offsets) {
+  if (!consumer_) return Status::failedPrecondition("subscribe first");
+  std::map<MessageQueue, std::int64_t> mqs;
+  for (const auto& [tq, off] : offsets) {
+    FERRY_ASSIGN_OR_RETURN(auto mq, b_.queueOf(tq));
+    mqs[mq] = off;
+  }
+  return consumer_->commit(mqs);
+}
+
+Status RmqConsumer::seek(const TopicQueue& queue, std::int64_t offset) {
+  if (!consumer_) return Status::failedPrecondition("subscribe first");
+  FERRY_ASSIGN_OR_RETURN(auto mq, b_.queueOf(queue));
+  return consumer_->seek(mq, offset);
+}
+
+}  // namespace
+
+std::string rocketmqSafeName(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '%' || c == '|' || c == '_' || c == '-')) c = '_';
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Backbone>> openRocketmqBackbone(const RocketmqBackboneOptions& options) {
+  rocketmq::ClientOptions co;
+  co.namesrvAddrs = options.namesrv;
+  co.requestTimeoutMs = options.requestTimeoutMs;
+  FERRY_ASSIGN_OR_RETURN(auto client, rocketmq::RocketmqClient::create(co));
+  // Fail early and clearly when no NameServer answers.
+  auto info = client->clusterInfo();
+  if (!info.isOk())
+    return Status::unavailable("rocketmq backbone: NameServer " + options.namesrv + " does not answer: " +
+                               info.status().message());
+  return std::unique_ptr<Backbone>(std::make_unique<RocketmqBackbone>(options, std::move(client)));
+}
+
+}  // namespace ferry::backbone
