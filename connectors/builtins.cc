@@ -7,6 +7,8 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/log/log_sink.h"
+#include "connectors/rocketmq/rocketmq_sink.h"
+#include "connectors/rocketmq/rocketmq_source.h"
 #include "ferry/connector.h"
 
 namespace ferry::connectors {
@@ -19,6 +21,8 @@ constexpr const char* kFileSinkAliases[] = {"org.apache.kafka.connect.file.FileS
 constexpr const char* kDatagenAliases[] = {"datagen", nullptr};
 constexpr const char* kLogAliases[] = {"log", "stdout", "StdoutSink", nullptr};
 constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
+constexpr const char* kRocketMQSourceAliases[] = {"rocketmq-source", nullptr};
+constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
 
 constexpr PluginEntry kEntries[] = {
     {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
@@ -36,6 +40,12 @@ constexpr PluginEntry kEntries[] = {
     {"BlackholeSink", kBlackholeAliases, PluginKind::kSinkConnector, kVersion,
      "Drops every record, counting records and bytes (benchmarks)",
      &pluginCreate<BlackholeSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"RocketMQSource", kRocketMQSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Reads RocketMQ topics (pull consumer group, offsets committed to the broker)",
+     &pluginCreate<RocketMQSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"RocketMQSink", kRocketMQSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Sends records to RocketMQ topics (async sends, acknowledged before commit)",
+     &pluginCreate<RocketMQSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
 };
 
 }  // namespace

@@ -20,7 +20,8 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   std::set<std::string> classes;
   for (std::size_t i = 0; i < d.entryCount; ++i) classes.insert(d.entries[i].className);
   EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
-                                            "LogSink", "BlackholeSink"}));
+                                            "LogSink", "BlackholeSink", "RocketMQSource",
+                                            "RocketMQSink"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {

@@ -1,0 +1,219 @@
+// RocketMQSink (see rocketmq_sink.h).
+#include "connectors/rocketmq/rocketmq_sink.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "backbone/rocketmq/client.h"
+#include "connectors/common.h"
+#include "core/logging.h"
+
+namespace ferry::connectors {
+namespace {
+
+std::atomic<std::uint64_t> gInstance{0};
+constexpr std::size_t kMaxBatchBytes = 1u << 20;
+
+}  // namespace
+
+const ConfigDef& RocketMQSinkConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("rocketmq.namesrv", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "NameServer addresses, 'host:port;host:port'.", validators::nonEmptyString());
+    d.define("rocketmq.topic", ConfigType::kString, "", Importance::kHigh,
+             "RocketMQ topic written to; empty means the record's topic.");
+    d.define("rocketmq.tag", ConfigType::kString, "", Importance::kMedium,
+             "Tag of every message (TAGS property); empty sends none.");
+    d.define("rocketmq.order", ConfigType::kString, "none", Importance::kMedium,
+             "'none': round-robin over queues; 'key': a hash of the record key picks the queue, "
+             "so records with one key stay in order.",
+             validators::oneOf({"none", "key"}));
+    d.define("rocketmq.producer.group", ConfigType::kString, "ferry_producer", Importance::kLow,
+             "Producer group sent with every message.");
+    d.define("rocketmq.request.timeout.ms", ConfigType::kLong, "3000", Importance::kLow,
+             "Timeout of one request (one send attempt).", validators::atLeast(100));
+    d.define("max.in.flight", ConfigType::kInt, "10000", Importance::kLow,
+             "Most messages outstanding at once; put() waits for room.", validators::atLeast(1));
+    d.define("batch.size", ConfigType::kInt, "128", Importance::kLow,
+             "Most messages per send (SEND_BATCH_MESSAGE); at most 1 MiB of bodies either way.",
+             validators::between(1, 1000));
+    return d;
+  }();
+  return def;
+}
+
+std::string RocketMQSinkConnector::version() const { return kVersion; }
+
+Status RocketMQSinkConnector::start(const StringMap& config, ConnectorContext& context) {
+  (void)context;
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(definition(), config, "RocketMQSink"));
+  (void)parsed;
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> RocketMQSinkConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)));
+}
+
+std::unique_ptr<SinkTask> RocketMQSinkConnector::createTask() {
+  return std::make_unique<RocketMQSinkTask>();
+}
+
+RocketMQSinkTask::RocketMQSinkTask() : log_(core::logger("rocketmq-sink")) {}
+
+RocketMQSinkTask::~RocketMQSinkTask() { stop(); }
+
+std::string RocketMQSinkTask::version() const { return kVersion; }
+
+Status RocketMQSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(RocketMQSinkConnector::definition(), config,
+                                                  "RocketMQSink task"));
+  stop();
+  options_.topic = parsed.getString("rocketmq.topic");
+  options_.tag = parsed.getString("rocketmq.tag");
+  orderByKey_ = parsed.getString("rocketmq.order") == "key";
+  maxInFlight_ = static_cast<std::size_t>(parsed.getInt("max.in.flight"));
+  batchSize_ = static_cast<std::size_t>(parsed.getInt("batch.size"));
+  rocketmq::ClientOptions co;
+  co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
+  co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
+  co.instanceName = "ferry-sink-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(gInstance.fetch_add(1));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
+  rocketmq::ProducerOptions po;
+  po.group = parsed.getString("rocketmq.producer.group");
+  producer_ = std::make_unique<rocketmq::Producer>(*client_, po);
+  shared_ = std::make_shared<Shared>();
+  log_->info("{} task {}: writing to RocketMQ at {}", context.connectorName(), context.taskId(),
+             co.namesrvAddrs);
+  return Status::ok();
+}
+
+void RocketMQSinkTask::send(Pending p) {
+  auto shared = shared_;
+  const std::size_t n = p.messages.size();
+  {
+    std::unique_lock lock(shared->mu);
+    shared->cv.wait(lock, [&] {
+      if (shared->inFlight > 0 && shared->inFlight + n > maxInFlight_) return false;
+      if (!orderByKey_) return true;
+      auto it = shared->keysInFlight.find(p.orderKey);
+      return it == shared->keysInFlight.end() || it->second == 0;
+    });
+    shared->inFlight += n;
+    if (orderByKey_) ++shared->keysInFlight[p.orderKey];
+  }
+  std::vector<rocketmq::OutgoingMessage> copy = p.messages;
+  const rocketmq::QueueSelection selection = p.selection;
+  const bool ordered = orderByKey_;
+  auto done = [shared, n, ordered, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
+    std::lock_guard lock(shared->mu);
+    if (ordered) {
+      auto it = shared->keysInFlight.find(p.orderKey);
+      if (it != shared->keysInFlight.end() && --it->second <= 0) shared->keysInFlight.erase(it);
+    }
+    if (!r.isOk()) {
+      const Status& s = r.status();
+      if (s.isRetriable()) {
+        if (shared->retry.empty()) shared->retryError = s;
+        shared->retry.push_back(std::move(p));
+      } else if (shared->fatal.isOk()) {
+        shared->fatal = s;
+      }
+    }
+    shared->inFlight -= n;
+    shared->cv.notify_all();
+  };
+  if (copy.size() == 1) {
+    producer_->sendAsync(std::move(copy.front()), selection, std::move(done));
+  } else {
+    producer_->sendBatchAsync(std::move(copy), selection, std::move(done));
+  }
+}
+
+Status RocketMQSinkTask::put(std::vector<Record>& records) {
+  if (!producer_) return Status::failedPrecondition("RocketMQSink: put() before start()");
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
+  }
+  // Open batches: by key (order=key) or one (order=none); a batch holds one target topic.
+  std::map<std::string, Pending> open;
+  std::map<std::string, std::size_t> openBytes;
+  auto close = [&](const std::string& id) {
+    auto it = open.find(id);
+    if (it == open.end()) return;
+    Pending p = std::move(it->second);
+    open.erase(it);
+    openBytes.erase(id);
+    send(std::move(p));
+  };
+  for (const Record& r : records) {
+    std::size_t skipped = 0;
+    rocketmq::OutgoingMessage m = rmq::messageFromRecord(r, options_, &skipped);
+    if (skipped > 0) {
+      if (skipped_ == 0)
+        log_->warn("RocketMQSink: a header or key the RocketMQ properties format cannot carry "
+                   "was left out (counted from now on)");
+      skipped_ += skipped;
+    }
+    const std::string key = orderByKey_ ? r.key.str() : std::string();
+    auto it = open.find(key);
+    if (it != open.end() &&
+        (it->second.messages.front().topic != m.topic || it->second.messages.size() >= batchSize_ ||
+         openBytes[key] + m.body.size() > kMaxBatchBytes)) {
+      close(key);
+      it = open.end();
+    }
+    if (it == open.end()) {
+      Pending p;
+      p.orderKey = key;
+      p.selection = orderByKey_ ? rocketmq::QueueSelection::byKey(key)
+                                : rocketmq::QueueSelection::roundRobin();
+      it = open.emplace(key, std::move(p)).first;
+    }
+    openBytes[key] += m.body.size() + 64;
+    it->second.messages.push_back(std::move(m));
+  }
+  while (!open.empty()) close(open.begin()->first);
+  return Status::ok();
+}
+
+void RocketMQSinkTask::waitIdle() {
+  std::unique_lock lock(shared_->mu);
+  shared_->cv.wait(lock, [&] { return shared_->inFlight == 0; });
+}
+
+Status RocketMQSinkTask::flush() {
+  if (!producer_) return Status::failedPrecondition("RocketMQSink: flush() before start()");
+  waitIdle();
+  std::vector<Pending> again;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
+    again.swap(shared_->retry);
+    shared_->retryError = Status::ok();
+  }
+  if (again.empty()) return Status::ok();
+  log_->info("RocketMQSink: sending {} messages again after retriable failures", again.size());
+  for (Pending& p : again) send(std::move(p));
+  waitIdle();
+  std::lock_guard lock(shared_->mu);
+  if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
+  if (!shared_->retry.empty())
+    return Status::retriable("RocketMQSink: " + std::to_string(shared_->retry.size()) +
+                             " sends failed: " + shared_->retryError.toString());
+  return Status::ok();
+}
+
+void RocketMQSinkTask::stop() {
+  if (producer_) {
+    waitIdle();  // the producer must outlive its pending sends
+    producer_.reset();
+  }
+  client_.reset();
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,182 @@
+// RocketMQSource (see rocketmq_source.h).
+#include "connectors/rocketmq/rocketmq_source.h"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "backbone/rocketmq/client.h"
+#include "connectors/common.h"
+#include "core/logging.h"
+
+namespace ferry::connectors {
+namespace {
+
+std::atomic<std::uint64_t> gInstance{0};
+
+}  // namespace
+
+const ConfigDef& RocketMQSourceConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("rocketmq.namesrv", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "NameServer addresses, 'host:port;host:port'.", validators::nonEmptyString());
+    d.define("rocketmq.topics", ConfigType::kList, std::nullopt, Importance::kHigh,
+             "RocketMQ topics to read.", validators::nonEmptyList());
+    d.define("rocketmq.tags", ConfigType::kString, "*", Importance::kMedium,
+             "Tag expression: '*' for every message, or 'TagA || TagB'.");
+    d.define("rocketmq.group", ConfigType::kString, "", Importance::kMedium,
+             "Consumer group shared by the tasks; empty means 'ferry-<connector name>'.");
+    d.define("rocketmq.from", ConfigType::kString, "last", Importance::kMedium,
+             "Where a queue the group never committed starts: 'first' or 'last'.",
+             validators::oneOf({"first", "last"}));
+    d.define("topic", ConfigType::kString, "", Importance::kMedium,
+             "Ferry topic of the records; empty means the RocketMQ topic's name.");
+    d.define("key.from", ConfigType::kString, "keys", Importance::kLow,
+             "Record key: 'keys' (the KEYS property) or 'none' (null).",
+             validators::oneOf({"keys", "none"}));
+    d.define("rocketmq.request.timeout.ms", ConfigType::kLong, "3000", Importance::kLow,
+             "Timeout of one request to a NameServer or broker.", validators::atLeast(100));
+    return d;
+  }();
+  return def;
+}
+
+std::string RocketMQSourceConnector::version() const { return kVersion; }
+
+Status RocketMQSourceConnector::start(const StringMap& config, ConnectorContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(definition(), config, "RocketMQSource"));
+  config_ = config;
+  if (parsed.getString("rocketmq.group").empty())
+    config_["rocketmq.group"] = rmq::safeName("ferry-" + context.connectorName());
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> RocketMQSourceConnector::taskConfigs(int maxTasks) {
+  // Every task joins the same group; the broker-side rebalance spreads the queues.
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SourceTask> RocketMQSourceConnector::createTask() {
+  return std::make_unique<RocketMQSourceTask>();
+}
+
+RocketMQSourceTask::RocketMQSourceTask() : log_(core::logger("rocketmq-source")) {}
+
+RocketMQSourceTask::~RocketMQSourceTask() { stop(); }
+
+std::string RocketMQSourceTask::version() const { return kVersion; }
+
+Status RocketMQSourceTask::start(const StringMap& config, SourceTaskContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(RocketMQSourceConnector::definition(), config,
+                                                  "RocketMQSource task"));
+  stop();
+  context_ = &context;
+  options_.targetTopic = parsed.getString("topic");
+  options_.keyFromKeys = parsed.getString("key.from") == "keys";
+  std::string group = parsed.getString("rocketmq.group");
+  if (group.empty()) group = rmq::safeName("ferry-" + context.connectorName());
+
+  rocketmq::ClientOptions co;
+  co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
+  co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
+  co.instanceName = "ferry-src-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(gInstance.fetch_add(1));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
+
+  rocketmq::ConsumerOptions opts;
+  opts.group = group;
+  const std::string tags = parsed.getString("rocketmq.tags");
+  std::string topics;
+  for (const std::string& t : parsed.getList("rocketmq.topics")) {
+    opts.subscriptions.push_back({t, tags.empty() ? "*" : tags});
+    topics += (topics.empty() ? "" : ",") + t;
+  }
+  opts.fromWhere = parsed.getString("rocketmq.from") == "first"
+                       ? rocketmq::ConsumeFromWhere::kFirstOffset
+                       : rocketmq::ConsumeFromWhere::kLastOffset;
+  consumer_ = std::make_unique<rocketmq::PullConsumer>(*client_, opts, this);
+  Status s = consumer_->start();
+  if (!s.isOk()) {
+    consumer_.reset();
+    client_.reset();
+    // An unknown topic may be created later; everything else is the broker being away.
+    return s.withContext("RocketMQSource: cannot start consumer of group " + group);
+  }
+  log_->info("{} task {}: consuming {} as group {}", context.connectorName(), context.taskId(),
+             topics, group);
+  return Status::ok();
+}
+
+Result<std::size_t> RocketMQSourceTask::poll(std::vector<Record>& out, std::size_t maxRecords,
+                                             std::chrono::milliseconds maxWait) {
+  if (!consumer_) return Status::failedPrecondition("RocketMQSource: poll() before start()");
+  FERRY_ASSIGN_OR_RETURN(auto messages, consumer_->poll(maxRecords, maxWait));
+  out.reserve(out.size() + messages.size());
+  for (const rocketmq::PulledMessage& m : messages)
+    out.push_back(rmq::recordFromMessage(m.message, m.brokerName, options_));
+  return messages.size();
+}
+
+void RocketMQSourceTask::commitRecord(const Record& record) {
+  auto queue = rmq::queueFromPartition(record.position.partition);
+  auto next = rmq::offsetFromPosition(record.position.offset);
+  if (!queue || !next) return;
+  std::int64_t& safe = safe_[*queue];
+  if (*next > safe) {
+    safe = *next;
+    dirty_ = true;
+  }
+}
+
+Status RocketMQSourceTask::commit() {
+  if (!consumer_ || !dirty_) return Status::ok();
+  Status s = consumer_->commit(safe_);
+  if (!s.isOk()) {
+    // The runtime keeps the positions too; the broker offset only decides where a fresh task
+    // without them resumes, so a failed commit is retried at the next commit.
+    log_->warn("RocketMQSource: committing offsets to the broker failed: {}", s.toString());
+    return Status::ok();
+  }
+  dirty_ = false;
+  return Status::ok();
+}
+
+void RocketMQSourceTask::onRevoked(const std::vector<rocketmq::MessageQueue>& queues) {
+  std::map<rocketmq::MessageQueue, std::int64_t> revoked;
+  for (const auto& q : queues) {
+    auto it = safe_.find(q);
+    if (it == safe_.end()) continue;
+    revoked.insert(*it);
+    safe_.erase(it);
+  }
+  if (revoked.empty() || !consumer_) return;
+  Status s = consumer_->commit(revoked);
+  if (!s.isOk()) log_->warn("RocketMQSource: commit of revoked queues failed: {}", s.toString());
+}
+
+void RocketMQSourceTask::onAssigned(const std::vector<rocketmq::MessageQueue>& queues) {
+  if (context_ == nullptr || !consumer_) return;
+  for (const auto& q : queues) {
+    auto committed = context_->committedOffset(rmq::queuePartition(q));
+    if (!committed) continue;
+    auto next = rmq::offsetFromPosition(*committed);
+    if (!next) continue;
+    Status s = consumer_->seek(q, *next);
+    if (!s.isOk())
+      log_->warn("RocketMQSource: cannot resume {} at {}: {}", q.toString(), *next, s.toString());
+  }
+}
+
+void RocketMQSourceTask::stop() {
+  if (consumer_) {
+    (void)commit();
+    consumer_->close();
+    consumer_.reset();
+  }
+  client_.reset();
+  safe_.clear();
+  dirty_ = false;
+}
+
+}  // namespace ferry::connectors

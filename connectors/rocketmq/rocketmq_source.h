@@ -1,0 +1,77 @@
+// RocketMQSource: reads RocketMQ topics (RocketMQ as an outside system) into ferry records.
+//
+// Each task owns one RocketmqClient and one PullConsumer; all tasks of a connector share one
+// consumer group (rocketmq.group, default "ferry-<connector>"), so the broker spreads the queues
+// over them (averagely allocation, rebalanced as tasks come and go). A record's value is the body,
+// its headers the user properties plus rocketmq.tags / rocketmq.keys / rocketmq.msgId, its key the
+// KEYS property (key.from=keys). Position: partition {rocketmq.topic, rocketmq.broker,
+// rocketmq.queue}, offset {offset: next offset to consume}.
+//
+// Offsets: commitRecord() (records the runtime reported safe, in poll order) raises the safe next
+// offset of the record's queue; commit() sends those to the broker (UPDATE_CONSUMER_OFFSET), and
+// a revoked queue's safe offset is committed before it is handed over. On assignment a queue with
+// a position committed in the runtime's store resumes there (otherwise at the group's broker
+// offset, or rocketmq.from for a new group).
+//
+// Threading: the connector and each task are called from their owner thread only; the consumer's
+// rebalance callbacks run inside poll() on that thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backbone/rocketmq/consumer.h"
+#include "connectors/rocketmq/rocketmq_mapping.h"
+#include "ferry/connector.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace ferry::connectors {
+
+class RocketMQSourceConnector final : public SourceConnector {
+ public:
+  static const ConfigDef& definition();
+  std::string version() const override;
+  const ConfigDef& configDef() const override { return definition(); }
+  Status start(const StringMap& config, ConnectorContext& context) override;
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) override;
+  void stop() override {}
+  std::unique_ptr<SourceTask> createTask() override;
+
+ private:
+  StringMap config_;
+};
+
+class RocketMQSourceTask final : public SourceTask, public rocketmq::RebalanceListener {
+ public:
+  RocketMQSourceTask();
+  ~RocketMQSourceTask() override;
+  std::string version() const override;
+  Status start(const StringMap& config, SourceTaskContext& context) override;
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
+                           std::chrono::milliseconds maxWait) override;
+  void commitRecord(const Record& record) override;
+  Status commit() override;
+  void stop() override;
+
+  // RebalanceListener (inside poll(), on the task thread).
+  void onRevoked(const std::vector<rocketmq::MessageQueue>& queues) override;
+  void onAssigned(const std::vector<rocketmq::MessageQueue>& queues) override;
+
+ private:
+
+  std::shared_ptr<spdlog::logger> log_;
+  SourceTaskContext* context_ = nullptr;
+  rmq::SourceOptions options_;
+  std::unique_ptr<rocketmq::RocketmqClient> client_;
+  std::unique_ptr<rocketmq::PullConsumer> consumer_;
+  // Safe next offsets per queue not yet sent to the broker / all safe ones.
+  std::map<rocketmq::MessageQueue, std::int64_t> safe_;
+  bool dirty_ = false;
+};
+
+}  // namespace ferry::connectors
