@@ -4,6 +4,8 @@
 #include "backbone/rocketmq/connection.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include "core/logging.h"
 
@@ -17,6 +19,59 @@ constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 constexpr std::int32_t kRequestCodeNotSupported = 3;
 constexpr std::int32_t kSystemError = 1;
+
+std::uint32_t readBe32(const std::string& b, std::size_t at) {
+  return static_cast<std::uint32_t>(static_cast<unsigned char>(b[at])) << 24 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 16 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 2])) << 8 |
+         static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 3]));
+}
+
+// The integer value of top-level key `key` in a JSON header written by encodeFrame. Only a
+// number follows the quoted key there: string values escape their quotes and the extFields
+// values are strings, so `"key":` followed by a digit is the top-level member.
+std::optional<std::int64_t> jsonHeaderInt(std::string_view header, std::string_view key) {
+  const std::string needle = "\"" + std::string(key) + "\":";
+  for (std::size_t at = header.find(needle); at != std::string_view::npos;
+       at = header.find(needle, at + 1)) {
+    std::size_t i = at + needle.size();
+    const bool negative = i < header.size() && header[i] == '-';
+    if (negative) ++i;
+    if (i >= header.size() || header[i] < '0' || header[i] > '9') continue;
+    std::int64_t v = 0;
+    while (i < header.size() && header[i] >= '0' && header[i] <= '9' && v < (1LL << 40)) {
+      v = v * 10 + (header[i++] - '0');
+    }
+    return negative ? -v : v;
+  }
+  return std::nullopt;
+}
+
+// The opaque of a frame this connection encoded, if it is a request that expects a response
+// (neither a response nor oneway); read back from the header bytes because the write queue holds
+// encoded frames only. nullopt (write it) when it is not one or cannot be read.
+std::optional<std::int32_t> requestOpaque(const std::string& frame, SerializeType type) {
+  if (frame.size() < 8) return std::nullopt;
+  const std::size_t headerLength = readBe32(frame, 4) & 0xFFFFFFu;
+  if (8 + headerLength > frame.size()) return std::nullopt;
+  std::int64_t opaque = 0;
+  std::int64_t flag = 0;
+  if (type == SerializeType::kRocketmq) {
+    // code int16, language byte, version int16, opaque int32, flag int32 (§1.5).
+    if (headerLength < 13) return std::nullopt;
+    opaque = static_cast<std::int32_t>(readBe32(frame, 13));
+    flag = static_cast<std::int32_t>(readBe32(frame, 17));
+  } else {
+    const std::string_view header(frame.data() + 8, headerLength);
+    auto o = jsonHeaderInt(header, "opaque");
+    auto f = jsonHeaderInt(header, "flag");
+    if (!o || !f) return std::nullopt;
+    opaque = *o;
+    flag = *f;
+  }
+  if ((flag & (kFlagResponse | kFlagOneway)) != 0) return std::nullopt;
+  return static_cast<std::int32_t>(opaque);
+}
 
 const char* responseCodeName(std::int32_t code) {
   switch (code) {
@@ -102,6 +157,16 @@ void Connection::enqueueOnIo(RemotingCommand cmd, std::chrono::milliseconds time
     if (callback) callback(Status::cancelled("rocketmq client is shut down"));
     return;
   }
+  std::string frame = encodeFrame(cmd, context_.serializeType);
+  if (frame.size() > kMaxFrameBytes) {
+    // The peer would drop the connection (and every other request on it): refuse locally.
+    if (callback) {
+      callback(Status::invalidArgument(
+          "request code " + std::to_string(cmd.code) + " to RocketMQ at " + address_ + " is a " +
+          std::to_string(frame.size()) + "-byte frame, over the 16 MiB limit"));
+    }
+    return;
+  }
   if (callback) {
     Pending p;
     p.code = cmd.code;
@@ -111,7 +176,7 @@ void Connection::enqueueOnIo(RemotingCommand cmd, std::chrono::milliseconds time
     pending_[cmd.opaque] = std::move(p);
     pendingCount_.store(pending_.size());
   }
-  writeQueue_.push_back(encodeFrame(cmd, context_.serializeType));
+  writeQueue_.push_back(std::move(frame));
   if (state_ == State::kConnected) {
     startWrite();
   } else {
@@ -281,12 +346,27 @@ void Connection::startWrite() {
   if (state_ != State::kConnected || writeInFlight_ || writeQueue_.empty()) return;
   auto batch = std::make_shared<std::vector<std::string>>();
   std::size_t bytes = 0;
+  std::size_t expired = 0;
   while (!writeQueue_.empty() && batch->size() < kMaxWriteBatchFrames &&
          (batch->empty() || bytes + writeQueue_.front().size() <= kMaxWriteBatchBytes)) {
+    // A request whose caller was already answered (timed out while it waited for a connection
+    // or behind a backlog) is not sent: the caller may have sent it again, and a late copy would
+    // be processed twice (a duplicate message for a send).
+    if (auto op = requestOpaque(writeQueue_.front(), context_.serializeType);
+        op && pending_.find(*op) == pending_.end()) {
+      writeQueue_.pop_front();
+      ++expired;
+      continue;
+    }
     bytes += writeQueue_.front().size();
     batch->push_back(std::move(writeQueue_.front()));
     writeQueue_.pop_front();
   }
+  if (expired > 0) {
+    log()->debug("{}: dropped {} request(s) that timed out before being written", address_,
+                 expired);
+  }
+  if (batch->empty()) return;
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch->size());
   for (const auto& f : *batch) buffers.push_back(asio::buffer(f));
