@@ -193,10 +193,11 @@ class HerderImpl final : public StandaloneHerder {
     FERRY_RETURN_IF_ERROR(validName(name));
     StringMap full = config;
     FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
-    std::lock_guard lock(mu_);
-    if (entries_.count(name)) return Status::alreadyExists("Connector " + name + " already exists");
+    std::lock_guard write(writeMu_);
+    if (exists(name)) return Status::alreadyExists("Connector " + name + " already exists");
     const TargetState target = initialState.value_or(TargetState::kStarted);
     FERRY_RETURN_IF_ERROR(o_.configs->putConnector(name, full, target));
+    std::lock_guard lock(mu_);
     Entry& e = entries_[name];
     e.config = std::move(full);
     e.target = target;
@@ -212,12 +213,18 @@ class HerderImpl final : public StandaloneHerder {
     FERRY_RETURN_IF_ERROR(validName(name));
     StringMap full = config;
     FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(name);
-    const bool isNew = it == entries_.end();
+    std::lock_guard write(writeMu_);
+    bool isNew;
+    TargetState target;
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(name);
+      isNew = it == entries_.end();
+      target = isNew ? TargetState::kStarted : it->second.target;
+    }
     if (created) *created = isNew;
-    const TargetState target = isNew ? TargetState::kStarted : it->second.target;
     FERRY_RETURN_IF_ERROR(o_.configs->putConnector(name, full, target));
+    std::lock_guard lock(mu_);
     Entry& e = entries_[name];
     const bool changed = isNew || e.config != full;
     e.config = std::move(full);
@@ -253,11 +260,11 @@ class HerderImpl final : public StandaloneHerder {
   }
 
   Status deleteConnector(const std::string& name) override {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(name);
-    if (it == entries_.end()) return notFound(name);
+    std::lock_guard write(writeMu_);
+    if (!exists(name)) return notFound(name);
     FERRY_RETURN_IF_ERROR(o_.configs->removeConnector(name));
-    entries_.erase(it);
+    std::lock_guard lock(mu_);
+    entries_.erase(name);
     enqueueLocked(name);
     log_->info("deleted connector {}", name);
     return Status::ok();
@@ -582,15 +589,36 @@ class HerderImpl final : public StandaloneHerder {
   }
 
   Status setTarget(const std::string& name, TargetState target) {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(name);
-    if (it == entries_.end()) return notFound(name);
-    if (it->second.target != target) {
-      FERRY_RETURN_IF_ERROR(o_.configs->putTargetState(name, target));
-      it->second.target = target;
+    std::lock_guard write(writeMu_);
+    std::optional<TargetState> current;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = entries_.find(name); it != entries_.end()) current = it->second.target;
     }
+    if (!current) return notFound(name);
+    if (*current != target) FERRY_RETURN_IF_ERROR(o_.configs->putTargetState(name, target));
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(name); it != entries_.end()) it->second.target = target;
     enqueueLocked(name);
     return Status::ok();
+  }
+
+  bool exists(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    return entries_.count(name) != 0;
+  }
+
+  // Records the task configs a connector produced (control thread), in the store and the map.
+  void storeTaskConfigs(const std::string& name, const std::vector<StringMap>& taskConfigs) {
+    std::lock_guard write(writeMu_);
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(name);
+      if (it == entries_.end() || it->second.taskConfigs == taskConfigs) return;
+    }
+    o_.configs->putTaskConfigs(name, taskConfigs).isOk();
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(name); it != entries_.end()) it->second.taskConfigs = taskConfigs;
   }
 
   void enqueueLocked(const std::string& name) {
@@ -724,6 +752,10 @@ class HerderImpl final : public StandaloneHerder {
   StandaloneOptions o_;
   std::shared_ptr<spdlog::logger> log_;
 
+  // Writers (REST calls, the control thread recording task configs) take writeMu_ first and keep
+  // it across the config-store write (an fsync); mu_ is held only to read or update the map, so
+  // readers never wait on the disk. Lock order: writeMu_, then mu_.
+  std::mutex writeMu_;
   mutable std::mutex mu_;  // entries_, queue_, stopping_
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;
@@ -859,13 +891,7 @@ void HerderImpl::reconcile(const std::string& name) {
     teardown(name, rt);
     clearTaskStatuses(name);
     rt.connectorFailed = false;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = entries_.find(name); it != entries_.end() && !it->second.taskConfigs.empty()) {
-        it->second.taskConfigs.clear();
-        o_.configs->putTaskConfigs(name, {}).isOk();
-      }
-    }
+    storeTaskConfigs(name, {});
     setConnectorStatus(name, State::kStopped);
     return;
   }
@@ -897,11 +923,7 @@ void HerderImpl::reconcile(const std::string& name) {
       clearTaskStatuses(name);
       rt.runningTaskConfigs = taskConfigs;
     }
-    std::lock_guard lock(mu_);
-    if (auto it = entries_.find(name); it != entries_.end() && it->second.taskConfigs != taskConfigs) {
-      it->second.taskConfigs = taskConfigs;
-      o_.configs->putTaskConfigs(name, taskConfigs).isOk();
-    }
+    storeTaskConfigs(name, taskConfigs);
   }
   setConnectorStatus(name, wanted.target == TargetState::kPaused ? State::kPaused : State::kRunning);
 

@@ -168,7 +168,7 @@ class RocketmqBackbone final : public Backbone, public Admin {
   }
   Result<TopicInfo> describeTopic(const std::string& name) override {
     FERRY_ASSIGN_OR_RETURN(auto qm, queues(name));
-    return TopicInfo{name, static_cast<std::int32_t>(qm.queues.size())};
+    return TopicInfo{name, static_cast<std::int32_t>(qm->queues.size())};
   }
   Result<OffsetMap> endOffsets(const std::string& topic) override { return brokerOffsets(topic, 30); }
   Result<OffsetMap> startOffsets(const std::string& topic) override { return brokerOffsets(topic, 31); }
@@ -181,8 +181,8 @@ class RocketmqBackbone final : public Backbone, public Admin {
     }
     for (const auto& t : topics) {
       FERRY_ASSIGN_OR_RETURN(auto qm, queues(t));
-      for (std::size_t i = 0; i < qm.queues.size(); ++i) {
-        const auto& mq = qm.queues[i];
+      for (std::size_t i = 0; i < qm->queues.size(); ++i) {
+        const auto& mq = qm->queues[i];
         FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
         rocketmq::RemotingCommand req;
         req.code = rocketmq::kCodeQueryConsumerOffset;
@@ -220,23 +220,42 @@ class RocketmqBackbone final : public Backbone, public Admin {
   }
 
   // ----- shared with producers and consumers
-  Result<QueueMap> queues(const std::string& topic, bool refresh = false) {
-    FERRY_ASSIGN_OR_RETURN(auto route, client_->queryRoute(rocketmqSafeName(topic), refresh));
-    QueueMap m;
-    m.queues = route.subscribeQueues();
-    std::sort(m.queues.begin(), m.queues.end());
-    if (m.queues.empty()) return Status::notFound("topic " + topic + " has no readable queue");
-    return m;
+  // The queue map of `topic`, kept per topic for kRouteCacheMs so the per-message mapping
+  // (indexOf, queueOf) costs a map lookup, not a route copy and sort. Blocks on a miss: never
+  // call it from the client's io thread (indexOf does not).
+  Result<std::shared_ptr<const QueueMap>> queues(const std::string& topic, bool refresh = false) {
+    const std::string name = rocketmqSafeName(topic);
+    const std::int64_t now = core::monotonicMs();
+    if (!refresh) {
+      std::lock_guard lock(mu_);
+      auto it = queueMaps_.find(name);
+      if (it != queueMaps_.end() && now - it->second.first < kRouteCacheMs) return it->second.second;
+    }
+    FERRY_ASSIGN_OR_RETURN(auto route, client_->queryRoute(name, refresh));
+    auto m = std::make_shared<QueueMap>();
+    m->queues = route.subscribeQueues();
+    std::sort(m->queues.begin(), m->queues.end());
+    if (m->queues.empty()) return Status::notFound("topic " + topic + " has no readable queue");
+    std::lock_guard lock(mu_);
+    queueMaps_[name] = {now, m};
+    return std::shared_ptr<const QueueMap>(std::move(m));
   }
   Result<MessageQueue> queueOf(const TopicQueue& tq) {
     FERRY_ASSIGN_OR_RETURN(auto qm, queues(tq.topic));
-    if (tq.queue < 0 || static_cast<std::size_t>(tq.queue) >= qm.queues.size())
+    if (tq.queue < 0 || static_cast<std::size_t>(tq.queue) >= qm->queues.size())
       return Status::invalidArgument("topic " + tq.topic + " has no queue " + std::to_string(tq.queue));
-    return qm.queues[static_cast<std::size_t>(tq.queue)];
+    return qm->queues[static_cast<std::size_t>(tq.queue)];
   }
+  // The ferry queue number of `mq` from the cached map only (safe on the io thread); -1 when the
+  // topic's map is not cached or lacks the queue.
   std::int32_t indexOf(const MessageQueue& mq) {
-    auto qm = queues(mq.topic);
-    if (!qm.isOk()) return -1;
+    std::shared_ptr<const QueueMap> qm;
+    {
+      std::lock_guard lock(mu_);
+      auto it = queueMaps_.find(mq.topic);
+      if (it == queueMaps_.end()) return -1;
+      qm = it->second.second;
+    }
     auto it = std::lower_bound(qm->queues.begin(), qm->queues.end(), mq);
     if (it == qm->queues.end() || !(*it == mq)) return -1;
     return static_cast<std::int32_t>(it - qm->queues.begin());
@@ -252,6 +271,7 @@ class RocketmqBackbone final : public Backbone, public Admin {
       if (known_.count(topic)) return Status::ok();
     }
     FERRY_RETURN_IF_ERROR(ensureTopic(topic, o_.defaultQueues));
+    FERRY_RETURN_IF_ERROR(queues(topic).status());  // cached for the send callbacks' indexOf
     std::lock_guard lock(mu_);
     known_.insert(topic);
     return Status::ok();
@@ -261,8 +281,8 @@ class RocketmqBackbone final : public Backbone, public Admin {
   Result<OffsetMap> brokerOffsets(const std::string& topic, std::int32_t code) {
     FERRY_ASSIGN_OR_RETURN(auto qm, queues(topic));
     OffsetMap out;
-    for (std::size_t i = 0; i < qm.queues.size(); ++i) {
-      const auto& mq = qm.queues[i];
+    for (std::size_t i = 0; i < qm->queues.size(); ++i) {
+      const auto& mq = qm->queues[i];
       FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
       rocketmq::RemotingCommand req;
       req.code = code;
@@ -283,6 +303,9 @@ class RocketmqBackbone final : public Backbone, public Admin {
   std::vector<std::unique_ptr<rocketmq::RocketmqClient>> consumerClients_;
   std::map<std::string, std::set<std::string>> groupTopics_;
   std::set<std::string> known_;
+  static constexpr std::int64_t kRouteCacheMs = 30000;
+  // RocketMQ topic name -> (fetched at, queue map).
+  std::map<std::string, std::pair<std::int64_t, std::shared_ptr<const QueueMap>>> queueMaps_;
 };
 
 Status RmqProducer::send(Message m, SendCallback cb) {
@@ -338,6 +361,7 @@ Status RmqConsumer::subscribe(const std::vector<std::string>& topics, backbone::
   co.pullTimeoutMs = 5000;
   co.rebalanceIntervalMs = 5000;
   for (const auto& t : topics) {
+    FERRY_RETURN_IF_ERROR(b_.queues(t).status());  // cached for the rebalance callbacks' indexOf
     co.subscriptions.push_back(rocketmq::Subscription{rocketmqSafeName(t), "*"});
     b_.rememberGroupTopic(group_, t);
   }
