@@ -28,8 +28,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/producer.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <charconv>
 
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/producer.h"
 
 namespace ferry::connectors::rmq {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "backbone/rocketmq/remoting.h"
-#include "backbone/rocketmq/routes.h"
+#include "rocketmq/remoting.h"
+#include "rocketmq/routes.h"
 #include "ferry/record.h"
 
 namespace ferry::connectors::rmq {

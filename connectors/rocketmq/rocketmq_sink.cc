@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "backbone/rocketmq/client.h"
+#include "rocketmq/client.h"
 #include "connectors/common.h"
 #include "core/logging.h"
 

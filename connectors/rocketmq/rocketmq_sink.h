@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/producer.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "ferry/connector.h"
 

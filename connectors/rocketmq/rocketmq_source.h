@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "backbone/rocketmq/consumer.h"
+#include "rocketmq/consumer.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "ferry/connector.h"
 

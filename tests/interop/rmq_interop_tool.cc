@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/producer.h"
 
 namespace {
 

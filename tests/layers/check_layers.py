@@ -3,8 +3,11 @@
 
   include/ferry  -> the C++ standard library and ferry/ only
   src/core       -> SDK
-  src/backbone, src/store -> core, SDK
-  connectors/, transforms/ -> SDK (and core for logging), their own folder
+  src/rocketmq   -> core, SDK (the RocketMQ protocol client)
+  src/backbone   -> rocketmq, core, SDK
+  src/store      -> core, SDK
+  connectors/    -> SDK, core, protocol clients (rocketmq), their own folder
+  transforms/    -> SDK (and core for logging), their own folder
   src/runtime    -> store, backbone, core, SDK, connectors/transforms (built-in registration)
   src/control    -> runtime and below
   src/rest       -> control and below
@@ -19,22 +22,16 @@ INC = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 ALLOWED = {
     "src/core": {"ferry", "core"},
-    "src/backbone": {"ferry", "core", "backbone"},
+    "src/rocketmq": {"ferry", "core", "rocketmq"},
+    "src/backbone": {"ferry", "core", "rocketmq", "backbone"},
     "src/store": {"ferry", "core", "store"},
-    "connectors": {"ferry", "core", "connectors"},
+    "connectors": {"ferry", "core", "rocketmq", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "runtime", "connectors", "transforms"},
     "src/control": {"ferry", "core", "backbone", "store", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-# Protocol clients that connectors may use too. The RocketMQ client lives in src/backbone/rocketmq
-# for now (it came with the rocketmq backbone); it depends only on core and the SDK. It is to move
-# into a library of its own below both layers; until then connectors may include exactly it.
-SHARED_CLIENTS = ("backbone/rocketmq/remoting.h", "backbone/rocketmq/fastjson.h",
-                  "backbone/rocketmq/connection.h", "backbone/rocketmq/client.h",
-                  "backbone/rocketmq/routes.h", "backbone/rocketmq/producer.h",
-                  "backbone/rocketmq/consumer.h")
-PROJECT_TOPS = {"ferry", "core", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):
@@ -66,8 +63,6 @@ def main():
                 top = m.group(2).split("/")[0]
                 if "/" not in m.group(2):
                     continue  # a file of the same folder
-                if folder == "connectors" and m.group(2) in SHARED_CLIENTS:
-                    continue
                 if top in PROJECT_TOPS and top not in allowed:
                     bad.append(f"{os.path.relpath(path, ROOT)}:{n}: {folder} must not include {m.group(2)}")
     for b in bad:

@@ -11,8 +11,8 @@
 #include <random>
 #include <set>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/producer.h"
 
 namespace ferry::rocketmq {
 namespace {

@@ -13,9 +13,9 @@
 #include <random>
 #include <set>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/consumer.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/consumer.h"
+#include "rocketmq/producer.h"
 
 namespace ferry::rocketmq {
 namespace {

@@ -18,8 +18,8 @@
 #include <random>
 #include <string>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/producer.h"
 
 namespace ferry::rocketmq {
 namespace {

@@ -23,7 +23,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "backbone/allocation.h"
+#include "core/allocation.h"
 #include "backbone/embedded/segment_codec.h"
 #include "core/clock.h"
 #include "core/fs.h"
@@ -759,7 +759,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
       for (std::size_t q = 0; q < it->second->queues.size(); ++q)
         queues.push_back(TopicQueue{t, static_cast<std::int32_t>(q)});
     }
-    auto alloc = allocateAveragely(members, queues);
+    auto alloc = core::allocateAveragely(members, queues);
     for (auto& [id, c] : g.members) {
       std::vector<TopicQueue> mine;
       for (const auto& tq : alloc[id])

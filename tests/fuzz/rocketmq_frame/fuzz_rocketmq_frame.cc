@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ferry::rocketmq;

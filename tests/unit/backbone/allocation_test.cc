@@ -1,9 +1,9 @@
 // Averaged allocation of queues to group members (what each sink task consumes).
-#include "backbone/allocation.h"
+#include "core/allocation.h"
 
 #include <gtest/gtest.h>
 
-namespace ferry::backbone {
+namespace ferry::core {
 namespace {
 
 std::vector<TopicQueue> queues(int n, const std::string& topic = "t") {
@@ -50,4 +50,4 @@ TEST(Allocation, EmptyInputs) {
 }
 
 }  // namespace
-}  // namespace ferry::backbone
+}  // namespace ferry::core

@@ -2,7 +2,7 @@
 // property filtering, config definitions.
 #include <gtest/gtest.h>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "connectors/rocketmq/rocketmq_sink.h"
 #include "connectors/rocketmq/rocketmq_source.h"

@@ -5,8 +5,8 @@
 #include <future>
 #include <set>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/producer.h"
 #include "client_test_peer.h"
 
 namespace ferry::rocketmq {

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/routes.h"
+#include "rocketmq/client.h"
+#include "rocketmq/routes.h"
 #include "client_test_peer.h"
 
 namespace ferry::rocketmq {

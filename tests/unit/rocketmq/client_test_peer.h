@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 
 namespace ferry::rocketmq::testing {
 

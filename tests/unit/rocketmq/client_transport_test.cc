@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/connection.h"
+#include "rocketmq/client.h"
+#include "rocketmq/connection.h"
 #include "client_test_peer.h"
 
 namespace ferry::rocketmq {

@@ -1,7 +1,7 @@
 // The tolerant fastjson reader (§5.1) with the TopicRouteData bodies of §5.3 (Appendix C item 6).
 #include <gtest/gtest.h>
 
-#include "backbone/rocketmq/fastjson.h"
+#include "rocketmq/fastjson.h"
 
 namespace ferry::rocketmq {
 namespace {

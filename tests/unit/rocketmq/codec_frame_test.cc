@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 #include "codec_test_util.h"
 
 namespace ferry::rocketmq {

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 #include "codec_test_util.h"
 
 namespace ferry::rocketmq {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/consumer.h"
+#include "rocketmq/client.h"
+#include "rocketmq/consumer.h"
 #include "client_test_peer.h"
 #include "codec_test_util.h"
 

@@ -1,7 +1,7 @@
 // Producer: one Attempt object per send carries the encoded request and the retry state through
 // the async callbacks; the synchronous calls wait on a promise fed by the same path, so retries
 // behave identically for both.
-#include "backbone/rocketmq/producer.h"
+#include "rocketmq/producer.h"
 
 #include <future>
 #include <random>

@@ -1,7 +1,7 @@
 // Connection: all state is touched on the io thread only, so there is no lock; public entry
 // points post there. A `generation_` counter tags each socket incarnation so completion handlers
 // of a dropped socket cannot disturb its successor.
-#include "backbone/rocketmq/connection.h"
+#include "rocketmq/connection.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,7 +1,7 @@
 // fastjson dialect -> strict JSON. A small recursive-descent rewriter: it checks structure only as
 // far as needed to know whether a token sits in key or value position; nlohmann validates the
 // rest (numbers, escapes, UTF-8) when it parses the rewritten text.
-#include "backbone/rocketmq/fastjson.h"
+#include "rocketmq/fastjson.h"
 
 #include <cstdio>
 #include <string>

@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "backbone/rocketmq/connection.h"
-#include "backbone/rocketmq/remoting.h"
-#include "backbone/rocketmq/routes.h"
+#include "rocketmq/connection.h"
+#include "rocketmq/remoting.h"
+#include "rocketmq/routes.h"
 #include "ferry/result.h"
 
 namespace ferry::rocketmq {

@@ -2,7 +2,7 @@
 // weak pointers. Per assigned queue a QueueState carries the next pull offset, an epoch (bumped by
 // seek so a response to an older pull is discarded) and flags saying whether a pull is in flight,
 // waiting for buffer room (paused) or backing off (delayed, handled by the membership thread).
-#include "backbone/rocketmq/consumer.h"
+#include "rocketmq/consumer.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backbone/allocation.h"
-#include "backbone/rocketmq/fastjson.h"
+#include "core/allocation.h"
+#include "rocketmq/fastjson.h"
 #include "core/clock.h"
 #include "core/logging.h"
 
@@ -117,7 +117,7 @@ std::vector<MessageQueue> allocateQueues(const std::string& clientId,
     for (std::size_t k = 0; k < indices.size(); ++k) {
       tqs.push_back({topic, static_cast<std::int32_t>(k)});
     }
-    auto alloc = backbone::allocateAveragely(members, tqs);
+    auto alloc = core::allocateAveragely(members, tqs);
     for (const auto& tq : alloc[clientId]) {
       out.push_back(all[indices[static_cast<std::size_t>(tq.queue)]]);
     }

@@ -1,7 +1,7 @@
 // RocketmqClient: connections are created lazily under mu_ and then used lock-free (their state
 // lives on the io thread). The synchronous calls are built on the async ones plus a promise, so
 // the deadline sweep is the single place that enforces timeouts.
-#include "backbone/rocketmq/client.h"
+#include "rocketmq/client.h"
 
 #include <ifaddrs.h>
 #include <netinet/in.h>

@@ -1,9 +1,9 @@
 // Averaged allocation (see allocation.h).
-#include "backbone/allocation.h"
+#include "core/allocation.h"
 
 #include <algorithm>
 
-namespace ferry::backbone {
+namespace ferry::core {
 
 std::map<std::string, std::vector<TopicQueue>> allocateAveragely(std::vector<std::string> members,
                                                                   std::vector<TopicQueue> queues) {
@@ -26,4 +26,4 @@ std::map<std::string, std::vector<TopicQueue>> allocateAveragely(std::vector<std
   return out;
 }
 
-}  // namespace ferry::backbone
+}  // namespace ferry::core

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 #include "ferry/result.h"
 
 namespace ferry::rocketmq {

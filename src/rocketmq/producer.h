@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "backbone/rocketmq/client.h"
-#include "backbone/rocketmq/remoting.h"
-#include "backbone/rocketmq/routes.h"
+#include "rocketmq/client.h"
+#include "rocketmq/remoting.h"
+#include "rocketmq/routes.h"
 #include "ferry/result.h"
 
 namespace ferry::rocketmq {

@@ -1,7 +1,7 @@
 // RocketMQ remoting wire format (see remoting.h and spec §1, §4). Every reader is bounds-checked
 // against the slice it was given and reports malformed input as a value: nothing here throws
 // (nlohmann is used in its non-throwing modes and guarded by a catch-all at each entry point).
-#include "backbone/rocketmq/remoting.h"
+#include "rocketmq/remoting.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backbone/rocketmq/fastjson.h"
+#include "rocketmq/fastjson.h"
 
 namespace ferry::rocketmq {
 namespace {

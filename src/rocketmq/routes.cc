@@ -1,14 +1,14 @@
 // Route parsing: the NameServer writes fastjson (bare integer map keys, numbers possibly quoted);
 // parseFastjson accepts that dialect and this file reads fields leniently (absent -> default,
 // unknown -> ignored, numbers given as strings accepted, `topicSynFlag` of 4.x accepted).
-#include "backbone/rocketmq/routes.h"
+#include "rocketmq/routes.h"
 
 #include <algorithm>
 #include <charconv>
 
 #include <nlohmann/json.hpp>
 
-#include "backbone/rocketmq/fastjson.h"
+#include "rocketmq/fastjson.h"
 
 namespace ferry::rocketmq {
 namespace {
