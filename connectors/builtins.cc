@@ -7,6 +7,7 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/log/log_sink.h"
+#include "connectors/rocketmq/replicator.h"
 #include "connectors/rocketmq/rocketmq_sink.h"
 #include "connectors/rocketmq/rocketmq_source.h"
 #include "ferry/connector.h"
@@ -23,6 +24,7 @@ constexpr const char* kLogAliases[] = {"log", "stdout", "StdoutSink", nullptr};
 constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
 constexpr const char* kRocketMQSourceAliases[] = {"rocketmq-source", nullptr};
 constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
+constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
 
 constexpr PluginEntry kEntries[] = {
     {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
@@ -46,6 +48,12 @@ constexpr PluginEntry kEntries[] = {
     {"RocketMQSink", kRocketMQSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Sends records to RocketMQ topics (async sends, acknowledged before commit)",
      &pluginCreate<RocketMQSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"RocketMQReplicator", kReplicatorAliases, PluginKind::kSourceConnector, kVersion,
+     "Replicates RocketMQ topics cluster to cluster (direct; paired with RocketMQReplicatorSink)",
+     &pluginCreate<RocketMQReplicatorConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"RocketMQReplicatorSink", nullptr, PluginKind::kSinkConnector, kVersion,
+     "Target side of RocketMQReplicator (records carrying replicator headers)",
+     &pluginCreate<RocketMQReplicatorSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
 };
 
 }  // namespace

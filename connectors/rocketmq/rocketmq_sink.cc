@@ -85,70 +85,25 @@ Status RocketMQSinkTask::start(const StringMap& config, SinkTaskContext& context
   rocketmq::ProducerOptions po;
   po.group = parsed.getString("rocketmq.producer.group");
   producer_ = std::make_unique<rocketmq::Producer>(*client_, po);
-  shared_ = std::make_shared<Shared>();
+  sender_ = std::make_unique<rmq::BatchSender>(*producer_, orderByKey_, maxInFlight_);
   log_->info("{} task {}: writing to RocketMQ at {}", context.connectorName(), context.taskId(),
              co.namesrvAddrs);
   return Status::ok();
 }
 
-void RocketMQSinkTask::send(Pending p) {
-  auto shared = shared_;
-  const std::size_t n = p.messages.size();
-  {
-    std::unique_lock lock(shared->mu);
-    shared->cv.wait(lock, [&] {
-      if (shared->inFlight > 0 && shared->inFlight + n > maxInFlight_) return false;
-      if (!orderByKey_) return true;
-      auto it = shared->keysInFlight.find(p.orderKey);
-      return it == shared->keysInFlight.end() || it->second == 0;
-    });
-    shared->inFlight += n;
-    if (orderByKey_) ++shared->keysInFlight[p.orderKey];
-  }
-  std::vector<rocketmq::OutgoingMessage> copy = p.messages;
-  const rocketmq::QueueSelection selection = p.selection;
-  const bool ordered = orderByKey_;
-  auto done = [shared, n, ordered, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
-    std::lock_guard lock(shared->mu);
-    if (ordered) {
-      auto it = shared->keysInFlight.find(p.orderKey);
-      if (it != shared->keysInFlight.end() && --it->second <= 0) shared->keysInFlight.erase(it);
-    }
-    if (!r.isOk()) {
-      const Status& s = r.status();
-      if (s.isRetriable()) {
-        if (shared->retry.empty()) shared->retryError = s;
-        shared->retry.push_back(std::move(p));
-      } else if (shared->fatal.isOk()) {
-        shared->fatal = s;
-      }
-    }
-    shared->inFlight -= n;
-    shared->cv.notify_all();
-  };
-  if (copy.size() == 1) {
-    producer_->sendAsync(std::move(copy.front()), selection, std::move(done));
-  } else {
-    producer_->sendBatchAsync(std::move(copy), selection, std::move(done));
-  }
-}
-
 Status RocketMQSinkTask::put(std::vector<Record>& records) {
   if (!producer_) return Status::failedPrecondition("RocketMQSink: put() before start()");
-  {
-    std::lock_guard lock(shared_->mu);
-    if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
-  }
+  if (Status f = sender_->fatal(); !f.isOk()) return f.withContext("RocketMQSink");
   // Open batches: by key (order=key) or one (order=none); a batch holds one target topic.
-  std::map<std::string, Pending> open;
+  std::map<std::string, rmq::BatchSender::Batch> open;
   std::map<std::string, std::size_t> openBytes;
   auto close = [&](const std::string& id) {
     auto it = open.find(id);
     if (it == open.end()) return;
-    Pending p = std::move(it->second);
+    rmq::BatchSender::Batch p = std::move(it->second);
     open.erase(it);
     openBytes.erase(id);
-    send(std::move(p));
+    sender_->send(std::move(p));
   };
   for (const Record& r : records) {
     std::size_t skipped = 0;
@@ -168,7 +123,7 @@ Status RocketMQSinkTask::put(std::vector<Record>& records) {
       it = open.end();
     }
     if (it == open.end()) {
-      Pending p;
+      rmq::BatchSender::Batch p;
       p.orderKey = key;
       p.selection = orderByKey_ ? rocketmq::QueueSelection::byKey(key)
                                 : rocketmq::QueueSelection::roundRobin();
@@ -181,38 +136,14 @@ Status RocketMQSinkTask::put(std::vector<Record>& records) {
   return Status::ok();
 }
 
-void RocketMQSinkTask::waitIdle() {
-  std::unique_lock lock(shared_->mu);
-  shared_->cv.wait(lock, [&] { return shared_->inFlight == 0; });
-}
-
 Status RocketMQSinkTask::flush() {
   if (!producer_) return Status::failedPrecondition("RocketMQSink: flush() before start()");
-  waitIdle();
-  std::vector<Pending> again;
-  {
-    std::lock_guard lock(shared_->mu);
-    if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
-    again.swap(shared_->retry);
-    shared_->retryError = Status::ok();
-  }
-  if (again.empty()) return Status::ok();
-  log_->info("RocketMQSink: sending {} messages again after retriable failures", again.size());
-  for (Pending& p : again) send(std::move(p));
-  waitIdle();
-  std::lock_guard lock(shared_->mu);
-  if (!shared_->fatal.isOk()) return shared_->fatal.withContext("RocketMQSink");
-  if (!shared_->retry.empty())
-    return Status::retriable("RocketMQSink: " + std::to_string(shared_->retry.size()) +
-                             " sends failed: " + shared_->retryError.toString());
-  return Status::ok();
+  return sender_->flush("RocketMQSink");
 }
 
 void RocketMQSinkTask::stop() {
-  if (producer_) {
-    waitIdle();  // the producer must outlive its pending sends
-    producer_.reset();
-  }
+  sender_.reset();  // waits for pending sends: the producer must outlive them
+  producer_.reset();
   client_.reset();
 }
 

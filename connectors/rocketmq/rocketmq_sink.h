@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "rocketmq/producer.h"
+#include "connectors/rocketmq/batch_sender.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "ferry/connector.h"
 
@@ -56,15 +57,6 @@ class RocketMQSinkTask final : public SinkTask {
   std::uint64_t skippedProperties() const noexcept { return skipped_; }
 
  private:
-  struct Pending {
-    std::vector<rocketmq::OutgoingMessage> messages;  // one batch, one queue
-    rocketmq::QueueSelection selection;
-    std::string orderKey;  // order=key: the key whose batches go one at a time
-  };
-  void send(Pending p);
-  // Waits until no send is outstanding.
-  void waitIdle();
-
   std::shared_ptr<spdlog::logger> log_;
   rmq::SinkOptions options_;
   bool orderByKey_ = false;
@@ -74,17 +66,7 @@ class RocketMQSinkTask final : public SinkTask {
   std::unique_ptr<rocketmq::RocketmqClient> client_;
   std::unique_ptr<rocketmq::Producer> producer_;
 
-  // Shared with the send callbacks (io thread); kept alive by them.
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::size_t inFlight = 0;                 // messages
-    std::map<std::string, int> keysInFlight;  // order=key: batches per key
-    std::vector<Pending> retry;  // retriable failures, resent by the next flush()
-    Status retryError;           // the first of them
-    Status fatal;                // first non-retriable failure
-  };
-  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  std::unique_ptr<rmq::BatchSender> sender_;
 };
 
 }  // namespace ferry::connectors

@@ -67,44 +67,52 @@ RocketMQSourceTask::~RocketMQSourceTask() { stop(); }
 
 std::string RocketMQSourceTask::version() const { return kVersion; }
 
-Status RocketMQSourceTask::start(const StringMap& config, SourceTaskContext& context) {
+Status RocketMQSourceTask::setup(const StringMap& config, SourceTaskContext& context,
+                                 rocketmq::ClientOptions& co, rocketmq::ConsumerOptions& opts) {
   FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(RocketMQSourceConnector::definition(), config,
                                                   "RocketMQSource task"));
-  stop();
-  context_ = &context;
   options_.targetTopic = parsed.getString("topic");
   options_.keyFromKeys = parsed.getString("key.from") == "keys";
   std::string group = parsed.getString("rocketmq.group");
   if (group.empty()) group = rmq::safeName("ferry-" + context.connectorName());
-
-  rocketmq::ClientOptions co;
   co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
   co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
-  co.instanceName = "ferry-src-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(gInstance.fetch_add(1));
-  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
-
-  rocketmq::ConsumerOptions opts;
   opts.group = group;
   const std::string tags = parsed.getString("rocketmq.tags");
-  std::string topics;
-  for (const std::string& t : parsed.getList("rocketmq.topics")) {
+  for (const std::string& t : parsed.getList("rocketmq.topics"))
     opts.subscriptions.push_back({t, tags.empty() ? "*" : tags});
-    topics += (topics.empty() ? "" : ",") + t;
-  }
   opts.fromWhere = parsed.getString("rocketmq.from") == "first"
                        ? rocketmq::ConsumeFromWhere::kFirstOffset
                        : rocketmq::ConsumeFromWhere::kLastOffset;
+  return Status::ok();
+}
+
+bool RocketMQSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& out) {
+  out = rmq::recordFromMessage(m.message, m.brokerName, options_);
+  return true;
+}
+
+Status RocketMQSourceTask::start(const StringMap& config, SourceTaskContext& context) {
+  stop();
+  context_ = &context;
+  rocketmq::ClientOptions co;
+  rocketmq::ConsumerOptions opts;
+  FERRY_RETURN_IF_ERROR(setup(config, context, co, opts));
+  co.instanceName = "ferry-src-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(gInstance.fetch_add(1));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
+  std::string topics;
+  for (const auto& sub : opts.subscriptions) topics += (topics.empty() ? "" : ",") + sub.topic;
   consumer_ = std::make_unique<rocketmq::PullConsumer>(*client_, opts, this);
   Status s = consumer_->start();
   if (!s.isOk()) {
     consumer_.reset();
     client_.reset();
     // An unknown topic may be created later; everything else is the broker being away.
-    return s.withContext("RocketMQSource: cannot start consumer of group " + group);
+    return s.withContext("cannot start the consumer of group " + opts.group);
   }
   log_->info("{} task {}: consuming {} as group {}", context.connectorName(), context.taskId(),
-             topics, group);
+             topics, opts.group);
   return Status::ok();
 }
 
@@ -113,9 +121,31 @@ Result<std::size_t> RocketMQSourceTask::poll(std::vector<Record>& out, std::size
   if (!consumer_) return Status::failedPrecondition("RocketMQSource: poll() before start()");
   FERRY_ASSIGN_OR_RETURN(auto messages, consumer_->poll(maxRecords, maxWait));
   out.reserve(out.size() + messages.size());
-  for (const rocketmq::PulledMessage& m : messages)
-    out.push_back(rmq::recordFromMessage(m.message, m.brokerName, options_));
-  return messages.size();
+  std::size_t n = 0;
+  for (const rocketmq::PulledMessage& m : messages) {
+    const rocketmq::MessageQueue q = m.queue();
+    const std::int64_t next = m.message.queueOffset + 1;
+    Record r;
+    if (toRecord(m, r)) {
+      out.push_back(std::move(r));
+      lastPolled_[q] = next;
+      ++n;
+      continue;
+    }
+    // Skipped: safe as soon as every record polled before it is.
+    auto lp = lastPolled_.find(q);
+    auto sf = safe_.find(q);
+    if (lp == lastPolled_.end() || (sf != safe_.end() && sf->second >= lp->second)) {
+      std::int64_t& safe = safe_[q];
+      if (next > safe) {
+        safe = next;
+        dirty_ = true;
+      }
+    } else {
+      skipTo_[q] = {lp->second, next};
+    }
+  }
+  return n;
 }
 
 void RocketMQSourceTask::commitRecord(const Record& record) {
@@ -126,6 +156,11 @@ void RocketMQSourceTask::commitRecord(const Record& record) {
   if (*next > safe) {
     safe = *next;
     dirty_ = true;
+  }
+  auto skip = skipTo_.find(*queue);
+  if (skip != skipTo_.end() && safe >= skip->second.first) {
+    safe = std::max(safe, skip->second.second);
+    skipTo_.erase(skip);
   }
 }
 
@@ -149,6 +184,8 @@ void RocketMQSourceTask::onRevoked(const std::vector<rocketmq::MessageQueue>& qu
     if (it == safe_.end()) continue;
     revoked.insert(*it);
     safe_.erase(it);
+    lastPolled_.erase(q);
+    skipTo_.erase(q);
   }
   if (revoked.empty() || !consumer_) return;
   Status s = consumer_->commit(revoked);
@@ -176,6 +213,8 @@ void RocketMQSourceTask::stop() {
   }
   client_.reset();
   safe_.clear();
+  lastPolled_.clear();
+  skipTo_.clear();
   dirty_ = false;
 }
 

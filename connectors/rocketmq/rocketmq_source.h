@@ -13,6 +13,9 @@
 // a position committed in the runtime's store resumes there (otherwise at the group's broker
 // offset, or rocketmq.from for a new group).
 //
+// Messages a subclass skips (toRecord() false) produce no record; their offsets are committed
+// once every record polled before them is safe.
+//
 // Threading: the connector and each task are called from their owner thread only; the consumer's
 // rebalance callbacks run inside poll() on that thread.
 #pragma once
@@ -46,7 +49,7 @@ class RocketMQSourceConnector final : public SourceConnector {
   StringMap config_;
 };
 
-class RocketMQSourceTask final : public SourceTask, public rocketmq::RebalanceListener {
+class RocketMQSourceTask : public SourceTask, public rocketmq::RebalanceListener {
  public:
   RocketMQSourceTask();
   ~RocketMQSourceTask() override;
@@ -62,9 +65,18 @@ class RocketMQSourceTask final : public SourceTask, public rocketmq::RebalanceLi
   void onRevoked(const std::vector<rocketmq::MessageQueue>& queues) override;
   void onAssigned(const std::vector<rocketmq::MessageQueue>& queues) override;
 
- private:
-
+ protected:
+  // Hooks for tasks built on this one (the Replicator's). setup() parses `config` and fills the
+  // client and consumer options (default: the RocketMQSource keys).
+  virtual Status setup(const StringMap& config, SourceTaskContext& context,
+                       rocketmq::ClientOptions& client, rocketmq::ConsumerOptions& consumer);
+  // The record for a pulled message; false skips the message (its offset is still committed once
+  // every record polled before it is safe).
+  virtual bool toRecord(const rocketmq::PulledMessage& message, Record& out);
+  rocketmq::RocketmqClient* client() { return client_.get(); }
   std::shared_ptr<spdlog::logger> log_;
+
+ private:
   SourceTaskContext* context_ = nullptr;
   rmq::SourceOptions options_;
   std::unique_ptr<rocketmq::RocketmqClient> client_;
@@ -72,6 +84,10 @@ class RocketMQSourceTask final : public SourceTask, public rocketmq::RebalanceLi
   // Safe next offsets per queue not yet sent to the broker / all safe ones.
   std::map<rocketmq::MessageQueue, std::int64_t> safe_;
   bool dirty_ = false;
+  // Skipped messages: per queue, the next offset of the last record polled, and the offset to
+  // raise `safe_` to once that record is safe.
+  std::map<rocketmq::MessageQueue, std::int64_t> lastPolled_;
+  std::map<rocketmq::MessageQueue, std::pair<std::int64_t, std::int64_t>> skipTo_;
 };
 
 }  // namespace ferry::connectors

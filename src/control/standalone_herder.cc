@@ -191,7 +191,7 @@ class HerderImpl final : public StandaloneHerder {
   Result<ConnectorInfo> createConnector(const std::string& name, const StringMap& config,
                                         std::optional<TargetState> initialState) override {
     FERRY_RETURN_IF_ERROR(validName(name));
-    StringMap full = config;
+    StringMap full = runtime::expandDirectPair(*o_.registry, config);
     FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
     std::lock_guard write(writeMu_);
     if (exists(name)) return Status::alreadyExists("Connector " + name + " already exists");
@@ -211,7 +211,7 @@ class HerderImpl final : public StandaloneHerder {
 
   Result<ConnectorInfo> putConnectorConfig(const std::string& name, const StringMap& config, bool* created) override {
     FERRY_RETURN_IF_ERROR(validName(name));
-    StringMap full = config;
+    StringMap full = runtime::expandDirectPair(*o_.registry, config);
     FERRY_ASSIGN_OR_RETURN(auto shape, checkConfig(name, full));
     std::lock_guard write(writeMu_);
     bool isNew;

@@ -18,6 +18,7 @@ Status registerBuiltins(PluginRegistry& registry) {
 #ifdef HAVE_FERRY_CONNECTORS
   FERRY_RETURN_IF_ERROR(registry.add(&ferry::connectors::builtinPlugins(), "builtin")
                             .withContext("built-in connectors"));
+  FERRY_RETURN_IF_ERROR(registry.pairDirect("RocketMQReplicator", "RocketMQReplicatorSink"));
 #endif
 #ifdef HAVE_FERRY_TRANSFORMS
   FERRY_RETURN_IF_ERROR(registry.add(&ferry::transforms::builtinPlugins(), "builtin")

@@ -184,7 +184,26 @@ std::vector<std::string> frameworkPrefixes(ConnectorShape shape) {
 
 StringMap sinkSideConfig(const StringMap& config) { return withPrefix(config, "sink."); }
 
-Result<ConnectorValidation> validateConnectorConfig(const PluginRegistry& registry, const StringMap& config) {
+StringMap expandDirectPair(const PluginRegistry& registry, const StringMap& config) {
+  const std::string cls = get(config, "connector.class");
+  if (cls.empty()) return config;
+  const std::string sinkCls = registry.pairedSink(cls);
+  if (sinkCls.empty()) return config;
+  const std::string given = get(config, "sink.connector.class");
+  if (!given.empty() && given != sinkCls) return config;  // the user's own pairing
+  auto sink = registry.createConnector(sinkCls);
+  if (!sink.isOk()) return config;
+  StringMap out = config;
+  out["sink.connector.class"] = sinkCls;
+  for (const auto& k : (*sink)->configDef().keys()) {
+    auto it = config.find(k.name);
+    if (it != config.end()) out["sink." + k.name] = it->second;
+  }
+  return out;
+}
+
+Result<ConnectorValidation> validateConnectorConfig(const PluginRegistry& registry, const StringMap& given) {
+  const StringMap config = expandDirectPair(registry, given);
   ConnectorValidation out;
   const std::string cls = get(config, "connector.class");
   if (cls.empty()) {

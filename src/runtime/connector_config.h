@@ -42,6 +42,13 @@ struct ConnectorValidation {
 // the returned validation.
 Result<ConnectorValidation> validateConnectorConfig(const PluginRegistry& registry, const StringMap& config);
 
+// A config whose connector.class has a paired sink (PluginRegistry::pairDirect) and no other
+// sink.connector.class, completed as a direct connector: sink.connector.class = the paired sink
+// and sink.<k> = <k> for every key the sink declares that the config sets (the plain key wins, so
+// a config read back, edited and put again stays consistent). Other configs come back unchanged.
+// Idempotent.
+StringMap expandDirectPair(const PluginRegistry& registry, const StringMap& config);
+
 // Key/value of the sink side of a direct connector: sink.* keys with the prefix stripped.
 StringMap sinkSideConfig(const StringMap& config);
 

@@ -90,6 +90,7 @@ std::string dlErrorText() {
 struct PluginRegistry::Impl {
   std::vector<Registered> plugins;
   std::map<std::string, std::size_t> byName;  // class names and aliases -> index in plugins
+  std::map<std::string, std::string> pairs;   // source class name -> paired sink class name
 
   Status add(const PluginDescriptor* d, const std::string& origin,
              const std::shared_ptr<Library>& library);
@@ -337,6 +338,23 @@ std::vector<PluginInfo> PluginRegistry::list() const {
   std::sort(out.begin(), out.end(),
             [](const PluginInfo& a, const PluginInfo& b) { return a.className < b.className; });
   return out;
+}
+
+Status PluginRegistry::pairDirect(const std::string& sourceClass, const std::string& sinkClass) {
+  FERRY_ASSIGN_OR_RETURN(PluginInfo src, find(sourceClass));
+  FERRY_ASSIGN_OR_RETURN(PluginInfo sink, find(sinkClass));
+  if (src.kind != PluginKind::kSourceConnector || sink.kind != PluginKind::kSinkConnector)
+    return Status::invalidArgument("pairDirect(" + sourceClass + ", " + sinkClass +
+                                   "): needs a source and a sink connector");
+  impl_->pairs[src.className] = sink.className;
+  return Status::ok();
+}
+
+std::string PluginRegistry::pairedSink(const std::string& connectorClass) const {
+  auto it = impl_->byName.find(connectorClass);
+  if (it == impl_->byName.end()) return {};
+  auto p = impl_->pairs.find(impl_->plugins[it->second].info.className);
+  return p == impl_->pairs.end() ? std::string() : p->second;
 }
 
 Result<PluginInfo> PluginRegistry::find(const std::string& name) const {

@@ -53,6 +53,12 @@ class PluginRegistry {
   std::vector<Status> loadPath(const std::vector<std::string>& folders);
 
   std::vector<PluginInfo> list() const;
+  // Pairs a source connector with the sink connector that completes it as a direct connector:
+  // a config naming `sourceClass` without sink.connector.class becomes direct with `sinkClass`
+  // (see expandDirectPair in connector_config.h). Both must be registered connectors.
+  Status pairDirect(const std::string& sourceClass, const std::string& sinkClass);
+  // The sink class paired with `connectorClass` (class name or alias), or empty.
+  std::string pairedSink(const std::string& connectorClass) const;
   // By class name or alias. NotFound names the known classes of that kind.
   Result<PluginInfo> find(const std::string& name) const;
   // True when `name` resolves to a source or sink connector.

@@ -21,7 +21,8 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   for (std::size_t i = 0; i < d.entryCount; ++i) classes.insert(d.entries[i].className);
   EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
                                             "LogSink", "BlackholeSink", "RocketMQSource",
-                                            "RocketMQSink"}));
+                                            "RocketMQSink", "RocketMQReplicator",
+                                            "RocketMQReplicatorSink"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {

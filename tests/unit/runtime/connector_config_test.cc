@@ -35,6 +35,47 @@ TEST_F(ConnectorConfigTest, ValidSourceSinkAndDirect) {
   EXPECT_TRUE(direct->validation.ok()) << direct->validation.summary();
 }
 
+TEST_F(ConnectorConfigTest, PairedSourceBecomesDirectWithTheSameKeys) {
+  const StringMap given{{"connector.class", "rocketmq-replicator"}, {"source.namesrv", "a:1"},
+                        {"target.namesrv", "b:2"}, {"topics", "t1,t2"}, {"tasks.max", "2"}};
+  const StringMap full = expandDirectPair(registry_, given);
+  EXPECT_EQ(full.at("sink.connector.class"), "RocketMQReplicatorSink");
+  EXPECT_EQ(full.at("sink.source.namesrv"), "a:1");
+  EXPECT_EQ(full.at("sink.target.namesrv"), "b:2");
+  EXPECT_EQ(full.at("sink.topics"), "t1,t2");
+  EXPECT_EQ(full.count("sink.tasks.max"), 0u);  // framework keys stay on the connector
+  EXPECT_EQ(expandDirectPair(registry_, full), full);  // idempotent
+  // Edited after a read-back: the plain key wins over the stale sink.* copy.
+  StringMap edited = full;
+  edited["topics"] = "t3";
+  EXPECT_EQ(expandDirectPair(registry_, edited).at("sink.topics"), "t3");
+  // Unpaired classes are untouched.
+  const StringMap plain{{"connector.class", "DatagenSource"}, {"topic", "g"}};
+  EXPECT_EQ(expandDirectPair(registry_, plain), plain);
+
+  auto v = validateConnectorConfig(registry_, given);
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(v->shape, ConnectorShape::kDirect);
+  EXPECT_EQ(v->sinkClass, "RocketMQReplicatorSink");
+  EXPECT_TRUE(v->validation.ok()) << v->validation.summary();
+}
+
+TEST_F(ConnectorConfigTest, ReplicatorCrossFieldErrors) {
+  auto v = validateConnectorConfig(registry_, {{"connector.class", "RocketMQReplicator"}, {"source.namesrv", "a:1"},
+                                               {"target.namesrv", "a:1"}, {"topics.regex", "(unclosed"},
+                                               {"checkpoint.groups", "g"}, {"placement", "hash"}});
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_TRUE(hasError(*v, "topics.regex")) << v->validation.summary();
+  EXPECT_TRUE(hasError(*v, "topic.rename")) << v->validation.summary();   // same cluster, no rename
+  EXPECT_TRUE(hasError(*v, "target.alias")) << v->validation.summary();   // same alias
+  EXPECT_TRUE(hasError(*v, "checkpoint.groups")) << v->validation.summary();
+  auto none = validateConnectorConfig(registry_, {{"connector.class", "RocketMQReplicator"}, {"source.namesrv", "a:1"},
+                                                  {"target.namesrv", "b:1"}, {"topic.rename", "x"}});
+  ASSERT_TRUE(none.isOk());
+  EXPECT_TRUE(hasError(*none, "topics")) << none->validation.summary();
+  EXPECT_TRUE(hasError(*none, "topic.rename")) << none->validation.summary();
+}
+
 TEST_F(ConnectorConfigTest, EveryProblemReportedAtOnce) {
   auto v = validateConnectorConfig(registry_, {{"connector.class", "FileStreamSource"}, {"tasks.max", "many"},
                                                {"flie", "/tmp/x"}, {"errors.tolerance", "some"}});

@@ -1,0 +1,89 @@
+// BatchSender (see batch_sender.h).
+#include "connectors/rocketmq/batch_sender.h"
+
+namespace ferry::connectors::rmq {
+
+BatchSender::BatchSender(rocketmq::Producer& producer, bool ordered, std::size_t maxInFlight)
+    : producer_(producer), ordered_(ordered), maxInFlight_(maxInFlight == 0 ? 1 : maxInFlight) {}
+
+BatchSender::~BatchSender() { waitIdle(); }
+
+void BatchSender::send(Batch p) {
+  auto shared = shared_;
+  const std::size_t n = p.messages.size();
+  const bool ordered = ordered_;
+  {
+    std::unique_lock lock(shared->mu);
+    shared->cv.wait(lock, [&] {
+      if (shared->inFlight > 0 && shared->inFlight + n > maxInFlight_) return false;
+      if (!ordered) return true;
+      auto it = shared->keysInFlight.find(p.orderKey);
+      return it == shared->keysInFlight.end() || it->second == 0;
+    });
+    shared->inFlight += n;
+    if (ordered) ++shared->keysInFlight[p.orderKey];
+  }
+  std::vector<rocketmq::OutgoingMessage> copy = p.messages;
+  const rocketmq::QueueSelection selection = p.selection;
+  auto done = [shared, n, ordered, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
+    if (r.isOk() && p.onSent) p.onSent(*r);
+    std::lock_guard lock(shared->mu);
+    if (ordered) {
+      auto it = shared->keysInFlight.find(p.orderKey);
+      if (it != shared->keysInFlight.end() && --it->second <= 0) shared->keysInFlight.erase(it);
+    }
+    if (!r.isOk()) {
+      const Status& s = r.status();
+      if (s.isRetriable()) {
+        if (shared->retry.empty()) shared->retryError = s;
+        shared->retry.push_back(std::move(p));
+      } else if (shared->fatal.isOk()) {
+        shared->fatal = s;
+      }
+    }
+    shared->inFlight -= n;
+    shared->cv.notify_all();
+  };
+  if (copy.size() == 1) {
+    producer_.sendAsync(std::move(copy.front()), selection, std::move(done));
+  } else {
+    producer_.sendBatchAsync(std::move(copy), selection, std::move(done));
+  }
+}
+
+Status BatchSender::fatal() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->fatal;
+}
+
+std::size_t BatchSender::inFlight() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->inFlight;
+}
+
+void BatchSender::waitIdle() {
+  std::unique_lock lock(shared_->mu);
+  shared_->cv.wait(lock, [&] { return shared_->inFlight == 0; });
+}
+
+Status BatchSender::flush(const std::string& who) {
+  waitIdle();
+  std::vector<Batch> again;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->fatal.isOk()) return shared_->fatal.withContext(who);
+    again.swap(shared_->retry);
+    shared_->retryError = Status::ok();
+  }
+  if (again.empty()) return Status::ok();
+  for (Batch& p : again) send(std::move(p));
+  waitIdle();
+  std::lock_guard lock(shared_->mu);
+  if (!shared_->fatal.isOk()) return shared_->fatal.withContext(who);
+  if (!shared_->retry.empty())
+    return Status::retriable(who + ": " + std::to_string(shared_->retry.size()) +
+                             " sends failed: " + shared_->retryError.toString());
+  return Status::ok();
+}
+
+}  // namespace ferry::connectors::rmq

@@ -1,0 +1,68 @@
+// BatchSender: asynchronous batch sends through a rocketmq::Producer with a bound on messages in
+// flight, optional per-key ordering (at most one batch of a key outstanding at a time, other keys
+// in parallel), and keep-and-resend of retriable failures. Shared by RocketMQSink (key = record
+// key) and the Replicator's sink (key = target queue).
+//
+// flush() waits until every send was answered, sends the retriable failures again once, and
+// answers a retriable Status while any remain (so the runtime never commits past an unsent
+// message); a non-retriable failure is returned by every later call.
+//
+// Threading: send()/flush()/waitIdle() from one owner thread; the producer's callbacks (io thread)
+// touch only the mutex-guarded state and call Batch::onSent outside the lock.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ferry/result.h"
+#include "rocketmq/producer.h"
+
+namespace ferry::connectors::rmq {
+
+class BatchSender {
+ public:
+  struct Batch {
+    std::vector<rocketmq::OutgoingMessage> messages;  // one topic; one queue when > 1
+    rocketmq::QueueSelection selection;
+    std::string orderKey;  // ordered mode: batches of one key go one at a time
+    // Called (io thread) once the batch is stored, with the broker's answer.
+    std::function<void(const rocketmq::SendResult&)> onSent;
+  };
+
+  BatchSender(rocketmq::Producer& producer, bool ordered, std::size_t maxInFlight);
+  ~BatchSender();  // waitIdle()
+  BatchSender(const BatchSender&) = delete;
+  BatchSender& operator=(const BatchSender&) = delete;
+
+  // Blocks until there is room (and, ordered, until the key has no batch outstanding).
+  void send(Batch batch);
+  // The first non-retriable failure so far (ok if none).
+  Status fatal() const;
+  Status flush(const std::string& who);
+  void waitIdle();
+  std::size_t inFlight() const;
+
+ private:
+  struct Shared {
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    std::size_t inFlight = 0;                 // messages
+    std::map<std::string, int> keysInFlight;  // ordered: batches per key
+    std::vector<Batch> retry;                 // retriable failures, resent by flush()
+    Status retryError;
+    Status fatal;
+  };
+
+  rocketmq::Producer& producer_;
+  const bool ordered_;
+  const std::size_t maxInFlight_;
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+};
+
+}  // namespace ferry::connectors::rmq
