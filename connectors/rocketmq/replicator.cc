@@ -1,29 +1,22 @@
 // RocketMQ Replicator (see replicator.h).
 #include "connectors/rocketmq/replicator.h"
 
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "connectors/common.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "core/clock.h"
 #include "core/logging.h"
 #include "rocketmq/admin.h"
+#include "rocketmq/client_pool.h"
 #include "rocketmq/remoting.h"
 
 namespace ferry::connectors {
 namespace {
 
-std::atomic<std::uint64_t> gInstance{0};
 constexpr std::size_t kMaxBatchBytes = 1u << 20;
 constexpr const char* kTaskTopicsKey = "replicator.task.topics";  // set by taskConfigs()
-
-std::string instanceName(const char* what) {
-  return std::string("ferry-repl-") + what + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(gInstance.fetch_add(1));
-}
 
 std::string aliasOf(const ParsedConfig& p, const char* side) {
   std::string alias = p.getString(std::string(side) + ".alias");
@@ -150,8 +143,7 @@ Status RocketMQReplicatorConnector::start(const StringMap& config, ConnectorCont
   rocketmq::ClientOptions co;
   co.namesrvAddrs = p.getString("source.namesrv");
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
-  co.instanceName = instanceName("admin");
-  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
   if (!heartbeatTopic_.empty()) {
     if (!client_->queryRoute(heartbeatTopic_).isOk())
       FERRY_RETURN_IF_ERROR(client_->createTopic(heartbeatTopic_, 1).withContext(
@@ -375,14 +367,11 @@ Status ReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& conte
   rocketmq::ClientOptions co;
   co.namesrvAddrs = p.getString("target.namesrv");
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
-  co.instanceName = instanceName("target");
-  FERRY_ASSIGN_OR_RETURN(target_, rocketmq::RocketmqClient::create(co));
+  FERRY_ASSIGN_OR_RETURN(target_, rocketmq::sharedClient(co));
   if (!groups_.empty()) {
     rocketmq::ClientOptions so = co;
     so.namesrvAddrs = p.getString("source.namesrv");
-    so.instanceName = instanceName("checkpoint");
-    so.clientId.clear();
-    FERRY_ASSIGN_OR_RETURN(source_, rocketmq::RocketmqClient::create(so));
+    FERRY_ASSIGN_OR_RETURN(source_, rocketmq::sharedClient(so));
   }
   rocketmq::ProducerOptions po;
   po.group = "ferry_replicator";

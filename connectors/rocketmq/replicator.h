@@ -77,7 +77,7 @@ class RocketMQReplicatorConnector final : public SourceConnector {
   StringMap config_;
   ConnectorContext* context_ = nullptr;
   std::unique_ptr<repl::TopicFilter> filter_;
-  std::unique_ptr<rocketmq::RocketmqClient> client_;
+  std::shared_ptr<rocketmq::RocketmqClient> client_;  // shared (client_pool.h)
   std::unique_ptr<rocketmq::Producer> heartbeatProducer_;
   std::string heartbeatTopic_;
   std::string sourceAlias_;
@@ -144,8 +144,8 @@ class ReplicatorSinkTask final : public SinkTask {
   std::vector<std::string> groups_;
   std::int64_t checkpointMs_ = 5000;
   std::int64_t nextCheckpoint_ = 0;
-  std::unique_ptr<rocketmq::RocketmqClient> target_;
-  std::unique_ptr<rocketmq::RocketmqClient> source_;  // for checkpoints only
+  std::shared_ptr<rocketmq::RocketmqClient> target_;  // shared (client_pool.h)
+  std::shared_ptr<rocketmq::RocketmqClient> source_;  // for checkpoints only; shared
   std::unique_ptr<rocketmq::Producer> producer_;
   std::unique_ptr<rmq::BatchSender> sender_;
   std::map<std::string, TargetTopic> topics_;

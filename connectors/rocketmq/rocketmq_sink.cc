@@ -1,18 +1,16 @@
 // RocketMQSink (see rocketmq_sink.h).
 #include "connectors/rocketmq/rocketmq_sink.h"
 
-#include <unistd.h>
 
-#include <atomic>
 
 #include "rocketmq/client.h"
+#include "rocketmq/client_pool.h"
 #include "connectors/common.h"
 #include "core/logging.h"
 
 namespace ferry::connectors {
 namespace {
 
-std::atomic<std::uint64_t> gInstance{0};
 constexpr std::size_t kMaxBatchBytes = 1u << 20;
 
 }  // namespace
@@ -79,9 +77,7 @@ Status RocketMQSinkTask::start(const StringMap& config, SinkTaskContext& context
   rocketmq::ClientOptions co;
   co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
   co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
-  co.instanceName = "ferry-sink-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(gInstance.fetch_add(1));
-  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::RocketmqClient::create(co));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
   rocketmq::ProducerOptions po;
   po.group = parsed.getString("rocketmq.producer.group");
   producer_ = std::make_unique<rocketmq::Producer>(*client_, po);

@@ -63,7 +63,7 @@ class RocketMQSinkTask final : public SinkTask {
   std::size_t maxInFlight_ = 10000;
   std::size_t batchSize_ = 128;
   std::uint64_t skipped_ = 0;
-  std::unique_ptr<rocketmq::RocketmqClient> client_;
+  std::shared_ptr<rocketmq::RocketmqClient> client_;  // shared by the worker's tasks
   std::unique_ptr<rocketmq::Producer> producer_;
 
   std::unique_ptr<rmq::BatchSender> sender_;

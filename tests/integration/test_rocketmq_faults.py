@@ -58,10 +58,10 @@ def remoting_request(addr, code, ext=None, timeout=3):
     return json.loads(buf[8:8 + hlen])
 
 
-def broker_serving():
+def broker_serving(addr=BROKER_ADDR):
     """The broker answers GET_BROKER_RUNTIME_INFO (28) with SUCCESS."""
     try:
-        return remoting_request(BROKER_ADDR, 28).get("code") == 0
+        return remoting_request(addr, 28).get("code") == 0
     except (OSError, ValueError):
         return False
 
@@ -85,10 +85,10 @@ def pid_alive(pid):
         return False
 
 
-def restart_broker():
-    """kill -9 the broker JVM of cluster A and start it again the way the script did. Returns
-    (seconds down until it serves again, new pid)."""
-    pid_file = os.path.join(RUN_DIR, "broker.pid")
+def restart_broker(run_dir=RUN_DIR, addr=BROKER_ADDR):
+    """kill -9 the broker JVM of a cluster (A by default) and start it again the way the script
+    did. Returns (seconds down until it serves again, new pid)."""
+    pid_file = os.path.join(run_dir, "broker.pid")
     with open(pid_file) as f:
         pid = int(f.read().strip())
     with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -101,12 +101,12 @@ def restart_broker():
     t0 = time.time()
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not pid_alive(pid), 30, f"broker pid {pid} gone", 0.1)
-    with open(os.path.join(RUN_DIR, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
+    with open(os.path.join(run_dir, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
         p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=nul, stdout=out,
                              stderr=subprocess.STDOUT, start_new_session=True)
     with open(pid_file, "w") as f:
         f.write(f"{p.pid}\n")
-    wait_until(lambda: p.poll() is None and broker_serving(), 120, "restarted broker serving", 0.5)
+    wait_until(lambda: p.poll() is None and broker_serving(addr), 120, "restarted broker serving", 0.5)
     return time.time() - t0, p.pid
 
 
