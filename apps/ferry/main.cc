@@ -101,6 +101,7 @@ int runStandalone(int argc, char** argv) {
     backbone::RocketmqBackboneOptions ropts;
     ropts.namesrv = worker.rocketmqNamesrv;
     ropts.cluster = worker.rocketmqCluster;
+    ropts.maxInflight = worker.rocketmqMaxInflight;
     ropts.defaultQueues = worker.defaultQueues;
     auto bb = backbone::openRocketmqBackbone(ropts);
     if (!bb.isOk()) return fail("rocketmq backbone: " + bb.status().toString());

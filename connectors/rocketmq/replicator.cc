@@ -533,7 +533,9 @@ void ReplicatorSinkTask::checkpoint() {
       if (!translated) continue;
       auto current = rocketmq::queryGroupOffset(*target_, group, tq);
       if (current.isOk() && *current && **current >= *translated) continue;  // never backwards
-      Status s = rocketmq::updateGroupOffset(*target_, group, tq, *translated);
+      // setGroupOffset: a target broker refuses offsets of a group it never saw (26) — it
+      // creates the group there first.
+      Status s = rocketmq::setGroupOffset(*target_, group, tq, *translated);
       if (!s.isOk()) {
         log_->warn("replicator: writing checkpoint of {} on {}: {}", group, tq.toString(), s.toString());
         continue;

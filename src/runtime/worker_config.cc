@@ -33,6 +33,9 @@ const ConfigDef& workerConfigDef() {
              "NameServer addresses of the rocketmq backbone (host:port;host:port).");
     d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
              "Cluster in which the rocketmq backbone creates topics (empty: every cluster).");
+    d.define("backbone.rocketmq.max.inflight", ConfigType::kLong, "1024", Importance::kLow,
+             "Most unacknowledged sends per rocketmq backbone producer; a source waits for room. "
+             "Bounds the resends (duplicates) after a broker restart.", atLeast(1));
     d.define("backbone.embedded.segment.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kLow,
              "Size at which the embedded log rolls a new segment file.", atLeast(4096));
     d.define("backbone.embedded.fsync", ConfigType::kString, "interval", Importance::kMedium,
@@ -100,6 +103,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.defaultQueues = p.getInt("backbone.topic.default.queues");
   c.rocketmqNamesrv = p.getString("backbone.rocketmq.namesrv");
   c.rocketmqCluster = p.getString("backbone.rocketmq.cluster");
+  c.rocketmqMaxInflight = p.getLong("backbone.rocketmq.max.inflight");
   c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");

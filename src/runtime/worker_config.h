@@ -31,6 +31,7 @@ struct WorkerConfig {
   std::int32_t defaultQueues = 4;
   std::string rocketmqNamesrv = "127.0.0.1:9876";
   std::string rocketmqCluster;
+  std::int64_t rocketmqMaxInflight = 1024;
 
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;

@@ -1,6 +1,9 @@
 """The rocketmq backbone on a real RocketMQ: datagen -> RocketMQ topic -> file sink through a
 standalone worker whose backbone is RocketMQ, with the worker kill -9ed mid-way and restarted.
-Every sequence number must arrive (at-least-once); duplicates are counted. Needs the cluster that
+Every sequence number must arrive (at-least-once); duplicates are counted. Then the sink is
+stopped, a fresh worker process reads its committed offsets (from the brokers, not from what it
+saw itself), `DELETE /connectors/<sink>/offsets` resets them and the resumed sink reads the topic
+again from the start. Needs the cluster that
 scripts/test starts for the `rocketmq` and `integration` labels (NameServer in
 $FERRY_ROCKETMQ_NAMESRV, default 127.0.0.1:19876); fails when it is unreachable."""
 import json
@@ -66,6 +69,33 @@ def main():
     assert st["tasks"][0]["state"] == "RUNNING", st
     offs = w.ok("GET", f"/connectors/{sink}/offsets")["offsets"]
     assert offs and all(o["partition"]["kafka_topic"] == topic for o in offs), offs
+
+    # Offsets of a stopped sink from a worker process in which it never ran (the group's topics
+    # come from the brokers' consume stats), then DELETE .../offsets and a full re-read.
+    def committed():
+        got = w.ok("GET", f"/connectors/{sink}/offsets")["offsets"]
+        return {int(o["partition"]["kafka_partition"]): int(o["offset"]["kafka_offset"]) for o in got}
+    # Every record is in the file, so the group commits up to the end of each queue.
+    wait_until(lambda: sum(committed().values()) >= TOTAL, 60, "offsets committed up to the end", 0.5)
+    before = committed()
+    w.ok("PUT", f"/connectors/{sink}/stop")
+    wait_until(lambda: w.ok("GET", f"/connectors/{sink}/status")["connector"]["state"] == "STOPPED",
+               30, "sink STOPPED", 0.2)
+    assert w.stop() == 0
+    w.start()
+    fresh = committed()
+    assert fresh == before, f"offsets seen by a fresh worker {fresh} != {before}"
+    w.ok("DELETE", f"/connectors/{sink}/offsets")
+    after_reset = committed()
+    assert after_reset == {}, after_reset
+    lines_before = count_lines(out)
+    w.ok("PUT", f"/connectors/{sink}/resume")
+    wait_until(lambda: count_lines(out) >= lines_before + TOTAL, 180, "a full re-read after the reset", 0.5)
+    again = counts()
+    missing = [i for i in range(TOTAL) if again.get(i, 0) < 2]
+    print(json.dumps({"offsets_fresh_worker": sum(fresh.values()), "queues": len(fresh),
+                      "after_reset": len(after_reset), "reread_lines": count_lines(out) - lines_before}))
+    assert not missing, f"{len(missing)} not re-read after the reset, first {missing[:10]}"
     assert w.stop() == 0
 
 

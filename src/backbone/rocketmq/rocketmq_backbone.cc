@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "rocketmq/admin.h"
 #include "rocketmq/client.h"
 #include "rocketmq/consumer.h"
 #include "rocketmq/producer.h"
@@ -71,8 +72,8 @@ struct QueueMap {
 
 class RmqProducer final : public Producer {
  public:
-  RmqProducer(RocketmqBackbone& b, rocketmq::RocketmqClient& client)
-      : b_(b), producer_(client), state_(std::make_shared<State>()) {}
+  RmqProducer(RocketmqBackbone& b, rocketmq::RocketmqClient& client, std::int64_t maxInflight)
+      : b_(b), producer_(client), maxInflight_(maxInflight), state_(std::make_shared<State>()) {}
   ~RmqProducer() override { flush(std::chrono::seconds(10)).isOk(); }
   Status send(Message m, SendCallback cb) override;
   Status flush(std::chrono::milliseconds timeout) override {
@@ -86,10 +87,12 @@ class RmqProducer final : public Producer {
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    std::int64_t outstanding = 0;
+    std::int64_t outstanding = 0;  // sent, callback not yet run
+    std::int64_t waiting = 0;      // send() calls blocked by the in-flight cap
   };
   RocketmqBackbone& b_;
   rocketmq::Producer producer_;
+  const std::int64_t maxInflight_;  // <= 0: no cap
   std::shared_ptr<State> state_;
 };
 
@@ -131,7 +134,7 @@ class RocketmqBackbone final : public Backbone, public Admin {
   std::string kind() const override { return "rocketmq"; }
   Result<std::unique_ptr<Producer>> createProducer(const StringMap&) override {
     if (closed_) return Status::unavailable("backbone closed");
-    return std::unique_ptr<Producer>(std::make_unique<RmqProducer>(*this, *client_));
+    return std::unique_ptr<Producer>(std::make_unique<RmqProducer>(*this, *client_, o_.maxInflight));
   }
   Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group, const std::string&,
                                                    const StringMap& overrides) override {
@@ -164,7 +167,19 @@ class RocketmqBackbone final : public Backbone, public Admin {
     return client_->createTopic(rocketmqSafeName(name), queues, where);
   }
   Result<std::vector<TopicInfo>> listTopics() override {
-    return Status::unavailable("listing topics is not supported by the rocketmq backbone yet");
+    FERRY_ASSIGN_OR_RETURN(auto names, rocketmq::listTopics(*client_));
+    FERRY_ASSIGN_OR_RETURN(auto info, client_->clusterInfo());
+    std::vector<std::string> clusterAndBrokers;
+    for (const auto& [c, bs] : info.clusters) clusterAndBrokers.push_back(c);
+    for (const auto& [b, d] : info.brokers) clusterAndBrokers.push_back(b);
+    std::vector<TopicInfo> out;
+    for (const auto& n : names) {
+      if (rocketmq::isSystemTopic(n, clusterAndBrokers)) continue;
+      auto qm = queues(n);
+      if (!qm.isOk()) continue;  // listed but without readable queues (being deleted, or write-only)
+      out.push_back(TopicInfo{n, static_cast<std::int32_t>((*qm)->queues.size())});
+    }
+    return out;
   }
   Result<TopicInfo> describeTopic(const std::string& name) override {
     FERRY_ASSIGN_OR_RETURN(auto qm, queues(name));
@@ -172,52 +187,62 @@ class RocketmqBackbone final : public Backbone, public Admin {
   }
   Result<OffsetMap> endOffsets(const std::string& topic) override { return brokerOffsets(topic, 30); }
   Result<OffsetMap> startOffsets(const std::string& topic) override { return brokerOffsets(topic, 31); }
+  // The group's topics are those its consumers in this process subscribed plus those the brokers
+  // hold offsets of the group for (GET_CONSUME_STATS without a topic), so a sink that has not run
+  // in this process is seen too. Offsets are read per queue (QUERY_CONSUMER_OFFSET): consume
+  // stats write 0 for a queue never committed.
   Result<OffsetMap> committedOffsets(const std::string& group) override {
-    OffsetMap out;
-    std::set<std::string> topics;
+    const std::string g = rocketmqSafeName(group);
+    std::map<std::string, std::string> topics;  // RocketMQ name -> name reported (ferry's if known)
     {
       std::lock_guard lock(mu_);
-      topics = groupTopics_[rocketmqSafeName(group)];
+      for (const auto& t : groupTopics_[g]) topics[rocketmqSafeName(t)] = t;
     }
-    for (const auto& t : topics) {
-      FERRY_ASSIGN_OR_RETURN(auto qm, queues(t));
-      for (std::size_t i = 0; i < qm->queues.size(); ++i) {
-        const auto& mq = qm->queues[i];
-        FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
-        rocketmq::RemotingCommand req;
-        req.code = rocketmq::kCodeQueryConsumerOffset;
-        req.extFields["consumerGroup"] = rocketmqSafeName(group);
-        req.extFields["topic"] = mq.topic;
-        req.extFields["queueId"] = std::to_string(mq.queueId);
-        FERRY_ASSIGN_OR_RETURN(auto resp, client_->invoke(addr, req));
-        if (resp.code == rocketmq::kRespQueryNotFound) continue;
-        FERRY_RETURN_IF_ERROR(rocketmq::responseStatus(resp, "committed offset of " + mq.toString()));
-        if (auto off = resp.extInt("offset")) out[TopicQueue{t, static_cast<std::int32_t>(i)}] = *off;
+    FERRY_ASSIGN_OR_RETURN(auto stats, rocketmq::consumeStats(*client_, g));
+    for (const auto& q : stats.queues)
+      if (!rocketmq::isSystemTopic(q.queue.topic)) topics.emplace(q.queue.topic, q.queue.topic);
+    OffsetMap out;
+    for (const auto& [name, shown] : topics) {
+      auto qm = queues(name);
+      if (!qm.isOk() && qm.status().code() == StatusCode::kNotFound) continue;  // topic deleted
+      FERRY_RETURN_IF_ERROR(qm.status());
+      for (std::size_t i = 0; i < (*qm)->queues.size(); ++i) {
+        FERRY_ASSIGN_OR_RETURN(auto off, rocketmq::queryGroupOffset(*client_, g, (*qm)->queues[i]));
+        if (off) out[TopicQueue{shown, static_cast<std::int32_t>(i)}] = *off;
       }
     }
     return out;
   }
+  // RocketMQ drops offsets only per group (DELETE_SUBSCRIPTIONGROUP with cleanOffset): an empty
+  // map, or one that lacks a queue the group has an offset for, deletes the group's offsets on
+  // every broker first; then each offset is written (creating the group where a broker does not
+  // know it). Refused while the brokers list a live member of the group.
   Status setCommittedOffsets(const std::string& group, const OffsetMap& offsets) override {
+    const std::string g = rocketmqSafeName(group);
+    FERRY_ASSIGN_OR_RETURN(auto members, rocketmq::groupMembers(*client_, g));
+    if (!members.empty())
+      return Status::failedPrecondition("RocketMQ consumer group " + g + " has " + std::to_string(members.size()) +
+                                        " live member(s) (" + members.front() + (members.size() > 1 ? ", ..." : "") +
+                                        "); stop them first");
+    bool dropSome = offsets.empty();
+    if (!dropSome) {
+      FERRY_ASSIGN_OR_RETURN(auto current, committedOffsets(group));
+      for (const auto& [tq, off] : current)
+        if (!offsets.count(tq)) dropSome = true;
+    }
+    if (dropSome) {
+      FERRY_RETURN_IF_ERROR(rocketmq::deleteGroup(*client_, g));
+      std::lock_guard lock(mu_);
+      groupTopics_.erase(g);
+    }
     for (const auto& [tq, off] : offsets) {
       FERRY_ASSIGN_OR_RETURN(auto mq, queueOf(tq));
-      FERRY_ASSIGN_OR_RETURN(std::string addr, client_->brokerAddress(mq.brokerName));
-      rocketmq::RemotingCommand req;
-      req.code = rocketmq::kCodeUpdateConsumerOffset;
-      req.extFields["consumerGroup"] = rocketmqSafeName(group);
-      req.extFields["topic"] = mq.topic;
-      req.extFields["queueId"] = std::to_string(mq.queueId);
-      req.extFields["commitOffset"] = std::to_string(off);
-      FERRY_ASSIGN_OR_RETURN(auto resp, client_->invoke(addr, req));
-      FERRY_RETURN_IF_ERROR(rocketmq::responseStatus(resp, "setting the offset of " + mq.toString()));
+      FERRY_RETURN_IF_ERROR(rocketmq::setGroupOffset(*client_, g, mq, off));
       rememberGroupTopic(group, tq.topic);
     }
-    if (offsets.empty())
-      return Status::unavailable("resetting a RocketMQ group's offsets is not supported yet; alter them instead");
     return Status::ok();
   }
-  Status deleteGroup(const std::string&) override {
-    return Status::unavailable("deleting a RocketMQ consumer group is not supported yet");
-  }
+  Status deleteGroup(const std::string& group) override { return setCommittedOffsets(group, {}); }
 
   // ----- shared with producers and consumers
   // The queue map of `topic`, kept per topic for kRouteCacheMs so the per-message mapping
@@ -330,7 +355,17 @@ Status RmqProducer::send(Message m, SendCallback cb) {
     sel = rocketmq::QueueSelection::byKey(m.routingHint);
   }
   {
-    std::lock_guard lock(state_->mu);
+    // The in-flight cap: block (backpressure) until an answer frees a slot. Unbounded sends
+    // pile up while a broker is slow or restarting; each one that times out although the broker
+    // stored it comes back as a duplicate when the runtime resends it.
+    std::unique_lock lock(state_->mu);
+    if (maxInflight_ > 0 && state_->outstanding >= maxInflight_) {
+      ++state_->waiting;
+      while (state_->outstanding >= maxInflight_ && !b_.closed())
+        state_->cv.wait_for(lock, std::chrono::milliseconds(100));
+      --state_->waiting;
+      if (b_.closed()) return Status::unavailable("backbone closed");
+    }
     ++state_->outstanding;
   }
   auto state = state_;
@@ -347,7 +382,7 @@ Status RmqProducer::send(Message m, SendCallback cb) {
       }
     }
     std::lock_guard lock(state->mu);
-    if (--state->outstanding == 0) state->cv.notify_all();
+    if (--state->outstanding == 0 || state->waiting > 0) state->cv.notify_all();
   });
   return Status::ok();
 }

@@ -17,6 +17,9 @@ struct RocketmqBackboneOptions {
   std::string cluster;                     // where topics are created; empty = every cluster
   std::int32_t defaultQueues = 4;
   std::int64_t requestTimeoutMs = 3000;
+  // Unacknowledged sends per producer (one per source task); send() blocks while this many are
+  // outstanding. <= 0: no cap. See README.md ("Delivery") for why and the figures.
+  std::int64_t maxInflight = 1024;
 };
 
 Result<std::unique_ptr<Backbone>> openRocketmqBackbone(const RocketmqBackboneOptions& options);
