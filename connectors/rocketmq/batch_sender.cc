@@ -14,12 +14,24 @@ void BatchSender::send(Batch p) {
   const bool ordered = ordered_;
   {
     std::unique_lock lock(shared->mu);
+    // Ordered: a key with a failed batch waiting for flush() queues behind it (also when the
+    // failure arrives while this batch waits for its turn), so the resend does not land after a
+    // later batch of the key.
+    bool queueBehind = false;
     shared->cv.wait(lock, [&] {
+      if (ordered && shared->retryKeys.count(p.orderKey) != 0) {
+        queueBehind = true;
+        return true;
+      }
       if (shared->inFlight > 0 && shared->inFlight + n > maxInFlight_) return false;
       if (!ordered) return true;
       auto it = shared->keysInFlight.find(p.orderKey);
       return it == shared->keysInFlight.end() || it->second == 0;
     });
+    if (queueBehind) {
+      shared->retry.push_back(std::move(p));
+      return;
+    }
     shared->inFlight += n;
     if (ordered) ++shared->keysInFlight[p.orderKey];
   }
@@ -36,6 +48,7 @@ void BatchSender::send(Batch p) {
       const Status& s = r.status();
       if (s.isRetriable()) {
         if (shared->retry.empty()) shared->retryError = s;
+        if (ordered) shared->retryKeys.insert(p.orderKey);
         shared->retry.push_back(std::move(p));
       } else if (shared->fatal.isOk()) {
         shared->fatal = s;
@@ -73,6 +86,7 @@ Status BatchSender::flush(const std::string& who) {
     std::lock_guard lock(shared_->mu);
     if (!shared_->fatal.isOk()) return shared_->fatal.withContext(who);
     again.swap(shared_->retry);
+    shared_->retryKeys.clear();
     shared_->retryError = Status::ok();
   }
   if (again.empty()) return Status::ok();

@@ -3,7 +3,9 @@
 // in parallel), and keep-and-resend of retriable failures. Shared by RocketMQSink (key = record
 // key) and the Replicator's sink (key = target queue).
 //
-// flush() waits until every send was answered, sends the retriable failures again once, and
+// In ordered mode a key whose batch failed queues its later batches behind the failed one until
+// flush() resends them in order, so a key's messages are stored in the order sent even across
+// retries. flush() waits until every send was answered, sends the retriable failures again once, and
 // answers a retriable Status while any remain (so the runtime never commits past an unsent
 // message); a non-retriable failure is returned by every later call.
 //
@@ -17,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,7 @@ class BatchSender {
     std::size_t inFlight = 0;                 // messages
     std::map<std::string, int> keysInFlight;  // ordered: batches per key
     std::vector<Batch> retry;                 // retriable failures, resent by flush()
+    std::set<std::string> retryKeys;          // ordered: keys with a batch in `retry`
     Status retryError;
     Status fatal;
   };

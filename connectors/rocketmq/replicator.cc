@@ -248,6 +248,8 @@ Status ReplicatorSourceTask::setup(const StringMap& config, SourceTaskContext& c
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(replicatorDefinition(), config, "RocketMQReplicator task"));
   log_ = core::logger("replicator");
   renameFormat_ = p.getString("topic.rename");
+  heartbeatTopic_ = p.getString("heartbeats.topic");
+  startedMs_ = core::nowMs();
   sourceAlias_ = aliasOf(p, "source");
   targetAlias_ = aliasOf(p, "target");
   co.namesrvAddrs = p.getString("source.namesrv");
@@ -299,6 +301,9 @@ std::pair<int, int> ReplicatorSourceTask::queueIndex(const rocketmq::MessageQueu
 
 bool ReplicatorSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& out) {
   const rocketmq::StoredMessage& sm = m.message;
+  // Heartbeats written before this task started are stale (a new group reads the topic from its
+  // start): they would only distort the latency measure.
+  if (sm.topic == heartbeatTopic_ && sm.bornTimestamp < startedMs_) return false;
   if (repl::cameFrom(sm.properties, targetAlias_)) {
     if (skippedLoops_++ == 0)
       log_->info("replicator: skipping messages that came from {} (loop prevention)", targetAlias_);

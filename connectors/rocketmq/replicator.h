@@ -101,6 +101,8 @@ class ReplicatorSourceTask final : public RocketMQSourceTask {
   std::pair<int, int> queueIndex(const rocketmq::MessageQueue& queue);
 
   std::string renameFormat_;
+  std::string heartbeatTopic_;
+  std::int64_t startedMs_ = 0;
   std::string sourceAlias_;
   std::string targetAlias_;
   std::uint64_t skippedLoops_ = 0;

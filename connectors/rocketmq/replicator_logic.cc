@@ -144,27 +144,40 @@ std::optional<ReplicaMeta> decodeMeta(std::string_view text) {
 
 void OffsetTranslator::record(const std::string& key, std::int64_t sourceOffset,
                               std::int64_t targetOffset) {
-  auto& h = map_[key];
-  if (!h.empty() && h.back().first >= sourceOffset) {
-    // Replayed after a restart or resend: keep the history increasing; a re-replicated message
-    // maps to its newest copy.
-    while (!h.empty() && h.back().first >= sourceOffset) h.pop_back();
-  }
-  h.emplace_back(sourceOffset, targetOffset);
-  while (h.size() > cap_) h.pop_front();
+  History& h = map_[key];
+  // Replayed after a restart or resend: keep the history increasing; a re-replicated message
+  // maps to its newest copy.
+  while (!h.recent.empty() && h.recent.back().first >= sourceOffset) h.recent.pop_back();
+  while (!h.ladder.empty() && h.ladder.back().first >= sourceOffset) h.ladder.pop_back();
+  h.recent.emplace_back(sourceOffset, targetOffset);
+  if (h.recent.size() <= cap_) return;
+  // The oldest recent pair moves down to the ladder when it is a stride past the ladder's last.
+  const auto oldest = h.recent.front();
+  h.recent.pop_front();
+  if (!h.ladder.empty() && oldest.first - h.ladder.back().first < h.stride) return;
+  h.ladder.push_back(oldest);
+  if (h.ladder.size() <= cap_) return;
+  // Ladder full: double its spacing by keeping every other pair (the oldest stays).
+  h.stride *= 2;
+  std::deque<std::pair<std::int64_t, std::int64_t>> thinned;
+  for (std::size_t i = 0; i < h.ladder.size(); i += 2) thinned.push_back(h.ladder[i]);
+  h.ladder.swap(thinned);
 }
 
 std::optional<std::int64_t> OffsetTranslator::translate(const std::string& key,
                                                         std::int64_t committed) const {
   auto it = map_.find(key);
-  if (it == map_.end() || it->second.empty()) return std::nullopt;
-  const auto& h = it->second;
-  // Newest pair with source offset < committed.
-  auto pos = std::lower_bound(h.begin(), h.end(), committed,
-                              [](const auto& pair, std::int64_t c) { return pair.first < c; });
-  if (pos == h.begin()) return std::nullopt;
-  --pos;
-  return pos->second + 1;
+  if (it == map_.end()) return std::nullopt;
+  // Newest pair with source offset < committed: in the exact recent pairs, else on the ladder.
+  auto newestBelow = [committed](const std::deque<std::pair<std::int64_t, std::int64_t>>& d)
+      -> std::optional<std::int64_t> {
+    auto pos = std::lower_bound(d.begin(), d.end(), committed,
+                                [](const auto& pair, std::int64_t c) { return pair.first < c; });
+    if (pos == d.begin()) return std::nullopt;
+    return std::prev(pos)->second + 1;
+  };
+  if (auto r = newestBelow(it->second.recent)) return r;
+  return newestBelow(it->second.ladder);
 }
 
 }  // namespace ferry::connectors::repl

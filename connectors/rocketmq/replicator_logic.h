@@ -80,13 +80,17 @@ std::string encodeMeta(const ReplicaMeta& meta);
 std::optional<ReplicaMeta> decodeMeta(std::string_view text);
 
 // Per source queue, a bounded history of (source offset, target offset) pairs of replicated
-// messages. translate(c), for a group that committed c on the source queue (it consumed every
+// messages: the newest `historyPerQueue` pairs exactly, and below them a ladder of at most as many
+// pairs at least `stride` source offsets apart; when the ladder is full its spacing doubles (every
+// other pair is dropped). A group far behind still translates, re-reading at most `stride`
+// messages more than it had consumed. Memory: 32 bytes x historyPerQueue per source queue. translate(c), for a group that committed c on the source queue (it consumed every
 // message below c), answers the target offset a consumer of the same group may resume at without
 // losing anything: one past the target offset of the newest replicated message below c. It never
 // skips a message the group did not consume, so a failed-over consumer sees duplicates at most.
 class OffsetTranslator {
  public:
-  explicit OffsetTranslator(std::size_t historyPerQueue = 4096) : cap_(historyPerQueue) {}
+  explicit OffsetTranslator(std::size_t historyPerQueue = 1024)
+      : cap_(historyPerQueue < 2 ? 2 : historyPerQueue) {}
   // key identifies the source queue ("topic@broker#id"); pairs must come in increasing order.
   void record(const std::string& key, std::int64_t sourceOffset, std::int64_t targetOffset);
   // nullopt when nothing below `committed` was replicated yet (or it fell out of the history).
@@ -94,8 +98,13 @@ class OffsetTranslator {
   std::size_t queues() const { return map_.size(); }
 
  private:
+  struct History {
+    std::deque<std::pair<std::int64_t, std::int64_t>> recent;  // source offsets increasing
+    std::deque<std::pair<std::int64_t, std::int64_t>> ladder;  // older, sparse, increasing
+    std::int64_t stride = 1;
+  };
   std::size_t cap_;
-  std::map<std::string, std::deque<std::pair<std::int64_t, std::int64_t>>> map_;
+  std::map<std::string, History> map_;
 };
 
 }  // namespace ferry::connectors::repl

@@ -3,14 +3,22 @@
 //
 //   create-topic --namesrv A --topic T [--queues 4] [--cluster ferry-a]
 //       RocketmqClient::createTopic (UPDATE_AND_CREATE_TOPIC, then waits for the route).
-//   produce --namesrv A --topic T --count N --seed S [--batch K]
+//   produce --namesrv A --topic T --count N --seed S [--batch K] [--first-seq F]
 //       N synchronous sends, each to the explicit queue (broker of the route, seq % queues), of
 //       the deterministic message for seq (body interopBody(seed, seq), TAGS T<seq%3>, KEYS
 //       k<seq>, user property seq=<seq>). With --batch K > 1: SEND_BATCH_MESSAGE, up to K
 //       messages of one queue per batch (queues in turn, seqs ascending within a queue). One JSON
 //       line per message on stdout: {"seq":..,"broker":..,"queue":..,"offset":..,"msg_id":..}.
-//   consume ...
-//       Not yet: ferry's consumer is being written; exits 2.
+//       --first-seq F sends seqs F .. F+N-1 instead of 0 .. N-1.
+//   consume --namesrv A --topic T [--topic T2 ...] --group G [--tags "*"] [--from first|last]
+//           [--count N] [--idle-ms 5000] [--timeout-ms 120000] [--commit true|false]
+//       ferry's PullConsumer in group G. One JSON line per message on stdout (the Java tool's
+//       fields): {"topic","broker","queue","offset","tags","keys","msg_id","props","body_hex"}.
+//       Stops once N messages arrived and then none for --idle-ms (so duplicates past N still
+//       show), or after --idle-ms without a message when no N is given, or at --timeout-ms (exit
+//       3 if N was not reached). --exact stops at exactly N messages (no more are printed or
+//       committed). With --commit (default) the next offsets are committed to the broker after
+//       each printed batch and at the end.
 //
 // Diagnostics go to stderr. Single-threaded (the client runs its own io thread).
 #include <CLI/CLI.hpp>
@@ -22,7 +30,11 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+#include <map>
+
 #include "rocketmq/client.h"
+#include "rocketmq/consumer.h"
 #include "rocketmq/producer.h"
 
 namespace {
@@ -103,7 +115,8 @@ std::vector<std::string> splitComma(const std::string& s) {
 }
 
 int produce(const std::string& namesrv, const std::string& topic, std::int64_t count,
-            std::int64_t seed, std::int64_t batch) {
+            std::int64_t seed, std::int64_t batch,
+            std::int64_t firstSeq) {
   auto client = connect(namesrv);
   if (!client) return 1;
   auto route = client->queryRoute(topic, /*refresh=*/true);
@@ -137,7 +150,7 @@ int produce(const std::string& namesrv, const std::string& topic, std::int64_t c
   };
   int rc = 0;
   if (batch <= 1) {
-    for (std::int64_t seq = 0; seq < count; ++seq) {
+    for (std::int64_t seq = firstSeq; seq < firstSeq + count; ++seq) {
       auto qid = static_cast<std::int32_t>(seq % queueCount);
       auto r = producer.send(interopMessage(topic, seed, seq), QueueSelection::queue(broker, qid));
       if (!r.isOk()) {
@@ -149,11 +162,12 @@ int produce(const std::string& namesrv, const std::string& topic, std::int64_t c
   } else {
     // Rounds of batch * queueCount seqs: one batch per queue, its seqs ascending.
     const std::int64_t round = batch * queueCount;
-    for (std::int64_t base = 0; base < count && rc == 0; base += round) {
+    const std::int64_t end = firstSeq + count;
+    for (std::int64_t base = firstSeq; base < end && rc == 0; base += round) {
       for (std::int32_t qid = 0; qid < queueCount && rc == 0; ++qid) {
         std::vector<OutgoingMessage> msgs;
         std::vector<std::int64_t> seqs;
-        for (std::int64_t seq = base + qid; seq < std::min(count, base + round);
+        for (std::int64_t seq = base + floorMod(qid - base, queueCount); seq < std::min(end, base + round);
              seq += queueCount) {
           msgs.push_back(interopMessage(topic, seed, seq));
           seqs.push_back(seq);
@@ -174,6 +188,102 @@ int produce(const std::string& namesrv, const std::string& topic, std::int64_t c
     }
   }
   std::cout.flush();
+  return rc;
+}
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+std::string prop(const std::map<std::string, std::string>& props, const char* name) {
+  auto it = props.find(name);
+  return it == props.end() ? std::string() : it->second;
+}
+
+int consume(const std::string& namesrv, const std::vector<std::string>& topics, const std::string& group,
+            const std::string& tags, const std::string& from, std::int64_t count, std::int64_t idleMs,
+            std::int64_t timeoutMs, bool commit, bool exact) {
+  using Clock = std::chrono::steady_clock;
+  auto client = connect(namesrv);
+  if (!client) return 1;
+  ferry::rocketmq::ConsumerOptions o;
+  o.group = group;
+  for (const auto& t : topics) o.subscriptions.push_back({t, tags});
+  o.fromWhere = from == "last" ? ferry::rocketmq::ConsumeFromWhere::kLastOffset
+                               : ferry::rocketmq::ConsumeFromWhere::kFirstOffset;
+  o.pullBatchSize = 64;
+  o.longPollingSuspendMs = 1000;
+  o.pullTimeoutMs = 10000;
+  ferry::rocketmq::PullConsumer consumer(*client, o);
+  if (auto s = consumer.start(); !s.isOk()) {
+    std::cerr << "consumer start: " << s.toString() << "\n";
+    return 1;
+  }
+  std::map<ferry::rocketmq::MessageQueue, std::int64_t> next;
+  std::int64_t received = 0;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+  auto lastMessage = Clock::now();
+  int rc = 0;
+  while (true) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      if (count > 0 && received < count) {
+        std::cerr << "consume: " << received << " of " << count << " messages before the timeout\n";
+        rc = 3;
+      }
+      break;
+    }
+    const bool reached = count <= 0 || received >= count;
+    if (reached && exact && count > 0) break;
+    if (reached && now - lastMessage >= std::chrono::milliseconds(idleMs)) break;
+    auto batch = consumer.poll(512, std::chrono::milliseconds(200));
+    if (!batch.isOk()) {
+      std::cerr << "poll: " << batch.status().toString() << "\n";
+      rc = 1;
+      break;
+    }
+    if (batch->empty()) continue;
+    lastMessage = Clock::now();
+    std::string out;
+    for (const auto& pm : *batch) {
+      if (exact && count > 0 && received >= count) break;
+      const auto& m = pm.message;
+      const std::string uniq = prop(m.properties, "UNIQ_KEY");
+      nlohmann::json line = {{"topic", m.topic},
+                             {"broker", pm.brokerName},
+                             {"queue", m.queueId},
+                             {"offset", m.queueOffset},
+                             {"tags", prop(m.properties, "TAGS")},
+                             {"keys", prop(m.properties, "KEYS")},
+                             {"msg_id", uniq.empty() ? m.offsetMsgId : uniq},
+                             {"props", m.properties},
+                             {"body_hex", hex(m.body)}};
+      out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out += '\n';
+      next[pm.queue()] = std::max(next[pm.queue()], m.queueOffset + 1);
+      ++received;
+    }
+    std::cout << out;
+    std::cout.flush();
+    if (commit) {
+      if (auto s = consumer.commit(next); !s.isOk()) std::cerr << "commit: " << s.toString() << "\n";
+    }
+  }
+  if (commit && !next.empty()) {
+    if (auto s = consumer.commit(next); !s.isOk()) {
+      std::cerr << "final commit: " << s.toString() << "\n";
+      rc = rc == 0 ? 1 : rc;
+    }
+  }
+  consumer.close();
+  std::cerr << "consume: " << received << " messages\n";
   return rc;
 }
 
@@ -205,17 +315,29 @@ int main(int argc, char** argv) {
   std::int64_t batch = 1;
   pr->add_option("--batch", batch, "messages per SEND_BATCH_MESSAGE (1: single sends)");
 
-  auto* co = app.add_subcommand("consume", "not yet: ferry's consumer is not written yet");
+  std::int64_t firstSeq = 0;
+  pr->add_option("--first-seq", firstSeq, "first sequence number (default 0)");
+
+  auto* co = app.add_subcommand("consume", "read topics with ferry's PullConsumer");
+  std::vector<std::string> topics;
+  std::string tags = "*";
+  std::string from = "first";
+  std::int64_t idleMs = 5000;
+  bool commit = true;
+  bool exact = false;
   co->add_option("--namesrv", namesrv);
-  co->add_option("--topic", topic);
-  co->add_option("--group", group);
+  co->add_option("--topic", topics)->required();
+  co->add_option("--group", group)->required();
+  co->add_option("--tags", tags);
+  co->add_option("--from", from)->check(CLI::IsMember({"first", "last"}));
   co->add_option("--count", count);
+  co->add_option("--idle-ms", idleMs);
   co->add_option("--timeout-ms", timeoutMs);
+  co->add_option("--commit", commit);
+  co->add_flag("--exact", exact, "stop at exactly --count messages");
 
   CLI11_PARSE(app, argc, argv);
   if (ct->parsed()) return createTopic(namesrv, topic, queues, cluster);
-  if (pr->parsed()) return produce(namesrv, topic, count, seed, batch);
-  // TODO(interop): implement with src/backbone/rocketmq/consumer.h once it exists.
-  std::cerr << "consume: not yet (ferry's RocketMQ consumer is not written yet)\n";
-  return 2;
+  if (pr->parsed()) return produce(namesrv, topic, count, seed, batch, firstSeq);
+  return consume(namesrv, topics, group, tags, from, count, idleMs, timeoutMs, commit, exact);
 }

@@ -103,12 +103,29 @@ TEST(ReplicatorOffsets, TranslateNeverSkipsUnconsumedMessages) {
   EXPECT_EQ(t.translate("q", 17), 201);  // 16..19 dropped from the history by the replay
 }
 
-TEST(ReplicatorOffsets, HistoryIsBounded) {
-  OffsetTranslator t(4);
-  for (int i = 0; i < 10; ++i) t.record("q", i, 1000 + i);
-  EXPECT_FALSE(t.translate("q", 3).has_value());  // fell out of the history
-  EXPECT_EQ(t.translate("q", 8), 1008);
+TEST(ReplicatorOffsets, HistoryIsBoundedAndThinsOutOldPairsWithoutSkipping) {
+  OffsetTranslator t(64);
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) t.record("q", i, 1000 + i);
   EXPECT_EQ(t.queues(), 1u);
+  EXPECT_EQ(t.translate("q", n - 1), 1000 + n - 1);  // recent: exact
+  EXPECT_EQ(t.translate("q", n - 50), 1000 + n - 50);
+  EXPECT_EQ(t.translate("q", n), 1000 + n);
+  int translated = 0;
+  for (int c = 1; c <= n; c += 97) {
+    auto v = t.translate("q", c);
+    if (!v) continue;
+    ++translated;
+    // Resuming at v re-reads copies of source offsets >= v - 1000 and never skips one below c.
+    EXPECT_LE(*v, 1000 + c) << c;
+  }
+  EXPECT_GT(translated, (n / 97) * 9 / 10);  // far-behind groups still translate
+  // ... re-reading at most a stride: 64 ladder pairs over ~100,000 offsets -> a spacing of 2,048.
+  EXPECT_GE(*t.translate("q", 50000), 1000 + 50000 - 4096);
+  EXPECT_TRUE(t.translate("q", 200).has_value());  // the oldest ladder pair stays
+  // Stays bounded.
+  for (int i = n; i < 2 * n; ++i) t.record("q", i, 1000 + i);
+  EXPECT_LE(t.translate("q", 2 * n), 1000 + 2 * n);
 }
 
 }  // namespace
