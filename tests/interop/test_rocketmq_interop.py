@@ -319,7 +319,74 @@ def main():
     compare_sides("(e) ferry batch vs java batch", batch_msgs, jbatch_msgs)
     check(ferry_ids == java_ids, f"(e) batch message ids behave differently: ferry {ferry_ids}, "
           f"java {java_ids}")
+
+    # (f): Java -> ferry: ferry's consumer reads the Java producer's messages of (c).
+    rc, fcons_rows, dt = run([TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic_c,
+                              "--group", f"ferry-interop-g-{run_id}-f", "--count", str(COUNT),
+                              "--idle-ms", "3000", "--timeout-ms", "120000"],
+                             "ferry consume (Java's messages)")
+    check(rc == 0, f"ferry consume of Java's messages exited {rc}")
+    fjava_msgs = check_consumed("(f) java->ferry", seed, fcons_rows)
+    check_offsets_match("(f) java offsets seen by ferry", java_produced, fjava_msgs)
+    compare_sides("(f) ferry consumer vs java consumer", fjava_msgs, java_msgs)
+    # ... and Java's batches (e), which the broker stores as one batch each.
+    rc, fbcons_rows, _ = run([TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic_e,
+                              "--group", f"ferry-interop-g-{run_id}-fb", "--count", str(COUNT),
+                              "--idle-ms", "3000", "--timeout-ms", "120000"],
+                             "ferry consume (Java's batches)")
+    check(rc == 0, f"ferry consume of Java's batches exited {rc}")
+    fjb_msgs = check_consumed("(f) java batch->ferry", seed, fbcons_rows)
+    compare_sides("(f) ferry vs java consumer of Java batches", fjb_msgs, jbatch_msgs)
+
+    # (g): committed group offsets seen by the other client.
+    check_handover(run_id, seed, "ferry", "java")
+    check_handover(run_id, seed, "java", "ferry")
     return report()
+
+
+def consume_cmd(side, topic, group, count):
+    if side == "ferry":
+        return [TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic, "--group", group,
+                "--count", str(count), "--idle-ms", "3000", "--timeout-ms", "120000"]
+    return java("consume", "--namesrv", NAMESRV, "--topic", topic, "--group", group,
+                "--count", str(count), "--timeout-ms", "120000", "--linger-ms", "3000")
+
+
+def check_handover(run_id, seed, first, second):
+    """`first` consumes the first half of a topic in group G and commits; after the second half
+    is produced, `second` (same group G) must get exactly the second half: it resumed at the
+    offsets `first` committed, per queue, without a gap or an overlap."""
+    name = f"(g) {first}->{second} offsets"
+    topic = f"ferry-interop-g-{first}-{run_id}"
+    group = f"ferry-interop-gg-{first}-{run_id}"
+    if not create_topic(topic):
+        return
+    half = COUNT // 2
+    rc, _, _ = run([TOOL, "produce", "--namesrv", NAMESRV, "--topic", topic, "--count", str(half),
+                    "--seed", str(seed), "--batch", "16"], f"{name}: produce first half")
+    check(rc == 0, f"{name}: produce exited {rc}")
+    rc, rows1, _ = run(consume_cmd(first, topic, group, half), f"{name}: {first} consumes")
+    check(rc == 0, f"{name}: {first} consume exited {rc}")
+    seqs1 = sorted(int(r["props"]["seq"]) for r in rows1)
+    check(seqs1 == list(range(half)), f"{name}: {first} read {len(seqs1)} messages, not seqs 0..{half - 1}")
+    rc, _, _ = run([TOOL, "produce", "--namesrv", NAMESRV, "--topic", topic, "--count",
+                    str(COUNT - half), "--seed", str(seed), "--batch", "16", "--first-seq", str(half)],
+                   f"{name}: produce second half")
+    check(rc == 0, f"{name}: produce exited {rc}")
+    rc, rows2, _ = run(consume_cmd(second, topic, group, COUNT - half), f"{name}: {second} consumes")
+    check(rc == 0, f"{name}: {second} consume exited {rc}")
+    seqs2 = sorted(int(r["props"]["seq"]) for r in rows2)
+    overlap = [s for s in seqs2 if s < half]
+    check(not overlap, f"{name}: {second} re-read {len(overlap)} messages {first} had committed, "
+          f"first {overlap[:5]}")
+    check(seqs2 == list(range(half, COUNT)) or overlap,
+          f"{name}: {second} read {len(seqs2)} messages, not exactly seqs {half}..{COUNT - 1}")
+    for r in rows2:
+        exp = expected_body(seed, int(r["props"]["seq"]))
+        if not check(bytes.fromhex(r["body_hex"]) == exp, f"{name}: body of seq {r['props']['seq']} differs"):
+            break
+    log(f"{name}: {first} committed {len(seqs1)}, {second} resumed with {len(seqs2)} "
+        f"(overlap {len(overlap)})")
 
 
 def report():
