@@ -102,6 +102,8 @@ int runStandalone(int argc, char** argv) {
     ropts.namesrv = worker.rocketmqNamesrv;
     ropts.cluster = worker.rocketmqCluster;
     ropts.maxInflight = worker.rocketmqMaxInflight;
+    ropts.accessKey = worker.rocketmqAccessKey;
+    ropts.secretKey = worker.rocketmqSecretKey;
     ropts.defaultQueues = worker.defaultQueues;
     auto bb = backbone::openRocketmqBackbone(ropts);
     if (!bb.isOk()) return fail("rocketmq backbone: " + bb.status().toString());

@@ -86,6 +86,12 @@ const ConfigDef& replicatorDefinition() {
              validators::between(1, 1000));
     d.define("max.in.flight", ConfigType::kInt, "10000", Importance::kLow,
              "Most messages outstanding on the target at once.", validators::atLeast(1));
+    for (const char* side : {"source", "target"}) {
+      d.define(std::string(side) + ".access.key", ConfigType::kString, "", Importance::kMedium,
+               std::string("ACL access key for the ") + side + " cluster; when set every request is signed.");
+      d.define(std::string(side) + ".secret.key", ConfigType::kPassword, "", Importance::kMedium,
+               std::string("ACL secret key for the ") + side + " cluster.");
+    }
     d.define("request.timeout.ms", ConfigType::kLong, "3000", Importance::kLow,
              "Timeout of one request to a NameServer or broker.", validators::atLeast(100));
     return d;
@@ -143,6 +149,8 @@ Status RocketMQReplicatorConnector::start(const StringMap& config, ConnectorCont
   rocketmq::ClientOptions co;
   co.namesrvAddrs = p.getString("source.namesrv");
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
+  co.accessKey = p.getString("source.access.key");
+  co.secretKey = p.getString("source.secret.key");
   FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
   if (!heartbeatTopic_.empty()) {
     if (!client_->queryRoute(heartbeatTopic_).isOk())
@@ -254,6 +262,8 @@ Status ReplicatorSourceTask::setup(const StringMap& config, SourceTaskContext& c
   targetAlias_ = aliasOf(p, "target");
   co.namesrvAddrs = p.getString("source.namesrv");
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
+  co.accessKey = p.getString("source.access.key");
+  co.secretKey = p.getString("source.secret.key");
   co.routeRefreshMs = std::min<std::int64_t>(co.routeRefreshMs, p.getLong("source.rebalance.interval.ms"));
   opts.group = p.getString("source.group");
   if (opts.group.empty()) opts.group = rmq::safeName("ferry-replicator-" + context.connectorName());
@@ -372,10 +382,14 @@ Status ReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& conte
   rocketmq::ClientOptions co;
   co.namesrvAddrs = p.getString("target.namesrv");
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
+  co.accessKey = p.getString("target.access.key");
+  co.secretKey = p.getString("target.secret.key");
   FERRY_ASSIGN_OR_RETURN(target_, rocketmq::sharedClient(co));
   if (!groups_.empty()) {
     rocketmq::ClientOptions so = co;
     so.namesrvAddrs = p.getString("source.namesrv");
+    so.accessKey = p.getString("source.access.key");
+    so.secretKey = p.getString("source.secret.key");
     FERRY_ASSIGN_OR_RETURN(source_, rocketmq::sharedClient(so));
   }
   rocketmq::ProducerOptions po;

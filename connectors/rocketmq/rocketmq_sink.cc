@@ -30,6 +30,10 @@ const ConfigDef& RocketMQSinkConnector::definition() {
              validators::oneOf({"none", "key"}));
     d.define("rocketmq.producer.group", ConfigType::kString, "ferry_producer", Importance::kLow,
              "Producer group sent with every message.");
+    d.define("rocketmq.access.key", ConfigType::kString, "", Importance::kMedium,
+             "ACL access key; when set every request is signed.");
+    d.define("rocketmq.secret.key", ConfigType::kPassword, "", Importance::kMedium,
+             "ACL secret key.");
     d.define("rocketmq.request.timeout.ms", ConfigType::kLong, "3000", Importance::kLow,
              "Timeout of one request (one send attempt).", validators::atLeast(100));
     d.define("max.in.flight", ConfigType::kInt, "10000", Importance::kLow,
@@ -76,6 +80,8 @@ Status RocketMQSinkTask::start(const StringMap& config, SinkTaskContext& context
   batchSize_ = static_cast<std::size_t>(parsed.getInt("batch.size"));
   rocketmq::ClientOptions co;
   co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
+  co.accessKey = parsed.getString("rocketmq.access.key");
+  co.secretKey = parsed.getString("rocketmq.secret.key");
   co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
   FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
   rocketmq::ProducerOptions po;

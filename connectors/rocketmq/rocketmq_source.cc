@@ -35,6 +35,10 @@ const ConfigDef& RocketMQSourceConnector::definition() {
     d.define("key.from", ConfigType::kString, "keys", Importance::kLow,
              "Record key: 'keys' (the KEYS property) or 'none' (null).",
              validators::oneOf({"keys", "none"}));
+    d.define("rocketmq.access.key", ConfigType::kString, "", Importance::kMedium,
+             "ACL access key; when set every request is signed.");
+    d.define("rocketmq.secret.key", ConfigType::kPassword, "", Importance::kMedium,
+             "ACL secret key.");
     d.define("rocketmq.request.timeout.ms", ConfigType::kLong, "3000", Importance::kLow,
              "Timeout of one request to a NameServer or broker.", validators::atLeast(100));
     return d;
@@ -76,6 +80,8 @@ Status RocketMQSourceTask::setup(const StringMap& config, SourceTaskContext& con
   std::string group = parsed.getString("rocketmq.group");
   if (group.empty()) group = rmq::safeName("ferry-" + context.connectorName());
   co.namesrvAddrs = parsed.getString("rocketmq.namesrv");
+  co.accessKey = parsed.getString("rocketmq.access.key");
+  co.secretKey = parsed.getString("rocketmq.secret.key");
   co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
   opts.group = group;
   const std::string tags = parsed.getString("rocketmq.tags");

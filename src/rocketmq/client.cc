@@ -3,6 +3,8 @@
 // the deadline sweep is the single place that enforces timeouts.
 #include "rocketmq/client.h"
 
+#include "rocketmq/acl.h"
+
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -207,6 +209,11 @@ RequestHandler RocketmqClient::handlerFor(std::int32_t code) {
   return it == handlers_.end() ? RequestHandler() : it->second;
 }
 
+void RocketmqClient::sign(RemotingCommand& request) const {
+  if (options_.accessKey.empty()) return;
+  signRequest(request, AclCredentials{options_.accessKey, options_.secretKey, options_.securityToken});
+}
+
 void RocketmqClient::setRequestHandler(std::int32_t code, RequestHandler handler) {
   std::lock_guard lock(mu_);
   handlers_[code] = std::move(handler);
@@ -214,12 +221,14 @@ void RocketmqClient::setRequestHandler(std::int32_t code, RequestHandler handler
 
 void RocketmqClient::invokeAsync(const std::string& address, RemotingCommand request,
                                  std::int64_t timeoutMs, ResponseCallback callback) {
+  sign(request);
   connection(address)->invokeAsync(std::move(request),
                                    std::chrono::milliseconds(timeoutOrDefault(timeoutMs)),
                                    std::move(callback));
 }
 
 void RocketmqClient::invokeOneway(const std::string& address, RemotingCommand request) {
+  sign(request);
   connection(address)->invokeOneway(std::move(request));
 }
 

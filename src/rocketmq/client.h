@@ -52,6 +52,10 @@ struct ClientOptions {
   std::int64_t sweepIntervalMs = 10;        // how often deadlines are checked
   std::int64_t createTopicWaitMs = 15000;   // how long createTopic waits for the route
   SerializeType serializeType = SerializeType::kJson;
+  // ACL: when accessKey is set every request is signed (acl.h).
+  std::string accessKey;
+  std::string secretKey;
+  std::string securityToken;
 };
 
 class RocketmqClient {
@@ -111,6 +115,7 @@ class RocketmqClient {
   void rememberBrokers(const std::vector<BrokerData>& brokers);
   bool onIoThread() const { return std::this_thread::get_id() == ioThreadId_; }
   RequestHandler handlerFor(std::int32_t code);
+  void sign(RemotingCommand& request) const;  // ACL, when options_.accessKey is set
   std::int64_t timeoutOrDefault(std::int64_t t) const {
     return t < 0 ? options_.requestTimeoutMs : t;
   }

@@ -1,4 +1,4 @@
-// One RocketmqClient per (NameServers, request timeout, header encoding, credentials) in the
+// One RocketmqClient per (NameServers, timeouts, header encoding, ACL credentials) in the
 // process, shared by everything that only sends requests — producers, admin calls — so the tasks
 // of a worker share one connection per broker address.
 //

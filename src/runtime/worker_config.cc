@@ -33,6 +33,10 @@ const ConfigDef& workerConfigDef() {
              "NameServer addresses of the rocketmq backbone (host:port;host:port).");
     d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
              "Cluster in which the rocketmq backbone creates topics (empty: every cluster).");
+    d.define("backbone.rocketmq.access.key", ConfigType::kString, "", Importance::kMedium,
+             "ACL access key of the rocketmq backbone; when set every request is signed.");
+    d.define("backbone.rocketmq.secret.key", ConfigType::kPassword, "", Importance::kMedium,
+             "ACL secret key of the rocketmq backbone.");
     d.define("backbone.rocketmq.max.inflight", ConfigType::kLong, "1024", Importance::kLow,
              "Most unacknowledged sends per rocketmq backbone producer; a source waits for room. "
              "Bounds the resends (duplicates) after a broker restart.", atLeast(1));
@@ -104,6 +108,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.rocketmqNamesrv = p.getString("backbone.rocketmq.namesrv");
   c.rocketmqCluster = p.getString("backbone.rocketmq.cluster");
   c.rocketmqMaxInflight = p.getLong("backbone.rocketmq.max.inflight");
+  c.rocketmqAccessKey = p.getString("backbone.rocketmq.access.key");
+  c.rocketmqSecretKey = p.getString("backbone.rocketmq.secret.key");
   c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");

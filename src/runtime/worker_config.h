@@ -32,6 +32,8 @@ struct WorkerConfig {
   std::string rocketmqNamesrv = "127.0.0.1:9876";
   std::string rocketmqCluster;
   std::int64_t rocketmqMaxInflight = 1024;
+  std::string rocketmqAccessKey;
+  std::string rocketmqSecretKey;
 
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;

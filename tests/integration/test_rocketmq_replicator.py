@@ -58,22 +58,22 @@ def reachable(ns):
                              "with scripts/services/rocketmq start all")
 
 
-def tool(*args, timeout=600):
-    p = subprocess.run([TOOL, *args], capture_output=True, timeout=timeout)
+def tool(*args, timeout=600, env=None):
+    p = subprocess.run([TOOL, *args], capture_output=True, timeout=timeout, env=env)
     if p.returncode not in (0,):
         raise AssertionError(f"rmq_interop_tool {' '.join(args)} exited {p.returncode}:\n"
                              f"{p.stderr.decode(errors='replace')[-3000:]}")
     return [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
 
 
-def consume(ns, topic, group, count=None, idle_ms=5000, timeout_ms=300000, exact=False):
+def consume(ns, topic, group, count=None, idle_ms=5000, timeout_ms=300000, exact=False, env=None):
     args = ["consume", "--namesrv", ns, "--topic", topic, "--group", group, "--from", "first",
             "--idle-ms", str(idle_ms), "--timeout-ms", str(timeout_ms)]
     if count is not None:
         args += ["--count", str(count)]
     if exact:
         args.append("--exact")
-    return tool(*args, timeout=timeout_ms / 1000 + 60)
+    return tool(*args, timeout=timeout_ms / 1000 + 60, env=env)
 
 
 def metric(w, name):

@@ -6,9 +6,11 @@
   (b) topic pick-up: a replicator selecting topics by regex is running before any matching topic
       exists; a topic created later on A (and the queues added to it later) is replicated
       without a restart;
-  (c) placement=hash: the target queue is a hash of the message key (not the source queue).
+  (c) placement=hash: the target queue is a hash of the message key (not the source queue);
+  (d) into the secured cluster S (ACL): with target.access.key / target.secret.key every message
+      arrives; with a wrong secret the task reports FAILED with the broker's NO_PERMISSION.
 
-Needs clusters A and B (scripts/services/rocketmq start all); fails when either is unreachable.
+Needs clusters A, B and S (scripts/services/rocketmq start all); fails when one is unreachable.
 Environment: FERRY_BIN, FERRY_RMQ_TOOL (rmq_interop_tool)."""
 import os
 import random
@@ -16,6 +18,10 @@ import time
 
 from harness import Worker, run, tmpdir, wait_until
 from test_rocketmq_replicator import NS_A, NS_B, TOOL, consume, reachable, tool
+
+NS_S = os.environ.get("FERRY_ROCKETMQ_SECURE_NAMESRV", "127.0.0.1:39876")
+ACCESS_KEY = os.environ.get("FERRY_ROCKETMQ_SECURE_ACCESS_KEY", "ferryAdmin")
+SECRET_KEY = os.environ.get("FERRY_ROCKETMQ_SECURE_SECRET_KEY", "ferrySecret12345")
 
 FNV_OFFSET, FNV_PRIME = 0x811C9DC5, 0x01000193
 
@@ -28,10 +34,11 @@ def key_hash(data):
     return h & 0x7FFFFFFF
 
 
-def count(ns, topic, run_id):
+def count(ns, topic, run_id, env=None):
     """Every message of `topic` (read by a fresh group); [] while the topic does not exist yet."""
     try:
-        return consume(ns, topic, f"ferry-topo-count-{run_id}-{random.randrange(1 << 30)}", idle_ms=2500)
+        return consume(ns, topic, f"ferry-topo-count-{run_id}-{random.randrange(1 << 30)}", idle_ms=2500,
+                       env=env)
     except AssertionError as e:
         if "TOPIC_NOT_EXIST" not in str(e):
             raise
@@ -42,6 +49,7 @@ def main():
     assert TOOL and os.path.exists(TOOL), "FERRY_RMQ_TOOL (rmq_interop_tool) not built"
     reachable(NS_A)
     reachable(NS_B)
+    reachable(NS_S)
     run_id = random.randrange(1 << 30)
     d = tmpdir("rmq-topology")
     w = Worker(d, {"offset.flush.interval.ms": "500"})
@@ -114,6 +122,29 @@ def main():
         want = key_hash(m["keys"].encode()) % 3
         assert m["queue"] == want, f"key {m['keys']} on queue {m['queue']}, expected {want}"
     print("(c) hash placement by key", flush=True)
+
+    # (d) A -> S (secured).
+    sec = f"ferry-acl-{run_id}"
+    tool("create-topic", "--namesrv", NS_A, "--topic", sec, "--queues", "2")
+    tool("produce", "--namesrv", NS_A, "--topic", sec, "--count", "300", "--seed", "66", "--batch", "8")
+    secure = {"connector.class": "RocketMQReplicator", "source.namesrv": NS_A, "target.namesrv": NS_S,
+              "source.alias": "A", "target.alias": "S", "topics": sec, "heartbeats.topic": "",
+              "source.from": "first", "target.cluster": "ferry-s", "target.access.key": ACCESS_KEY}
+    w.ok("POST", "/connectors", {"name": f"bad-{run_id}", "config": {
+        **secure, "target.secret.key": "wrong", "source.group": f"ferry-bad-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"sec-{run_id}", "config": {
+        **secure, "target.secret.key": SECRET_KEY}})
+
+    def failed_with_reason():
+        status, s = w.rest("GET", f"/connectors/bad-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return any(t["state"] == "FAILED" and "NO_PERMISSION" in t.get("trace", "") for t in tasks)
+    wait_until(failed_with_reason, 120, "the wrongly keyed replicator FAILED with NO_PERMISSION", 0.5)
+    env = {**os.environ, "FERRY_RMQ_ACCESS_KEY": ACCESS_KEY, "FERRY_RMQ_SECRET_KEY": SECRET_KEY}
+    rows = wait_until(lambda: (lambda r: r if len(r) >= 300 else None)(count(NS_S, sec, run_id, env)),
+                      120, "messages replicated into the secured cluster", 1.0)
+    assert len(rows) == 300, f"{len(rows)} messages on S, expected 300"
+    print("(d) secured target: signed requests accepted, a wrong secret FAILED clearly", flush=True)
     assert w.stop() == 0
 
 

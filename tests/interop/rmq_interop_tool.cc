@@ -20,11 +20,13 @@
 //       committed). With --commit (default) the next offsets are committed to the broker after
 //       each printed batch and at the end.
 //
+// FERRY_RMQ_ACCESS_KEY / FERRY_RMQ_SECRET_KEY in the environment sign every request (ACL).
 // Diagnostics go to stderr. Single-threaded (the client runs its own io thread).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -68,6 +70,9 @@ std::unique_ptr<RocketmqClient> connect(const std::string& namesrv) {
   ClientOptions o;
   o.namesrvAddrs = namesrv;
   o.requestTimeoutMs = 10000;
+  // ACL credentials for a secured cluster, from the environment.
+  if (const char* ak = std::getenv("FERRY_RMQ_ACCESS_KEY")) o.accessKey = ak;
+  if (const char* sk = std::getenv("FERRY_RMQ_SECRET_KEY")) o.secretKey = sk;
   auto c = RocketmqClient::create(o);
   if (!c.isOk()) {
     std::cerr << "client: " << c.status().toString() << "\n";

@@ -146,6 +146,8 @@ class RocketmqBackbone final : public Backbone, public Admin {
     rocketmq::ClientOptions co;
     co.namesrvAddrs = o_.namesrv;
     co.requestTimeoutMs = o_.requestTimeoutMs;
+    co.accessKey = o_.accessKey;
+    co.secretKey = o_.secretKey;
     co.instanceName = "ferry-" + std::to_string(::getpid()) + "-" + std::to_string(nextInstance_++);
     FERRY_ASSIGN_OR_RETURN(auto client, rocketmq::RocketmqClient::create(co));
     auto* raw = client.get();
@@ -485,6 +487,8 @@ Result<std::unique_ptr<Backbone>> openRocketmqBackbone(const RocketmqBackboneOpt
   rocketmq::ClientOptions co;
   co.namesrvAddrs = options.namesrv;
   co.requestTimeoutMs = options.requestTimeoutMs;
+  co.accessKey = options.accessKey;
+  co.secretKey = options.secretKey;
   FERRY_ASSIGN_OR_RETURN(auto client, rocketmq::RocketmqClient::create(co));
   // Fail early and clearly when no NameServer answers.
   auto info = client->clusterInfo();

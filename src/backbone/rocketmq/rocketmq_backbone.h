@@ -20,6 +20,8 @@ struct RocketmqBackboneOptions {
   // Unacknowledged sends per producer (one per source task); send() blocks while this many are
   // outstanding. <= 0: no cap. See README.md ("Delivery") for why and the figures.
   std::int64_t maxInflight = 1024;
+  std::string accessKey;  // ACL: every request signed when set
+  std::string secretKey;
 };
 
 Result<std::unique_ptr<Backbone>> openRocketmqBackbone(const RocketmqBackboneOptions& options);
