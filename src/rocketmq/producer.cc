@@ -40,6 +40,7 @@ struct Producer::Attempt {
   bool batch = false;
   std::int32_t flag = 0;
   std::string body;
+  std::int32_t sysFlag = 0;  // COMPRESSED (+ zlib type) when the body was compressed
   std::string properties;  // encoded header properties
   std::string msgId;       // UNIQ_KEY(s)
   QueueSelection selection;
@@ -71,6 +72,16 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
                                      "'); RocketMQ refuses empty bodies");
     }
   }
+  // Like the Java producer, the size is checked before compression (a broker would accept a
+  // compressed body that a Java client refuses).
+  std::size_t total = 0;
+  for (const auto& m : messages) total += m.body.size();
+  if (options_.maxMessageBytes > 0 && total > static_cast<std::size_t>(options_.maxMessageBytes)) {
+    return Status::invalidArgument("rocketmq send: " + std::string(batch ? "batch bodies of " : "body of ") +
+                                   std::to_string(total) + " bytes over the limit of " +
+                                   std::to_string(options_.maxMessageBytes) +
+                                   " (the broker's default maxMessageSize; ProducerOptions::maxMessageBytes)");
+  }
   auto attempt = std::make_shared<Attempt>();
   attempt->topic = topic;
   attempt->batch = batch;
@@ -93,6 +104,16 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
     attempt->flag = m.flag;
     attempt->properties = encodeProperties(props);
     attempt->body = std::move(m.body);
+    // Like the Java producer: a single message's body at or over the threshold is sent
+    // zlib-compressed (level 5) with sysFlag COMPRESSED | ZLIB type; batches never are.
+    if (options_.compressOverBytes > 0 &&
+        attempt->body.size() >= static_cast<std::size_t>(options_.compressOverBytes)) {
+      auto packed = compressZlib(attempt->body, 5);
+      if (packed.isOk() && packed->size() < attempt->body.size()) {
+        attempt->body = std::move(*packed);
+        attempt->sysFlag = kSysFlagCompressedZlib;
+      }
+    }
   } else {
     for (auto& m : messages) {
       if (m.properties.find(kPropUniqKey) == m.properties.end()) {
@@ -159,7 +180,7 @@ void Producer::run(std::shared_ptr<Attempt> a) {
   f[v1 ? "defaultTopic" : "c"] = "TBW102";
   f[v1 ? "defaultTopicQueueNums" : "d"] = "4";
   f[v1 ? "queueId" : "e"] = std::to_string(a->queue.queueId);
-  f[v1 ? "sysFlag" : "f"] = "0";
+  f[v1 ? "sysFlag" : "f"] = std::to_string(a->sysFlag);
   f[v1 ? "bornTimestamp" : "g"] = std::to_string(core::nowMs());
   f[v1 ? "flag" : "h"] = std::to_string(a->flag);
   f[v1 ? "properties" : "i"] = a->properties;

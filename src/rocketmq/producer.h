@@ -28,6 +28,9 @@
 
 namespace ferry::rocketmq {
 
+// sysFlag of a zlib-compressed body: COMPRESSED (0x1) | compression type ZLIB (3 << 8).
+inline constexpr std::int32_t kSysFlagCompressedZlib = 0x1 | (3 << 8);
+
 // Property keys (§4.2).
 inline constexpr const char* kPropTags = "TAGS";
 inline constexpr const char* kPropKeys = "KEYS";
@@ -56,6 +59,12 @@ struct ProducerOptions {
   // (round-robin when the message has no KEYS).
   enum class Selector { kRoundRobin, kKeyHash } selector = Selector::kRoundRobin;
   bool useV1Header = false;          // SEND_MESSAGE (10, long header names) instead of 310
+  // Single messages with a body of at least this many bytes are sent zlib-compressed (the Java
+  // producer's compressMsgBodyOverHowmuch); 0 disables. Batches are never compressed.
+  std::int64_t compressOverBytes = 4096;
+  // Bodies (a batch: their sum) over this are refused locally with InvalidArgument, before any
+  // compression, as the Java producer does (its maxMessageSize, 4 MiB); 0 leaves it to the broker.
+  std::int64_t maxMessageBytes = 4 << 20;
 };
 
 struct SendResult {

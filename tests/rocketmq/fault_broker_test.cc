@@ -202,7 +202,11 @@ TEST_F(RocketmqFaultsBroker, NeverCreatedTopicRouteIsNotFoundNamingTheTopic) {
 
 TEST_F(RocketmqFaultsBroker, OversizeMessageIsNonRetriableAndProducerKeepsWorking) {
   const std::string topic = freshTopic(2);
-  Producer producer(*client_, {});
+  // The broker's own refusal: no local size check, no compression.
+  ProducerOptions raw;
+  raw.maxMessageBytes = 0;
+  raw.compressOverBytes = 0;
+  Producer producer(*client_, raw);
   expectNormalSendWorks(producer, topic);
 
   OutgoingMessage big;
@@ -225,7 +229,11 @@ TEST_F(RocketmqFaultsBroker, OversizeMessageIsNonRetriableAndProducerKeepsWorkin
 
 TEST_F(RocketmqFaultsBroker, FrameBeyondSixteenMibIsRefusedAndProducerKeepsWorking) {
   const std::string topic = freshTopic(2);
-  Producer producer(*client_, {});
+  // The transport's frame limit: no local size check, no compression.
+  ProducerOptions raw;
+  raw.maxMessageBytes = 0;
+  raw.compressOverBytes = 0;
+  Producer producer(*client_, raw);
   OutgoingMessage huge;
   huge.topic = topic;
   huge.body.assign((16u << 20) + 1024, 'h');  // the frame cannot be sent at all

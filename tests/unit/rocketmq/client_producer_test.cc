@@ -160,6 +160,56 @@ TEST(RocketmqProducer, GivesUpAfterRetries) {
   EXPECT_EQ(fake.sends.size(), 2u);
 }
 
+TEST(RocketmqProducer, LargeSingleBodiesAreSentCompressedLikeJava) {
+  FakeBroker fake;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  std::string big;
+  for (int i = 0; i < 2000; ++i) big += "sensor-" + std::to_string(i % 7) + ";";  // > 4 KiB, compressible
+  big += std::string("\0\xff", 2);
+  ASSERT_TRUE(producer.send(message(big), QueueSelection::queue("fake-a", 0)).isOk());
+  ASSERT_TRUE(producer.send(message("small"), QueueSelection::queue("fake-a", 0)).isOk());
+  std::vector<OutgoingMessage> batch{message(big), message(big)};
+  ASSERT_TRUE(producer.sendBatch(batch, QueueSelection::queue("fake-a", 0)).isOk());
+  ProducerOptions off;
+  off.compressOverBytes = 0;
+  Producer plain(*client, off);
+  ASSERT_TRUE(plain.send(message(big), QueueSelection::queue("fake-a", 0)).isOk());
+
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 4u);
+  const RemotingCommand& c = fake.sends[0];
+  EXPECT_EQ(c.extInt("f"), kSysFlagCompressedZlib);
+  EXPECT_LT(c.body.size(), big.size() / 4);
+  auto inflated = decompressBody(c.body, kSysFlagCompressedZlib);
+  ASSERT_TRUE(inflated.isOk()) << inflated.status().toString();
+  EXPECT_EQ(*inflated, big);
+  EXPECT_EQ(fake.sends[1].extInt("f"), 0);  // under the threshold
+  EXPECT_EQ(fake.sends[1].body, "small");
+  EXPECT_EQ(fake.sends[2].extInt("f"), 0);  // batches are never compressed
+  auto entries = decodeBatchBody(fake.sends[2].body);
+  ASSERT_TRUE(entries.isOk());
+  EXPECT_EQ((*entries)[0].body, big);
+  EXPECT_EQ(fake.sends[3].extInt("f"), 0);  // disabled
+  EXPECT_EQ(fake.sends[3].body, big);
+}
+
+TEST(RocketmqProducer, OversizeBodiesAreRefusedLocallyBeforeCompression) {
+  FakeBroker fake;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  auto r = producer.send(message(std::string((4u << 20) + 1, 'z')), QueueSelection::queue("fake-a", 0));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("over the limit"), std::string::npos) << r.status().toString();
+  std::vector<OutgoingMessage> batch{message(std::string(3u << 20, 'z')), message(std::string(2u << 20, 'z'))};
+  auto b = producer.sendBatch(batch, QueueSelection::queue("fake-a", 0));
+  ASSERT_FALSE(b.isOk());
+  EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
+  std::lock_guard lock(fake.mu);
+  EXPECT_TRUE(fake.sends.empty());
+}
+
 TEST(RocketmqProducer, BatchUsesCode320WithEntries) {
   FakeBroker fake;
   auto client = clientFor(fake.peer->address());
