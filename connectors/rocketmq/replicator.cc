@@ -23,6 +23,16 @@ std::string aliasOf(const ParsedConfig& p, const char* side) {
   return alias.empty() ? p.getString(std::string(side) + ".namesrv") : alias;
 }
 
+// Client options for one side ("source" / "target") of the replicator.
+rocketmq::ClientOptions sideOptions(const ParsedConfig& p, const std::string& side) {
+  rocketmq::ClientOptions co;
+  co.namesrvAddrs = p.getString(side + ".namesrv");
+  co.requestTimeoutMs = p.getLong("request.timeout.ms");
+  co.accessKey = p.getString(side + ".access.key");
+  co.secretKey = p.getString(side + ".secret.key");
+  return co;
+}
+
 std::string joinList(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -146,12 +156,7 @@ Status RocketMQReplicatorConnector::start(const StringMap& config, ConnectorCont
   heartbeatTopic_ = p.getString("heartbeats.topic");
   heartbeatMs_ = p.getLong("heartbeats.interval.ms");
   refreshMs_ = p.getLong("topics.refresh.interval.ms");
-  rocketmq::ClientOptions co;
-  co.namesrvAddrs = p.getString("source.namesrv");
-  co.requestTimeoutMs = p.getLong("request.timeout.ms");
-  co.accessKey = p.getString("source.access.key");
-  co.secretKey = p.getString("source.secret.key");
-  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
+  FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(sideOptions(p, "source")));
   if (!heartbeatTopic_.empty()) {
     if (!client_->queryRoute(heartbeatTopic_).isOk())
       FERRY_RETURN_IF_ERROR(client_->createTopic(heartbeatTopic_, 1).withContext(
@@ -260,10 +265,7 @@ Status ReplicatorSourceTask::setup(const StringMap& config, SourceTaskContext& c
   startedMs_ = core::nowMs();
   sourceAlias_ = aliasOf(p, "source");
   targetAlias_ = aliasOf(p, "target");
-  co.namesrvAddrs = p.getString("source.namesrv");
-  co.requestTimeoutMs = p.getLong("request.timeout.ms");
-  co.accessKey = p.getString("source.access.key");
-  co.secretKey = p.getString("source.secret.key");
+  co = sideOptions(p, "source");
   co.routeRefreshMs = std::min<std::int64_t>(co.routeRefreshMs, p.getLong("source.rebalance.interval.ms"));
   opts.group = p.getString("source.group");
   if (opts.group.empty()) opts.group = rmq::safeName("ferry-replicator-" + context.connectorName());
@@ -379,18 +381,10 @@ Status ReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& conte
   groups_ = p.getList("checkpoint.groups");
   checkpointMs_ = p.getLong("checkpoint.interval.ms");
   nextCheckpoint_ = core::monotonicMs() + checkpointMs_;
-  rocketmq::ClientOptions co;
-  co.namesrvAddrs = p.getString("target.namesrv");
-  co.requestTimeoutMs = p.getLong("request.timeout.ms");
-  co.accessKey = p.getString("target.access.key");
-  co.secretKey = p.getString("target.secret.key");
+  const rocketmq::ClientOptions co = sideOptions(p, "target");
   FERRY_ASSIGN_OR_RETURN(target_, rocketmq::sharedClient(co));
   if (!groups_.empty()) {
-    rocketmq::ClientOptions so = co;
-    so.namesrvAddrs = p.getString("source.namesrv");
-    so.accessKey = p.getString("source.access.key");
-    so.secretKey = p.getString("source.secret.key");
-    FERRY_ASSIGN_OR_RETURN(source_, rocketmq::sharedClient(so));
+    FERRY_ASSIGN_OR_RETURN(source_, rocketmq::sharedClient(sideOptions(p, "source")));
   }
   rocketmq::ProducerOptions po;
   po.group = "ferry_replicator";

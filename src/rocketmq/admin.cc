@@ -78,30 +78,35 @@ Result<std::optional<std::int64_t>> queryGroupOffset(RocketmqClient& client, con
   return std::optional<std::int64_t>(*off);
 }
 
-Status updateGroupOffset(RocketmqClient& client, const std::string& group, const MessageQueue& queue,
-                         std::int64_t offset) {
+namespace {
+
+// UPDATE_CONSUMER_OFFSET (15) of `group` on `queue`.
+RemotingCommand offsetUpdate(const std::string& group, const MessageQueue& queue, std::int64_t offset) {
   RemotingCommand req;
   req.code = kCodeUpdateConsumerOffset;
   req.extFields["consumerGroup"] = group;
   req.extFields["topic"] = queue.topic;
   req.extFields["queueId"] = std::to_string(queue.queueId);
   req.extFields["commitOffset"] = std::to_string(offset);
-  FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, brokerCall(client, queue.brokerName, std::move(req)));
+  return req;
+}
+
+}  // namespace
+
+Status updateGroupOffset(RocketmqClient& client, const std::string& group, const MessageQueue& queue,
+                         std::int64_t offset) {
+  FERRY_ASSIGN_OR_RETURN(RemotingCommand resp,
+                         brokerCall(client, queue.brokerName, offsetUpdate(group, queue, offset)));
   return responseStatus(resp, "setting the offset of group " + group + " on " + queue.toString());
 }
 
 Status setGroupOffset(RocketmqClient& client, const std::string& group, const MessageQueue& queue,
                       std::int64_t offset) {
-  RemotingCommand req;
-  req.code = kCodeUpdateConsumerOffset;
-  req.extFields["consumerGroup"] = group;
-  req.extFields["topic"] = queue.topic;
-  req.extFields["queueId"] = std::to_string(queue.queueId);
-  req.extFields["commitOffset"] = std::to_string(offset);
+  const RemotingCommand req = offsetUpdate(group, queue, offset);
   FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, brokerCall(client, queue.brokerName, req));
   if (resp.code == kRespSubscriptionGroupNotExist) {
     FERRY_RETURN_IF_ERROR(createGroup(client, group, {queue.brokerName}));
-    FERRY_ASSIGN_OR_RETURN(resp, brokerCall(client, queue.brokerName, std::move(req)));
+    FERRY_ASSIGN_OR_RETURN(resp, brokerCall(client, queue.brokerName, req));
   }
   return responseStatus(resp, "setting the offset of group " + group + " on " + queue.toString());
 }
