@@ -4,6 +4,7 @@
   include/ferry  -> the C++ standard library and ferry/ only
   src/core       -> SDK
   src/rocketmq   -> core, SDK (the RocketMQ protocol client)
+  src/mqtt       -> core, SDK (the MQTT protocol codec and client)
   src/backbone   -> rocketmq, core, SDK
   src/store      -> core, SDK
   connectors/    -> SDK, core, protocol clients (rocketmq), their own folder
@@ -23,15 +24,16 @@ INC = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 ALLOWED = {
     "src/core": {"ferry", "core"},
     "src/rocketmq": {"ferry", "core", "rocketmq"},
+    "src/mqtt": {"ferry", "core", "mqtt"},
     "src/backbone": {"ferry", "core", "rocketmq", "backbone"},
     "src/store": {"ferry", "core", "store"},
-    "connectors": {"ferry", "core", "rocketmq", "connectors"},
+    "connectors": {"ferry", "core", "rocketmq", "mqtt", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "runtime", "connectors", "transforms"},
     "src/control": {"ferry", "core", "backbone", "store", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-PROJECT_TOPS = {"ferry", "core", "rocketmq", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):
