@@ -1,0 +1,80 @@
+// Pure mapping between MQTT messages and ferry records for the MQTT connectors (no I/O):
+// message -> source record (value = payload; headers = topic, QoS, retain, dup, content type and
+// MQTT 5 user properties; key = the MQTT topic), record -> message (topic from a template over
+// the record, MQTT 5 user properties and content type from headers), topic templates, shared
+// subscription filters, and the connection keys shared by source and sink.
+//
+// Thread-safety: free functions and immutable values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/config.h"
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "mqtt/client.h"
+
+namespace ferry::connectors::mqttc {
+
+inline constexpr const char* kHeaderTopic = "mqtt.topic";
+inline constexpr const char* kHeaderQos = "mqtt.qos";
+inline constexpr const char* kHeaderRetain = "mqtt.retain";
+inline constexpr const char* kHeaderDup = "mqtt.dup";
+inline constexpr const char* kHeaderContentType = "mqtt.content.type";
+
+// Keys of the connection, declared on both connectors' ConfigDefs.
+void defineConnectionKeys(ConfigDef& def);
+// mqtt::ClientOptions from those keys (`clientIdSuffix` is appended to mqtt.client.id, e.g.
+// "-<task>"). InvalidArgument for a malformed mqtt.server.uri.
+Result<mqtt::ClientOptions> clientOptions(const ParsedConfig& config, const std::string& defaultClientId,
+                                          const std::string& clientIdSuffix);
+// "tcp://host:port" / "mqtt://..." (plain) or "ssl://", "tls://", "mqtts://" (TLS).
+struct ServerUri {
+  bool tls = false;
+  std::string host;
+  std::uint16_t port = 0;
+};
+Result<ServerUri> parseServerUri(std::string_view uri);
+
+struct SourceMapping {
+  std::string targetTopic;  // empty: the MQTT topic itself
+  bool keyFromTopic = true;
+};
+// The record for `m` (headers in a fixed order; user properties after the mqtt.* ones).
+Record recordFromMessage(const mqtt::IncomingMessage& m, const SourceMapping& mapping);
+
+// Topic templates: literal text with ${topic}, ${key}, ${header:<name>} (the last such header).
+class TopicTemplate {
+ public:
+  // InvalidArgument naming an unknown placeholder or an unclosed "${".
+  static Result<TopicTemplate> parse(std::string_view text);
+  // The MQTT topic for `r`; InvalidArgument when a referenced header is missing or the result is
+  // not a valid MQTT topic name (empty, wildcard, bad UTF-8).
+  Result<std::string> render(const Record& r) const;
+
+ private:
+  struct Part {
+    enum class Kind { kText, kTopic, kKey, kHeader } kind = Kind::kText;
+    std::string text;  // kText: literal; kHeader: the header name
+  };
+  std::vector<Part> parts_;
+};
+
+struct SinkMapping {
+  std::uint8_t qos = 1;
+  bool retain = false;
+  bool propertiesFromHeaders = true;  // v5 user properties from headers (mqtt.* ones excluded)
+};
+// The message for `r` to `topic`: payload = value (null -> empty); content type from
+// mqtt.content.type; retain from the option or a "true" mqtt.retain header.
+mqtt::OutgoingMessage messageFromRecord(const Record& r, std::string topic, const SinkMapping& mapping);
+
+// The filters a source subscribes: each of `filters`, prefixed with $share/<group>/ when
+// `sharedGroup` is set (filters already shared stay as they are). InvalidArgument for a bad one.
+Result<std::vector<std::string>> subscriptionFilters(const std::vector<std::string>& filters,
+                                                     const std::string& sharedGroup);
+
+}  // namespace ferry::connectors::mqttc

@@ -1,0 +1,114 @@
+// MQTTSink (see mqtt_sink.h).
+#include "connectors/mqtt/mqtt_sink.h"
+
+#include "connectors/common.h"
+#include "core/logging.h"
+
+namespace ferry::connectors {
+
+const ConfigDef& MQTTSinkConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    mqttc::defineConnectionKeys(d);
+    d.define("mqtt.topic", ConfigType::kString, "${topic}", Importance::kHigh,
+             "MQTT topic of each message: a template with ${topic}, ${key} and ${header:<name>}.");
+    d.define("mqtt.qos", ConfigType::kInt, "1", Importance::kHigh, "Publish QoS: 0, 1 or 2.",
+             validators::between(0, 2));
+    d.define("mqtt.retain", ConfigType::kBool, "false", Importance::kMedium, "Publish with the retain flag.");
+    d.define("mqtt.properties.from.headers", ConfigType::kBool, "true", Importance::kLow,
+             "MQTT 5: send the record's headers (except mqtt.*) as user properties.");
+    d.define("mqtt.flush.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "How long flush() waits for the broker's acknowledgements.", validators::atLeast(100));
+    return d;
+  }();
+  return def;
+}
+
+std::string MQTTSinkConnector::version() const { return kVersion; }
+
+void MQTTSinkConnector::validate(const StringMap& config, ConfigValidation& v) const {
+  auto p = definition().parse(config, false);
+  if (!p.isOk()) return;
+  if (auto uri = mqttc::parseServerUri(p->getString("mqtt.server.uri")); !uri.isOk())
+    v.errors["mqtt.server.uri"].push_back(uri.status().message());
+  if (auto t = mqttc::TopicTemplate::parse(p->getString("mqtt.topic")); !t.isOk())
+    v.errors["mqtt.topic"].push_back(t.status().message());
+  if (!p->getString("mqtt.ssl.cert.file").empty() && p->getString("mqtt.ssl.key.file").empty())
+    v.errors["mqtt.ssl.key.file"].push_back("a client certificate needs its key");
+}
+
+Status MQTTSinkConnector::start(const StringMap& config, ConnectorContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(definition(), config, "MQTTSink"));
+  (void)parsed;
+  config_ = config;
+  if (config_["mqtt.client.id"].empty()) config_["mqtt.client.id"] = "ferry-" + context.connectorName();
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> MQTTSinkConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SinkTask> MQTTSinkConnector::createTask() { return std::make_unique<MQTTSinkTask>(); }
+
+MQTTSinkTask::MQTTSinkTask() : log_(core::logger("mqtt-sink")) {}
+
+MQTTSinkTask::~MQTTSinkTask() { stop(); }
+
+std::string MQTTSinkTask::version() const { return kVersion; }
+
+Status MQTTSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  stop();
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(MQTTSinkConnector::definition(), config, "MQTTSink task"));
+  context_ = &context;
+  FERRY_ASSIGN_OR_RETURN(auto tmpl, mqttc::TopicTemplate::parse(p.getString("mqtt.topic")));
+  topic_ = std::make_unique<mqttc::TopicTemplate>(std::move(tmpl));
+  mapping_.qos = static_cast<std::uint8_t>(p.getInt("mqtt.qos"));
+  mapping_.retain = p.getBool("mqtt.retain");
+  mapping_.propertiesFromHeaders = p.getBool("mqtt.properties.from.headers");
+  flushTimeoutMs_ = p.getLong("mqtt.flush.timeout.ms");
+  FERRY_ASSIGN_OR_RETURN(auto options, mqttc::clientOptions(p, "ferry-" + context.connectorName(),
+                                                            "-sink-" + std::to_string(context.taskId())));
+  client_ = std::make_unique<mqtt::MqttClient>(options);
+  Status s = client_->connect();
+  if (!s.isOk()) {
+    client_.reset();
+    return s.withContext("MQTTSink: connecting to " + options.host + ":" + std::to_string(options.port));
+  }
+  log_->info("{} task {}: publishing to {}:{} as {} (QoS {})", context.connectorName(), context.taskId(),
+             options.host, options.port, options.clientId, static_cast<int>(mapping_.qos));
+  return Status::ok();
+}
+
+Status MQTTSinkTask::put(std::vector<Record>& records) {
+  if (!client_) return Status::failedPrecondition("MQTTSink: put() before start()");
+  for (const Record& r : records) {
+    auto topic = topic_->render(r);
+    if (!topic.isOk()) {
+      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, topic.status()));
+      continue;
+    }
+    // Failures surface in flush() (the client keeps the first one since the last flush).
+    client_->publish(mqttc::messageFromRecord(r, std::move(*topic), mapping_), [](Status) {});
+  }
+  return Status::ok();
+}
+
+Status MQTTSinkTask::flush() {
+  if (!client_) return Status::failedPrecondition("MQTTSink: flush() before start()");
+  Status s = client_->flush(std::chrono::milliseconds(flushTimeoutMs_));
+  if (s.isOk()) return s;
+  // Waiting for a reconnect or a slow broker: retriable, the runtime retries the flush.
+  if (s.code() == StatusCode::kTimeout || s.code() == StatusCode::kUnavailable)
+    return Status::retriable("MQTTSink: " + s.toString());
+  return s.withContext("MQTTSink");
+}
+
+void MQTTSinkTask::stop() {
+  if (client_) {
+    client_->close();
+    client_.reset();
+  }
+}
+
+}  // namespace ferry::connectors

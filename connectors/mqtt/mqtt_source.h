@@ -1,0 +1,80 @@
+// MQTTSource: subscribes to MQTT topic filters and turns messages into records.
+//
+// Each task owns one MqttClient (client id mqtt.client.id + "-<task>"), subscribed to
+// mqtt.topics at mqtt.qos. With tasks.max > 1 the tasks must share the stream: filters are
+// subscribed as $share/<mqtt.shared.group>/<filter> (or given that way), otherwise every task
+// would get every message. QoS 1/2 messages are acknowledged to the broker only when their
+// record is safe (commitRecord, in poll order: the Acknowledger of the record); a message a
+// transform dropped counts as handled. With mqtt.clean.start=false (the default) the broker keeps
+// the session while ferry is down, so QoS 1/2 messages published meanwhile arrive afterwards, and
+// messages delivered but never acknowledged are delivered again.
+//
+// Records: value = payload; key = the MQTT topic (key.from=topic) or none; headers mqtt.topic,
+// mqtt.qos, mqtt.retain, mqtt.dup (when set), mqtt.content.type (v5) and the v5 user properties;
+// topic = `topic` or, when empty, the MQTT topic. No position: MQTT has no offsets to resume from;
+// the session and the deferred acknowledgements carry delivery.
+//
+// Threading: the client's io thread delivers messages into a bounded queue; poll() (task thread)
+// takes from it. QoS 0 messages beyond the queue bound are dropped and counted.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "connectors/mqtt/mqtt_mapping.h"
+#include "ferry/connector.h"
+#include "mqtt/client.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace ferry::connectors {
+
+class MQTTSourceConnector final : public SourceConnector {
+ public:
+  static const ConfigDef& definition();
+  std::string version() const override;
+  const ConfigDef& configDef() const override { return definition(); }
+  void validate(const StringMap& config, ConfigValidation& validation) const override;
+  Status start(const StringMap& config, ConnectorContext& context) override;
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) override;
+  void stop() override {}
+  std::unique_ptr<SourceTask> createTask() override;
+
+ private:
+  StringMap config_;
+};
+
+class MQTTSourceTask final : public SourceTask {
+ public:
+  MQTTSourceTask();
+  ~MQTTSourceTask() override;
+  std::string version() const override;
+  Status start(const StringMap& config, SourceTaskContext& context) override;
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
+                           std::chrono::milliseconds maxWait) override;
+  void stop() override;
+
+  std::uint64_t droppedQos0() const noexcept { return dropped_; }
+
+ private:
+  struct Queue {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<mqtt::IncomingMessage> items;
+    std::size_t limit = 100000;
+    std::uint64_t dropped = 0;
+  };
+
+  std::shared_ptr<spdlog::logger> log_;
+  mqttc::SourceMapping mapping_;
+  std::shared_ptr<Queue> queue_;
+  std::shared_ptr<mqtt::MqttClient> client_;  // shared with the records' acknowledgers
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace ferry::connectors

@@ -1,0 +1,132 @@
+// MqttClient: one MQTT 3.1.1 / 5 session with one broker over TCP or TLS, on its own io thread.
+//
+// What it is for: the MQTT connectors, which must acknowledge a received QoS 1/2 message only
+// once its record is safe (README.md). So incoming messages are NOT acknowledged when delivered:
+// the owner calls ack(token) later, from any thread; the client sends PUBACK (QoS 1) or PUBREC
+// (QoS 2, then PUBCOMP when the broker's PUBREL arrives) in the order the PUBLISHes arrived
+// (§4.6), holding back acks that would overtake an earlier unacknowledged message. Tokens of a
+// previous connection are ignored (the broker re-sends those messages after a reconnect, with a
+// persistent session). A QoS 2 message whose PUBREC was sent is not delivered again if re-sent.
+//
+// Outgoing: publish() is asynchronous; the callback runs once the message is done (QoS 0:
+// written; QoS 1: PUBACK; QoS 2: PUBCOMP) or failed (a v5 reason code >= 0x80, the client
+// stopping). At most `maxInflight` (and the broker's Receive Maximum) QoS > 0 publishes are
+// outstanding; publish() blocks the caller for room (never call it on the io thread with a full
+// window). Unacknowledged publishes are re-sent (dup) after a reconnect when the session was
+// kept, so none is lost while the client runs.
+//
+// Connection: connect() makes the first connection synchronously and reports CONNACK refusals
+// and TLS/auth failures as errors naming the cause. Afterwards a lost connection is re-established
+// in the background with backoff (100 ms doubling to `reconnectMaxMs`), re-subscribing what was
+// subscribed; state() and lastError() tell the owner. Keep-alive: PINGREQ when idle; a missing
+// PINGRESP within the keep-alive closes and reconnects.
+//
+// Threading: every public method is thread-safe; handlers run on the io thread and must not
+// block. The destructor disconnects (DISCONNECT, then close) and joins the thread; callbacks of
+// publishes still outstanding get kCancelled.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/result.h"
+#include "mqtt/codec.h"
+
+namespace ferry::mqtt {
+
+struct TlsOptions {
+  bool enabled = false;
+  std::string caFile;        // empty: the system's default verify paths
+  std::string certFile;      // client certificate (mutual TLS), optional
+  std::string keyFile;
+  bool verifyPeer = true;    // verify the broker's certificate chain
+  bool verifyHostname = true;
+};
+
+struct ClientOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 1883;
+  Version version = Version::k5;
+  std::string clientId;            // empty: generated ("ferry-<random>")
+  bool cleanStart = true;          // false + sessionExpiryS > 0 (v5) / false (3.1.1): persistent
+  std::uint32_t sessionExpiryS = 0;
+  std::uint16_t keepAliveS = 30;
+  std::optional<std::string> username;
+  std::optional<std::string> password;
+  TlsOptions tls;
+  std::uint16_t receiveMaximum = 1000;  // v5: how many unacknowledged QoS>0 messages the broker may send
+  std::size_t maxInflight = 1000;       // our outgoing QoS>0 window
+  std::int64_t connectTimeoutMs = 5000;
+  std::int64_t reconnectMaxMs = 5000;
+  std::size_t maxPacketBytes = 16u << 20;
+};
+
+struct IncomingMessage {
+  std::string topic;
+  std::string payload;
+  std::uint8_t qos = 0;
+  bool retain = false;
+  bool dup = false;
+  Properties properties;  // v5
+  // For ack(): identifies the message within this connection (0 for QoS 0: nothing to ack).
+  std::uint64_t token = 0;
+};
+
+struct OutgoingMessage {
+  std::string topic;
+  std::string payload;
+  std::uint8_t qos = 1;
+  bool retain = false;
+  Properties properties;  // v5
+};
+
+enum class ClientState { kConnecting, kConnected, kDisconnected, kStopped };
+
+class MqttClient {
+ public:
+  using MessageHandler = std::function<void(IncomingMessage)>;
+  using PublishCallback = std::function<void(Status)>;
+
+  explicit MqttClient(ClientOptions options);
+  ~MqttClient();
+  MqttClient(const MqttClient&) = delete;
+  MqttClient& operator=(const MqttClient&) = delete;
+
+  // Set before connect(); runs on the io thread for every PUBLISH received.
+  void setMessageHandler(MessageHandler handler);
+
+  // Connects (TCP/TLS, CONNECT, CONNACK) within connectTimeoutMs. Errors: kUnavailable (cannot
+  // reach the broker, or it is busy/unavailable: retriable), kInvalidArgument (refused by CONNACK
+  // — bad user name or password, not authorized, bad client id — or a TLS handshake/verification
+  // failure, with the reason; retrying the same fails again), kTimeout. On success the client keeps the session up
+  // until close(). `sessionPresent` (optional) gets CONNACK's flag.
+  Status connect(bool* sessionPresent = nullptr);
+  // SUBSCRIBE and wait for SUBACK (timeout connectTimeoutMs); kInvalidArgument naming the filter
+  // when the broker refused one (reason >= 0x80). Remembered and re-sent after reconnects.
+  Status subscribe(const std::vector<Subscription>& subscriptions);
+  // Acknowledges a delivered message (see the class comment). Unknown/stale tokens are ignored.
+  void ack(std::uint64_t token);
+  void publish(OutgoingMessage message, PublishCallback done);
+  // Blocks until every publish so far completed (or `timeout`); the first failure since the
+  // last flush, kTimeout, or ok.
+  Status flush(std::chrono::milliseconds timeout);
+
+  ClientState state() const;
+  Status lastError() const;            // why the connection was last lost / refused
+  std::size_t inflight() const;        // outgoing QoS>0 publishes not yet complete
+  std::size_t unacked() const;         // delivered messages not yet acked
+  // DISCONNECT (normal), close, stop the io thread. Idempotent.
+  void close();
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ferry::mqtt
