@@ -222,6 +222,16 @@ void RocketmqClient::setRequestHandler(std::int32_t code, RequestHandler handler
 void RocketmqClient::invokeAsync(const std::string& address, RemotingCommand request,
                                  std::int64_t timeoutMs, ResponseCallback callback) {
   sign(request);
+  // A refusal (16 NO_PERMISSION) gets the identity the request was sent with appended to the
+  // broker's reason, so the error names the access key (or says there was none).
+  callback = [cb = std::move(callback), who = options_.accessKey](Result<RemotingCommand> r) {
+    if (r.isOk() && r->code == kRespNoPermission) {
+      r->remark = r->remark.value_or("") +
+                  (who.empty() ? " [sent unsigned: no access key configured]"
+                               : " [signed with access key '" + who + "']");
+    }
+    cb(std::move(r));
+  };
   connection(address)->invokeAsync(std::move(request),
                                    std::chrono::milliseconds(timeoutOrDefault(timeoutMs)),
                                    std::move(callback));

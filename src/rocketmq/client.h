@@ -40,6 +40,7 @@ inline constexpr std::int32_t kCodeSendMessageV2 = 310;
 inline constexpr std::int32_t kCodeSendBatchMessage = 320;
 // Response codes (§3).
 inline constexpr std::int32_t kRespSuccess = 0;
+inline constexpr std::int32_t kRespNoPermission = 16;
 inline constexpr std::int32_t kRespTopicNotExist = 17;
 
 struct ClientOptions {

@@ -1,8 +1,11 @@
 // ACL signing against a real secured broker: cluster S of scripts/services/rocketmq (ACL 2.0
-// authentication on; NameServer in FERRY_ROCKETMQ_SECURE_NAMESRV, default 127.0.0.1:39876; user
-// ferryAdmin / ferrySecret12345 unless FERRY_ROCKETMQ_SECURE_ACCESS_KEY / _SECRET_KEY say
-// otherwise). With the right keys topics are created, messages sent and pulled back; with a wrong
-// secret or no keys the broker refuses and the error says so. Fails when S is unreachable.
+// authentication and authorization on; NameServer in FERRY_ROCKETMQ_SECURE_NAMESRV, default
+// 127.0.0.1:39876; super user ferryAdmin / ferrySecret12345 unless
+// FERRY_ROCKETMQ_SECURE_ACCESS_KEY / _SECRET_KEY say otherwise; normal user ferryReader /
+// ferryReader12345, Sub only, unless FERRY_ROCKETMQ_SECURE_READER_KEY / _SECRET). With the right
+// keys topics are created, messages sent and pulled back; with a wrong secret or no keys the broker
+// refuses and the error says so; the normal user may consume but not send. Fails when S is
+// unreachable.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,6 +28,8 @@ std::string env(const char* name, const char* fallback) {
 std::string secureNamesrv() { return env("FERRY_ROCKETMQ_SECURE_NAMESRV", "127.0.0.1:39876"); }
 std::string accessKey() { return env("FERRY_ROCKETMQ_SECURE_ACCESS_KEY", "ferryAdmin"); }
 std::string secretKey() { return env("FERRY_ROCKETMQ_SECURE_SECRET_KEY", "ferrySecret12345"); }
+std::string readerKey() { return env("FERRY_ROCKETMQ_SECURE_READER_KEY", "ferryReader"); }
+std::string readerSecret() { return env("FERRY_ROCKETMQ_SECURE_READER_SECRET", "ferryReader12345"); }
 
 std::unique_ptr<RocketmqClient> client(const std::string& ak, const std::string& sk) {
   ClientOptions o;
@@ -107,7 +112,18 @@ TEST_F(RocketmqAclBroker, WrongSecretIsRefusedWithAClearError) {
   ASSERT_FALSE(sent.isOk());
   const std::string msg = sent.status().toString();
   EXPECT_NE(msg.find("NO_PERMISSION"), std::string::npos) << msg;
-  EXPECT_EQ(bad->createTopic(freshName("ferry-acl-x-"), 1, {"ferry-s"}).isOk(), false);
+  EXPECT_NE(msg.find("access key '" + accessKey() + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("check signature failed"), std::string::npos) << msg;  // the broker's reason
+  Status create = bad->createTopic(freshName("ferry-acl-x-"), 1, {"ferry-s"});
+  ASSERT_FALSE(create.isOk());
+  EXPECT_NE(create.toString().find("check signature failed"), std::string::npos) << create.toString();
+  // An access key the broker does not know.
+  auto stranger = client("ferryNobody", secretKey());
+  ASSERT_NE(stranger, nullptr);
+  Status s = stranger->createTopic(freshName("ferry-acl-x-"), 1, {"ferry-s"});
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.toString().find("ferryNobody"), std::string::npos) << s.toString();
+  EXPECT_NE(s.toString().find("not found"), std::string::npos) << s.toString();
 }
 
 TEST_F(RocketmqAclBroker, UnsignedRequestsAreRefused) {
@@ -116,6 +132,60 @@ TEST_F(RocketmqAclBroker, UnsignedRequestsAreRefused) {
   Status s = anonymous->createTopic(freshName("ferry-acl-anon-"), 1, {"ferry-s"});
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.toString().find("NO_PERMISSION"), std::string::npos) << s.toString();
+  EXPECT_NE(s.toString().find("no access key configured"), std::string::npos) << s.toString();
+  // Sends too (the NameServer is open, so the route is found; the broker refuses).
+  const std::string topic = freshName("ferry-acl-");
+  ASSERT_TRUE(good_->createTopic(topic, 1, {"ferry-s"}).isOk());
+  Producer producer(*anonymous, ProducerOptions{.group = "ferry_producer", .retries = 0});
+  OutgoingMessage m;
+  m.topic = topic;
+  m.body = "x";
+  auto sent = producer.send(m);
+  ASSERT_FALSE(sent.isOk());
+  EXPECT_NE(sent.status().toString().find("NO_PERMISSION"), std::string::npos)
+      << sent.status().toString();
+}
+
+TEST_F(RocketmqAclBroker, NormalUserIsHeldToItsAcl) {
+  const std::string topic = freshName("ferry-acl-");
+  ASSERT_TRUE(good_->createTopic(topic, 1, {"ferry-s"}).isOk());
+  Producer admin(*good_);
+  OutgoingMessage m;
+  m.topic = topic;
+  m.body = "for the reader";
+  ASSERT_TRUE(admin.send(m).isOk());
+
+  auto reader = client(readerKey(), readerSecret());
+  ASSERT_NE(reader, nullptr);
+  // Authenticated, but no Pub policy: authorization refuses the send.
+  Producer producer(*reader, ProducerOptions{.group = "ferry_producer", .retries = 0});
+  auto sent = producer.send(m);
+  ASSERT_FALSE(sent.isOk());
+  const std::string msg = sent.status().toString();
+  EXPECT_NE(msg.find("NO_PERMISSION"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no permission"), std::string::npos) << msg;  // the broker's reason
+  EXPECT_NE(msg.find("access key '" + readerKey() + "'"), std::string::npos) << msg;
+
+  // Sub is allowed: heartbeat, offsets and pulls work.
+  ConsumerOptions co;
+  co.group = freshName("ferry-acl-g-");
+  co.subscriptions = {{topic, "*"}};
+  co.fromWhere = ConsumeFromWhere::kFirstOffset;
+  co.longPollingSuspendMs = 1000;
+  co.pullTimeoutMs = 5000;
+  PullConsumer consumer(*reader, co);
+  Status started = consumer.start();
+  ASSERT_TRUE(started.isOk()) << started.toString();
+  std::vector<PulledMessage> got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    auto r = consumer.poll(10, std::chrono::milliseconds(500));
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    got.insert(got.end(), r->begin(), r->end());
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].message.body, m.body);
+  consumer.close();
 }
 
 }  // namespace

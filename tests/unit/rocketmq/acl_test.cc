@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "rocketmq/client.h"
+#include "client_test_peer.h"
+
 namespace ferry::rocketmq {
 namespace {
 
@@ -48,6 +53,58 @@ TEST(Acl, DisabledWithoutAccessKey) {
   req.extFields = {{"topic", "T"}};
   signRequest(req, AclCredentials{});
   EXPECT_EQ(req.extFields.size(), 1u);
+}
+
+// The client signs what it sends (sync and oneway alike) and a NO_PERMISSION refusal names the
+// access key next to the broker's reason; without keys nothing is added and the error says so.
+TEST(Acl, ClientSignsEveryRequestAndNamesTheKeyOnRefusal) {
+  std::vector<RemotingCommand> seen;  // guarded by the peer's update()
+  testing::ScriptedPeer peer([&](testing::PeerConnection& conn, const RemotingCommand& req) {
+    peer.update([&] { seen.push_back(req); });
+    if (!req.isOneway()) conn.reply(req, 16, {}, {});
+  });
+  auto run = [&](const std::string& ak, const std::string& sk) {
+    ClientOptions o;
+    o.namesrvAddrs = peer.address();
+    o.routeRefreshMs = 0;
+    o.accessKey = ak;
+    o.secretKey = sk;
+    auto c = RocketmqClient::create(o);
+    EXPECT_TRUE(c.isOk());
+    RemotingCommand req;
+    req.code = 17;
+    req.extFields = {{"topic", "T"}, {"perm", "6"}};
+    req.body = "payload";
+    RemotingCommand oneway = req;
+    oneway.flag = kFlagOneway;
+    (*c)->invokeOneway(peer.address(), oneway);
+    return (*c)->invoke(peer.address(), req);
+  };
+
+  auto refused = run("ferryAdmin", "ferrySecret12345");
+  ASSERT_TRUE(refused.isOk()) << refused.status().toString();
+  const std::string msg = responseStatus(*refused, "create topic").toString();
+  EXPECT_NE(msg.find("NO_PERMISSION"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("access key 'ferryAdmin'"), std::string::npos) << msg;
+  ASSERT_TRUE(peer.waitFor([&] { return seen.size() == 2; }));
+  for (const RemotingCommand& got : seen) {
+    EXPECT_EQ(got.extFields.at("AccessKey"), "ferryAdmin");
+    std::map<std::string, std::string> unsigned_ = got.extFields;
+    unsigned_.erase("Signature");
+    EXPECT_EQ(got.extFields.at("Signature"),
+              aclSignature(unsigned_, got.body, "ferrySecret12345"));
+  }
+
+  peer.update([&] { seen.clear(); });
+  auto anonymous = run("", "");
+  ASSERT_TRUE(anonymous.isOk());
+  const std::string msg2 = responseStatus(*anonymous, "create topic").toString();
+  EXPECT_NE(msg2.find("no access key configured"), std::string::npos) << msg2;
+  ASSERT_TRUE(peer.waitFor([&] { return seen.size() == 2; }));
+  for (const RemotingCommand& got : seen) {
+    EXPECT_EQ(got.extFields.count("AccessKey"), 0u);
+    EXPECT_EQ(got.extFields.count("Signature"), 0u);
+  }
 }
 
 }  // namespace
