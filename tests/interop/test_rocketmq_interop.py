@@ -78,10 +78,15 @@ def namesrv_reachable():
         return False
 
 
+last_stderr = ""
+
+
 def run(cmd, what, timeout=300):
+    global last_stderr
     t0 = time.monotonic()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
     dt = time.monotonic() - t0
+    last_stderr = p.stderr.decode("utf-8", "replace")
     rows = []
     for line in p.stdout.decode("utf-8", "replace").splitlines():
         if line.startswith("{"):
@@ -369,6 +374,11 @@ def check_handover(run_id, seed, first, second):
     check(rc == 0, f"{name}: {first} consume exited {rc}")
     seqs1 = sorted(int(r["props"]["seq"]) for r in rows1)
     check(seqs1 == list(range(half)), f"{name}: {first} read {len(seqs1)} messages, not seqs 0..{half - 1}")
+    if first == "java":
+        # The Java client persists commits one-way; the tool also writes them synchronously.
+        synced = [l for l in last_stderr.splitlines() if l.startswith("committed ")]
+        log(f"{name}: java wrote {len(synced)} queue offsets synchronously")
+        check(len(synced) == QUEUES, f"{name}: java wrote {len(synced)} offsets, not {QUEUES}")
     rc, _, _ = run([TOOL, "produce", "--namesrv", NAMESRV, "--topic", topic, "--count",
                     str(COUNT - half), "--seed", str(seed), "--batch", "16", "--first-seq", str(half)],
                    f"{name}: produce second half")

@@ -11,6 +11,9 @@
 //       DefaultLitePullConsumer from the first offset; polls until N messages arrived (then L ms
 //       more, to catch duplicates) or M ms passed, commits the offsets, prints one JSON line per
 //       message: {"queue","offset","tags","keys","props","body_hex","msg_id"}.
+//       The client persists commits to the broker with one-way requests (on shutdown or every
+//       5 s), which a test cannot wait for; so the tool also writes each queue's offset with a
+//       synchronous UPDATE_CONSUMER_OFFSET and reports it on stderr before it exits.
 //       Exit 0 when at least N messages arrived, 1 on timeout.
 //
 // Only JSON lines go to stdout; diagnostics go to stderr, the client's own log to its log root
@@ -27,6 +30,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.impl.MQClientManager;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -35,6 +40,7 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.header.UpdateConsumerOffsetRequestHeader;
 
 public final class Main {
   private Main() {}
@@ -198,6 +204,7 @@ public final class Main {
     consumer.start();
     BufferedWriter out = stdout();
     int got = 0;
+    Map<MessageQueue, Long> next = new HashMap<>();
     try {
       long deadline = System.currentTimeMillis() + timeoutMs;
       long stopAt = Long.MAX_VALUE;
@@ -210,18 +217,41 @@ public final class Main {
         for (MessageExt m : batch) {
           out.write(line(m));
           got++;
+          MessageQueue mq = new MessageQueue(m.getTopic(), m.getBrokerName(), m.getQueueId());
+          next.merge(mq, m.getQueueOffset() + 1, Math::max);
         }
         if (got >= count && stopAt == Long.MAX_VALUE) {
           stopAt = System.currentTimeMillis() + lingerMs;
         }
       }
       consumer.commitSync();
+      persistSync(consumer, need(opts, "group"), next);
     } finally {
       out.flush();
       consumer.shutdown();
     }
     System.err.println("consumed " + got + " of " + count);
     return got >= count ? 0 : 1;
+  }
+
+  /** Writes every queue's next offset to its broker synchronously (see the header). */
+  private static void persistSync(DefaultLitePullConsumer consumer, String group,
+      Map<MessageQueue, Long> next) throws Exception {
+    MQClientInstance client = MQClientManager.getInstance().getOrCreateMQClientInstance(consumer);
+    for (Map.Entry<MessageQueue, Long> e : new TreeMap<>(next).entrySet()) {
+      MessageQueue mq = e.getKey();
+      String addr = client.findBrokerAddressInPublish(mq.getBrokerName());
+      if (addr == null) {
+        throw new IllegalStateException("no broker address for " + mq);
+      }
+      UpdateConsumerOffsetRequestHeader h = new UpdateConsumerOffsetRequestHeader();
+      h.setConsumerGroup(group);
+      h.setTopic(mq.getTopic());
+      h.setQueueId(mq.getQueueId());
+      h.setCommitOffset(e.getValue());
+      client.getMQClientAPIImpl().updateConsumerOffset(addr, h, 5000);
+      System.err.println("committed " + mq + " at " + e.getValue());
+    }
   }
 
   private static String line(MessageExt m) {
