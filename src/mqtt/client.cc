@@ -1,0 +1,1041 @@
+// MqttClient (client.h): all protocol state lives on the client's io thread; public methods post
+// work there. The few values other threads read (state, last error, window, counters) sit under
+// `mu_`. Every socket callback carries the connection generation and is ignored when stale.
+#include "mqtt/client.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+
+namespace ferry::mqtt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using tcp = asio::ip::tcp;
+
+std::string randomClientId() {
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+  std::string id = "ferry-";
+  for (int i = 0; i < 16; ++i) id += kAlphabet[gen() % (sizeof(kAlphabet) - 1)];
+  return id;
+}
+
+// CONNACK refusal: the reason and whether retrying may help.
+Status connackError(std::uint8_t code, Version v, const std::string& reasonString) {
+  std::string what;
+  bool retriable = false;
+  if (v == Version::k311) {
+    switch (code) {
+      case 1: what = "unacceptable protocol version"; break;
+      case 2: what = "identifier rejected"; break;
+      case 3: what = "server unavailable"; retriable = true; break;
+      case 4: what = "bad user name or password"; break;
+      case 5: what = "not authorized"; break;
+      default: what = "refused"; break;
+    }
+  } else {
+    switch (code) {
+      case 0x80: what = "unspecified error"; break;
+      case 0x81: what = "malformed packet"; break;
+      case 0x82: what = "protocol error"; break;
+      case 0x83: what = "implementation specific error"; break;
+      case 0x84: what = "unsupported protocol version"; break;
+      case 0x85: what = "client identifier not valid"; break;
+      case 0x86: what = "bad user name or password"; break;
+      case 0x87: what = "not authorized"; break;
+      case 0x88: what = "server unavailable"; retriable = true; break;
+      case 0x89: what = "server busy"; retriable = true; break;
+      case 0x8A: what = "banned"; break;
+      case 0x8C: what = "bad authentication method"; break;
+      case 0x90: what = "topic name invalid"; break;
+      case 0x95: what = "packet too large"; break;
+      case 0x97: what = "quota exceeded"; retriable = true; break;
+      case 0x99: what = "payload format invalid"; break;
+      case 0x9A: what = "retain not supported"; break;
+      case 0x9B: what = "QoS not supported"; break;
+      case 0x9C: what = "use another server"; retriable = true; break;
+      case 0x9D: what = "server moved"; retriable = true; break;
+      case 0x9F: what = "connection rate exceeded"; retriable = true; break;
+      default: what = "refused"; break;
+    }
+  }
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", code);
+  std::string msg = "CONNACK refused the connection: " + what + " (" + hex + ")";
+  if (!reasonString.empty()) msg += ": " + reasonString;
+  return retriable ? Status::unavailable(msg) : Status::invalidArgument(msg);
+}
+
+std::string hexCode(std::uint8_t code) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", code);
+  return hex;
+}
+
+// Names of the DISCONNECT reasons a broker sends (MQTT 5 §3.14.2.1), with a leading ": ".
+std::string disconnectReason(std::uint8_t code) {
+  switch (code) {
+    case 0x00: return ": normal disconnection";
+    case 0x80: return ": unspecified error";
+    case 0x81: return ": malformed packet";
+    case 0x82: return ": protocol error";
+    case 0x87: return ": not authorized";
+    case 0x89: return ": server busy";
+    case 0x8B: return ": server shutting down";
+    case 0x8D: return ": keep alive timeout";
+    case 0x8E: return ": session taken over";
+    case 0x93: return ": receive maximum exceeded";
+    case 0x95: return ": packet too large";
+    case 0x97: return ": quota exceeded";
+    case 0x98: return ": administrative action";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+class MqttClient::Impl {
+ public:
+  explicit Impl(ClientOptions o) : options_(std::move(o)), sslContext_(asio::ssl::context::tls_client) {
+    if (options_.clientId.empty()) options_.clientId = randomClientId();
+    if (options_.maxInflight == 0) options_.maxInflight = 1;
+    work_.emplace(asio::make_work_guard(io_));
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~Impl() { close(); }
+
+  // ---- public side -------------------------------------------------------------------------
+
+  void setMessageHandler(MessageHandler h) {
+    asio::post(io_, [this, h = std::move(h)]() mutable { handler_ = std::move(h); });
+  }
+
+  Status connect(bool* sessionPresent) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return Status::failedPrecondition("MQTT client closed");
+      if (started_) return Status::failedPrecondition("MQTT client already connected once");
+      started_ = true;
+    }
+    auto promise = std::make_shared<std::promise<std::pair<Status, bool>>>();
+    auto future = promise->get_future();
+    asio::post(io_, [this, promise] {
+      connectPromise_ = promise;
+      startConnect();
+    });
+    auto wait = std::chrono::milliseconds(options_.connectTimeoutMs + 2000);
+    if (future.wait_for(wait) != std::future_status::ready) {
+      return Status::timeout("MQTT connect to " + address() + " did not finish");
+    }
+    auto [status, present] = future.get();
+    if (sessionPresent) *sessionPresent = present;
+    return status;
+  }
+
+  Status subscribe(const std::vector<Subscription>& subs) {
+    if (subs.empty()) return Status::ok();
+    for (const auto& s : subs) {
+      if (auto st = validateTopicFilter(s.filter); !st) return st;
+      if (s.qos > 2) return Status::invalidArgument("QoS " + std::to_string(s.qos) + " for " + s.filter);
+    }
+    auto promise = std::make_shared<std::promise<Status>>();
+    auto future = promise->get_future();
+    asio::post(io_, [this, subs, promise] { sendSubscribe(subs, promise); });
+    if (future.wait_for(std::chrono::milliseconds(options_.connectTimeoutMs)) !=
+        std::future_status::ready) {
+      return Status::timeout("no SUBACK from " + address() + " within " +
+                             std::to_string(options_.connectTimeoutMs) + " ms");
+    }
+    return future.get();
+  }
+
+  void ack(std::uint64_t token) {
+    if (token == 0) return;
+    asio::post(io_, [this, token] { onAck(token); });
+  }
+
+  void publish(OutgoingMessage m, PublishCallback done) {
+    if (m.qos > 2) {
+      if (done) done(Status::invalidArgument("QoS " + std::to_string(m.qos)));
+      return;
+    }
+    {
+      std::unique_lock lock(mu_);
+      if (m.qos > 0) {
+        cv_.wait(lock, [&] { return stopped_ || windowUsed_ < windowLimitLocked(); });
+      }
+      if (stopped_) {
+        lock.unlock();
+        if (done) done(Status::cancelled("MQTT client closed"));
+        return;
+      }
+      if (m.qos > 0) ++windowUsed_;
+      ++pendingAll_;
+    }
+    asio::post(io_, [this, m = std::move(m), done = std::move(done)]() mutable {
+      enqueuePublish(std::move(m), std::move(done));
+    });
+  }
+
+  Status flush(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return pendingAll_ == 0; })) {
+      return Status::timeout(std::to_string(pendingAll_) + " MQTT publishes still outstanding");
+    }
+    Status s = std::move(firstError_);
+    firstError_ = Status::ok();
+    return s;
+  }
+
+  ClientState state() const {
+    std::lock_guard lock(mu_);
+    return state_;
+  }
+  Status lastError() const {
+    std::lock_guard lock(mu_);
+    return lastError_;
+  }
+  std::size_t inflight() const {
+    std::lock_guard lock(mu_);
+    return windowUsed_;
+  }
+  std::size_t unacked() const { return unackedCount_.load(); }
+
+  void close() {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return;
+      closed_ = true;
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    auto done = std::make_shared<std::promise<void>>();
+    auto future = done->get_future();
+    asio::post(io_, [this, done] { shutdown(done); });
+    future.wait_for(std::chrono::seconds(3));
+    work_.reset();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+    // Whatever was posted but did not run: run it now (stopping_ makes it fail fast).
+    io_.restart();
+    closeSocket();
+    io_.poll();
+    cancelAll(Status::cancelled("MQTT client closed"));
+    std::lock_guard lock(mu_);
+    state_ = ClientState::kStopped;
+  }
+
+ private:
+  struct Outgoing {
+    Packet packet;           // PUBLISH as sent (packetId set once assigned)
+    PublishCallback done;
+    std::uint64_t seq = 0;   // submission order, for re-sending
+    bool released = false;   // QoS 2: PUBREC received, PUBREL sent
+  };
+  struct Incoming {
+    std::uint64_t token;
+    std::uint16_t packetId;
+    std::uint8_t qos;
+    bool acked = false;
+  };
+  struct PendingSub {
+    std::vector<Subscription> subs;
+    std::shared_ptr<std::promise<Status>> promise;  // null for re-subscriptions
+  };
+  struct WriteItem {
+    std::string bytes;
+    std::function<void(bool)> onWritten;  // true: written on the live connection
+  };
+
+  std::string address() const { return options_.host + ":" + std::to_string(options_.port); }
+
+  std::size_t windowLimitLocked() const {
+    return std::max<std::size_t>(1, std::min<std::size_t>(options_.maxInflight, brokerReceiveMax_));
+  }
+
+  void setState(ClientState s) {
+    std::lock_guard lock(mu_);
+    if (state_ != ClientState::kStopped) state_ = s;
+  }
+
+  // ---- connecting ---------------------------------------------------------------------------
+
+  void startConnect() {
+    if (stopping_) return;
+    ++generation_;
+    const std::uint64_t gen = generation_;
+    setState(ClientState::kConnecting);
+    closeSocket();
+    readBuf_.clear();
+    if (options_.tls.enabled) {
+      if (!sslReady_) {
+        if (auto st = setupSsl(); !st) {
+          connectFailed(st);
+          return;
+        }
+        sslReady_ = true;
+      }
+      tls_ = std::make_unique<asio::ssl::stream<tcp::socket>>(io_, sslContext_);
+    } else {
+      tcp_ = std::make_unique<tcp::socket>(io_);
+    }
+    connectTimer_.expires_after(std::chrono::milliseconds(options_.connectTimeoutMs));
+    connectTimer_.async_wait([this, gen](const asio::error_code& ec) {
+      if (ec || gen != generation_ || connected_) return;
+      connectFailed(Status::timeout("MQTT connect to " + address() + " timed out after " +
+                                    std::to_string(options_.connectTimeoutMs) + " ms"));
+    });
+    resolver_.async_resolve(options_.host, std::to_string(options_.port),
+        [this, gen](const asio::error_code& ec, tcp::resolver::results_type results) {
+          if (gen != generation_) return;
+          if (ec) {
+            connectFailed(Status::unavailable("cannot resolve " + options_.host + ": " + ec.message()));
+            return;
+          }
+          asio::async_connect(lowest(), results,
+              [this, gen](const asio::error_code& ec2, const tcp::endpoint&) {
+                if (gen != generation_) return;
+                if (ec2) {
+                  connectFailed(Status::unavailable("cannot connect to " + address() + ": " + ec2.message()));
+                  return;
+                }
+                asio::error_code ignored;
+                lowest().set_option(tcp::no_delay(true), ignored);
+                if (tls_) {
+                  tlsHandshake(gen);
+                } else {
+                  sendConnect(gen);
+                }
+              });
+        });
+  }
+
+  Status setupSsl() {
+    asio::error_code ec;
+    const auto& t = options_.tls;
+    if (t.verifyPeer) {
+      sslContext_.set_verify_mode(asio::ssl::verify_peer, ec);
+      if (t.caFile.empty()) {
+        sslContext_.set_default_verify_paths(ec);
+      } else {
+        sslContext_.load_verify_file(t.caFile, ec);
+      }
+      if (ec) return Status::invalidArgument("TLS CA file '" + t.caFile + "': " + ec.message());
+    } else {
+      sslContext_.set_verify_mode(asio::ssl::verify_none, ec);
+    }
+    if (!t.certFile.empty()) {
+      sslContext_.use_certificate_chain_file(t.certFile, ec);
+      if (ec) return Status::invalidArgument("TLS certificate '" + t.certFile + "': " + ec.message());
+      sslContext_.use_private_key_file(t.keyFile.empty() ? t.certFile : t.keyFile,
+                                       asio::ssl::context::pem, ec);
+      if (ec) return Status::invalidArgument("TLS key '" + t.keyFile + "': " + ec.message());
+    }
+    return Status::ok();
+  }
+
+  void tlsHandshake(std::uint64_t gen) {
+    const auto& t = options_.tls;
+    asio::error_code ec;
+    asio::ip::make_address(options_.host, ec);
+    const bool isIp = !ec;
+    if (!isIp) SSL_set_tlsext_host_name(tls_->native_handle(), options_.host.c_str());
+    if (t.verifyPeer && t.verifyHostname) {
+      tls_->set_verify_callback(asio::ssl::host_name_verification(options_.host));
+    }
+    tls_->async_handshake(asio::ssl::stream_base::client, [this, gen](const asio::error_code& ec2) {
+      if (gen != generation_) return;
+      if (ec2) {
+        std::string why = ec2.message();
+        long vr = SSL_get_verify_result(tls_->native_handle());
+        if (vr != X509_V_OK) {
+          why += std::string(" (certificate verification: ") + X509_verify_cert_error_string(vr) + ")";
+        }
+        connectFailed(Status::invalidArgument("TLS handshake with " + address() + " failed: " + why));
+        return;
+      }
+      sendConnect(gen);
+    });
+  }
+
+  tcp::socket& lowest() { return tls_ ? tls_->next_layer() : *tcp_; }
+
+  void sendConnect(std::uint64_t gen) {
+    Packet p;
+    p.type = PacketType::kConnect;
+    p.version = options_.version;
+    p.clientId = options_.clientId;
+    bool clean = options_.cleanStart;
+    if (everConnected_) {
+      // Later connections resume the session when one can exist.
+      clean = options_.version == Version::k5 ? options_.sessionExpiryS == 0 : options_.cleanStart;
+    }
+    p.cleanStart = clean;
+    p.keepAliveS = options_.keepAliveS;
+    p.username = options_.username;
+    p.password = options_.password;
+    if (options_.version == Version::k5) {
+      if (options_.sessionExpiryS > 0) p.properties.setNumber(prop::kSessionExpiry, options_.sessionExpiryS);
+      if (options_.receiveMaximum > 0 && options_.receiveMaximum != 65535) {
+        p.properties.setNumber(prop::kReceiveMaximum, options_.receiveMaximum);
+      }
+      if (options_.maxPacketBytes > 0 && options_.maxPacketBytes < kMaxVarint + 5) {
+        p.properties.setNumber(prop::kMaximumPacketSize, static_cast<std::uint32_t>(options_.maxPacketBytes));
+      }
+    }
+    auto bytes = encode(p, options_.version);
+    if (!bytes) {
+      connectFailed(bytes.status().withContext("CONNECT"));
+      return;
+    }
+    connecting_ = true;
+    startRead(gen);
+    write(std::move(*bytes));
+  }
+
+  void onConnack(const Packet& p) {
+    if (!connecting_) {
+      lose(Status::unavailable("unexpected CONNACK"));
+      return;
+    }
+    connecting_ = false;
+    if (p.reasonCode != 0) {
+      auto reason = p.properties.text(prop::kReasonString).value_or("");
+      connectFailed(connackError(p.reasonCode, options_.version, reason));
+      return;
+    }
+    connectTimer_.cancel();
+    connected_ = true;
+    const bool firstConnection = !everConnected_;
+    everConnected_ = true;
+    backoffMs_ = 100;
+    keepAliveS_ = options_.keepAliveS;
+    std::uint32_t receiveMax = 65535;
+    if (options_.version == Version::k5) {
+      if (auto v = p.properties.number(prop::kServerKeepAlive)) keepAliveS_ = static_cast<std::uint16_t>(*v);
+      if (auto v = p.properties.number(prop::kReceiveMaximum)) receiveMax = *v;
+      if (auto v = p.properties.text(prop::kAssignedClientId)) options_.clientId = *v;
+    }
+    {
+      std::lock_guard lock(mu_);
+      brokerReceiveMax_ = receiveMax;  // lastError_ stays: why the previous connection ended
+    }
+    cv_.notify_all();
+    setState(ClientState::kConnected);
+    const bool sessionPresent = p.sessionPresent;
+    if (!sessionPresent) qos2Received_.clear();
+    // Re-subscribe (the session may be gone; SUBSCRIBE again is harmless when it is not).
+    if (!firstConnection && !subscriptions_.empty()) {
+      std::vector<Subscription> subs;
+      for (auto& [filter, s] : subscriptions_) subs.push_back(s);
+      sendSubscribe(subs, nullptr);
+    }
+    // Re-send what is in flight, in submission order.
+    std::vector<Outgoing*> order;
+    for (auto& [id, o] : inflight_) order.push_back(&o);
+    std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    for (Outgoing* o : order) {
+      if (o->released && sessionPresent) {
+        sendSimple(PacketType::kPubrel, o->packet.packetId, 0);
+      } else {
+        o->released = false;
+        o->packet.dup = sessionPresent;
+        sendPacket(o->packet);
+      }
+    }
+    // Then what waited for a connection.
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& o : waiting) transmit(std::move(o));
+    lastReceived_ = Clock::now();
+    armKeepAlive();
+    if (connectPromise_) {
+      connectPromise_->set_value({Status::ok(), sessionPresent});
+      connectPromise_.reset();
+    }
+  }
+
+  void connectFailed(Status why) {
+    if (connectPromise_) {
+      // The first connection: report, do not retry.
+      auto promise = std::move(connectPromise_);
+      connectPromise_.reset();
+      teardown(why);
+      promise->set_value({why, false});
+      return;
+    }
+    lose(std::move(why));
+  }
+
+  // Drops the connection and schedules a reconnect.
+  void lose(Status why) {
+    if (!connected_ && !connecting_ && !tcp_ && !tls_) return;
+    if (connectPromise_) {
+      connectFailed(std::move(why));
+      return;
+    }
+    teardown(why);
+    if (stopping_) return;
+    scheduleReconnect();
+  }
+
+  void teardown(const Status& why) {
+    ++generation_;
+    connected_ = false;
+    connecting_ = false;
+    pingOutstanding_ = false;
+    connectTimer_.cancel();
+    keepAliveTimer_.cancel();
+    closeSocket();
+    // Queued bytes die with the connection; QoS 0 publishes among them failed.
+    auto queue = std::move(writeQueue_);
+    writeQueue_.clear();
+    writing_ = false;
+    for (auto& w : queue) {
+      if (w.onWritten) w.onWritten(false);
+    }
+    // Tokens of this connection become stale; the broker re-sends those messages.
+    incoming_.clear();
+    unackedCount_ = 0;
+    for (auto& [id, ps] : pendingSubs_) {
+      if (ps.promise) ps.promise->set_value(Status::unavailable("connection lost before SUBACK: " + why.message()));
+    }
+    pendingSubs_.clear();
+    {
+      std::lock_guard lock(mu_);
+      lastError_ = why;
+    }
+    setState(ClientState::kDisconnected);
+  }
+
+  void scheduleReconnect() {
+    const std::int64_t delay = backoffMs_;
+    backoffMs_ = std::min<std::int64_t>(backoffMs_ * 2, std::max<std::int64_t>(100, options_.reconnectMaxMs));
+    reconnectTimer_.expires_after(std::chrono::milliseconds(delay));
+    reconnectTimer_.async_wait([this](const asio::error_code& ec) {
+      if (ec || stopping_ || connected_ || connecting_) return;
+      startConnect();
+    });
+  }
+
+  void closeSocket() {
+    asio::error_code ignored;
+    resolver_.cancel();
+    if (tls_) {
+      tls_->next_layer().shutdown(tcp::socket::shutdown_both, ignored);
+      tls_->next_layer().close(ignored);
+      retired_.push_back(std::move(tls_));  // destroyed at the end, after any pending handler
+      tls_.reset();
+    }
+    if (tcp_) {
+      tcp_->shutdown(tcp::socket::shutdown_both, ignored);
+      tcp_->close(ignored);
+      retiredTcp_.push_back(std::move(tcp_));
+      tcp_.reset();
+    }
+    if (retired_.size() > 4) retired_.erase(retired_.begin());
+    if (retiredTcp_.size() > 4) retiredTcp_.erase(retiredTcp_.begin());
+  }
+
+  void shutdown(const std::shared_ptr<std::promise<void>>& done) {
+    stopping_ = true;
+    reconnectTimer_.cancel();
+    keepAliveTimer_.cancel();
+    cancelAll(Status::cancelled("MQTT client closed"));
+    if (connectPromise_) connectFailed(Status::cancelled("MQTT client closed"));
+    if (connected_) {
+      Packet d;
+      d.type = PacketType::kDisconnect;
+      auto bytes = encode(d, options_.version);
+      if (bytes) {
+        writeQueue_.push_back({std::move(*bytes), [this, done](bool ok) {
+          if (ok) teardown(Status::cancelled("closed"));
+          done->set_value();
+        }});
+        if (!writing_) writeNext();
+        return;
+      }
+    }
+    teardown(Status::cancelled("closed"));
+    done->set_value();
+  }
+
+  // Fails every outstanding publish and subscribe.
+  void cancelAll(const Status& why) {
+    auto inflight = std::move(inflight_);
+    inflight_.clear();
+    for (auto& [id, o] : inflight) complete(o, why);
+    auto waiting = std::move(waiting_);
+    waiting_.clear();
+    for (auto& o : waiting) complete(o, why);
+    for (auto& [id, ps] : pendingSubs_) {
+      if (ps.promise) ps.promise->set_value(why);
+    }
+    pendingSubs_.clear();
+  }
+
+  // ---- keep-alive ---------------------------------------------------------------------------
+
+  void armKeepAlive() {
+    if (keepAliveS_ == 0) return;
+    const auto ka = std::chrono::seconds(keepAliveS_);
+    auto due = pingOutstanding_ ? pingSent_ + ka : lastSent_ + ka;
+    if (due < Clock::now()) due = Clock::now();
+    const std::uint64_t gen = generation_;
+    keepAliveTimer_.expires_at(due);
+    keepAliveTimer_.async_wait([this, gen](const asio::error_code& ec) {
+      if (ec || gen != generation_ || !connected_) return;
+      const auto now = Clock::now();
+      const auto ka2 = std::chrono::seconds(keepAliveS_);
+      if (pingOutstanding_) {
+        if (now - pingSent_ >= ka2) {
+          lose(Status::unavailable("no PINGRESP from " + address() + " within the keep-alive of " +
+                                   std::to_string(keepAliveS_) + " s"));
+          return;
+        }
+      } else if (now - lastSent_ >= ka2 - std::chrono::milliseconds(50)) {
+        Packet ping;
+        ping.type = PacketType::kPingreq;
+        pingOutstanding_ = true;
+        pingSent_ = now;
+        sendPacket(ping);
+      }
+      armKeepAlive();
+    });
+  }
+
+  // ---- writing ------------------------------------------------------------------------------
+
+  void sendPacket(const Packet& p, std::function<void(bool)> onWritten = nullptr) {
+    auto bytes = encode(p, options_.version);
+    if (!bytes) {
+      lose(Status::internal(std::string("cannot encode ") + packetTypeName(p.type) + ": " +
+                            bytes.status().message()));
+      return;
+    }
+    write(std::move(*bytes), std::move(onWritten));
+  }
+
+  void sendSimple(PacketType type, std::uint16_t id, std::uint8_t reason) {
+    Packet p;
+    p.type = type;
+    p.packetId = id;
+    p.reasonCode = reason;
+    sendPacket(p);
+  }
+
+  void write(std::string bytes, std::function<void(bool)> onWritten = nullptr) {
+    lastSent_ = Clock::now();
+    writeQueue_.push_back({std::move(bytes), std::move(onWritten)});
+    if (!writing_) writeNext();
+  }
+
+  void writeNext() {
+    if (writeQueue_.empty() || (!tcp_ && !tls_)) {
+      writing_ = false;
+      return;
+    }
+    writing_ = true;
+    // Write up to 64 queued packets at once.
+    auto batch = std::make_shared<std::vector<WriteItem>>();
+    std::size_t bytes = 0;
+    while (!writeQueue_.empty() && batch->size() < 64 && bytes < (1u << 20)) {
+      bytes += writeQueue_.front().bytes.size();
+      batch->push_back(std::move(writeQueue_.front()));
+      writeQueue_.pop_front();
+    }
+    std::vector<asio::const_buffer> buffers;
+    for (auto& w : *batch) buffers.push_back(asio::buffer(w.bytes));
+    const std::uint64_t gen = generation_;
+    auto handler = [this, gen, batch](const asio::error_code& ec, std::size_t) {
+      if (gen != generation_ || ec) {
+        for (auto& w : *batch) {
+          if (w.onWritten) w.onWritten(false);
+        }
+        if (gen == generation_) lose(Status::unavailable("write to " + address() + " failed: " + ec.message()));
+        return;
+      }
+      for (auto& w : *batch) {
+        if (w.onWritten) w.onWritten(true);
+      }
+      writeNext();
+    };
+    if (tls_) {
+      asio::async_write(*tls_, buffers, handler);
+    } else {
+      asio::async_write(*tcp_, buffers, handler);
+    }
+  }
+
+  // ---- reading ------------------------------------------------------------------------------
+
+  void startRead(std::uint64_t gen) {
+    auto handler = [this, gen](const asio::error_code& ec, std::size_t n) {
+      if (gen != generation_) return;
+      if (ec) {
+        std::string why = ec == asio::error::eof ? std::string("closed by the broker")
+                                                 : ec.message();
+        lose(Status::unavailable("connection to " + address() + " lost: " + why));
+        return;
+      }
+      readBuf_.append(chunk_.data(), n);
+      lastReceived_ = Clock::now();
+      std::size_t pos = 0;
+      while (gen == generation_) {
+        std::string_view rest(readBuf_.data() + pos, readBuf_.size() - pos);
+        Frame f = frame(rest, options_.maxPacketBytes);
+        if (f.state == Frame::State::kNeedMore) break;
+        if (f.state == Frame::State::kInvalid) {
+          lose(Status::unavailable("bad packet from " + address() + ": " + f.error));
+          return;
+        }
+        auto packet = decode(rest.substr(0, f.size), options_.version);
+        pos += f.size;
+        if (!packet) {
+          lose(Status::unavailable("bad packet from " + address() + ": " + packet.status().message()));
+          return;
+        }
+        onPacket(std::move(*packet));
+      }
+      if (gen != generation_) return;
+      readBuf_.erase(0, pos);
+      startRead(gen);
+    };
+    if (tls_) {
+      tls_->async_read_some(asio::buffer(chunk_), handler);
+    } else {
+      tcp_->async_read_some(asio::buffer(chunk_), handler);
+    }
+  }
+
+  void onPacket(Packet p) {
+    if (connecting_ && p.type != PacketType::kConnack && p.type != PacketType::kAuth) {
+      lose(Status::unavailable(std::string("expected CONNACK, got ") + packetTypeName(p.type)));
+      return;
+    }
+    switch (p.type) {
+      case PacketType::kConnack: onConnack(p); break;
+      case PacketType::kPublish: onPublish(std::move(p)); break;
+      case PacketType::kPuback: onPuback(p); break;
+      case PacketType::kPubrec: onPubrec(p); break;
+      case PacketType::kPubrel:
+        qos2Received_.erase(p.packetId);
+        sendSimple(PacketType::kPubcomp, p.packetId, 0);
+        break;
+      case PacketType::kPubcomp: onPubcomp(p); break;
+      case PacketType::kSuback: onSuback(p); break;
+      case PacketType::kUnsuback: break;
+      case PacketType::kPingresp: pingOutstanding_ = false; break;
+      case PacketType::kDisconnect: {
+        std::string msg = "the broker at " + address() + " sent DISCONNECT" + disconnectReason(p.reasonCode) + " (" +
+                          hexCode(p.reasonCode) + ")";
+        if (auto r = p.properties.text(prop::kReasonString)) msg += ": " + *r;
+        lose(Status::unavailable(msg));
+        break;
+      }
+      default:
+        lose(Status::unavailable(std::string("unexpected ") + packetTypeName(p.type) + " from the broker"));
+        break;
+    }
+  }
+
+  // ---- incoming messages --------------------------------------------------------------------
+
+  void onPublish(Packet p) {
+    IncomingMessage m;
+    m.topic = std::move(p.topic);
+    m.payload = std::move(p.payload);
+    m.qos = p.qos;
+    m.retain = p.retain;
+    m.dup = p.dup;
+    m.properties = std::move(p.properties);
+    if (p.qos == 2 && qos2Received_.count(p.packetId)) {
+      // Already received and PUBREC'd: only the PUBREC again.
+      sendSimple(PacketType::kPubrec, p.packetId, 0);
+      return;
+    }
+    if (p.qos > 0) {
+      for (const auto& in : incoming_) {
+        if (in.packetId == p.packetId && !in.acked) return;  // a re-send of one not yet acked
+      }
+      m.token = (static_cast<std::uint64_t>(generation_ & 0xffffffffu) << 32) | (++sequence_ & 0xffffffffu);
+      incoming_.push_back({m.token, p.packetId, p.qos, false});
+      ++unackedCount_;
+    }
+    if (handler_) handler_(std::move(m));
+  }
+
+  void onAck(std::uint64_t token) {
+    if ((token >> 32) != (generation_ & 0xffffffffu) || !connected_) return;
+    bool found = false;
+    for (auto& in : incoming_) {
+      if (in.token == token) {
+        if (in.acked) return;
+        in.acked = true;
+        found = true;
+        break;
+      }
+    }
+    if (!found) return;
+    while (!incoming_.empty() && incoming_.front().acked) {
+      const Incoming in = incoming_.front();
+      incoming_.pop_front();
+      --unackedCount_;
+      if (in.qos == 1) {
+        sendSimple(PacketType::kPuback, in.packetId, 0);
+      } else {
+        qos2Received_.insert(in.packetId);
+        sendSimple(PacketType::kPubrec, in.packetId, 0);
+      }
+    }
+  }
+
+  // ---- outgoing messages --------------------------------------------------------------------
+
+  void enqueuePublish(OutgoingMessage m, PublishCallback done) {
+    Outgoing o;
+    o.packet.type = PacketType::kPublish;
+    o.packet.topic = std::move(m.topic);
+    o.packet.payload = std::move(m.payload);
+    o.packet.qos = m.qos;
+    o.packet.retain = m.retain;
+    if (options_.version == Version::k5) o.packet.properties = std::move(m.properties);
+    o.done = std::move(done);
+    o.seq = ++publishSeq_;
+    if (stopping_) {
+      complete(o, Status::cancelled("MQTT client closed"));
+      return;
+    }
+    if (auto st = validateTopicName(o.packet.topic); !st) {
+      complete(o, st);
+      return;
+    }
+    if (!connected_) {
+      waiting_.push_back(std::move(o));
+      return;
+    }
+    transmit(std::move(o));
+  }
+
+  void transmit(Outgoing o) {
+    if (o.packet.qos == 0) {
+      auto shared = std::make_shared<Outgoing>(std::move(o));
+      auto bytes = encode(shared->packet, options_.version);
+      if (!bytes) {
+        complete(*shared, bytes.status());
+        return;
+      }
+      write(std::move(*bytes), [this, shared](bool ok) {
+        complete(*shared, ok ? Status::ok()
+                             : Status::unavailable("connection lost before the QoS 0 publish was written"));
+      });
+      return;
+    }
+    const std::uint16_t id = nextPacketId();
+    o.packet.packetId = id;
+    auto [it, inserted] = inflight_.emplace(id, std::move(o));
+    sendPacket(it->second.packet);
+  }
+
+  std::uint16_t nextPacketId() {
+    for (int i = 0; i < 65536; ++i) {
+      nextId_ = static_cast<std::uint16_t>(nextId_ == 65535 ? 1 : nextId_ + 1);
+      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_)) return nextId_;
+    }
+    return nextId_;  // cannot happen: the window is far below 65,535
+  }
+
+  // The callback runs before the publish stops counting as outstanding, so flush() returns only
+  // after every callback of what it waited for has run.
+  void complete(Outgoing& o, Status status) {
+    auto done = std::move(o.done);
+    o.done = nullptr;
+    if (done) done(status);
+    {
+      std::lock_guard lock(mu_);
+      if (o.packet.qos > 0 && windowUsed_ > 0) --windowUsed_;
+      if (pendingAll_ > 0) --pendingAll_;
+      if (!status.isOk() && firstError_.isOk()) firstError_ = status;
+    }
+    cv_.notify_all();
+  }
+
+  Status pubError(const char* what, const Packet& p, const std::string& topic) {
+    std::string msg = std::string(what) + " refused the publish to '" + topic + "' (" + hexCode(p.reasonCode) + ")";
+    if (auto r = p.properties.text(prop::kReasonString)) msg += ": " + *r;
+    return Status::invalidArgument(msg);
+  }
+
+  void onPuback(const Packet& p) {
+    auto it = inflight_.find(p.packetId);
+    if (it == inflight_.end() || it->second.packet.qos != 1) return;
+    Outgoing o = std::move(it->second);
+    inflight_.erase(it);
+    complete(o, p.reasonCode >= 0x80 ? pubError("PUBACK", p, o.packet.topic) : Status::ok());
+  }
+
+  void onPubrec(const Packet& p) {
+    auto it = inflight_.find(p.packetId);
+    if (it == inflight_.end() || it->second.packet.qos != 2) {
+      // Unknown id: release it anyway so the broker can forget it (§4.3.3).
+      sendSimple(PacketType::kPubrel, p.packetId, options_.version == Version::k5 ? 0x92 : 0);
+      return;
+    }
+    if (p.reasonCode >= 0x80) {
+      Outgoing o = std::move(it->second);
+      inflight_.erase(it);
+      complete(o, pubError("PUBREC", p, o.packet.topic));
+      return;
+    }
+    it->second.released = true;
+    sendSimple(PacketType::kPubrel, p.packetId, 0);
+  }
+
+  void onPubcomp(const Packet& p) {
+    auto it = inflight_.find(p.packetId);
+    if (it == inflight_.end()) return;
+    Outgoing o = std::move(it->second);
+    inflight_.erase(it);
+    complete(o, p.reasonCode >= 0x80 ? pubError("PUBCOMP", p, o.packet.topic) : Status::ok());
+  }
+
+  // ---- subscriptions ------------------------------------------------------------------------
+
+  void sendSubscribe(const std::vector<Subscription>& subs, std::shared_ptr<std::promise<Status>> promise) {
+    if (stopping_) {
+      if (promise) promise->set_value(Status::cancelled("MQTT client closed"));
+      return;
+    }
+    if (!connected_) {
+      if (promise) {
+        Status last = lastError();
+        promise->set_value(Status::unavailable("not connected to " + address() +
+                                               (last.isOk() ? "" : ": " + last.message())));
+      }
+      return;
+    }
+    Packet p;
+    p.type = PacketType::kSubscribe;
+    p.packetId = nextPacketId();
+    p.subscriptions = subs;
+    pendingSubs_[p.packetId] = PendingSub{subs, std::move(promise)};
+    sendPacket(p);
+  }
+
+  void onSuback(const Packet& p) {
+    auto it = pendingSubs_.find(p.packetId);
+    if (it == pendingSubs_.end()) return;
+    PendingSub ps = std::move(it->second);
+    pendingSubs_.erase(it);
+    std::string refused;
+    for (std::size_t i = 0; i < ps.subs.size(); ++i) {
+      const std::uint8_t code = i < p.reasonCodes.size() ? p.reasonCodes[i] : 0x80;
+      if (code >= 0x80) {
+        if (!refused.empty()) refused += ", ";
+        refused += "'" + ps.subs[i].filter + "' (" + hexCode(code) + ")";
+      } else {
+        subscriptions_[ps.subs[i].filter] = ps.subs[i];
+      }
+    }
+    if (ps.promise) {
+      if (refused.empty()) {
+        ps.promise->set_value(Status::ok());
+      } else {
+        std::string msg = "the broker refused the subscription to " + refused;
+        if (auto r = p.properties.text(prop::kReasonString)) msg += ": " + *r;
+        ps.promise->set_value(Status::invalidArgument(msg));
+      }
+    }
+  }
+
+  // ---- members ------------------------------------------------------------------------------
+
+  ClientOptions options_;
+  asio::io_context io_;  // first: destroyed last
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  asio::ssl::context sslContext_;
+  bool sslReady_ = false;
+  tcp::resolver resolver_{io_};
+  std::unique_ptr<tcp::socket> tcp_;
+  std::unique_ptr<asio::ssl::stream<tcp::socket>> tls_;
+  std::vector<std::unique_ptr<asio::ssl::stream<tcp::socket>>> retired_;
+  std::vector<std::unique_ptr<tcp::socket>> retiredTcp_;
+  asio::steady_timer connectTimer_{io_};
+  asio::steady_timer reconnectTimer_{io_};
+  asio::steady_timer keepAliveTimer_{io_};
+  std::thread thread_;
+
+  // io-thread state
+  std::uint64_t generation_ = 0;
+  bool connecting_ = false;
+  bool connected_ = false;
+  bool everConnected_ = false;
+  bool stopping_ = false;
+  std::int64_t backoffMs_ = 100;
+  std::shared_ptr<std::promise<std::pair<Status, bool>>> connectPromise_;
+  MessageHandler handler_;
+  std::string readBuf_;
+  std::array<char, 65536> chunk_{};
+  std::deque<WriteItem> writeQueue_;
+  bool writing_ = false;
+  Clock::time_point lastSent_ = Clock::now();
+  Clock::time_point lastReceived_ = Clock::now();
+  Clock::time_point pingSent_ = Clock::now();
+  bool pingOutstanding_ = false;
+  std::uint16_t keepAliveS_ = 0;
+  std::deque<Incoming> incoming_;
+  std::uint64_t sequence_ = 0;
+  std::set<std::uint16_t> qos2Received_;
+  std::map<std::uint16_t, Outgoing> inflight_;
+  std::deque<Outgoing> waiting_;
+  std::uint64_t publishSeq_ = 0;
+  std::uint16_t nextId_ = 0;
+  std::map<std::uint16_t, PendingSub> pendingSubs_;
+  std::map<std::string, Subscription> subscriptions_;
+
+  // shared with other threads
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool stopped_ = false;
+  bool closed_ = false;
+  ClientState state_ = ClientState::kDisconnected;
+  Status lastError_;
+  std::size_t windowUsed_ = 0;
+  std::uint32_t brokerReceiveMax_ = 65535;
+  std::size_t pendingAll_ = 0;
+  Status firstError_;
+  std::atomic<std::size_t> unackedCount_{0};
+};
+
+MqttClient::MqttClient(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
+MqttClient::~MqttClient() { impl_->close(); }
+void MqttClient::setMessageHandler(MessageHandler handler) { impl_->setMessageHandler(std::move(handler)); }
+Status MqttClient::connect(bool* sessionPresent) { return impl_->connect(sessionPresent); }
+Status MqttClient::subscribe(const std::vector<Subscription>& s) { return impl_->subscribe(s); }
+void MqttClient::ack(std::uint64_t token) { impl_->ack(token); }
+void MqttClient::publish(OutgoingMessage m, PublishCallback done) { impl_->publish(std::move(m), std::move(done)); }
+Status MqttClient::flush(std::chrono::milliseconds timeout) { return impl_->flush(timeout); }
+ClientState MqttClient::state() const { return impl_->state(); }
+Status MqttClient::lastError() const { return impl_->lastError(); }
+std::size_t MqttClient::inflight() const { return impl_->inflight(); }
+std::size_t MqttClient::unacked() const { return impl_->unacked(); }
+void MqttClient::close() { impl_->close(); }
+
+}  // namespace ferry::mqtt
