@@ -7,6 +7,8 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/log/log_sink.h"
+#include "connectors/mqtt/mqtt_sink.h"
+#include "connectors/mqtt/mqtt_source.h"
 #include "connectors/rocketmq/replicator.h"
 #include "connectors/rocketmq/rocketmq_sink.h"
 #include "connectors/rocketmq/rocketmq_source.h"
@@ -25,6 +27,8 @@ constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
 constexpr const char* kRocketMQSourceAliases[] = {"rocketmq-source", nullptr};
 constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
 constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
+constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
+constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
 
 constexpr PluginEntry kEntries[] = {
     {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
@@ -54,6 +58,13 @@ constexpr PluginEntry kEntries[] = {
     {"RocketMQReplicatorSink", nullptr, PluginKind::kSinkConnector, kVersion,
      "Target side of RocketMQReplicator (records carrying replicator headers)",
      &pluginCreate<RocketMQReplicatorSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"MQTTSource", kMQTTSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Subscribes to MQTT topic filters (3.1.1/5, QoS 0-2, persistent and shared subscriptions; "
+     "acknowledged once safe)",
+     &pluginCreate<MQTTSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"MQTTSink", kMQTTSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Publishes records to MQTT (topic templates, QoS 0-2, retain, v5 properties from headers)",
+     &pluginCreate<MQTTSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
 };
 
 }  // namespace

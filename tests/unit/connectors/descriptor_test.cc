@@ -22,7 +22,7 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
-                                            "RocketMQReplicatorSink"}));
+                                            "RocketMQReplicatorSink", "MQTTSource", "MQTTSink"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {

@@ -1,0 +1,111 @@
+"""MQTTSource and MQTTSink against a real mosquitto (scripts/services/mosquitto), in a standalone
+worker on the embedded backbone:
+
+  (a) DatagenSource -> MQTTSink (direct task, QoS 1): a mosquitto_sub subscriber gets every one of
+      2,000 sequence numbers;
+  (b) mosquitto_pub (QoS 1) -> MQTTSource (`ferry/<run>/in/#`) -> backbone -> FileStreamSink: every
+      one of 2,000 lines arrives, with the MQTT topic kept;
+  (c) persistent session: the worker is stopped, 500 more QoS 1 messages are published while it
+      is down, the worker is started again: all 500 arrive (0 lost);
+  (d) a wrong password: the connector's task is FAILED and the trace says why.
+
+Needs mosquitto (scripts/test starts it for the `mqtt` and `integration` labels); fails when it
+is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-clients package."""
+import os
+import random
+import socket
+import subprocess
+import time
+
+from harness import Worker, run, tmpdir, wait_until
+
+HOST = os.environ.get("FERRY_MQTT_HOST", "127.0.0.1")
+PORT = int(os.environ.get("FERRY_MQTT_PORT", "18830"))
+AUTH_PORT = int(os.environ.get("FERRY_MQTT_AUTH_PORT", "18831"))
+GEN = 2000
+LINES = 2000
+LATE = 500
+
+
+def lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def publish(topic, payloads, port=PORT):
+    """QoS 1 publishes of `payloads` (one message per line) through one mosquitto_pub."""
+    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(port), "-q", "1", "-t", topic, "-l"],
+                       input=b"\n".join(payloads) + b"\n", capture_output=True, timeout=120)
+    assert p.returncode == 0, f"mosquitto_pub failed: {p.stderr.decode()}"
+
+
+def main():
+    try:
+        socket.create_connection((HOST, PORT), timeout=3).close()
+    except OSError as e:
+        raise AssertionError(f"mosquitto {HOST}:{PORT} unreachable ({e}); scripts/services/mosquitto start")
+    run_id = random.randrange(1 << 30)
+    d = tmpdir("mqtt-connectors")
+    uri = f"tcp://{HOST}:{PORT}"
+    w = Worker(d)
+    w.start()
+
+    # (a) datagen -> MQTT
+    gen_topic = f"ferry/{run_id}/gen"
+    sub = subprocess.Popen(["mosquitto_sub", "-h", HOST, "-p", str(PORT), "-q", "1", "-t", gen_topic,
+                            "-C", str(GEN), "-W", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # let mosquitto_sub subscribe before the first publish
+    w.ok("POST", "/connectors", {"name": f"gen-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string",
+        "max.records": str(GEN), "sink.connector.class": "MQTTSink", "sink.mqtt.server.uri": uri,
+        "sink.mqtt.topic": gen_topic, "sink.mqtt.qos": "1"}})
+    out, err = sub.communicate(timeout=180)
+    got = set(out.splitlines())
+    missing = [i for i in range(GEN) if b"0-%d" % i not in got]
+    assert not missing, f"(a) {len(missing)} of {GEN} never reached the subscriber, first {missing[:5]} ({err.decode()[-300:]})"
+    print(f"(a) {GEN} datagen records published through MQTTSink", flush=True)
+
+    # (b) MQTT -> backbone -> file
+    out_file = os.path.join(d, "mqtt-in.txt")
+    w.ok("POST", "/connectors", {"name": f"mqtt-in-{run_id}", "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": uri, "mqtt.topics": f"ferry/{run_id}/in/#",
+        "mqtt.qos": "1", "mqtt.client.id": f"ferry-it-{run_id}", "topic": f"in-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"file-out-{run_id}", "config": {
+        "connector.class": "FileStreamSink", "topics": f"in-{run_id}", "file": out_file}})
+    w.wait_running(f"mqtt-in-{run_id}", 60)
+    publish(f"ferry/{run_id}/in/a", [b"line-%d" % i for i in range(LINES)])
+    wait_until(lambda: len(lines(out_file)) >= LINES, 120, f"{LINES} lines from MQTT", 0.2)
+    assert sorted(lines(out_file)) == sorted(b"line-%d" % i for i in range(LINES)), "(b) lines differ"
+    print(f"(b) {LINES} MQTT messages through the backbone", flush=True)
+
+    # (c) persistent session across a worker restart
+    assert w.stop() == 0
+    publish(f"ferry/{run_id}/in/b", [b"late-%d" % i for i in range(LATE)])
+    w.start()
+
+    def late_arrived():
+        have = set(lines(out_file))
+        return all(b"late-%d" % i in have for i in range(LATE))
+    wait_until(late_arrived, 120, f"{LATE} messages published while the worker was down", 0.2)
+    print(f"(c) {LATE} messages published while down arrived after the restart", flush=True)
+
+    # (d) wrong password
+    w.ok("POST", "/connectors", {"name": f"badauth-{run_id}", "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": f"tcp://{HOST}:{AUTH_PORT}",
+        "mqtt.topics": "x/#", "mqtt.username": "ferry", "mqtt.password": "wrong"}})
+
+    def failed_clearly():
+        status, s = w.rest("GET", f"/connectors/badauth-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return any(t["state"] == "FAILED" and ("authori" in t.get("trace", "").lower() or
+                                               "password" in t.get("trace", "").lower()) for t in tasks)
+    wait_until(failed_clearly, 60, "a FAILED task naming the authentication problem", 0.5)
+    print("(d) wrong password reported clearly", flush=True)
+    assert w.stop() == 0
+
+
+if __name__ == "__main__":
+    run(main)
