@@ -7,12 +7,14 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/log/log_sink.h"
+#include "connectors/mqtt/bridge.h"
 #include "connectors/mqtt/mqtt_sink.h"
 #include "connectors/mqtt/mqtt_source.h"
 #include "connectors/rocketmq/replicator.h"
 #include "connectors/rocketmq/rocketmq_sink.h"
 #include "connectors/rocketmq/rocketmq_source.h"
 #include "ferry/connector.h"
+#include "ferry/transform.h"
 
 namespace ferry::connectors {
 namespace {
@@ -29,6 +31,7 @@ constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
 constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
+constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
 
 constexpr PluginEntry kEntries[] = {
     {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
@@ -65,6 +68,9 @@ constexpr PluginEntry kEntries[] = {
     {"MQTTSink", kMQTTSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Publishes records to MQTT (topic templates, QoS 0-2, retain, v5 properties from headers)",
      &pluginCreate<MQTTSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"MqttRocketMQBridge", kBridgeAliases, PluginKind::kTransform, kVersion,
+     "MQTT <-> RocketMQ mapping rules: MQTT topic levels to RocketMQ topic + tag and back",
+     &pluginCreate<mqttc::MqttRocketMQBridge, Transform>, &pluginDestroy<Transform>},
 };
 
 }  // namespace

@@ -134,7 +134,12 @@ rocketmq::OutgoingMessage messageFromRecord(const Record& record, const SinkOpti
   m.topic = options.topic.empty() ? record.topic : options.topic;
   m.body = record.value.str();
   std::size_t dropped = 0;
+  std::string headerTag;
   for (const Header& h : record.headers) {
+    if (h.key == kHeaderTags) {  // ours: the TAGS of a message read by RocketMQSource, or a bridge rule's
+      headerTag = h.value.str();
+      continue;
+    }
     if (propertyCarriable(h.key, h.value.view())) {
       m.properties[h.key] = h.value.str();
     } else {
@@ -149,7 +154,8 @@ rocketmq::OutgoingMessage messageFromRecord(const Record& record, const SinkOpti
       ++dropped;
     }
   }
-  if (!options.tag.empty()) m.properties[rocketmq::kPropTags] = options.tag;
+  const std::string& tag = options.tag.empty() ? headerTag : options.tag;
+  if (!tag.empty()) m.properties[rocketmq::kPropTags] = tag;
   if (skipped != nullptr) *skipped += dropped;
   return m;
 }

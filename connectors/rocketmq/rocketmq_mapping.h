@@ -52,7 +52,8 @@ struct SinkOptions {
 bool propertyCarriable(std::string_view name, std::string_view value);
 
 // The message for a sink record: body = value (null -> empty), KEYS = key (when carriable),
-// TAGS = options.tag, user properties = headers (the last of repeated names wins). Headers and
+// TAGS = options.tag or, when that is empty, the rocketmq.tags header (never copied as a
+// property), user properties = the other headers (the last of repeated names wins). Headers and
 // keys the format cannot carry are left out and counted in *skipped.
 rocketmq::OutgoingMessage messageFromRecord(const Record& record, const SinkOptions& options,
                                             std::size_t* skipped);

@@ -92,6 +92,10 @@ class ConfigDef {
                     Importance importance, std::string documentation, Validator validator = {});
   // Adds every key of `other` (for composing framework and connector keys).
   ConfigDef& include(const ConfigDef& other);
+  // Keys starting with `prefix` are the plugin's own open-ended keys (e.g. "rule.<id>.<key>"):
+  // never unknown; the plugin checks them itself when configured.
+  ConfigDef& allowPrefix(std::string prefix);
+  const std::vector<std::string>& allowedPrefixes() const noexcept { return prefixes_; }
 
   const std::vector<ConfigKey>& keys() const noexcept { return keys_; }
   const ConfigKey* find(std::string_view name) const noexcept;
@@ -111,6 +115,7 @@ class ConfigDef {
 
  private:
   std::vector<ConfigKey> keys_;
+  std::vector<std::string> prefixes_;
 };
 
 // Common validators.

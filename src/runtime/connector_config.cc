@@ -129,7 +129,23 @@ void validateChain(const PluginRegistry& registry, const StringMap& config, Conf
     const std::string negate = get(config, prefix + "negate");
     if (!negate.empty() && !ConfigDef::parseValue(ConfigType::kBool, negate).isOk())
       addError(out, prefix + "negate", "'" + negate + "' is not a boolean (true or false)");
+    const std::size_t before = out.errorCount();
     validatePluginKeys((*t)->configDef(), withPrefix(config, prefix), prefix, {"type", "predicate", "negate"}, out);
+    // Keys well-formed: let the transform check what only it understands (rules, templates, ...).
+    if (out.errorCount() == before) {
+      StringMap own = withPrefix(config, prefix);
+      for (const char* k : {"type", "predicate", "negate"}) own.erase(k);
+      if (Status st = (*t)->configure(own); !st.isOk()) {
+        // "rule.a.mqtt.filter: ..." is reported against that key when it names one.
+        const std::string& msg = st.message();
+        const auto colon = msg.find(": ");
+        const std::string named = colon == std::string::npos ? "" : msg.substr(0, colon);
+        if (!named.empty() && (own.count(named) || (*t)->configDef().find(named)))
+          addError(out, prefix + named, msg.substr(colon + 2));
+        else
+          addError(out, prefix + "type", msg);
+      }
+    }
   }
   // Keys under transforms./predicates. for aliases that are not listed.
   for (const auto& [k, v] : config) {

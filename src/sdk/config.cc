@@ -188,6 +188,13 @@ ConfigDef& ConfigDef::define(std::string name, ConfigType type, std::optional<st
 
 ConfigDef& ConfigDef::include(const ConfigDef& other) {
   for (const auto& k : other.keys_) define(k);
+  for (const auto& p : other.prefixes_) allowPrefix(p);
+  return *this;
+}
+
+ConfigDef& ConfigDef::allowPrefix(std::string prefix) {
+  if (std::find(prefixes_.begin(), prefixes_.end(), prefix) == prefixes_.end())
+    prefixes_.push_back(std::move(prefix));
   return *this;
 }
 
@@ -306,7 +313,8 @@ ConfigValidation ConfigDef::validate(const StringMap& props, const std::vector<s
     }
   }
   for (const auto& [k, v] : props) {
-    if (find(k) == nullptr && !underPrefix(k, allowedPrefixes)) out.unknownKeys.push_back(k);
+    if (find(k) == nullptr && !underPrefix(k, allowedPrefixes) && !underPrefix(k, prefixes_))
+      out.unknownKeys.push_back(k);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "ferry/transform.h"
 #include "test_util.h"
 
 namespace ferry::connectors {
@@ -22,7 +23,8 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
-                                            "RocketMQReplicatorSink", "MQTTSource", "MQTTSink"}));
+                                            "RocketMQReplicatorSink", "MQTTSource", "MQTTSink",
+                                            "MqttRocketMQBridge"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {
@@ -55,6 +57,10 @@ TEST(ConnectorDescriptor, EveryEntryCreatesItsKindWithDocumentedKeys) {
       ASSERT_NE(c, nullptr);
       def = &c->configDef();
       EXPECT_NE(c->createTask(), nullptr);
+    } else if (e.kind == PluginKind::kTransform) {
+      auto t = create<Transform>(e.className);
+      ASSERT_NE(t, nullptr);
+      def = &t->configDef();
     } else {
       ASSERT_EQ(e.kind, PluginKind::kSinkConnector);
       auto c = create<SinkConnector>(e.className);

@@ -116,6 +116,22 @@ TEST(RocketmqMapping, MessageFromRecordSkipsAndCounts) {
   EXPECT_EQ(skipped, 0u);
 }
 
+TEST(RocketmqMapping, TagHeaderBecomesTagsUnlessTheOptionSetsOne) {
+  Record r;
+  r.topic = "t";
+  r.headers.add("rocketmq.tags", std::string_view("from-header"));
+  r.headers.add("p", std::string_view("v"));
+  std::size_t skipped = 0;
+  auto m = messageFromRecord(r, SinkOptions{"", ""}, &skipped);
+  EXPECT_EQ(m.properties.at("TAGS"), "from-header");
+  EXPECT_EQ(m.properties.count("rocketmq.tags"), 0u);
+  EXPECT_EQ(m.properties.at("p"), "v");
+  auto fixed = messageFromRecord(r, SinkOptions{"", "TagA"}, &skipped);
+  EXPECT_EQ(fixed.properties.at("TAGS"), "TagA");
+  EXPECT_EQ(fixed.properties.count("rocketmq.tags"), 0u);
+  EXPECT_EQ(skipped, 0u);
+}
+
 TEST(RocketmqMapping, SafeName) {
   EXPECT_EQ(safeName("ferry-my conn.1"), "ferry-my_conn_1");
   EXPECT_EQ(safeName(std::string(300, 'a')).size(), 255u);
