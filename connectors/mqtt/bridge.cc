@@ -324,10 +324,14 @@ Result<bool> BridgeRules::apply(Record& record) const {
     if (dropUnmatched) return false;
     return Status::invalidArgument("no bridge rule matches MQTT topic '" + mqttTopic + "'");
   }
+  // The RocketMQ topic the message was read from: RocketMQSource keeps it in the rocketmq.topic
+  // header when it writes to another backbone topic (its `topic` key), so rules still see it.
+  const Header* srcHeader = record.headers.last("rocketmq.topic");
+  const std::string sourceTopic = srcHeader ? srcHeader->value.str() : record.topic;
   for (const auto& rule : rules) {
-    if (rule.sourceTopic != "*" && rule.sourceTopic != record.topic) continue;
+    if (rule.sourceTopic != "*" && rule.sourceTopic != sourceTopic) continue;
     if (!rule.tags.empty() && !rule.tags.count(tag)) continue;
-    BridgeTemplate::Input in{{}, record.topic, tag, &record};
+    BridgeTemplate::Input in{{}, sourceTopic, tag, &record};
     auto topic = rule.mqttTopic.render(in);
     if (!topic.isOk()) return topic.status().withContext("bridge rule '" + rule.id + "'");
     if (auto st = mqtt::validateTopicName(*topic); !st.isOk())
@@ -336,7 +340,7 @@ Result<bool> BridgeRules::apply(Record& record) const {
     return true;
   }
   if (dropUnmatched) return false;
-  return Status::invalidArgument("no bridge rule matches RocketMQ topic '" + record.topic + "' tag '" + tag + "'");
+  return Status::invalidArgument("no bridge rule matches RocketMQ topic '" + sourceTopic + "' tag '" + tag + "'");
 }
 
 const ConfigDef& MqttRocketMQBridge::definition() {

@@ -86,6 +86,8 @@ Record recordFromMessage(const rocketmq::StoredMessage& message, const std::stri
     }
   }
   if (!msgId.empty()) r.headers.add(kHeaderMsgId, std::string_view(msgId));
+  // Written to another backbone topic: keep the RocketMQ topic for what runs after (bridge rules).
+  if (r.topic != message.topic) r.headers.add(kHeaderTopic, std::string_view(message.topic));
   r.position.partition = queuePartition({message.topic, brokerName, message.queueId});
   r.position.offset.emplace("offset", std::to_string(message.queueOffset + 1));
   return r;
@@ -140,6 +142,8 @@ rocketmq::OutgoingMessage messageFromRecord(const Record& record, const SinkOpti
       headerTag = h.value.str();
       continue;
     }
+    if (h.key == kHeaderTopic) continue;  // ours: where RocketMQSource read it; the topic is m.topic
+
     if (propertyCarriable(h.key, h.value.view())) {
       m.properties[h.key] = h.value.str();
     } else {

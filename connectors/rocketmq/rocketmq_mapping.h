@@ -20,6 +20,9 @@ namespace ferry::connectors::rmq {
 inline constexpr const char* kHeaderTags = "rocketmq.tags";
 inline constexpr const char* kHeaderKeys = "rocketmq.keys";
 inline constexpr const char* kHeaderMsgId = "rocketmq.msgId";
+// The RocketMQ topic a record was read from, set only when RocketMQSource writes it to another
+// backbone topic (`topic`); never written back as a property.
+inline constexpr const char* kHeaderTopic = "rocketmq.topic";
 
 // True for properties RocketMQ itself sets or interprets (TAGS, KEYS, UNIQ_KEY, WAIT, DELAY,
 // REAL_TOPIC, ..., anything starting with "__" or "TIMER_"); they are never user headers.

@@ -81,7 +81,8 @@ std::optional<std::string> scalarText(const Json& v) {
   }
 }
 
-// `what` names the object for messages, e.g. "config" or "offsets[1].partition".
+}  // namespace
+
 Result<StringMap> toStringMap(const Json& obj, const std::string& what) {
   if (!obj.is_object())
     return Status::invalidArgument("'" + what + "' must be a JSON object of string values, not " +
@@ -96,6 +97,8 @@ Result<StringMap> toStringMap(const Json& obj, const std::string& what) {
   }
   return out;
 }
+
+namespace {
 
 Result<Json> parseObject(std::string_view body, std::string_view expected) {
   FERRY_ASSIGN_OR_RETURN(Json j, parseJson(body));

@@ -36,6 +36,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // body, or nesting deeper than kMaxJsonDepth.
 Result<Json> parseJson(std::string_view body);
 
+// A JSON object whose values are strings, numbers or booleans, as a StringMap. `what` names the
+// object in messages, e.g. "config" or "offsets[1].partition".
+Result<StringMap> toStringMap(const Json& obj, const std::string& what);
+
 // POST /connectors: {"name": "...", "config": {...}, "initial_state": "RUNNING|PAUSED|STOPPED"?}.
 // A "name" inside config must equal the outer name. Unknown top-level fields are ignored.
 struct CreateConnectorRequest {

@@ -18,6 +18,10 @@ ConfigDef commonDef() {
            "Connector name (taken from the request; optional inside config).");
   d.define("connector.class", ConfigType::kClass, std::nullopt, Importance::kHigh,
            "Connector class name or alias (GET /connector-plugins lists them).", validators::nonEmptyString());
+  d.define("pipeline", ConfigType::kString, "", Importance::kLow,
+           "The pipeline this connector belongs to (set by /pipelines; GET /pipelines/{name} shows it).");
+  d.define("pipeline.role", ConfigType::kString, "", Importance::kLow,
+           "This connector's part in its pipeline: direct, source or sink:<n> (set by /pipelines).");
   d.define("tasks.max", ConfigType::kInt, "1", Importance::kHigh, "Most tasks this connector runs.", atLeast(1));
   d.define("key.converter", ConfigType::kClass, "", Importance::kLow,
            "Converter for keys at the backbone boundary (default: the worker's).");

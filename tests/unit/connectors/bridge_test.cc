@@ -154,6 +154,29 @@ TEST(BridgeRules, RocketMQToMqttByTopicAndTag) {
   EXPECT_NE(res.status().message().find("mqtt.topic"), std::string::npos);
 }
 
+TEST(BridgeRules, RocketMQTopicFromTheHeaderWhenTheSourceRenamedIt) {
+  // Through the backbone, RocketMQSource writes to its `topic` and keeps the RocketMQ topic in
+  // the rocketmq.topic header; rules match that, and ${topic} renders it.
+  StringMap cfg = {{"direction", "rocketmq-to-mqtt"},
+                   {"rules", "r"},
+                   {"rule.r.rocketmq.topic", "COMMANDS"},
+                   {"rule.r.mqtt.topic", "${topic}/${tag}"}};
+  auto rules = BridgeRules::compile(cfg);
+  ASSERT_TRUE(rules.isOk()) << rules.status().toString();
+  Record r;
+  r.topic = "pipeline-x";
+  r.headers.add("rocketmq.topic", std::string_view("COMMANDS"));
+  r.headers.add("rocketmq.tags", std::string_view("t1"));
+  ASSERT_TRUE(*rules->apply(r));
+  EXPECT_EQ(r.topic, "COMMANDS/t1");
+  Record other;
+  other.topic = "COMMANDS";
+  other.headers.add("rocketmq.topic", std::string_view("OTHER"));
+  auto res = rules->apply(other);
+  ASSERT_FALSE(res.isOk());
+  EXPECT_NE(res.status().message().find("'OTHER'"), std::string::npos) << res.status().message();
+}
+
 TEST(BridgeRules, RenderedMqttTopicMustBeAName) {
   StringMap cfg = {{"direction", "rocketmq-to-mqtt"}, {"rules", "r"}, {"rule.r.mqtt.topic", "x/${key}"}};
   auto rules = BridgeRules::compile(cfg);

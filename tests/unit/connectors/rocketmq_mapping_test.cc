@@ -52,6 +52,14 @@ TEST(RocketmqMapping, RecordFromMessageOptions) {
   EXPECT_EQ(r.topic, "target");
   EXPECT_TRUE(r.key.isNull());
   EXPECT_EQ(r.headers.last(kHeaderMsgId)->value.view(), "OFFSETID");
+  // Written to another backbone topic, the record keeps where it was read; the sink never writes
+  // that header back as a property.
+  ASSERT_NE(r.headers.last(kHeaderTopic), nullptr);
+  EXPECT_EQ(r.headers.last(kHeaderTopic)->value.view(), "T1");
+  EXPECT_FALSE(recordFromMessage(m, "b", SourceOptions{}).headers.has(kHeaderTopic));
+  auto out = messageFromRecord(r, SinkOptions{}, nullptr);
+  EXPECT_EQ(out.topic, "target");
+  EXPECT_EQ(out.properties.count(kHeaderTopic), 0u);
 }
 
 TEST(RocketmqMapping, PositionRoundTripAndRejects) {

@@ -201,7 +201,7 @@ class FakeHerder : public control::Herder {
     control::ConfigReport r;
     r.className = cls;
     r.groups = {"Common"};
-    for (const auto& k : keys()) {
+    for (const auto& k : keys(cls)) {
       control::ConfigKeyReport kr;
       kr.definition = k;
       auto it = config.find(k.name);
@@ -229,7 +229,7 @@ class FakeHerder : public control::Herder {
   static Status notFound(const std::string& name) {
     return Status::notFound("connector " + name + " not found");
   }
-  static std::vector<ConfigKey> keys() {
+  static std::vector<ConfigKey> keys(const std::string& cls = "FileStreamSource") {
     auto key = [](std::string name, ConfigType type, std::optional<std::string> def,
                   std::string group) {
       ConfigKey k;
@@ -242,7 +242,7 @@ class FakeHerder : public control::Herder {
       return k;
     };
     return {key("file", ConfigType::kString, std::nullopt, "Common"),
-            key("topic", ConfigType::kString, std::nullopt, "Common"),
+            key(cls == "FileStreamSink" ? "topics" : "topic", ConfigType::kString, std::nullopt, "Common"),
             key("tasks.max", ConfigType::kInt, "1", "")};
   }
   static control::ConnectorType typeOf(const StringMap& c) {

@@ -414,9 +414,6 @@ TEST(RestServerBind, StopRightAfterStartDoesNotHang) {
   }
 }
 
-}  // namespace
-}  // namespace ferry::rest
-
 namespace ferry::rest {
 namespace {
 
@@ -445,6 +442,69 @@ TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   EXPECT_EQ(page->body, "<html>console</html>");
   server.stop();
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ferry::rest
+
+TEST_F(RestServerTest, PipelinesAreMaterialisedAsConnectors) {
+  const std::string body = R"({"name": "p", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "transforms": [{"alias": "h", "type": "InsertHeader"}],
+      "sinks": [{"connector.class": "FileStreamSink", "file": "/a"},
+                {"connector.class": "FileStreamSink", "file": "/b"}]})";
+  auto created = call("POST", "/pipelines", body);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.json["connectors"].size(), 3u);
+  EXPECT_EQ(created.json["connectors"][0]["name"], "p-source");
+  EXPECT_EQ(created.json["connectors"][0]["state"], "RUNNING");
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array({"p-sink-1", "p-sink-2", "p-source"}));
+  EXPECT_EQ(call("GET", "/connectors/p-sink-2/config").json["topics"], "pipeline-p");
+  EXPECT_EQ(call("GET", "/connectors/p-source/config").json["topic"], "pipeline-p");
+  EXPECT_EQ(call("GET", "/pipelines").json, Json::array({"p"}));
+  auto got = call("GET", "/pipelines/p");
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.json["mode"], "backbone");
+  EXPECT_EQ(got.json["source"]["file"], "/in");
+  EXPECT_EQ(got.json["sinks"][1]["file"], "/b");
+  EXPECT_EQ(got.json["transforms"][0]["type"], "InsertHeader");
+  expectError(call("POST", "/pipelines", body), 409);
+
+  // PUT with one sink fewer removes that connector and keeps the others' names.
+  auto put = call("PUT", "/pipelines/p", R"({"mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in2"},
+      "sink": {"connector.class": "FileStreamSink", "file": "/a"}})");
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array({"p-sink-1", "p-source"}));
+  EXPECT_EQ(call("GET", "/connectors/p-source/config").json["file"], "/in2");
+  EXPECT_EQ(call("GET", "/pipelines/p").json["transforms"], Json::array());
+
+  ASSERT_EQ(call("DELETE", "/pipelines/p").status, 204);
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array());
+  expectError(call("GET", "/pipelines/p"), 404);
+  expectError(call("DELETE", "/pipelines/p"), 404);
+}
+
+TEST_F(RestServerTest, ABadPipelineIsRefusedWholeNamingItsFields) {
+  // The second sink lacks its required `file`: nothing may be created, and the error names
+  // the pipeline field, not the connector key.
+  auto bad = call("POST", "/pipelines", R"({"name": "q", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "sinks": [{"connector.class": "FileStreamSink", "file": "/a"}, {"connector.class": "FileStreamSink"}]})");
+  EXPECT_THAT(expectError(bad, 400), HasSubstr("sinks[1].file: Missing required configuration"));
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array());
+  auto unknown = call("POST", "/pipelines", R"({"name": "q", "mode": "backbone",
+      "source": {"connector.class": "Nope"}, "sink": {"connector.class": "FileStreamSink", "file": "/a"}})");
+  EXPECT_THAT(expectError(unknown, 400), HasSubstr("source.connector.class: unknown plugin Nope"));
+  EXPECT_THAT(expectError(call("POST", "/pipelines", R"({"name": "q"})"), 400), HasSubstr("source: required"));
+  // A connector already holding a name the pipeline needs: 409, and it is left alone.
+  createSource("q-source");
+  auto taken = call("POST", "/pipelines", R"({"name": "q", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "sink": {"connector.class": "FileStreamSink", "file": "/a"}})");
+  EXPECT_THAT(expectError(taken, 409), HasSubstr("'q-source'"));
+  EXPECT_EQ(call("GET", "/connectors").json, Json::array({"q-source"}));
+  EXPECT_EQ(call("GET", "/connectors/q-source/config").json.count("pipeline"), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,85 @@
+// Pipelines: a source, a transform chain and one or more sinks declared as one object
+// (REST `/pipelines`), materialised as ordinary connectors. Pure functions, no I/O; the routes in
+// rest_server.cc drive the Herder with what these return.
+//
+// Body (POST /pipelines; PUT /pipelines/{name} takes the same body, name optional):
+//   {"name": "iot-up",
+//    "mode": "direct" | "backbone",                      default "direct"
+//    "source": {"connector.class": "MQTTSource", ...},   a source connector's config
+//    "transforms": [{"alias": "bridge", "type": "MqttRocketMQBridge", ...}, ...],   optional
+//    "sinks": [{"connector.class": "RocketMQSink", ...}, ...]   ("sink": {...} for just one)
+//    "topic": "..."}                                     backbone only; default "pipeline-<name>"
+//
+// Materialisation (every connector carries pipeline=<name> and pipeline.role):
+//   direct    one direct connector <name>: the source's keys, the transforms, the sink's keys
+//             under sink.* (a direct task: no backbone hop; exactly one sink).
+//   backbone  <name>-source writes to the backbone topic (its `topic` key); <name>-sink-<i>
+//             (i = 1..N) each read it (`topics`) and apply the transforms, so the backbone holds
+//             the source's records as they came and every sink maps them itself.
+// The connectors keep their names across PUTs that keep the mode, so a source keeps its positions.
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ferry/config.h"
+#include "ferry/result.h"
+#include "rest/json_mapping.h"
+
+namespace ferry::rest {
+
+inline constexpr const char* kPipelineKey = "pipeline";
+inline constexpr const char* kPipelineRoleKey = "pipeline.role";
+
+enum class PipelineMode { kDirect, kBackbone };
+
+struct PipelineTransform {
+  std::string alias;
+  StringMap config;  // "type" and the transform's own keys
+};
+
+struct PipelineSpec {
+  std::string name;
+  PipelineMode mode = PipelineMode::kDirect;
+  StringMap source;
+  std::vector<PipelineTransform> transforms;
+  std::vector<StringMap> sinks;
+  std::string topic;  // backbone mode only
+};
+
+// One materialised connector: its name, full config and the pipeline field it came from (for
+// naming validation errors in the pipeline's own terms).
+struct PipelineConnector {
+  std::string name;
+  StringMap config;
+};
+
+// Pipeline names: 1-200 characters of [A-Za-z0-9._-] (they prefix connector and topic names).
+Status validatePipelineName(std::string_view name);
+
+// Parses a body. `pathName` is the name from PUT's URL: a name in the body must then equal it.
+// Errors name the field: "sinks[1]: ...", "transforms[0].alias: ...", "source: ...".
+Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<std::string>& pathName);
+
+// The connectors the pipeline consists of, in creation order (source first).
+std::vector<PipelineConnector> materialisePipeline(const PipelineSpec& spec);
+
+// The pipeline field a materialised connector's config key came from, e.g. ("p-sink-2",
+// "mqtt.qos") -> "sinks[1].mqtt.qos", ("p", "sink.mqtt.qos") -> "sinks[0].mqtt.qos",
+// ("p", "transforms.bridge.rules") -> "transforms.bridge.rules", ("p", "tasks.max") ->
+// "source.tasks.max".
+std::string pipelineField(const PipelineSpec& spec, const std::string& connector, const std::string& key);
+
+// Rebuilds a pipeline from the configs of its connectors (those whose `pipeline` key is `name`).
+// FailedPrecondition when they do not form a pipeline (a connector of it deleted by hand, say).
+Result<PipelineSpec> pipelineFromConnectors(const std::string& name, const std::vector<PipelineConnector>& connectors);
+
+// The body shape above, with "transforms" and "sinks" always as lists.
+Json pipelineJson(const PipelineSpec& spec);
+
+}  // namespace ferry::rest
