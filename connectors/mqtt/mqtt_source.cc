@@ -13,16 +13,26 @@ namespace {
 class MqttAck final : public Acknowledger {
  public:
   // Holds the client: the runtime may settle records after the task stopped (acks to a closed
-  // client are ignored).
-  MqttAck(std::shared_ptr<mqtt::MqttClient> client, std::uint64_t token) : client_(std::move(client)), token_(token) {}
-  void ack() noexcept override { client_->ack(token_); }
+  // client are ignored). `pending` counts the task's records not settled yet.
+  MqttAck(std::shared_ptr<mqtt::MqttClient> client, std::uint64_t token, std::shared_ptr<std::atomic<long>> pending)
+      : client_(std::move(client)), token_(token), pending_(std::move(pending)) {}
+  void ack() noexcept override {
+    client_->ack(token_);
+    settle();
+  }
   void release(bool delivered) noexcept override {
     if (delivered) client_->ack(token_);
+    settle();
   }
 
  private:
+  void settle() noexcept {
+    if (!settled_.exchange(true)) pending_->fetch_sub(1, std::memory_order_relaxed);
+  }
   std::shared_ptr<mqtt::MqttClient> client_;
   std::uint64_t token_;
+  std::shared_ptr<std::atomic<long>> pending_;
+  std::atomic<bool> settled_{false};
 };
 
 }  // namespace
@@ -102,6 +112,9 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
   FERRY_ASSIGN_OR_RETURN(auto options, mqttc::clientOptions(p, "ferry-" + context.connectorName(),
                                                             "-" + std::to_string(context.taskId())));
   queue_ = std::make_shared<Queue>();
+  pending_ = std::make_shared<std::atomic<long>>(0);
+  context_ = &context;
+  commitAt_ = std::max<long>(1, options.receiveMaximum / 2);
   auto q = queue_;
   client_ = std::make_shared<mqtt::MqttClient>(options);
   client_->setMessageHandler([q](mqtt::IncomingMessage m) {
@@ -154,13 +167,21 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
   }
   for (auto& m : taken) {
     Record r = mqttc::recordFromMessage(m, mapping_);
-    if (m.qos > 0) r.acknowledger = std::make_shared<MqttAck>(client_, m.token);
+    if (m.qos > 0) {
+      pending_->fetch_add(1, std::memory_order_relaxed);
+      r.acknowledger = std::make_shared<MqttAck>(client_, m.token, pending_);
+    }
     out.push_back(std::move(r));
   }
+  // The broker sends at most Receive Maximum unacknowledged messages: ask for a commit (which
+  // acknowledges them) when half the window waits, rather than at the next flush interval.
+  // A smaller window of unacknowledged messages is also what a crash re-delivers.
+  if (context_ != nullptr && pending_->load(std::memory_order_relaxed) >= commitAt_) context_->requestCommit();
   return taken.size();
 }
 
 void MQTTSourceTask::stop() {
+  context_ = nullptr;
   if (client_) {
     client_->close();  // unacknowledged messages stay with the broker's session
     client_.reset();

@@ -18,6 +18,7 @@
 // takes from it. QoS 0 messages beyond the queue bound are dropped and counted.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -75,6 +76,9 @@ class MQTTSourceTask final : public SourceTask {
   std::shared_ptr<Queue> queue_;
   std::shared_ptr<mqtt::MqttClient> client_;  // shared with the records' acknowledgers
   std::uint64_t dropped_ = 0;
+  std::shared_ptr<std::atomic<long>> pending_;  // QoS 1/2 records handed out and not settled
+  SourceTaskContext* context_ = nullptr;
+  long commitAt_ = 500;
 };
 
 }  // namespace ferry::connectors

@@ -69,6 +69,9 @@ class SourceTaskContext {
   virtual int taskId() const = 0;
   // The last committed offset for `partition`, or nullopt if none was committed.
   virtual std::optional<StringMap> committedOffset(const StringMap& partition) = 0;
+  // Asks the runtime to flush and commit soon (before offset.flush.interval.ms), e.g. because
+  // the source's peer stops sending until records are acknowledged. Thread-safe; may be a no-op.
+  virtual void requestCommit() {}
 };
 
 class SourceTask {

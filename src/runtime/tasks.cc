@@ -140,8 +140,12 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
 
 class SourceContextImpl final : public SourceTaskContext {
  public:
-  SourceContextImpl(const TaskEnv& env) : env_(env) {}
+  explicit SourceContextImpl(const TaskEnv& env, std::atomic<bool>* commitRequested = nullptr)
+      : env_(env), commitRequested_(commitRequested) {}
   const std::string& connectorName() const override { return env_.connector; }
+  void requestCommit() override {
+    if (commitRequested_ != nullptr) commitRequested_->store(true);
+  }
   int taskId() const override { return env_.taskId; }
   std::optional<StringMap> committedOffset(const StringMap& partition) override {
     if (!env_.positions) return std::nullopt;
@@ -152,6 +156,7 @@ class SourceContextImpl final : public SourceTaskContext {
 
  private:
   const TaskEnv& env_;
+  std::atomic<bool>* commitRequested_;
 };
 
 // Positions that became safe, waiting for the next commit. Last one wins per partition.
@@ -735,7 +740,7 @@ class DirectRunner final : public TaskRunner {
     FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     sinkContext_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
-    SourceContextImpl sourceContext(env_);
+    SourceContextImpl sourceContext(env_, &commitRequested_);
     auto stop = [&] { return stopping(); };
     auto wait = [&](std::int64_t ms) { idleWait(ms); };
     FERRY_RETURN_IF_ERROR(startWithRetry(

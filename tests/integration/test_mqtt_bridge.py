@@ -107,6 +107,21 @@ def expected_body(seed, seq):
     return bytes(0 if i % 5 == 0 else (seq * 31 + i * 17 + seed * 7) % 256 for i in range(n))
 
 
+def dup_ranges(seqs, what):
+    """Prints where the duplicates are (re-deliveries after a fault come in runs)."""
+    runs, start, prev = [], None, None
+    for s in sorted(k for k, n in seqs.items() if n > 1):
+        if start is None or s != prev + 1:
+            if start is not None:
+                runs.append((start, prev))
+            start = s
+        prev = s
+    if start is not None:
+        runs.append((start, prev))
+    if runs:
+        print(f"{what} duplicated seq ranges: {runs[:8]}{' ...' if len(runs) > 8 else ''}", flush=True)
+
+
 def check_up(rows, run_id, count, what):
     seqs = {}
     for m in rows:
@@ -118,6 +133,7 @@ def check_up(rows, run_id, count, what):
         seqs[seq] = seqs.get(seq, 0) + 1
     missing = [s for s in range(count) if s not in seqs]
     assert not missing, f"{what}: {len(missing)} of {count} lost, first {missing[:10]}"
+    dup_ranges(seqs, what)
     return sum(seqs.values()) - count
 
 
@@ -130,6 +146,7 @@ def check_down(rows, topic, count, what):
         seqs[seq] = seqs.get(seq, 0) + 1
     missing = [s for s in range(count) if s not in seqs]
     assert not missing, f"{what}: {len(missing)} of {count} lost, first {missing[:10]}"
+    dup_ranges(seqs, what)
     return sum(seqs.values()) - count
 
 

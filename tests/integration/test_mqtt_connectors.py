@@ -7,7 +7,11 @@ worker on the embedded backbone:
       one of 2,000 lines arrives, with the MQTT topic kept;
   (c) persistent session: the worker is stopped, 500 more QoS 1 messages are published while it
       is down, the worker is started again: all 500 arrive (0 lost);
-  (d) a wrong password: the connector's task is FAILED and the trace says why.
+  (d) a wrong password: the connector's task is FAILED and the trace says why;
+  (e) two tasks sharing one subscription (tasks.max=2, mqtt.shared.group): 4,000 QoS 1 messages
+      are split between them (each task's records_in > 0, per /metrics), none lost, none twice;
+  (f) TLS (+ password): a source on mosquitto's TLS listener with the project CA receives; one with
+      a CA that did not sign the broker's certificate is FAILED with a certificate error.
 
 Needs mosquitto (scripts/test starts it for the `mqtt` and `integration` labels); fails when it
 is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-clients package."""
@@ -22,6 +26,11 @@ from harness import Worker, run, tmpdir, wait_until
 HOST = os.environ.get("FERRY_MQTT_HOST", "127.0.0.1")
 PORT = int(os.environ.get("FERRY_MQTT_PORT", "18830"))
 AUTH_PORT = int(os.environ.get("FERRY_MQTT_AUTH_PORT", "18831"))
+TLS_PORT = int(os.environ.get("FERRY_MQTT_TLS_PORT", "18832"))
+CA = os.environ.get("FERRY_MQTT_CA", os.path.expanduser("~/.cache/ferry-peers/mosquitto/run/certs/ca.crt"))
+USER = os.environ.get("FERRY_MQTT_USER", "ferry")
+PASSWORD = os.environ.get("FERRY_MQTT_PASSWORD", "ferry-secret")
+SHARED = 4000
 GEN = 2000
 LINES = 2000
 LATE = 500
@@ -35,9 +44,9 @@ def lines(path):
         return []
 
 
-def publish(topic, payloads, port=PORT):
+def publish(topic, payloads, port=PORT, extra=()):
     """QoS 1 publishes of `payloads` (one message per line) through one mosquitto_pub."""
-    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(port), "-q", "1", "-t", topic, "-l"],
+    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(port), "-q", "1", "-t", topic, "-l", *extra],
                        input=b"\n".join(payloads) + b"\n", capture_output=True, timeout=120)
     assert p.returncode == 0, f"mosquitto_pub failed: {p.stderr.decode()}"
 
@@ -104,6 +113,60 @@ def main():
                                                "password" in t.get("trace", "").lower()) for t in tasks)
     wait_until(failed_clearly, 60, "a FAILED task naming the authentication problem", 0.5)
     print("(d) wrong password reported clearly", flush=True)
+
+    # (e) two tasks sharing one subscription split the stream
+    shared_file = os.path.join(d, "shared.txt")
+    shared = f"shared-{run_id}"
+    w.ok("POST", "/connectors", {"name": shared, "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": uri, "mqtt.topics": f"ferry/{run_id}/sh/#",
+        "mqtt.shared.group": f"g{run_id}", "tasks.max": "2", "mqtt.qos": "1", "topic": f"sh-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"shared-out-{run_id}", "config": {
+        "connector.class": "FileStreamSink", "topics": f"sh-{run_id}", "file": shared_file}})
+    w.wait_running(shared, 60)
+    status, tasks = w.rest("GET", f"/connectors/{shared}/tasks")
+    assert status == 200 and len(tasks) == 2, f"(e) expected 2 tasks: {tasks}"
+    for k in range(4):  # several publishers and topics so mosquitto spreads the shared stream
+        publish(f"ferry/{run_id}/sh/{k}", [b"sh-%d" % i for i in range(k, SHARED, 4)])
+    wait_until(lambda: len(lines(shared_file)) >= SHARED, 120, f"{SHARED} shared-subscription lines", 0.2)
+    time.sleep(1.5)  # a duplicate would land within the next flush
+    got = lines(shared_file)
+    assert sorted(got) == sorted(b"sh-%d" % i for i in range(SHARED)), \
+        f"(e) {len(got)} lines, {len(set(got))} distinct, want {SHARED} exactly once"
+    status, text = w.rest("GET", "/metrics")
+    per_task = {}
+    for line in text.splitlines():
+        if line.startswith("ferry_task_records_in_total{") and f'connector="{shared}"' in line:
+            task = line.split('task="')[1].split('"')[0]
+            per_task[task] = float(line.rsplit(" ", 1)[1])
+    assert len(per_task) == 2 and all(v > 0 for v in per_task.values()) and sum(per_task.values()) == SHARED, \
+        f"(e) per-task records_in {per_task}, want both > 0 summing to {SHARED}"
+    print(f"(e) two tasks on one shared subscription split {SHARED} messages {per_task}, 0 lost, 0 twice",
+          flush=True)
+
+    # (f) TLS: the right CA works, a wrong one is reported
+    tls_file = os.path.join(d, "tls.txt")
+    w.ok("POST", "/connectors", {"name": f"tls-in-{run_id}", "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": f"ssl://{HOST}:{TLS_PORT}",
+        "mqtt.ssl.ca.file": CA, "mqtt.username": USER, "mqtt.password": PASSWORD,
+        "mqtt.topics": f"ferry/{run_id}/tls/#", "topic": f"tls-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"tls-out-{run_id}", "config": {
+        "connector.class": "FileStreamSink", "topics": f"tls-{run_id}", "file": tls_file}})
+    w.wait_running(f"tls-in-{run_id}", 60)
+    publish(f"ferry/{run_id}/tls/a", [b"tls-%d" % i for i in range(100)])
+    wait_until(lambda: len(lines(tls_file)) >= 100, 60, "100 messages over TLS", 0.2)
+    # A CA file that is a valid certificate but did not sign the broker's: the client certificate.
+    wrong_ca = os.path.join(os.path.dirname(CA), "client.crt")
+    w.ok("POST", "/connectors", {"name": f"tls-bad-{run_id}", "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": f"ssl://{HOST}:{TLS_PORT}",
+        "mqtt.ssl.ca.file": wrong_ca, "mqtt.username": USER, "mqtt.password": PASSWORD,
+        "mqtt.topics": "x/#"}})
+
+    def tls_failed_clearly():
+        status, s = w.rest("GET", f"/connectors/tls-bad-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return any(t["state"] == "FAILED" and "certificate" in t.get("trace", "").lower() for t in tasks)
+    wait_until(tls_failed_clearly, 60, "a FAILED task naming the certificate problem", 0.5)
+    print("(f) TLS with the right CA delivers; a wrong CA is reported clearly", flush=True)
     assert w.stop() == 0
 
 

@@ -1,22 +1,26 @@
 // mqtt_tool: the MQTT end of the bridge tests, on ferry's MqttClient (itself tested against
 // mosquitto in mqtt_broker_tests).
 //
-//   publish --port P --topic T --count N [--first-seq F] [--qos 1] [--rate R] [--topics K]
+//   publish --port P --topic T --count N [--first-seq F] [--qos 1] [--rate R] [--topics K] [--stamp]
 //       N publishes with payload "<seq>" (seqs F .. F+N-1) and the MQTT 5 user property seq=<seq>,
 //       to T, or with --topics K > 1 to T/<seq % K>. At most R messages per second when R > 0.
 //       The client reconnects and re-sends whatever was unacknowledged (a broker restart loses
 //       nothing); exit 0 once every publish was acknowledged, 1 when one failed. Prints one
-//       JSON summary line.
+//       JSON summary line. --stamp adds the user property sent_us (system clock, microseconds).
 //   consume --port P --filter F --client-id C --count N [--idle-ms 5000] [--timeout-ms 300000]
 //       A persistent session (clean start off, session expiry 1 h) subscribed to F at QoS 1;
 //       every message is acknowledged once printed: one JSON line per message
 //       {"topic","payload_hex","props":{...},"dup"}. Stops once N arrived and then none for
 //       --idle-ms (duplicates past N still show), or at --timeout-ms (exit 3 if N was not reached).
+//       --summary (for bench/): no line per message; stops once N messages arrived and prints
+//       {"received","first_us","last_us","lat_n","lat_p50_us","lat_p99_us","lat_max_us"}, the
+//       latencies being arrival minus the sent_us property (same machine, same clock).
 //
 // Diagnostics on stderr.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +29,7 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "mqtt/client.h"
 
@@ -35,6 +40,10 @@ using ferry::mqtt::ClientOptions;
 using ferry::mqtt::IncomingMessage;
 using ferry::mqtt::MqttClient;
 using ferry::mqtt::OutgoingMessage;
+
+long long nowUs() {
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+}
 
 ClientOptions options(const std::string& host, int port, const std::string& clientId) {
   ClientOptions o;
@@ -50,7 +59,7 @@ ClientOptions options(const std::string& host, int port, const std::string& clie
 }
 
 int publish(const std::string& host, int port, const std::string& topic, long count, long first,
-            int qos, long rate, int topics) {
+            int qos, long rate, int topics, bool stamp) {
   auto o = options(host, port, "ferry-tool-pub-" + std::to_string(steady_clock::now().time_since_epoch().count()));
   MqttClient c(o);
   if (auto st = c.connect(); !st.isOk()) {
@@ -66,6 +75,7 @@ int publish(const std::string& host, int port, const std::string& topic, long co
     m.payload = std::to_string(seq);
     m.qos = static_cast<std::uint8_t>(qos);
     m.properties.addUser("seq", std::to_string(seq));
+    if (stamp) m.properties.addUser("sent_us", std::to_string(nowUs()));
     c.publish(std::move(m), [&failed](ferry::Status s) {
       if (!s.isOk()) {
         if (failed++ == 0) std::cerr << "publish failed: " << s.toString() << "\n";
@@ -87,7 +97,9 @@ int publish(const std::string& host, int port, const std::string& topic, long co
 }
 
 int consume(const std::string& host, int port, const std::string& filter, const std::string& clientId,
-            long count, long idleMs, long timeoutMs) {
+            long count, long idleMs, long timeoutMs, bool summary) {
+  std::vector<long long> lat;
+  long long firstUs = 0, lastUs = 0;
   MqttClient c(options(host, port, clientId));
   std::mutex mu;
   std::condition_variable cv;
@@ -116,6 +128,16 @@ int consume(const std::string& host, int port, const std::string& filter, const 
       batch.swap(q);
     }
     for (auto& m : batch) {
+      if (summary) {
+        const long long at = nowUs();
+        if (firstUs == 0) firstUs = at;
+        lastUs = at;
+        for (auto& [k, v] : m.properties.userProperties())
+          if (k == "sent_us") lat.push_back(at - std::stoll(v));
+        c.ack(m.token);
+        ++got;
+        continue;
+      }
       nlohmann::json props = nlohmann::json::object();
       for (auto& [k, v] : m.properties.userProperties()) props[k] = v;
       static const char* kHex = "0123456789abcdef";
@@ -135,6 +157,7 @@ int consume(const std::string& host, int port, const std::string& filter, const 
       lastAt = steady_clock::now();
     }
     const auto now = steady_clock::now();
+    if (summary && got >= count) break;
     if (got >= count && now - lastAt >= milliseconds(idleMs)) break;
     if (now >= deadline) {
       std::cerr << "timeout: " << got << " of " << count << "\n";
@@ -143,6 +166,18 @@ int consume(const std::string& host, int port, const std::string& filter, const 
     }
   }
   c.close();
+  if (summary) {
+    std::sort(lat.begin(), lat.end());
+    auto pct = [&](double p) -> long long {
+      if (lat.empty()) return -1;
+      return lat[std::min(lat.size() - 1, static_cast<std::size_t>(p * static_cast<double>(lat.size())))];
+    };
+    std::cout << nlohmann::json{{"received", got}, {"first_us", firstUs}, {"last_us", lastUs},
+                                {"lat_n", lat.size()}, {"lat_p50_us", pct(0.50)}, {"lat_p99_us", pct(0.99)},
+                                {"lat_max_us", lat.empty() ? -1 : lat.back()}}
+                     .dump()
+              << std::endl;
+  }
   std::cerr << "consumed " << got << "\n";
   return 0;
 }
@@ -164,6 +199,8 @@ int main(int argc, char** argv) {
   pub->add_option("--qos", qos);
   pub->add_option("--rate", rate);
   pub->add_option("--topics", topics);
+  bool stamp = false, summary = false;
+  pub->add_flag("--stamp", stamp);
   auto* con = app.add_subcommand("consume", "consume with a persistent session");
   con->add_option("--host", host);
   con->add_option("--port", port);
@@ -172,7 +209,8 @@ int main(int argc, char** argv) {
   con->add_option("--count", count)->required();
   con->add_option("--idle-ms", idleMs);
   con->add_option("--timeout-ms", timeoutMs);
+  con->add_flag("--summary", summary);
   CLI11_PARSE(app, argc, argv);
-  if (pub->parsed()) return publish(host, port, topic, count, first, qos, rate, topics);
-  return consume(host, port, filter, clientId, count, idleMs, timeoutMs);
+  if (pub->parsed()) return publish(host, port, topic, count, first, qos, rate, topics, stamp);
+  return consume(host, port, filter, clientId, count, idleMs, timeoutMs, summary);
 }

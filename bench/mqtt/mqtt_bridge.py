@@ -1,0 +1,199 @@
+"""The mqtt-bridge scenario of bench/run: ferry's MQTT <-> RocketMQ bridge against mosquitto's own
+delivery rate, measured in the same run on the same mosquitto and RocketMQ (cluster A).
+
+Clients on both MQTT ends are tests/mqtt/mqtt_tool (ferry's MqttClient; QoS 1, one connection,
+500 publishes in flight; the subscriber has a persistent session created before the publisher
+starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, embedded backbone):
+
+  1. mosquitto: N QoS 1 publishes as fast as the publisher goes, to one topic, one subscriber:
+     messages/s from the publisher's start to the N-th arrival (mosquitto's MQTT -> MQTT limit
+     with these clients);
+  2. for each mode, direct (two direct connectors, no backbone hop) and backbone (two backbone
+     pipelines): up = MQTTSource -> rule (first level -> RocketMQ topic, second -> tag) ->
+     RocketMQSink; down = RocketMQSource -> rule (tag -> MQTT topic) -> MQTTSink. N publishes as
+     fast as the publisher goes:
+       up_msgs_per_s    until RocketMQ holds N (sum of the queues' max offsets, GET_MAX_OFFSET);
+       loop_msgs_per_s  until the MQTT subscriber of the far end has N (two bridge hops);
+       cpu_us_per_msg   the worker's user+system CPU over the loop window / N (both hops);
+     then the latency at a fixed rate (--mqtt-rate, default 2,000/s, for --mqtt-latency-s
+     seconds): each publish carries its send time; p50/p99/max from publish to arrival at the
+     far MQTT subscriber (MQTT -> ferry -> RocketMQ -> ferry -> MQTT), and the same through
+     mosquitto alone as the floor.
+
+Ratios: up and loop rates / mosquitto's rate, backbone / direct latency. Standard library only.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "rocketmq"))
+from harness import Worker, tmpdir, wait_until  # noqa: E402
+import rocketmq_replicate as rrep  # noqa: E402
+
+SCENARIO = "mqtt-bridge"
+NS = "127.0.0.1:" + os.environ.get("ROCKETMQ_A_NAMESRV_PORT", "19876")
+HOST = os.environ.get("FERRY_MQTT_HOST", "127.0.0.1")
+PORT = int(os.environ.get("FERRY_MQTT_PORT", "18830"))
+
+
+def log(msg):
+    print(f"bench: {SCENARIO}: {msg}", file=sys.stderr, flush=True)
+
+
+def tool(name):
+    fb = os.environ.get("FERRY_BIN", os.path.join(ROOT, "build/release/apps/ferry/ferry"))
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(fb))))
+    sub = {"mqtt_tool": "tests/mqtt", "rmq_interop_tool": "tests/interop"}[name]
+    path = os.path.join(build, sub, name)
+    if not os.path.exists(path):
+        raise RuntimeError(f"{path} missing: build the release preset with tests (scripts/build)")
+    return path
+
+
+def subscriber(filter_, count, summary=True, timeout_s=600):
+    cid = "bench-sub-" + uuid.uuid4().hex[:10]
+    base = [tool("mqtt_tool"), "consume", "--host", HOST, "--port", str(PORT), "--filter", filter_,
+            "--client-id", cid]
+    # Create the persistent session first so nothing published afterwards is missed.
+    subprocess.run(base + ["--count", "0", "--idle-ms", "0", "--timeout-ms", "10000"],
+                   capture_output=True, timeout=30, check=True)
+    return subprocess.Popen(base + ["--count", str(count), "--idle-ms", "0",
+                                    "--timeout-ms", str(timeout_s * 1000)] + (["--summary"] if summary else []),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def publisher(topic, count, rate=0, topics=1, stamp=False):
+    args = [tool("mqtt_tool"), "publish", "--host", HOST, "--port", str(PORT), "--topic", topic, "--count",
+            str(count), "--qos", "1", "--rate", str(rate), "--topics", str(topics)]
+    return subprocess.Popen(args + (["--stamp"] if stamp else []), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def finish(p, what, timeout=900):
+    out, err = p.communicate(timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} exited {p.returncode}: {err.decode()[-800:]}")
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def mosquitto_run(n, rate=0, stamp=False):
+    """Publisher -> mosquitto -> subscriber: (msgs/s from publisher start to the N-th arrival,
+    the subscriber's summary)."""
+    t = "bench/" + uuid.uuid4().hex[:8]
+    sub = subscriber(t, n)
+    t0 = time.time()
+    pub = publisher(t, n, rate=rate, stamp=stamp)
+    finish(pub, "publisher")
+    s = finish(sub, "subscriber")
+    return n / max(1e-9, s["last_us"] / 1e6 - t0), s
+
+
+def rules(direction, run):
+    if direction == "up":
+        return {"alias": "bridge", "type": "MqttRocketMQBridge", "direction": "mqtt-to-rocketmq", "rules": "r",
+                "rule.r.mqtt.filter": f"bin{run}/+", "rule.r.rocketmq.topic": "${level:1}",
+                "rule.r.rocketmq.tag": "d${level:2}"}
+    return {"alias": "bridge", "type": "MqttRocketMQBridge", "direction": "rocketmq-to-mqtt", "rules": "r",
+            "rule.r.rocketmq.topic": f"bin{run}", "rule.r.mqtt.topic": f"bout{run}/${{tag}}"}
+
+
+def setup_bridge(w, mode, run):
+    """Creates the up and down bridges for `run` in `mode`; returns the connector names."""
+    uri = f"tcp://{HOST}:{PORT}"
+    subprocess.run([tool("rmq_interop_tool"), "create-topic", "--namesrv", NS, "--topic", f"bin{run}",
+                    "--queues", "4"], capture_output=True, timeout=60, check=True)
+    up_src = {"connector.class": "MQTTSource", "mqtt.server.uri": uri, "mqtt.topics": f"bin{run}/+",
+              "mqtt.qos": "1", "mqtt.client.id": f"bench-up-{run}"}
+    dn_src = {"connector.class": "RocketMQSource", "rocketmq.namesrv": NS, "rocketmq.topics": f"bin{run}",
+              "rocketmq.from": "first"}
+    up_sink = {"connector.class": "RocketMQSink", "rocketmq.namesrv": NS}
+    dn_sink = {"connector.class": "MQTTSink", "mqtt.server.uri": uri, "mqtt.qos": "1",
+               "mqtt.client.id": f"bench-dn-{run}"}
+    names = []
+    for d, src, sink in (("up", up_src, up_sink), ("dn", dn_src, dn_sink)):
+        body = {"name": f"{d}{run}", "mode": mode, "source": src,
+                "transforms": [rules("up" if d == "up" else "down", run)], "sink": sink}
+        w.ok("POST", "/pipelines", body)
+        names += [f"{d}{run}"] if mode == "direct" else [f"{d}{run}-source", f"{d}{run}-sink-1"]
+    for n in names:
+        w.wait_running(n, 60)
+    return names
+
+
+def bridge_run(mode, n, rate_latency, latency_s):
+    d = tmpdir(f"bench-mqtt-{mode}")
+    w = Worker(d)
+    w.start()
+    try:
+        run = uuid.uuid4().hex[:8]
+        setup_bridge(w, mode, run)
+        pid = w.proc.pid
+        sub = subscriber(f"bout{run}/#", n)
+        cpu0 = rrep.cpu_s(pid)
+        t0 = time.time()
+        pub = publisher(f"bin{run}", n, topics=10)
+        up_end = None
+        while up_end is None:
+            if rrep.topic_count(NS, f"bin{run}") >= n:
+                up_end = time.time()
+            else:
+                time.sleep(0.02)
+        finish(pub, "publisher")
+        s = finish(sub, "far-end subscriber")
+        cpu = rrep.cpu_s(pid) - cpu0
+        out = {"up_msgs_per_s": round(n / (up_end - t0)),
+               "loop_msgs_per_s": round(n / (s["last_us"] / 1e6 - t0)),
+               "cpu_us_per_msg": round(cpu * 1e6 / n, 2)}
+        # Latency at a fixed rate on a second pair of bridges (fresh topics).
+        run2 = uuid.uuid4().hex[:8]
+        setup_bridge(w, mode, run2)
+        m = rate_latency * latency_s
+        sub = subscriber(f"bout{run2}/#", m)
+        pub = publisher(f"bin{run2}", m, rate=rate_latency, topics=10, stamp=True)
+        finish(pub, "latency publisher")
+        s = finish(sub, "latency subscriber")
+        out.update({"latency_rate": rate_latency, "latency_n": s["lat_n"], "p50_ms": s["lat_p50_us"] / 1000,
+                    "p99_ms": s["lat_p99_us"] / 1000, "max_ms": s["lat_max_us"] / 1000,
+                    "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1)})
+        return out
+    finally:
+        w.stop()
+
+
+def scenario(n=100_000, rate_latency=2000, latency_s=10):
+    for addr, what in (((HOST, PORT), "mosquitto (scripts/services/mosquitto start)"),):
+        import socket
+        try:
+            socket.create_connection(addr, timeout=3).close()
+        except OSError:
+            raise RuntimeError(f"{what} is not running")
+    log(f"mosquitto alone, {n} QoS 1 messages")
+    mosq_rate, _ = mosquitto_run(n)
+    _, mosq_lat = mosquitto_run(rate_latency * latency_s, rate=rate_latency, stamp=True)
+    mosq = {"scenario": SCENARIO, "system": "mosquitto", "messages": n, "msgs_per_s": round(mosq_rate),
+            "latency_rate": rate_latency, "p50_ms": mosq_lat["lat_p50_us"] / 1000,
+            "p99_ms": mosq_lat["lat_p99_us"] / 1000, "max_ms": mosq_lat["lat_max_us"] / 1000}
+    results = [mosq]
+    by_mode = {}
+    for mode in ("direct", "backbone"):
+        log(f"ferry bridge, {mode}, {n} QoS 1 messages")
+        r = bridge_run(mode, n, rate_latency, latency_s)
+        by_mode[mode] = r
+        results.append({"scenario": SCENARIO, "system": "ferry", "mode": mode, "messages": n, **r,
+                        "ratio": {"up_vs_mosquitto": round(r["up_msgs_per_s"] / mosq_rate, 3),
+                                  "loop_vs_mosquitto": round(r["loop_msgs_per_s"] / mosq_rate, 3)}})
+    results[-1]["ratio"]["p99_backbone_vs_direct"] = round(
+        by_mode["backbone"]["p99_ms"] / max(1e-9, by_mode["direct"]["p99_ms"]), 3)
+    results[-1]["ratio"]["p50_backbone_vs_direct"] = round(
+        by_mode["backbone"]["p50_ms"] / max(1e-9, by_mode["direct"]["p50_ms"]), 3)
+    return results
+
+
+if __name__ == "__main__":
+    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000):
+        print(json.dumps(r), flush=True)
