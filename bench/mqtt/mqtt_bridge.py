@@ -15,6 +15,8 @@ starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, e
        up_msgs_per_s    until RocketMQ holds N (sum of the queues' max offsets, GET_MAX_OFFSET);
        loop_msgs_per_s  until the MQTT subscriber of the far end has N (two bridge hops);
        cpu_us_per_msg   the worker's user+system CPU over the loop window / N (both hops);
+                        mosquitto's and the broker JVM's CPU over the same window beside it
+                        (on 2 cores the three compete);
      then the latency at a fixed rate (--mqtt-rate, default 2,000/s, for --mqtt-latency-s
      seconds): each publish carries its send time; p50/p99/max from publish to arrival at the
      far MQTT subscriber (MQTT -> ferry -> RocketMQ -> ferry -> MQTT), and the same through
@@ -43,6 +45,27 @@ PORT = int(os.environ.get("FERRY_MQTT_PORT", "18830"))
 
 def log(msg):
     print(f"bench: {SCENARIO}: {msg}", file=sys.stderr, flush=True)
+
+
+def pids(pattern, exact_name=False):
+    p = subprocess.run(["pgrep", "-x" if exact_name else "-f", pattern], capture_output=True, text=True)
+    return [int(x) for x in p.stdout.split()]
+
+
+def cpu_of(pid_list):
+    total = 0.0
+    for pid in pid_list:
+        try:
+            total += rrep.cpu_s(pid)
+        except OSError:
+            pass
+    return total
+
+
+def others():
+    """mosquitto and the RocketMQ broker JVM(s): their CPU is reported next to ferry's, because on
+    2 cores the three compete and the broker's share is the largest."""
+    return {"mosquitto": pids("mosquitto", exact_name=True), "broker": pids("BrokerStartup")}
 
 
 def tool(name):
@@ -86,10 +109,13 @@ def mosquitto_run(n, rate=0, stamp=False):
     the subscriber's summary)."""
     t = "bench/" + uuid.uuid4().hex[:8]
     sub = subscriber(t, n)
+    mosq = others()["mosquitto"]
+    c0 = cpu_of(mosq)
     t0 = time.time()
     pub = publisher(t, n, rate=rate, stamp=stamp)
     finish(pub, "publisher")
     s = finish(sub, "subscriber")
+    s["mosquitto_cpu_us_per_msg"] = round((cpu_of(mosq) - c0) * 1e6 / n, 2)
     return n / max(1e-9, s["last_us"] / 1e6 - t0), s
 
 
@@ -135,6 +161,8 @@ def bridge_run(mode, n, rate_latency, latency_s):
         pid = w.proc.pid
         sub = subscriber(f"bout{run}/#", n)
         cpu0 = rrep.cpu_s(pid)
+        ext = others()
+        ext0 = {k: cpu_of(v) for k, v in ext.items()}
         t0 = time.time()
         pub = publisher(f"bin{run}", n, topics=10)
         up_end = None
@@ -149,6 +177,8 @@ def bridge_run(mode, n, rate_latency, latency_s):
         out = {"up_msgs_per_s": round(n / (up_end - t0)),
                "loop_msgs_per_s": round(n / (s["last_us"] / 1e6 - t0)),
                "cpu_us_per_msg": round(cpu * 1e6 / n, 2)}
+        for k, v in ext.items():
+            out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
         run2 = uuid.uuid4().hex[:8]
         setup_bridge(w, mode, run2)
@@ -173,9 +203,10 @@ def scenario(n=100_000, rate_latency=2000, latency_s=10):
         except OSError:
             raise RuntimeError(f"{what} is not running")
     log(f"mosquitto alone, {n} QoS 1 messages")
-    mosq_rate, _ = mosquitto_run(n)
+    mosq_rate, mosq_run = mosquitto_run(n)
     _, mosq_lat = mosquitto_run(rate_latency * latency_s, rate=rate_latency, stamp=True)
     mosq = {"scenario": SCENARIO, "system": "mosquitto", "messages": n, "msgs_per_s": round(mosq_rate),
+            "mosquitto_cpu_us_per_msg": mosq_run["mosquitto_cpu_us_per_msg"],
             "latency_rate": rate_latency, "p50_ms": mosq_lat["lat_p50_us"] / 1000,
             "p99_ms": mosq_lat["lat_p99_us"] / 1000, "max_ms": mosq_lat["lat_max_us"] / 1000}
     results = [mosq]
