@@ -11,7 +11,8 @@ worker on the embedded backbone:
   (e) two tasks sharing one subscription (tasks.max=2, mqtt.shared.group): 4,000 QoS 1 messages
       are split between them (each task's records_in > 0, per /metrics), none lost, none twice;
   (f) TLS (+ password): a source on mosquitto's TLS listener with the project CA receives; one with
-      a CA that did not sign the broker's certificate is FAILED with a certificate error.
+      a CA that did not sign the broker's certificate is FAILED with a certificate error;
+  (g) an unreachable broker: the task's status names the address and the refusal.
 
 Needs mosquitto (scripts/test starts it for the `mqtt` and `integration` labels); fails when it
 is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-clients package."""
@@ -167,6 +168,21 @@ def main():
         return any(t["state"] == "FAILED" and "certificate" in t.get("trace", "").lower() for t in tasks)
     wait_until(tls_failed_clearly, 60, "a FAILED task naming the certificate problem", 0.5)
     print("(f) TLS with the right CA delivers; a wrong CA is reported clearly", flush=True)
+
+    # (g) unreachable broker (a closed port)
+    w.ok("POST", "/connectors", {"name": f"unreach-{run_id}", "config": {
+        "connector.class": "MQTTSource", "mqtt.server.uri": f"tcp://{HOST}:1", "mqtt.topics": "x/#",
+        "mqtt.connect.timeout.ms": "1000"}})
+    seen = {}
+
+    def unreachable_clearly():
+        status, s = w.rest("GET", f"/connectors/unreach-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        seen["tasks"] = tasks
+        return any(t["state"] == "FAILED" and f"{HOST}:1" in t.get("trace", "") and
+                   "refused" in t.get("trace", "").lower() for t in tasks)
+    wait_until(unreachable_clearly, 60, "a FAILED task naming the unreachable address", 0.5)
+    print(f"(g) unreachable broker reported: {seen['tasks'][0]['trace'].splitlines()[0][:160]}", flush=True)
     assert w.stop() == 0
 
 
