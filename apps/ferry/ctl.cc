@@ -223,6 +223,27 @@ std::string renderStatus(const Json& status) {
   return out + traces;
 }
 
+std::string renderPipeline(const Json& p) {
+  std::string out = "Pipeline: " + field(p, "name") + "\nMode:     " + field(p, "mode") + "\n";
+  if (auto topic = field(p, "topic"); !topic.empty()) out += "Topic:    " + topic + "\n";
+  std::vector<std::vector<std::string>> rows;
+  const Json& cs = member(p, "connectors");
+  if (cs.is_array()) {
+    for (const auto& c : cs) {
+      std::size_t running = 0, total = 0;
+      const Json& tasks = member(c, "tasks");
+      if (tasks.is_array())
+        for (const auto& t : tasks) {
+          ++total;
+          running += field(t, "state") == "RUNNING";
+        }
+      rows.push_back({field(c, "name"), field(c, "state"),
+                      std::to_string(running) + "/" + std::to_string(total)});
+    }
+  }
+  return out + "\n" + renderTable({"CONNECTOR", "STATE", "TASKS"}, rows);
+}
+
 std::string renderConnector(const Json& info) {
   std::string out = "Name:  " + field(info, "name") + "\nType:  " + field(info, "type") + "\n";
   const Json& tasks = member(info, "tasks");
@@ -332,6 +353,16 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addFile(validate);
   addOutput(validate);
 
+  auto* pipeline = app.add_subcommand(
+      "pipeline", "pipelines: `pipeline list`, `pipeline get NAME`, `pipeline apply -f FILE.json`, "
+                  "`pipeline delete NAME`");
+  std::vector<std::string> pipelineArgs;
+  pipeline->add_option("ARGS", pipelineArgs, "list | get NAME | apply | delete NAME")
+      ->required()
+      ->expected(1, 2);
+  pipeline->add_option("-f,--file", file, "apply: the pipeline as JSON (the body of POST /pipelines)");
+  addOutput(pipeline);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -432,6 +463,48 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (int rc = api.call("GET", connectorPath(offsetArgs[0], "/offsets"), nullptr, reply))
       return rc;
     return show(renderOffsets);
+  }
+  if (pipeline->parsed()) {
+    const std::string& verb = pipelineArgs[0];
+    const std::string target = pipelineArgs.size() > 1 ? pipelineArgs[1] : "";
+    if (verb == "list" && target.empty()) {
+      if (int rc = api.call("GET", "/pipelines", nullptr, reply)) return rc;
+      return show([](const Json& names) {
+        std::string o;
+        if (names.is_array())
+          for (const auto& n : names) o += text(n) + "\n";
+        return o;
+      });
+    }
+    if (verb == "get" && !target.empty()) {
+      if (int rc = api.call("GET", "/pipelines/" + encodeSegment(target), nullptr, reply)) return rc;
+      return show(renderPipeline);
+    }
+    if (verb == "delete" && !target.empty())
+      return simple("DELETE", "/pipelines/" + encodeSegment(target), "deleted pipeline " + target);
+    if (verb == "apply" && target.empty()) {
+      if (file.empty()) {
+        err << "error: pipeline apply needs -f FILE.json\n";
+        return kExitUsage;
+      }
+      auto textOf = core::readFile(file);
+      if (!textOf.isOk()) {
+        err << "error: " << textOf.status().message() << "\n";
+        return kExitUsage;
+      }
+      Json body = Json::parse(*textOf, nullptr, false);
+      if (!body.is_object() || !member(body, "name").is_string()) {
+        err << "error: " << file << " must hold a JSON object with a \"name\" (the body of POST /pipelines)\n";
+        return kExitUsage;
+      }
+      const std::string pname = body["name"].get<std::string>();
+      if (int rc = api.call("PUT", "/pipelines/" + encodeSegment(pname), &body, reply)) return rc;
+      out << (reply.status == 201 ? "created" : "updated") << " pipeline " << pname << "\n";
+      return kExitOk;
+    }
+    err << "error: expected `pipeline list`, `pipeline get NAME`, `pipeline apply -f FILE` or "
+           "`pipeline delete NAME`\n";
+    return kExitUsage;
   }
   if (plugins->parsed()) {
     if (int rc = api.call("GET", "/connector-plugins?connectorsOnly=false", nullptr, reply))

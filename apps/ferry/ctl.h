@@ -57,6 +57,8 @@ std::string renderConnector(const nlohmann::json& info);
 std::string renderOffsets(const nlohmann::json& offsets);
 // GET /connector-plugins -> CLASS TYPE VERSION.
 std::string renderPlugins(const nlohmann::json& plugins);
+// GET /pipelines/{name}: name, mode, topic, then its connectors with their states.
+std::string renderPipeline(const nlohmann::json& pipeline);
 // PUT .../config/validate -> "N errors" and a KEY ERROR table.
 std::string renderValidation(const nlohmann::json& configInfos);
 

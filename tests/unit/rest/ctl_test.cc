@@ -238,5 +238,28 @@ TEST_F(CtlTest, UnreachableExitsThreeNamingTheUrl) {
   EXPECT_THAT(err_.str(), HasSubstr(url));
 }
 
+TEST_F(CtlTest, PipelineApplyGetListDelete) {
+  auto file = dir_.write("p.json", R"({"name": "p", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "sink": {"connector.class": "FileStreamSink", "file": "/out"}})");
+  ASSERT_EQ(ctl({"pipeline", "apply", "-f", file}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("created pipeline p"));
+  ASSERT_EQ(ctl({"pipeline", "apply", "-f", file}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("updated pipeline p"));
+  ASSERT_EQ(ctl({"pipeline", "list"}), kExitOk);
+  EXPECT_EQ(out_.str(), "p\n");
+  ASSERT_EQ(ctl({"pipeline", "get", "p"}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("Mode:     backbone\nTopic:    pipeline-p\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("p-source   RUNNING  1/1"));
+  EXPECT_THAT(out_.str(), HasSubstr("p-sink-1   RUNNING  1/1"));
+  ASSERT_EQ(ctl({"pipeline", "delete", "p"}), kExitOk);
+  EXPECT_EQ(ctl({"pipeline", "get", "p"}), kExitServerError);
+  EXPECT_THAT(err_.str(), HasSubstr("not found"));
+  EXPECT_EQ(ctl({"pipeline", "apply"}), kExitUsage);
+  EXPECT_EQ(ctl({"pipeline", "apply", "-f", dir_.write("bad.json", "[1]")}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("JSON object with a \"name\""));
+  EXPECT_EQ(ctl({"pipeline", "frobnicate"}), kExitUsage);
+}
+
 }  // namespace
 }  // namespace ferry::ctl
