@@ -6,6 +6,7 @@
 #include "connectors/datagen/datagen_source.h"
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
+#include "connectors/kafka/kafka_sink.h"
 #include "connectors/log/log_sink.h"
 #include "connectors/mqtt/bridge.h"
 #include "connectors/mqtt/mqtt_sink.h"
@@ -28,6 +29,7 @@ constexpr const char* kLogAliases[] = {"log", "stdout", "StdoutSink", nullptr};
 constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
 constexpr const char* kRocketMQSourceAliases[] = {"rocketmq-source", nullptr};
 constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
+constexpr const char* kKafkaSinkAliases[] = {"kafka-sink", nullptr};
 constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
@@ -68,6 +70,9 @@ constexpr PluginEntry kEntries[] = {
     {"MQTTSink", kMQTTSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Publishes records to MQTT (topic templates, QoS 0-2, retain, v5 properties from headers)",
      &pluginCreate<MQTTSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"KafkaSink", kKafkaSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Sends records to Kafka topics (librdkafka, idempotent, acknowledged before commit)",
+     &pluginCreate<KafkaSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"MqttRocketMQBridge", kBridgeAliases, PluginKind::kTransform, kVersion,
      "MQTT <-> RocketMQ mapping rules: MQTT topic levels to RocketMQ topic + tag and back",
      &pluginCreate<mqttc::MqttRocketMQBridge, Transform>, &pluginDestroy<Transform>},

@@ -1,0 +1,168 @@
+// KafkaSink (see kafka_sink.h).
+#include "connectors/kafka/kafka_sink.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <sys/types.h>
+
+#include <chrono>
+
+#include "connectors/common.h"
+#include "core/logging.h"
+
+namespace ferry::connectors {
+namespace {
+
+constexpr const char* kOverride = "producer.override.";
+
+void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* d = static_cast<KafkaSinkTask::Deliveries*>(opaque);
+  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    d->ok.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (d->failed.fetch_add(1, std::memory_order_relaxed) == 0)
+    d->firstError = std::string(rd_kafka_err2str(m->err)) + " (topic " +
+                    (m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + ")";
+}
+
+}  // namespace
+
+const ConfigDef& KafkaSinkConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("kafka.bootstrap.servers", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "Kafka brokers, 'host:port,host:port'.", validators::nonEmptyString());
+    d.define("kafka.topic", ConfigType::kString, "", Importance::kHigh,
+             "Kafka topic written to; empty means the record's topic.");
+    d.define("kafka.partition.from", ConfigType::kString, "key", Importance::kMedium,
+             "'key': librdkafka's partitioner on the record key (same key, same partition); "
+             "'record': the record's queue as the partition (kept by replication).",
+             validators::oneOf({"key", "record"}));
+    d.define("flush.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "How long flush() waits for the brokers' acknowledgements.", validators::atLeast(100));
+    d.allowPrefix(kOverride);
+    return d;
+  }();
+  return def;
+}
+
+std::string KafkaSinkConnector::version() const { return kVersion; }
+
+Status KafkaSinkConnector::start(const StringMap& config, ConnectorContext& context) {
+  (void)context;
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(definition(), config, "KafkaSink"));
+  (void)parsed;
+  config_ = config;
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> KafkaSinkConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SinkTask> KafkaSinkConnector::createTask() { return std::make_unique<KafkaSinkTask>(); }
+
+KafkaSinkTask::KafkaSinkTask() : log_(core::logger("kafka-sink")) {}
+
+KafkaSinkTask::~KafkaSinkTask() { stop(); }
+
+std::string KafkaSinkTask::version() const { return kVersion; }
+
+Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  stop();
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(KafkaSinkConnector::definition(), config, "KafkaSink task"));
+  topic_ = p.getString("kafka.topic");
+  partitionFromRecord_ = p.getString("kafka.partition.from") == "record";
+  flushTimeoutMs_ = p.getLong("flush.timeout.ms");
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v, const std::string& key) -> Status {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
+      return Status::invalidArgument(key + ": " + err);
+    return Status::ok();
+  };
+  StringMap settings = {{"bootstrap.servers", p.getString("kafka.bootstrap.servers")},
+                        {"enable.idempotence", "true"},
+                        {"acks", "all"},
+                        {"linger.ms", "5"},
+                        {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  for (const auto& [k, v] : config)
+    if (k.rfind(kOverride, 0) == 0) settings[k.substr(std::char_traits<char>::length(kOverride))] = v;
+  for (const auto& [k, v] : settings) {
+    const std::string key = config.count(std::string(kOverride) + k) ? std::string(kOverride) + k : "kafka." + k;
+    if (Status s = set(k, v, key); !s.isOk()) {
+      rd_kafka_conf_destroy(conf);
+      return s;
+    }
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
+  rd_kafka_conf_set_opaque(conf, &deliveries_);
+  rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);  // takes conf on success
+  if (rk_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("KafkaSink: cannot create the producer: ") + err);
+  }
+  log_->info("{} task {}: producing to {} ({})", context.connectorName(), context.taskId(),
+             topic_.empty() ? std::string("the records' topics") : topic_, settings["bootstrap.servers"]);
+  return Status::ok();
+}
+
+Status KafkaSinkTask::put(std::vector<Record>& records) {
+  if (rk_ == nullptr) return Status::failedPrecondition("KafkaSink: put() before start()");
+  for (auto& r : records) {
+    const std::string& topic = topic_.empty() ? r.topic : topic_;
+    if (topic.empty()) return Status::invalidArgument("KafkaSink: a record without a topic and no kafka.topic set");
+    rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size());
+    for (const Header& h : r.headers) {
+      if (h.value.isNull())
+        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
+      else
+        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
+                            static_cast<ssize_t>(h.value.size()));
+    }
+    const std::int32_t partition =
+        partitionFromRecord_ && r.queue ? *r.queue : static_cast<std::int32_t>(RD_KAFKA_PARTITION_UA);
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(r.value.isNull() ? nullptr : const_cast<char*>(r.value.view().data()),
+                           r.value.isNull() ? 0 : r.value.size()),
+          RD_KAFKA_V_KEY(r.key.isNull() ? nullptr : const_cast<char*>(r.key.view().data()),
+                         r.key.isNull() ? 0 : r.key.size()),
+          RD_KAFKA_V_TIMESTAMP(r.timestampMs), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;  // librdkafka owns hdrs now
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(rk_, 100);  // serve delivery reports to make room
+        continue;
+      }
+      rd_kafka_headers_destroy(hdrs);
+      return Status::internal(std::string("KafkaSink: cannot produce to ") + topic + ": " + rd_kafka_err2str(e));
+    }
+  }
+  rd_kafka_poll(rk_, 0);
+  if (deliveries_.failed.load() > 0)
+    return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
+  return Status::ok();
+}
+
+Status KafkaSinkTask::flush() {
+  if (rk_ == nullptr) return Status::ok();
+  rd_kafka_resp_err_t e = rd_kafka_flush(rk_, static_cast<int>(flushTimeoutMs_));
+  if (deliveries_.failed.load() > 0)
+    return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::retriable(std::string("KafkaSink: ") + std::to_string(rd_kafka_outq_len(rk_)) +
+                             " record(s) not acknowledged within flush.timeout.ms: " + rd_kafka_err2str(e));
+  return Status::ok();
+}
+
+void KafkaSinkTask::stop() {
+  if (rk_ == nullptr) return;
+  rd_kafka_flush(rk_, 5000);
+  rd_kafka_destroy(rk_);
+  rk_ = nullptr;
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,86 @@
+"""KafkaSink against a real Kafka broker (cluster A of scripts/services/kafka, KRaft, 127.0.0.1:19092),
+in a standalone worker on the embedded backbone:
+
+  (a) DatagenSource -> KafkaSink (direct task): 20,000 sequence-numbered records with keys
+      (key.mode=seq) and a header added by InsertHeader; a librdkafka consumer (kafka_tool) reads
+      the topic from the earliest offset: every seq arrives (0 lost; duplicates counted), its key
+      is its seq, the header is kept, and each key's records stay in one partition in seq order;
+  (b) a bad producer override (producer.override.acks=maybe) makes the task FAILED with a trace
+      naming the key.
+
+Needs Kafka (scripts/test starts it for the `kafka` and `integration` labels); fails when it is
+unreachable. Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP."""
+import json
+import os
+import random
+import socket
+import subprocess
+
+from harness import Worker, run, tmpdir, wait_until
+
+BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
+COUNT = 20000
+
+
+def main():
+    assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
+    host, port = BOOTSTRAP.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+    run_id = random.randrange(1 << 30)
+    d = tmpdir("kafka-connectors")
+    w = Worker(d)
+    w.start()
+
+    # (a) datagen -> Kafka
+    topic = f"ferry-gen-{run_id}"
+    name = f"gen-kafka-{run_id}"
+    w.ok("POST", "/connectors", {"name": name, "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "key.mode": "seq",
+        "max.records": str(COUNT), "transforms": "h", "transforms.h.type": "InsertHeader",
+        "transforms.h.header": "origin", "transforms.h.value.literal": "ferry",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": BOOTSTRAP,
+        "sink.kafka.topic": topic}})
+    p = subprocess.run([TOOL, "consume", "--bootstrap", BOOTSTRAP, "--topic", topic, "--count", str(COUNT),
+                        "--timeout-ms", "180000"], capture_output=True, timeout=240)
+    assert p.returncode == 0, f"(a) kafka_tool: {p.stderr.decode()[-800:]}\n{w.tail_log()}"
+    rows = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+    seen = {}
+    by_partition = {}
+    for r in rows:
+        value = bytes.fromhex(r["value_hex"]).decode()
+        seq = int(value.split("-", 1)[1])
+        assert bytes.fromhex(r["key_hex"]).decode() == str(seq), f"(a) seq {seq}: key {r['key_hex']}"
+        assert r["headers"].get("origin") == "ferry", f"(a) seq {seq}: headers {r['headers']}"
+        assert r["ts"] > 0, f"(a) seq {seq}: no timestamp"
+        seen[seq] = seen.get(seq, 0) + 1
+        by_partition.setdefault(r["partition"], []).append((r["offset"], seq))
+    missing = [s for s in range(COUNT) if s not in seen]
+    assert not missing, f"(a) {len(missing)} of {COUNT} lost, first {missing[:10]}"
+    for part, items in by_partition.items():
+        seqs = [s for _, s in sorted(items)]
+        assert seqs == sorted(seqs), f"(a) partition {part} out of seq order"
+    print(f"(a) {COUNT} datagen records through KafkaSink: 0 lost, {len(rows) - COUNT} duplicates, "
+          f"keys and headers kept, {len(by_partition)} partition(s) in order", flush=True)
+
+    # (b) a bad producer override fails the task, naming the key
+    bad = f"bad-kafka-{run_id}"
+    w.ok("POST", "/connectors", {"name": bad, "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "max.records": "10",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": BOOTSTRAP,
+        "sink.kafka.topic": topic, "sink.producer.override.acks": "maybe"}})
+
+    def failed_clearly():
+        status, s = w.rest("GET", f"/connectors/{bad}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return any(t["state"] == "FAILED" and "producer.override.acks" in t.get("trace", "") for t in tasks)
+    wait_until(failed_clearly, 60, "a FAILED task naming producer.override.acks", 0.5)
+    print("(b) a bad producer override is reported naming the key", flush=True)
+    assert w.stop() == 0
+
+
+if __name__ == "__main__":
+    run(main)
