@@ -7,6 +7,7 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/kafka/kafka_sink.h"
+#include "connectors/kafka/kafka_source.h"
 #include "connectors/log/log_sink.h"
 #include "connectors/mqtt/bridge.h"
 #include "connectors/mqtt/mqtt_sink.h"
@@ -30,6 +31,7 @@ constexpr const char* kBlackholeAliases[] = {"blackhole", nullptr};
 constexpr const char* kRocketMQSourceAliases[] = {"rocketmq-source", nullptr};
 constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
 constexpr const char* kKafkaSinkAliases[] = {"kafka-sink", nullptr};
+constexpr const char* kKafkaSourceAliases[] = {"kafka-source", nullptr};
 constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
@@ -70,6 +72,9 @@ constexpr PluginEntry kEntries[] = {
     {"MQTTSink", kMQTTSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Publishes records to MQTT (topic templates, QoS 0-2, retain, v5 properties from headers)",
      &pluginCreate<MQTTSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"KafkaSource", kKafkaSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Reads Kafka topics (librdkafka consumer group, offsets committed once records are safe)",
+     &pluginCreate<KafkaSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
     {"KafkaSink", kKafkaSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Sends records to Kafka topics (librdkafka, idempotent, acknowledged before commit)",
      &pluginCreate<KafkaSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},

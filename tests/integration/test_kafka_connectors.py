@@ -6,7 +6,11 @@ in a standalone worker on the embedded backbone:
       the topic from the earliest offset: every seq arrives (0 lost; duplicates counted), its key
       is its seq, the header is kept, and each key's records stay in one partition in seq order;
   (b) a bad producer override (producer.override.acks=maybe) makes the task FAILED with a trace
-      naming the key.
+      naming the key;
+  (c) kafka_tool produces 20,000 records -> KafkaSource -> backbone -> FileStreamSink: every one
+      arrives; then the worker is kill -9ed, started again and 5,000 more are produced: all 25,000
+      arrive (0 lost) and fewer than 20,000 are read twice (the group resumed from the offsets
+      KafkaSource committed, not from the start).
 
 Needs Kafka (scripts/test starts it for the `kafka` and `integration` labels); fails when it is
 unreachable. Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP."""
@@ -15,6 +19,7 @@ import os
 import random
 import socket
 import subprocess
+import time
 
 from harness import Worker, run, tmpdir, wait_until
 
@@ -79,6 +84,44 @@ def main():
         return any(t["state"] == "FAILED" and "producer.override.acks" in t.get("trace", "") for t in tasks)
     wait_until(failed_clearly, 60, "a FAILED task naming producer.override.acks", 0.5)
     print("(b) a bad producer override is reported naming the key", flush=True)
+
+    # (c) Kafka -> backbone -> file, with a kill -9
+    src = f"ferry-src-{run_id}"
+    out_file = os.path.join(d, "from-kafka.txt")
+
+    def produce(n, first):
+        p = subprocess.run([TOOL, "produce", "--bootstrap", BOOTSTRAP, "--topic", src, "--count", str(n),
+                            "--first-seq", str(first)], capture_output=True, timeout=180)
+        assert p.returncode == 0, f"(c) kafka_tool produce: {p.stderr.decode()[-800:]}"
+
+    def lines():
+        try:
+            with open(out_file, "rb") as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    produce(COUNT, 0)
+    w.ok("POST", "/connectors", {"name": f"ksrc-{run_id}", "config": {
+        "connector.class": "KafkaSource", "kafka.bootstrap.servers": BOOTSTRAP, "kafka.topics": src,
+        "topic": f"kin-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"kfile-{run_id}", "config": {
+        "connector.class": "FileStreamSink", "topics": f"kin-{run_id}", "file": out_file}})
+    wait_until(lambda: len(set(lines())) >= COUNT, 120, f"{COUNT} lines from Kafka", 0.2)
+    time.sleep(1.5)  # an offset commit happens every second
+    w.kill9()
+    w.start()
+    produce(5000, COUNT)
+    total = COUNT + 5000
+    wait_until(lambda: len(set(lines())) >= total, 120, f"{total} lines from Kafka after the restart", 0.2)
+    got = lines()
+    want = {str(i).encode() for i in range(total)}
+    missing = want - set(got)
+    assert not missing, f"(c) {len(missing)} lost"
+    dups = len(got) - len(set(got))
+    assert dups < COUNT, f"(c) {dups} read twice: the group did not resume from committed offsets"
+    print(f"(c) {total} records Kafka -> backbone -> file across a kill -9: 0 lost, {dups} duplicates",
+          flush=True)
     assert w.stop() == 0
 
 

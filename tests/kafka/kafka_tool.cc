@@ -4,11 +4,16 @@
 //       A fresh consumer group reads T from the earliest offset until N records arrived (or the
 //       timeout: exit 3); one JSON line per record:
 //       {"partition","offset","key_hex","value_hex","headers":{name: value},"ts"}
+//   produce --bootstrap B --topic T --count N [--first-seq F]
+//       N records, value "<seq>", key "k<seq>", header seq=<seq>, idempotent, acks=all; exit 0
+//       once every one was acknowledged. Prints one JSON summary line.
 //
 // Diagnostics on stderr.
 #include <librdkafka/rdkafka.h>
 
 #include <CLI/CLI.hpp>
+#include <sys/types.h>
+
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -93,6 +98,50 @@ int consume(const std::string& bootstrap, const std::string& topic, long count, 
   return 0;
 }
 
+int produce(const std::string& bootstrap, const std::string& topic, long count, long first) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (auto [k, v] : {std::pair<const char*, const char*>{"bootstrap.servers", bootstrap.c_str()},
+                      {"enable.idempotence", "true"},
+                      {"acks", "all"},
+                      {"linger.ms", "5"}}) {
+    if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) {
+      std::cerr << k << ": " << err << "\n";
+      return 2;
+    }
+  }
+  static long failed = 0;
+  rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+    if (m->err && failed++ == 0) std::cerr << "delivery: " << rd_kafka_err2str(m->err) << "\n";
+  });
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    std::cerr << "producer: " << err << "\n";
+    return 2;
+  }
+  for (long i = 0; i < count; ++i) {
+    const std::string seq = std::to_string(first + i), key = "k" + seq;
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(const_cast<char*>(seq.data()), seq.size()),
+          RD_KAFKA_V_KEY(const_cast<char*>(key.data()), key.size()),
+          RD_KAFKA_V_HEADER("seq", seq.data(), static_cast<ssize_t>(seq.size())), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        std::cerr << "produce: " << rd_kafka_err2str(e) << "\n";
+        return 1;
+      }
+      rd_kafka_poll(rk, 100);
+    }
+    rd_kafka_poll(rk, 0);
+  }
+  rd_kafka_resp_err_t e = rd_kafka_flush(rk, 60000);
+  rd_kafka_destroy(rk);
+  std::cout << nlohmann::json{{"produced", count}, {"failed", failed}}.dump() << std::endl;
+  return e == RD_KAFKA_RESP_ERR_NO_ERROR && failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +154,13 @@ int main(int argc, char** argv) {
   con->add_option("--topic", topic)->required();
   con->add_option("--count", count)->required();
   con->add_option("--timeout-ms", timeoutMs);
+  long first = 0;
+  auto* pro = app.add_subcommand("produce", "produce sequence-numbered records");
+  pro->add_option("--bootstrap", bootstrap);
+  pro->add_option("--topic", topic)->required();
+  pro->add_option("--count", count)->required();
+  pro->add_option("--first-seq", first);
   CLI11_PARSE(app, argc, argv);
+  if (pro->parsed()) return produce(bootstrap, topic, count, first);
   return consume(bootstrap, topic, count, timeoutMs);
 }

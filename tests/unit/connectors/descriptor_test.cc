@@ -23,7 +23,7 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
-                                            "RocketMQReplicatorSink", "MQTTSource", "MQTTSink", "KafkaSink",
+                                            "RocketMQReplicatorSink", "MQTTSource", "MQTTSink", "KafkaSink", "KafkaSource",
                                             "MqttRocketMQBridge"}));
 }
 

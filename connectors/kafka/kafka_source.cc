@@ -1,0 +1,184 @@
+// KafkaSource (see kafka_source.h).
+#include "connectors/kafka/kafka_source.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+
+#include "connectors/common.h"
+#include "core/logging.h"
+
+namespace ferry::connectors {
+namespace {
+
+constexpr const char* kOverride = "consumer.override.";
+
+}  // namespace
+
+const ConfigDef& KafkaSourceConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("kafka.bootstrap.servers", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "Kafka brokers, 'host:port,host:port'.", validators::nonEmptyString());
+    d.define("kafka.topics", ConfigType::kList, std::nullopt, Importance::kHigh,
+             "Kafka topics to read (a name starting with ^ is a regex).", validators::nonEmptyList());
+    d.define("kafka.group.id", ConfigType::kString, "", Importance::kMedium,
+             "Consumer group of the tasks; empty means ferry-<connector name>.");
+    d.define("kafka.from", ConfigType::kString, "earliest", Importance::kMedium,
+             "Where a group without a committed offset starts: earliest or latest.",
+             validators::oneOf({"earliest", "latest"}));
+    d.define("topic", ConfigType::kString, "", Importance::kMedium,
+             "Backbone topic written to; empty means the Kafka topic.");
+    d.allowPrefix(kOverride);
+    return d;
+  }();
+  return def;
+}
+
+std::string KafkaSourceConnector::version() const { return kVersion; }
+
+Status KafkaSourceConnector::start(const StringMap& config, ConnectorContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(definition(), config, "KafkaSource"));
+  (void)parsed;
+  config_ = config;
+  if (config_["kafka.group.id"].empty()) config_["kafka.group.id"] = "ferry-" + context.connectorName();
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> KafkaSourceConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SourceTask> KafkaSourceConnector::createTask() { return std::make_unique<KafkaSourceTask>(); }
+
+KafkaSourceTask::KafkaSourceTask() : log_(core::logger("kafka-source")) {}
+
+KafkaSourceTask::~KafkaSourceTask() { stop(); }
+
+std::string KafkaSourceTask::version() const { return kVersion; }
+
+Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& context) {
+  stop();
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(KafkaSourceConnector::definition(), config, "KafkaSource task"));
+  targetTopic_ = p.getString("topic");
+  std::string group = p.getString("kafka.group.id");
+  if (group.empty()) group = "ferry-" + context.connectorName();
+  StringMap settings = {{"bootstrap.servers", p.getString("kafka.bootstrap.servers")},
+                        {"group.id", group},
+                        {"auto.offset.reset", p.getString("kafka.from")},
+                        {"enable.auto.commit", "false"},
+                        {"enable.auto.offset.store", "false"},
+                        {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  for (const auto& [k, v] : config)
+    if (k.rfind(kOverride, 0) == 0) settings[k.substr(std::char_traits<char>::length(kOverride))] = v;
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  for (const auto& [k, v] : settings) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      const std::string key = config.count(std::string(kOverride) + k) ? std::string(kOverride) + k : "kafka." + k;
+      return Status::invalidArgument(key + ": " + err);
+    }
+  }
+  rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("KafkaSource: cannot create the consumer: ") + err);
+  }
+  rd_kafka_poll_set_consumer(rk_);
+  const auto topics = p.getList("kafka.topics");
+  rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
+  for (const auto& t : topics) rd_kafka_topic_partition_list_add(subs, t.c_str(), RD_KAFKA_PARTITION_UA);
+  rd_kafka_resp_err_t e = rd_kafka_subscribe(rk_, subs);
+  rd_kafka_topic_partition_list_destroy(subs);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    stop();
+    return Status::invalidArgument(std::string("kafka.topics: cannot subscribe: ") + rd_kafka_err2str(e));
+  }
+  log_->info("{} task {}: group {} subscribed to {} topic(s) at {}", context.connectorName(), context.taskId(),
+             group, topics.size(), settings["bootstrap.servers"]);
+  return Status::ok();
+}
+
+Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t maxRecords,
+                                          std::chrono::milliseconds maxWait) {
+  if (rk_ == nullptr) return Status::failedPrecondition("KafkaSource: poll() before start()");
+  std::size_t n = 0;
+  auto timeout = static_cast<int>(maxWait.count());
+  while (n < maxRecords) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout);
+    if (m == nullptr) break;
+    timeout = 0;  // take what is there, do not wait again
+    if (m->err) {
+      const rd_kafka_resp_err_t err = m->err;
+      const bool fatal = err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+                         err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED;
+      std::string what = rd_kafka_message_errstr(m);
+      rd_kafka_message_destroy(m);
+      if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+      if (fatal) return Status::internal("KafkaSource: " + what);
+      log_->warn("KafkaSource: {}", what);
+      break;
+    }
+    Record r;
+    const std::string topic = rd_kafka_topic_name(m->rkt);
+    r.topic = targetTopic_.empty() ? topic : targetTopic_;
+    if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+    if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+    rd_kafka_timestamp_type_t tt;
+    r.timestampMs = rd_kafka_message_timestamp(m, &tt);
+    if (r.timestampMs < 0) r.timestampMs = 0;
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* val;
+      size_t size;
+      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+        r.headers.add(name, std::string_view(val ? static_cast<const char*>(val) : "", val ? size : 0));
+    }
+    r.position.partition = {{"kafka.topic", topic}, {"kafka.partition", std::to_string(m->partition)}};
+    r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
+    rd_kafka_message_destroy(m);
+    out.push_back(std::move(r));
+    ++n;
+  }
+  return n;
+}
+
+void KafkaSourceTask::commitRecord(const Record& record) {
+  auto t = record.position.partition.find("kafka.topic");
+  auto p = record.position.partition.find("kafka.partition");
+  auto o = record.position.offset.find("kafka.offset");
+  if (t == record.position.partition.end() || p == record.position.partition.end() ||
+      o == record.position.offset.end())
+    return;
+  auto& next = safe_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
+  next = std::max<std::int64_t>(next, std::stoll(o->second));
+}
+
+Status KafkaSourceTask::commit() {
+  if (rk_ == nullptr || safe_.empty()) return Status::ok();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(safe_.size()));
+  for (const auto& [tp, next] : safe_)
+    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);  // synchronous
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    // Not fatal: the offsets stay pending and go with the next commit (a rebalance may have moved
+    // a partition away; its new owner re-reads from the last committed offset).
+    log_->warn("KafkaSource: committing offsets failed: {}", rd_kafka_err2str(e));
+    return Status::ok();
+  }
+  safe_.clear();
+  return Status::ok();
+}
+
+void KafkaSourceTask::stop() {
+  if (rk_ == nullptr) return;
+  (void)commit();
+  rd_kafka_consumer_close(rk_);
+  rd_kafka_destroy(rk_);
+  rk_ = nullptr;
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,64 @@
+// KafkaSource: reads Kafka topics (Kafka as an outside system) into ferry, on librdkafka.
+//
+// Every task is a member of one consumer group (`kafka.group.id`, default ferry-<connector>), so
+// the topics' partitions are split between tasks (and workers). Auto-commit and auto offset store
+// are off: an offset is committed to Kafka only once the runtime reported every record before it
+// safe (commitRecord), by commit() (synchronous). A restarted task resumes from the group's
+// committed offsets; what was polled but not yet safe is read again (at-least-once).
+// Records: topic = `topic` or the Kafka topic, key, value, headers, timestamp; position
+// partition {kafka.topic, kafka.partition}, offset {kafka.offset: next offset}.
+//
+// Threading: the connector and the task are called from their owner thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/connector.h"
+
+namespace spdlog {
+class logger;
+}
+
+struct rd_kafka_s;
+
+namespace ferry::connectors {
+
+class KafkaSourceConnector final : public SourceConnector {
+ public:
+  static const ConfigDef& definition();
+  std::string version() const override;
+  const ConfigDef& configDef() const override { return definition(); }
+  Status start(const StringMap& config, ConnectorContext& context) override;
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) override;
+  void stop() override {}
+  std::unique_ptr<SourceTask> createTask() override;
+
+ private:
+  StringMap config_;
+};
+
+class KafkaSourceTask final : public SourceTask {
+ public:
+  KafkaSourceTask();
+  ~KafkaSourceTask() override;
+  std::string version() const override;
+  Status start(const StringMap& config, SourceTaskContext& context) override;
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
+                           std::chrono::milliseconds maxWait) override;
+  void commitRecord(const Record& record) override;
+  Status commit() override;
+  void stop() override;
+
+ private:
+  std::shared_ptr<spdlog::logger> log_;
+  rd_kafka_s* rk_ = nullptr;
+  std::string targetTopic_;
+  // (topic, partition) -> next offset that is safe to commit, not committed yet.
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> safe_;
+};
+
+}  // namespace ferry::connectors
