@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backbone/embedded/embedded.h"
+#include "backbone/kafka/kafka_backbone.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/standalone_herder.h"
 #include "core/fs.h"
@@ -107,6 +108,20 @@ int runStandalone(int argc, char** argv) {
     ropts.defaultQueues = worker.defaultQueues;
     auto bb = backbone::openRocketmqBackbone(ropts);
     if (!bb.isOk()) return fail("rocketmq backbone: " + bb.status().toString());
+    backbone = std::move(*bb);
+  } else if (worker.backbone == "kafka") {
+    backbone::KafkaBackboneOptions kopts;
+    kopts.bootstrapServers = worker.kafkaBootstrapServers;
+    kopts.defaultQueues = worker.defaultQueues;
+    kopts.replicationFactor = worker.kafkaReplicationFactor;
+    kopts.staticMembership = worker.kafkaStaticMembership;
+    kopts.sessionTimeoutMs = worker.kafkaSessionTimeoutMs;
+    kopts.requestTimeoutMs = worker.kafkaRequestTimeoutMs;
+    kopts.clientOverrides = worker.kafkaClientConfig;
+    kopts.producerOverrides = worker.kafkaProducerConfig;
+    kopts.consumerOverrides = worker.kafkaConsumerConfig;
+    auto bb = backbone::openKafkaBackbone(kopts);
+    if (!bb.isOk()) return fail(bb.status().toString());
     backbone = std::move(*bb);
   } else {
     backbone::EmbeddedOptions bopts;

@@ -27,8 +27,22 @@ const ConfigDef& workerConfigDef() {
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
     d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
              "The queue between source and sink tasks: embedded (a durable local log in data.dir) or "
-             "rocketmq (topics and consumer groups in a RocketMQ cluster).",
-             oneOf({"embedded", "rocketmq"}));
+             "rocketmq (topics and consumer groups in a RocketMQ cluster) or kafka (topics and "
+             "consumer groups in a Kafka cluster).",
+             oneOf({"embedded", "rocketmq", "kafka"}));
+    d.define("backbone.kafka.bootstrap.servers", ConfigType::kString, "127.0.0.1:9092", Importance::kHigh,
+             "Brokers of the kafka backbone (host:port,host:port).", validators::nonEmptyString());
+    d.define("backbone.kafka.replication.factor", ConfigType::kInt, "-1", Importance::kMedium,
+             "Replication factor of topics the kafka backbone creates (-1: the brokers' default).",
+             between(-1, 32));
+    d.define("backbone.kafka.static.membership", ConfigType::kBool, "true", Importance::kMedium,
+             "Sink consumers join their group as static members (group.instance.id = <connector>-<task>): "
+             "a worker restarted after a crash gets its partitions back at once, without a rebalance.");
+    d.define("backbone.kafka.session.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
+             "Group session timeout of the kafka backbone's consumers: how long a member that stopped "
+             "answering keeps its partitions.", between(1000, 3600000));
+    d.define("backbone.kafka.request.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
+             "Timeout of the kafka backbone's metadata and admin requests.", between(100, 600000));
     d.define("backbone.rocketmq.namesrv", ConfigType::kString, "127.0.0.1:9876", Importance::kHigh,
              "NameServer addresses of the rocketmq backbone (host:port;host:port).");
     d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
@@ -84,7 +98,9 @@ const ConfigDef& workerConfigDef() {
 
 Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
-                         workerConfigDef().parse(props, /*rejectUnknown=*/true, {"key.converter.", "value.converter."}));
+                         workerConfigDef().parse(props, /*rejectUnknown=*/true,
+                                                 {"key.converter.", "value.converter.", "backbone.kafka.client.",
+                                                  "backbone.kafka.producer.", "backbone.kafka.consumer."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
@@ -110,6 +126,14 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.rocketmqMaxInflight = p.getLong("backbone.rocketmq.max.inflight");
   c.rocketmqAccessKey = p.getString("backbone.rocketmq.access.key");
   c.rocketmqSecretKey = p.getString("backbone.rocketmq.secret.key");
+  c.kafkaBootstrapServers = p.getString("backbone.kafka.bootstrap.servers");
+  c.kafkaReplicationFactor = p.getInt("backbone.kafka.replication.factor");
+  c.kafkaStaticMembership = p.getBool("backbone.kafka.static.membership");
+  c.kafkaSessionTimeoutMs = p.getLong("backbone.kafka.session.timeout.ms");
+  c.kafkaRequestTimeoutMs = p.getLong("backbone.kafka.request.timeout.ms");
+  c.kafkaClientConfig = p.originalsWithPrefix("backbone.kafka.client.");
+  c.kafkaProducerConfig = p.originalsWithPrefix("backbone.kafka.producer.");
+  c.kafkaConsumerConfig = p.originalsWithPrefix("backbone.kafka.consumer.");
   c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");

@@ -34,6 +34,14 @@ struct WorkerConfig {
   std::int64_t rocketmqMaxInflight = 1024;
   std::string rocketmqAccessKey;
   std::string rocketmqSecretKey;
+  std::string kafkaBootstrapServers = "127.0.0.1:9092";
+  std::int32_t kafkaReplicationFactor = -1;
+  bool kafkaStaticMembership = true;
+  std::int64_t kafkaSessionTimeoutMs = 10000;
+  std::int64_t kafkaRequestTimeoutMs = 10000;
+  StringMap kafkaClientConfig;    // backbone.kafka.client.* (librdkafka properties), prefix stripped
+  StringMap kafkaProducerConfig;  // backbone.kafka.producer.*
+  StringMap kafkaConsumerConfig;  // backbone.kafka.consumer.*
 
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;

@@ -36,5 +36,34 @@ TEST(WorkerConfig, EveryErrorAtOnce) {
     EXPECT_NE(m.find(needle), std::string::npos) << needle << " missing from: " << m;
 }
 
+TEST(WorkerConfig, KafkaBackboneKeysAndClientPrefixes) {
+  auto c = parseWorkerConfig({{"backbone", "kafka"},
+                              {"backbone.kafka.bootstrap.servers", "127.0.0.1:19092"},
+                              {"backbone.kafka.static.membership", "false"},
+                              {"backbone.kafka.client.security.protocol", "SSL"},
+                              {"backbone.kafka.producer.compression.type", "lz4"},
+                              {"backbone.kafka.consumer.fetch.max.bytes", "1048576"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->backbone, "kafka");
+  EXPECT_EQ(c->kafkaBootstrapServers, "127.0.0.1:19092");
+  EXPECT_FALSE(c->kafkaStaticMembership);
+  EXPECT_EQ(c->kafkaSessionTimeoutMs, 10000);
+  EXPECT_EQ(c->kafkaReplicationFactor, -1);
+  EXPECT_EQ(c->kafkaClientConfig.at("security.protocol"), "SSL");
+  EXPECT_EQ(c->kafkaProducerConfig.at("compression.type"), "lz4");
+  EXPECT_EQ(c->kafkaConsumerConfig.at("fetch.max.bytes"), "1048576");
+  EXPECT_TRUE(c->kafkaProducerConfig.count("fetch.max.bytes") == 0);
+}
+
+TEST(WorkerConfig, KafkaBackboneBadValuesNamed) {
+  auto c = parseWorkerConfig({{"backbone", "kafkaa"}, {"backbone.kafka.session.timeout.ms", "5"},
+                              {"backbone.kafka.bootstrap.servers", ""}, {"backbone.kafka.replication.factor", "x"}});
+  ASSERT_FALSE(c.isOk());
+  const std::string m = c.status().message();
+  for (const char* needle : {"backbone", "backbone.kafka.session.timeout.ms", "backbone.kafka.bootstrap.servers",
+                             "backbone.kafka.replication.factor"})
+    EXPECT_NE(m.find(needle), std::string::npos) << needle << " missing from: " << m;
+}
+
 }  // namespace
 }  // namespace ferry::runtime

@@ -1,0 +1,705 @@
+// The kafka backbone (see kafka_backbone.h).
+#include "backbone/kafka/kafka_backbone.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/logging.h"
+
+namespace ferry::backbone {
+namespace {
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = core::logger("kafka");
+  return l;
+}
+
+// librdkafka's own log lines go to the worker log (logger "kafka"), not to stderr.
+void onLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  const char* who = rk ? rd_kafka_name(rk) : "librdkafka";
+  if (level <= 3)
+    log()->error("{} {}: {}", who, fac, buf);
+  else if (level == 4)
+    log()->warn("{} {}: {}", who, fac, buf);
+  else if (level <= 6)
+    log()->info("{} {}: {}", who, fac, buf);
+  else
+    log()->debug("{} {}: {}", who, fac, buf);
+}
+
+// Builds a librdkafka configuration from layered settings; the first refused property is named.
+Result<rd_kafka_conf_t*> makeConf(const std::vector<const StringMap*>& layers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set_log_cb(conf, onLog);
+  char err[512];
+  for (const StringMap* layer : layers)
+    for (const auto& [k, v] : *layer)
+      if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return Status::invalidArgument("kafka backbone: " + k + ": " + err);
+      }
+  return conf;
+}
+
+std::string errText(rd_kafka_resp_err_t e) { return rd_kafka_err2str(e); }
+
+// Runs one admin request (started by `start` on a temporary queue) and returns its result event,
+// or null when none came within the timeout. The caller destroys the event.
+template <class Start>
+rd_kafka_event_t* adminCall(rd_kafka_t* rk, rd_kafka_admin_op_t op, std::int64_t timeoutMs, Start start) {
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, op);
+  char err[256];
+  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeoutMs), err, sizeof err);
+  start(opts, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeoutMs + 2000));
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_queue_destroy(q);
+  return ev;
+}
+
+struct EventGuard {
+  rd_kafka_event_t* ev;
+  ~EventGuard() {
+    if (ev) rd_kafka_event_destroy(ev);
+  }
+};
+
+struct ListGuard {
+  rd_kafka_topic_partition_list_t* list;
+  ~ListGuard() {
+    if (list) rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+class KafkaBackbone;
+
+class KafkaProducer final : public Producer {
+ public:
+  KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk) : b_(b), rk_(rk) {
+    poller_ = std::thread([this] {
+      while (!stop_.load()) rd_kafka_poll(rk_, 50);
+    });
+  }
+  ~KafkaProducer() override {
+    (void)flush(std::chrono::seconds(10));
+    stop_ = true;
+    poller_.join();
+    rd_kafka_destroy(rk_);
+  }
+  Status send(Message m, SendCallback cb) override;
+  Status flush(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(state_.mu);
+    if (!state_.cv.wait_for(lock, timeout, [&] { return state_.outstanding == 0; }))
+      return Status::timeout(std::to_string(state_.outstanding) + " message(s) not yet acknowledged by Kafka");
+    return Status::ok();
+  }
+
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::int64_t outstanding = 0;
+  };
+  struct Pending {
+    State* state;
+    SendCallback cb;
+  };
+
+ private:
+  KafkaBackbone& b_;
+  rd_kafka_t* rk_;
+  State state_;
+  std::atomic<bool> stop_{false};
+  std::thread poller_;
+};
+
+void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  auto* p = static_cast<KafkaProducer::Pending*>(m->_private);
+  if (p == nullptr) return;
+  if (p->cb) {
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+      p->cb(Status::ok(), m->partition, m->offset);
+    else
+      p->cb(Status::unavailable("Kafka did not take the message: " + errText(m->err)), -1, -1);
+  }
+  KafkaProducer::State* s = p->state;
+  delete p;
+  std::lock_guard lock(s->mu);
+  if (--s->outstanding == 0) s->cv.notify_all();
+}
+
+class KafkaConsumer final : public Consumer {
+ public:
+  KafkaConsumer(KafkaBackbone& b, std::string group) : b_(b), group_(std::move(group)) {}
+  ~KafkaConsumer() override { close(); }
+  Status open(rd_kafka_conf_t* conf);
+  Status subscribe(const std::vector<std::string>& topics, RebalanceListener* listener) override;
+  Result<std::size_t> poll(std::vector<Message>& out, std::size_t maxMessages, std::chrono::milliseconds maxWait) override;
+  Status commit(const OffsetMap& offsets) override;
+  Status seek(const TopicQueue& queue, std::int64_t offset) override;
+  std::vector<TopicQueue> assignment() const override { return assignment_; }
+  void close() override {
+    if (rk_ == nullptr) return;
+    rd_kafka_consumer_close(rk_);  // serves the final revocation (listener commits) first
+    rd_kafka_destroy(rk_);
+    rk_ = nullptr;
+  }
+
+  void rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
+
+ private:
+  std::vector<TopicQueue> toFerry(const rd_kafka_topic_partition_list_t* parts) const;
+
+  KafkaBackbone& b_;
+  const std::string group_;
+  rd_kafka_t* rk_ = nullptr;
+  RebalanceListener* listener_ = nullptr;
+  std::map<std::string, std::string> names_;  // Kafka topic -> ferry topic
+  std::vector<TopicQueue> assignment_;
+};
+
+void onRebalance(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts, void* opaque) {
+  static_cast<KafkaConsumer*>(opaque)->rebalance(err, parts);
+}
+
+class KafkaBackbone final : public Backbone, public Admin {
+ public:
+  KafkaBackbone(KafkaBackboneOptions o, rd_kafka_t* admin) : o_(std::move(o)), admin_(admin) {}
+  ~KafkaBackbone() override {
+    close();
+    rd_kafka_destroy(admin_);
+  }
+
+  std::string kind() const override { return "kafka"; }
+
+  Result<std::unique_ptr<Producer>> createProducer(const StringMap& overrides) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    StringMap base = {{"bootstrap.servers", o_.bootstrapServers},
+                      {"enable.idempotence", "true"},
+                      {"acks", "all"},
+                      {"linger.ms", "5"},
+                      {"partitioner", "murmur2_random"},  // the Java client's choice: same key, same partition
+                      {"queue.buffering.max.messages", "100000"},
+                      {"message.timeout.ms", "120000"},
+                      {"client.id", "ferry-producer"}};
+    FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
+                           makeConf({&base, &o_.clientOverrides, &o_.producerOverrides, &overrides}));
+    rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (rk == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return Status::invalidArgument(std::string("kafka backbone: cannot create a producer: ") + err);
+    }
+    return std::unique_ptr<Producer>(std::make_unique<KafkaProducer>(*this, rk));
+  }
+
+  Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group, const std::string& memberId,
+                                                   const StringMap& overrides) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    StringMap base = {{"bootstrap.servers", o_.bootstrapServers},
+                      {"group.id", kafkaSafeName(group)},
+                      {"client.id", kafkaSafeName(memberId.empty() ? group : memberId)},
+                      {"enable.auto.commit", "false"},
+                      {"enable.auto.offset.store", "false"},
+                      {"auto.offset.reset", "earliest"},
+                      {"partition.assignment.strategy", "cooperative-sticky"},
+                      {"session.timeout.ms", std::to_string(o_.sessionTimeoutMs)},
+                      {"heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(1000, o_.sessionTimeoutMs / 4))},
+                      {"topic.metadata.refresh.interval.ms", "10000"},
+                      {"allow.auto.create.topics", "false"}};
+    if (o_.staticMembership && !memberId.empty()) base["group.instance.id"] = kafkaSafeName(memberId);
+    FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
+                           makeConf({&base, &o_.clientOverrides, &o_.consumerOverrides, &overrides}));
+    auto c = std::make_unique<KafkaConsumer>(*this, kafkaSafeName(group));
+    FERRY_RETURN_IF_ERROR(c->open(conf));
+    return std::unique_ptr<Consumer>(std::move(c));
+  }
+
+  Admin& admin() override { return *this; }
+  void close() override { closed_ = true; }
+  bool closed() const { return closed_; }
+
+  // ----- Admin
+  Status ensureTopic(const std::string& name, std::int32_t queues) override {
+    const std::string t = kafkaSafeName(name);
+    if (describeTopic(name).isOk()) return Status::ok();
+    char err[512];
+    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(t.c_str(), queues, o_.replicationFactor, err, sizeof err);
+    if (nt == nullptr) return Status::invalidArgument("kafka backbone: topic " + t + ": " + err);
+    EventGuard g{adminCall(admin_, RD_KAFKA_ADMIN_OP_CREATETOPICS, o_.requestTimeoutMs,
+                           [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+                             rd_kafka_CreateTopics(admin_, &nt, 1, opts, q);
+                           })};
+    rd_kafka_NewTopic_destroy(nt);
+    if (g.ev == nullptr) return Status::timeout("kafka backbone: creating topic " + t + ": no answer");
+    if (rd_kafka_event_error(g.ev))
+      return Status::unavailable("kafka backbone: creating topic " + t + ": " + rd_kafka_event_error_string(g.ev));
+    size_t n = 0;
+    const rd_kafka_topic_result_t** res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(g.ev), &n);
+    for (size_t i = 0; i < n; ++i) {
+      const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        const char* s = rd_kafka_topic_result_error_string(res[i]);
+        return Status::unavailable("kafka backbone: creating topic " + t + ": " + (s ? s : errText(e)));
+      }
+    }
+    // The controller answered; wait until the metadata the clients see has the topic.
+    const std::int64_t deadline = core::monotonicMs() + o_.requestTimeoutMs;
+    while (core::monotonicMs() < deadline) {
+      if (describeTopic(name).isOk()) return Status::ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return Status::timeout("kafka backbone: topic " + t + " created but not yet in the metadata");
+  }
+
+  Result<std::vector<TopicInfo>> listTopics() override {
+    FERRY_ASSIGN_OR_RETURN(auto all, metadata());
+    std::vector<TopicInfo> out;
+    for (const auto& [name, parts] : all)
+      if (name.rfind("__", 0) != 0) out.push_back(TopicInfo{name, parts});
+    return out;
+  }
+
+  Result<TopicInfo> describeTopic(const std::string& name) override {
+    const std::string t = kafkaSafeName(name);
+    FERRY_ASSIGN_OR_RETURN(auto all, metadata());
+    auto it = all.find(t);
+    if (it == all.end() || it->second <= 0) return Status::notFound("Kafka topic " + t + " does not exist");
+    remember(t, it->second);
+    return TopicInfo{name, it->second};
+  }
+
+  Result<OffsetMap> endOffsets(const std::string& topic) override { return watermarks(topic, true); }
+  Result<OffsetMap> startOffsets(const std::string& topic) override { return watermarks(topic, false); }
+
+  Result<OffsetMap> committedOffsets(const std::string& group) override {
+    const std::string g = kafkaSafeName(group);
+    rd_kafka_ListConsumerGroupOffsets_t* req = rd_kafka_ListConsumerGroupOffsets_new(g.c_str(), nullptr);
+    EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, o_.requestTimeoutMs,
+                            [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+                              rd_kafka_ListConsumerGroupOffsets(admin_, &req, 1, opts, q);
+                            })};
+    rd_kafka_ListConsumerGroupOffsets_destroy(req);
+    if (ev.ev == nullptr) return Status::timeout("kafka backbone: offsets of group " + g + ": no answer");
+    if (rd_kafka_event_error(ev.ev))
+      return Status::unavailable("kafka backbone: offsets of group " + g + ": " + rd_kafka_event_error_string(ev.ev));
+    size_t n = 0;
+    const rd_kafka_group_result_t** groups = rd_kafka_ListConsumerGroupOffsets_result_groups(
+        rd_kafka_event_ListConsumerGroupOffsets_result(ev.ev), &n);
+    OffsetMap out;
+    for (size_t i = 0; i < n; ++i) {
+      if (const rd_kafka_error_t* e = rd_kafka_group_result_error(groups[i]))
+        return Status::unavailable("kafka backbone: offsets of group " + g + ": " + rd_kafka_error_string(e));
+      const rd_kafka_topic_partition_list_t* parts = rd_kafka_group_result_partitions(groups[i]);
+      for (int j = 0; parts && j < parts->cnt; ++j) {
+        const auto& p = parts->elems[j];
+        if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset >= 0) out[TopicQueue{p.topic, p.partition}] = p.offset;
+      }
+    }
+    return out;
+  }
+
+  // Kafka refuses both steps while the group has members. Static members (the default) stay in
+  // the group for session.timeout.ms after their consumer closed, so a group whose sink was just
+  // stopped is retried until that time has passed before the refusal is reported.
+  Status setCommittedOffsets(const std::string& group, const OffsetMap& offsets) override {
+    const std::string g = kafkaSafeName(group);
+    const std::int64_t deadline = core::monotonicMs() + o_.sessionTimeoutMs + 5000;
+    for (;;) {
+      Status s = trySetCommitted(g, group, offsets);
+      if (s.code() != StatusCode::kFailedPrecondition || core::monotonicMs() >= deadline) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+  Status deleteGroup(const std::string& group) override { return setCommittedOffsets(group, {}); }
+
+  std::int32_t partitionsOf(const std::string& kafkaTopic) {
+    std::lock_guard lock(mu_);
+    auto it = partitions_.find(kafkaTopic);
+    return it == partitions_.end() ? 0 : it->second;
+  }
+  Status ensureForSend(const std::string& kafkaTopic, const std::string& name) {
+    if (partitionsOf(kafkaTopic) > 0) return Status::ok();
+    return ensureTopic(name, o_.defaultQueues);
+  }
+  std::int64_t requestTimeoutMs() const { return o_.requestTimeoutMs; }
+
+ private:
+  void remember(const std::string& kafkaTopic, std::int32_t parts) {
+    std::lock_guard lock(mu_);
+    partitions_[kafkaTopic] = parts;
+  }
+
+  // Every topic's partition count, from one metadata request for all topics (a request naming a
+  // topic could make a broker with auto.create.topics.enable create it).
+  Result<std::map<std::string, std::int32_t>> metadata() {
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(admin_, 1, nullptr, &md, static_cast<int>(o_.requestTimeoutMs));
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return Status::unavailable("kafka backbone: metadata from " + o_.bootstrapServers + ": " + errText(e));
+    std::map<std::string, std::int32_t> out;
+    for (int i = 0; i < md->topic_cnt; ++i)
+      if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) out[md->topics[i].topic] = md->topics[i].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+    return out;
+  }
+
+  Result<OffsetMap> watermarks(const std::string& topic, bool high) {
+    FERRY_ASSIGN_OR_RETURN(auto info, describeTopic(topic));
+    const std::string t = kafkaSafeName(topic);
+    OffsetMap out;
+    for (std::int32_t p = 0; p < info.queues; ++p) {
+      int64_t lo = 0, hi = 0;
+      rd_kafka_resp_err_t e =
+          rd_kafka_query_watermark_offsets(admin_, t.c_str(), p, &lo, &hi, static_cast<int>(o_.requestTimeoutMs));
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return Status::unavailable("kafka backbone: offsets of " + t + "/" + std::to_string(p) + ": " + errText(e));
+      out[TopicQueue{topic, p}] = high ? hi : lo;
+    }
+    return out;
+  }
+
+  Status trySetCommitted(const std::string& g, const std::string& group, const OffsetMap& offsets) {
+    bool dropSome = offsets.empty();
+    if (!dropSome) {
+      FERRY_ASSIGN_OR_RETURN(auto current, committedOffsets(group));
+      for (const auto& [tq, off] : current)
+        if (!offsets.count(TopicQueue{kafkaSafeName(tq.topic), tq.queue}) && !offsets.count(tq)) dropSome = true;
+    }
+    if (dropSome) {
+      rd_kafka_DeleteGroup_t* dg = rd_kafka_DeleteGroup_new(g.c_str());
+      EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_DELETEGROUPS, o_.requestTimeoutMs,
+                              [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+                                rd_kafka_DeleteGroups(admin_, &dg, 1, opts, q);
+                              })};
+      rd_kafka_DeleteGroup_destroy(dg);
+      if (ev.ev == nullptr) return Status::timeout("kafka backbone: deleting group " + g + ": no answer");
+      if (rd_kafka_event_error(ev.ev))
+        return Status::unavailable("kafka backbone: deleting group " + g + ": " + rd_kafka_event_error_string(ev.ev));
+      size_t n = 0;
+      const rd_kafka_group_result_t** res =
+          rd_kafka_DeleteGroups_result_groups(rd_kafka_event_DeleteGroups_result(ev.ev), &n);
+      for (size_t i = 0; i < n; ++i)
+        if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) {
+          const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+          if (code == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;
+          if (code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP)
+            return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
+          return Status::unavailable("kafka backbone: deleting group " + g + ": " + rd_kafka_error_string(e));
+        }
+    }
+    if (offsets.empty()) return Status::ok();
+    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+    ListGuard pg{parts};
+    for (const auto& [tq, off] : offsets)
+      rd_kafka_topic_partition_list_add(parts, kafkaSafeName(tq.topic).c_str(), tq.queue)->offset = off;
+    rd_kafka_AlterConsumerGroupOffsets_t* req = rd_kafka_AlterConsumerGroupOffsets_new(g.c_str(), parts);
+    EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, o_.requestTimeoutMs,
+                            [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
+                              rd_kafka_AlterConsumerGroupOffsets(admin_, &req, 1, opts, q);
+                            })};
+    rd_kafka_AlterConsumerGroupOffsets_destroy(req);
+    if (ev.ev == nullptr) return Status::timeout("kafka backbone: writing offsets of group " + g + ": no answer");
+    if (rd_kafka_event_error(ev.ev))
+      return Status::unavailable("kafka backbone: writing offsets of group " + g + ": " +
+                                 rd_kafka_event_error_string(ev.ev));
+    size_t n = 0;
+    const rd_kafka_group_result_t** res = rd_kafka_AlterConsumerGroupOffsets_result_groups(
+        rd_kafka_event_AlterConsumerGroupOffsets_result(ev.ev), &n);
+    for (size_t i = 0; i < n; ++i) {
+      if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) {
+        const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+        if (code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP)
+          return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
+        return Status::unavailable("kafka backbone: writing offsets of group " + g + ": " + rd_kafka_error_string(e));
+      }
+      const rd_kafka_topic_partition_list_t* got = rd_kafka_group_result_partitions(res[i]);
+      for (int j = 0; got && j < got->cnt; ++j) {
+        const rd_kafka_resp_err_t code = got->elems[j].err;
+        if (code == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+        if (code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
+          return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
+        return Status::unavailable("kafka backbone: writing offset of " + g + " for " + got->elems[j].topic + "/" +
+                                   std::to_string(got->elems[j].partition) + ": " + errText(code));
+      }
+    }
+    return Status::ok();
+  }
+
+  KafkaBackboneOptions o_;
+  rd_kafka_t* admin_;  // a producer handle used for admin requests and metadata only
+  std::atomic<bool> closed_{false};
+  std::mutex mu_;
+  std::map<std::string, std::int32_t> partitions_;  // Kafka topic -> partitions (send side)
+};
+
+Status KafkaProducer::send(Message m, SendCallback cb) {
+  if (b_.closed()) return Status::unavailable("backbone closed");
+  char fatal[512];
+  if (rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, fatal, sizeof fatal); e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::internal(std::string("kafka backbone producer: fatal error: ") + fatal);
+  const std::string topic = kafkaSafeName(m.topic);
+  FERRY_RETURN_IF_ERROR(b_.ensureForSend(topic, m.topic));
+  std::int32_t partition = RD_KAFKA_PARTITION_UA;
+  if (m.queue >= 0) {
+    partition = m.queue;
+  } else if (m.key.isNull() && !m.routingHint.empty()) {
+    if (const std::int32_t n = b_.partitionsOf(topic); n > 0)
+      partition = static_cast<std::int32_t>(fnv1a(m.routingHint) % static_cast<std::uint32_t>(n));
+  }
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (!m.headers.empty()) {
+    hdrs = rd_kafka_headers_new(m.headers.size());
+    for (const Header& h : m.headers) {
+      if (h.value.isNull())
+        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
+      else
+        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
+                            static_cast<ssize_t>(h.value.size()));
+    }
+  }
+  auto* pending = new Pending{&state_, std::move(cb)};
+  {
+    std::lock_guard lock(state_.mu);
+    ++state_.outstanding;
+  }
+  for (;;) {
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(m.value.isNull() ? nullptr : const_cast<char*>(m.value.view().data()),
+                         m.value.isNull() ? 0 : m.value.size()),
+        RD_KAFKA_V_KEY(m.key.isNull() ? nullptr : const_cast<char*>(m.key.view().data()),
+                       m.key.isNull() ? 0 : m.key.size()),
+        RD_KAFKA_V_TIMESTAMP(m.timestampMs), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(pending), RD_KAFKA_V_END);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::ok();  // librdkafka owns hdrs now
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL && !b_.closed()) {
+      // Backpressure: the poller thread serves delivery reports and makes room.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
+    if (hdrs) rd_kafka_headers_destroy(hdrs);
+    delete pending;
+    {
+      std::lock_guard lock(state_.mu);
+      if (--state_.outstanding == 0) state_.cv.notify_all();
+    }
+    return Status::unavailable("kafka backbone: cannot send to " + topic + ": " + errText(e));
+  }
+}
+
+Status KafkaConsumer::open(rd_kafka_conf_t* conf) {
+  rd_kafka_conf_set_rebalance_cb(conf, onRebalance);
+  rd_kafka_conf_set_opaque(conf, this);
+  char err[512];
+  rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("kafka backbone: cannot create a consumer: ") + err);
+  }
+  rd_kafka_poll_set_consumer(rk_);
+  return Status::ok();
+}
+
+Status KafkaConsumer::subscribe(const std::vector<std::string>& topics, RebalanceListener* listener) {
+  if (rk_ == nullptr) return Status::failedPrecondition("consumer closed");
+  listener_ = listener;
+  rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
+  ListGuard g{subs};
+  for (const auto& t : topics) {
+    const std::string k = kafkaSafeName(t);
+    names_[k] = t;
+    rd_kafka_topic_partition_list_add(subs, k.c_str(), RD_KAFKA_PARTITION_UA);
+  }
+  rd_kafka_resp_err_t e = rd_kafka_subscribe(rk_, subs);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::unavailable("kafka backbone: group " + group_ + " cannot subscribe: " + errText(e));
+  return Status::ok();
+}
+
+std::vector<TopicQueue> KafkaConsumer::toFerry(const rd_kafka_topic_partition_list_t* parts) const {
+  std::vector<TopicQueue> out;
+  for (int i = 0; parts && i < parts->cnt; ++i) {
+    auto it = names_.find(parts->elems[i].topic);
+    out.push_back(TopicQueue{it == names_.end() ? std::string(parts->elems[i].topic) : it->second,
+                             parts->elems[i].partition});
+  }
+  return out;
+}
+
+// Runs inside rd_kafka_consumer_poll() / rd_kafka_consumer_close() on the task thread. Revoked
+// partitions are offered to the listener (which flushes the sink and commits) before they are
+// given up; with the cooperative protocol only the partitions that move are revoked.
+void KafkaConsumer::rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+  const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk_)) == "COOPERATIVE";
+  auto tqs = toFerry(parts);
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk_, parts)) {
+        log()->warn("kafka backbone: group {}: incremental assign failed: {}", group_, rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+    } else {
+      rd_kafka_assign(rk_, parts);
+      assignment_.clear();
+    }
+    assignment_.insert(assignment_.end(), tqs.begin(), tqs.end());
+    if (listener_ && !tqs.empty()) listener_->onAssigned(tqs);
+    return;
+  }
+  // Revoked (or lost: then the commits the listener makes fail and the partitions' new owner
+  // reads again from the last committed offsets; nothing is lost).
+  if (listener_ && !tqs.empty()) listener_->onRevoked(tqs);
+  for (const auto& tq : tqs) std::erase(assignment_, tq);
+  if (cooperative) {
+    if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk_, parts)) {
+      log()->warn("kafka backbone: group {}: incremental unassign failed: {}", group_, rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+  } else {
+    rd_kafka_assign(rk_, nullptr);
+    assignment_.clear();
+  }
+}
+
+Result<std::size_t> KafkaConsumer::poll(std::vector<Message>& out, std::size_t maxMessages,
+                                        std::chrono::milliseconds maxWait) {
+  if (rk_ == nullptr) return Status::failedPrecondition("consumer closed");
+  std::size_t n = 0;
+  auto timeout = static_cast<int>(maxWait.count());
+  while (n < maxMessages) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout);
+    if (m == nullptr) break;
+    timeout = 0;  // take what is there, do not wait again
+    if (m->err) {
+      const rd_kafka_resp_err_t err = m->err;
+      std::string what = rd_kafka_message_errstr(m);
+      rd_kafka_message_destroy(m);
+      if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+      if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char fatal[512];
+        rd_kafka_fatal_error(rk_, fatal, sizeof fatal);
+        return Status::internal("kafka backbone: group " + group_ + ": " + fatal);
+      }
+      log()->warn("kafka backbone: group {}: {}", group_, what);
+      break;
+    }
+    Message msg;
+    const char* kt = rd_kafka_topic_name(m->rkt);
+    auto it = names_.find(kt);
+    msg.topic = it == names_.end() ? std::string(kt) : it->second;
+    msg.queue = m->partition;
+    msg.offset = m->offset;
+    if (m->key) msg.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+    if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+    rd_kafka_timestamp_type_t tt;
+    msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* val;
+      size_t size;
+      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+        msg.headers.add(name, val ? Bytes(std::string(static_cast<const char*>(val), size)) : Bytes());
+    }
+    rd_kafka_message_destroy(m);
+    out.push_back(std::move(msg));
+    ++n;
+  }
+  return n;
+}
+
+Status KafkaConsumer::commit(const OffsetMap& offsets) {
+  if (rk_ == nullptr) return Status::failedPrecondition("consumer closed");
+  if (offsets.empty()) return Status::ok();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  ListGuard g{list};
+  for (const auto& [tq, off] : offsets)
+    rd_kafka_topic_partition_list_add(list, kafkaSafeName(tq.topic).c_str(), tq.queue)->offset = off;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);  // synchronous
+  switch (e) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+    case RD_KAFKA_RESP_ERR__NO_OFFSET:
+      return Status::ok();
+    case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+    case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+    case RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST:
+    case RD_KAFKA_RESP_ERR__STATE:
+      // The partitions are moving to another member, which reads again from the last committed
+      // offsets: duplicates, not loss. Not a reason to fail the task.
+      log()->warn("kafka backbone: group {}: commit during a rebalance not taken ({})", group_, errText(e));
+      return Status::ok();
+    default:
+      return Status::unavailable("kafka backbone: group " + group_ + ": commit failed: " + errText(e));
+  }
+}
+
+Status KafkaConsumer::seek(const TopicQueue& queue, std::int64_t offset) {
+  if (rk_ == nullptr) return Status::failedPrecondition("consumer closed");
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  ListGuard g{list};
+  rd_kafka_topic_partition_list_add(list, kafkaSafeName(queue.topic).c_str(), queue.queue)->offset = offset;
+  if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk_, list, 5000)) {
+    Status s = Status::unavailable(std::string("kafka backbone: seek failed: ") + rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return s;
+  }
+  if (list->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::unavailable("kafka backbone: seek " + queue.topic + "/" + std::to_string(queue.queue) + ": " +
+                               errText(list->elems[0].err));
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string kafkaSafeName(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '.' || c == '_' || c == '-')) c = '_';
+  }
+  if (out.size() > 249) out.resize(249);
+  return out;
+}
+
+Result<std::unique_ptr<Backbone>> openKafkaBackbone(const KafkaBackboneOptions& options) {
+  StringMap base = {{"bootstrap.servers", options.bootstrapServers},
+                    {"client.id", "ferry-admin"},
+                    {"allow.auto.create.topics", "false"}};
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, makeConf({&base, &options.clientOverrides}));
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("kafka backbone: ") + err);
+  }
+  // Fail early and clearly when no broker answers.
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(options.requestTimeoutMs));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_destroy(rk);
+    return Status::unavailable("kafka backbone: no broker of " + options.bootstrapServers + " answers: " + errText(e));
+  }
+  rd_kafka_metadata_destroy(md);
+  return std::unique_ptr<Backbone>(std::make_unique<KafkaBackbone>(options, rk));
+}
+
+}  // namespace ferry::backbone
