@@ -29,6 +29,10 @@ const ConfigDef& KafkaSourceConnector::definition() {
              validators::oneOf({"earliest", "latest"}));
     d.define("topic", ConfigType::kString, "", Importance::kMedium,
              "Backbone topic written to; empty means the Kafka topic.");
+    d.define("kafka.static.membership", ConfigType::kBool, "true", Importance::kMedium,
+             "Tasks join as static members (group.instance.id = ferry-<connector>-<task>): a worker "
+             "restarted after a crash gets its partitions back at once instead of after the session "
+             "timeout.");
     d.allowPrefix(kOverride);
     return d;
   }();
@@ -68,7 +72,10 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
                         {"auto.offset.reset", p.getString("kafka.from")},
                         {"enable.auto.commit", "false"},
                         {"enable.auto.offset.store", "false"},
+                        {"session.timeout.ms", "10000"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  if (p.getBool("kafka.static.membership"))
+    settings["group.instance.id"] = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
   for (const auto& [k, v] : config)
     if (k.rfind(kOverride, 0) == 0) settings[k.substr(std::char_traits<char>::length(kOverride))] = v;
   rd_kafka_conf_t* conf = rd_kafka_conf_new();

@@ -4,7 +4,9 @@
 // the topics' partitions are split between tasks (and workers). Auto-commit and auto offset store
 // are off: an offset is committed to Kafka only once the runtime reported every record before it
 // safe (commitRecord), by commit() (synchronous). A restarted task resumes from the group's
-// committed offsets; what was polled but not yet safe is read again (at-least-once).
+// committed offsets; what was polled but not yet safe is read again (at-least-once). Tasks are
+// static members by default (kafka.static.membership): after a kill -9 the restarted task takes
+// its partitions back at once instead of waiting for the dead member's session to expire.
 // Records: topic = `topic` or the Kafka topic, key, value, headers, timestamp; position
 // partition {kafka.topic, kafka.partition}, offset {kafka.offset: next offset}.
 //
