@@ -9,6 +9,7 @@
 
 #include "connectors/common.h"
 #include "core/logging.h"
+#include "kafka/rdkafka_util.h"
 
 namespace ferry::connectors {
 namespace {
@@ -75,27 +76,16 @@ Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   topic_ = p.getString("kafka.topic");
   partitionFromRecord_ = p.getString("kafka.partition.from") == "record";
   flushTimeoutMs_ = p.getLong("flush.timeout.ms");
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char err[512];
-  auto set = [&](const std::string& k, const std::string& v, const std::string& key) -> Status {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK)
-      return Status::invalidArgument(key + ": " + err);
-    return Status::ok();
-  };
   StringMap settings = {{"bootstrap.servers", p.getString("kafka.bootstrap.servers")},
                         {"enable.idempotence", "true"},
                         {"acks", "all"},
                         {"linger.ms", "5"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  StringMap overrides;
   for (const auto& [k, v] : config)
-    if (k.rfind(kOverride, 0) == 0) settings[k.substr(std::char_traits<char>::length(kOverride))] = v;
-  for (const auto& [k, v] : settings) {
-    const std::string key = config.count(std::string(kOverride) + k) ? std::string(kOverride) + k : "kafka." + k;
-    if (Status s = set(k, v, key); !s.isOk()) {
-      rd_kafka_conf_destroy(conf);
-      return s;
-    }
-  }
+    if (k.rfind(kOverride, 0) == 0) overrides[k.substr(std::char_traits<char>::length(kOverride))] = v;
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&settings, "kafka."}, {&overrides, kOverride}}));
+  char err[512];
   rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
   rd_kafka_conf_set_opaque(conf, &deliveries_);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);  // takes conf on success

@@ -7,6 +7,7 @@
 
 #include "connectors/common.h"
 #include "core/logging.h"
+#include "kafka/rdkafka_util.h"
 
 namespace ferry::connectors {
 namespace {
@@ -76,17 +77,11 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
   if (p.getBool("kafka.static.membership"))
     settings["group.instance.id"] = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
+  StringMap overrides;
   for (const auto& [k, v] : config)
-    if (k.rfind(kOverride, 0) == 0) settings[k.substr(std::char_traits<char>::length(kOverride))] = v;
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    if (k.rfind(kOverride, 0) == 0) overrides[k.substr(std::char_traits<char>::length(kOverride))] = v;
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&settings, "kafka."}, {&overrides, kOverride}}));
   char err[512];
-  for (const auto& [k, v] : settings) {
-    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      const std::string key = config.count(std::string(kOverride) + k) ? std::string(kOverride) + k : "kafka." + k;
-      return Status::invalidArgument(key + ": " + err);
-    }
-  }
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk_ == nullptr) {
     rd_kafka_conf_destroy(conf);

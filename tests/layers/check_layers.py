@@ -5,9 +5,10 @@
   src/core       -> SDK
   src/rocketmq   -> core, SDK (the RocketMQ protocol client)
   src/mqtt       -> core, SDK (the MQTT protocol codec and client)
-  src/backbone   -> rocketmq, core, SDK
+  src/kafka      -> core, SDK (helpers over librdkafka)
+  src/backbone   -> rocketmq, kafka, core, SDK
   src/store      -> core, SDK
-  connectors/    -> SDK, core, protocol clients (rocketmq), their own folder
+  connectors/    -> SDK, core, protocol clients (rocketmq, mqtt, kafka), their own folder
   transforms/    -> SDK (and core for logging), their own folder
   src/runtime    -> store, backbone, core, SDK, connectors/transforms (built-in registration)
   src/control    -> runtime and below
@@ -25,15 +26,16 @@ ALLOWED = {
     "src/core": {"ferry", "core"},
     "src/rocketmq": {"ferry", "core", "rocketmq"},
     "src/mqtt": {"ferry", "core", "mqtt"},
-    "src/backbone": {"ferry", "core", "rocketmq", "backbone"},
+    "src/kafka": {"ferry", "core", "kafka"},
+    "src/backbone": {"ferry", "core", "rocketmq", "kafka", "backbone"},
     "src/store": {"ferry", "core", "store"},
-    "connectors": {"ferry", "core", "rocketmq", "mqtt", "connectors"},
+    "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "runtime", "connectors", "transforms"},
     "src/control": {"ferry", "core", "backbone", "store", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "kafka/rdkafka_util.h"
 #include "core/logging.h"
 
 namespace ferry::backbone {
@@ -24,56 +25,7 @@ std::shared_ptr<spdlog::logger> log() {
   return l;
 }
 
-// librdkafka's own log lines go to the worker log (logger "kafka"), not to stderr.
-void onLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
-  const char* who = rk ? rd_kafka_name(rk) : "librdkafka";
-  if (level <= 3)
-    log()->error("{} {}: {}", who, fac, buf);
-  else if (level == 4)
-    log()->warn("{} {}: {}", who, fac, buf);
-  else if (level <= 6)
-    log()->info("{} {}: {}", who, fac, buf);
-  else
-    log()->debug("{} {}: {}", who, fac, buf);
-}
-
-// Builds a librdkafka configuration from layered settings; the first refused property is named.
-Result<rd_kafka_conf_t*> makeConf(const std::vector<const StringMap*>& layers) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set_log_cb(conf, onLog);
-  char err[512];
-  for (const StringMap* layer : layers)
-    for (const auto& [k, v] : *layer)
-      if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-        rd_kafka_conf_destroy(conf);
-        return Status::invalidArgument("kafka backbone: " + k + ": " + err);
-      }
-  return conf;
-}
-
 std::string errText(rd_kafka_resp_err_t e) { return rd_kafka_err2str(e); }
-
-// Runs one admin request (started by `start` on a temporary queue) and returns its result event,
-// or null when none came within the timeout. The caller destroys the event.
-template <class Start>
-rd_kafka_event_t* adminCall(rd_kafka_t* rk, rd_kafka_admin_op_t op, std::int64_t timeoutMs, Start start) {
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, op);
-  char err[256];
-  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeoutMs), err, sizeof err);
-  start(opts, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeoutMs + 2000));
-  rd_kafka_AdminOptions_destroy(opts);
-  rd_kafka_queue_destroy(q);
-  return ev;
-}
-
-struct EventGuard {
-  rd_kafka_event_t* ev;
-  ~EventGuard() {
-    if (ev) rd_kafka_event_destroy(ev);
-  }
-};
 
 struct ListGuard {
   rd_kafka_topic_partition_list_t* list;
@@ -199,7 +151,10 @@ class KafkaBackbone final : public Backbone, public Admin {
                       {"message.timeout.ms", "120000"},
                       {"client.id", "ferry-producer"}};
     FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
-                           makeConf({&base, &o_.clientOverrides, &o_.producerOverrides, &overrides}));
+                           kafka::makeConf({{&base, "kafka backbone: "},
+                                            {&o_.clientOverrides, "backbone.kafka.client."},
+                                            {&o_.producerOverrides, "backbone.kafka.producer."},
+                                            {&overrides, "kafka backbone: "}}));
     rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
@@ -226,7 +181,10 @@ class KafkaBackbone final : public Backbone, public Admin {
                       {"allow.auto.create.topics", "false"}};
     if (o_.staticMembership && !memberId.empty()) base["group.instance.id"] = kafkaSafeName(memberId);
     FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
-                           makeConf({&base, &o_.clientOverrides, &o_.consumerOverrides, &overrides}));
+                           kafka::makeConf({{&base, "kafka backbone: "},
+                                            {&o_.clientOverrides, "backbone.kafka.client."},
+                                            {&o_.consumerOverrides, "backbone.kafka.consumer."},
+                                            {&overrides, "kafka backbone: "}}));
     auto c = std::make_unique<KafkaConsumer>(*this, kafkaSafeName(group));
     FERRY_RETURN_IF_ERROR(c->open(conf));
     return std::unique_ptr<Consumer>(std::move(c));
@@ -240,26 +198,8 @@ class KafkaBackbone final : public Backbone, public Admin {
   Status ensureTopic(const std::string& name, std::int32_t queues) override {
     const std::string t = kafkaSafeName(name);
     if (describeTopic(name).isOk()) return Status::ok();
-    char err[512];
-    rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(t.c_str(), queues, o_.replicationFactor, err, sizeof err);
-    if (nt == nullptr) return Status::invalidArgument("kafka backbone: topic " + t + ": " + err);
-    EventGuard g{adminCall(admin_, RD_KAFKA_ADMIN_OP_CREATETOPICS, o_.requestTimeoutMs,
-                           [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
-                             rd_kafka_CreateTopics(admin_, &nt, 1, opts, q);
-                           })};
-    rd_kafka_NewTopic_destroy(nt);
-    if (g.ev == nullptr) return Status::timeout("kafka backbone: creating topic " + t + ": no answer");
-    if (rd_kafka_event_error(g.ev))
-      return Status::unavailable("kafka backbone: creating topic " + t + ": " + rd_kafka_event_error_string(g.ev));
-    size_t n = 0;
-    const rd_kafka_topic_result_t** res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(g.ev), &n);
-    for (size_t i = 0; i < n; ++i) {
-      const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        const char* s = rd_kafka_topic_result_error_string(res[i]);
-        return Status::unavailable("kafka backbone: creating topic " + t + ": " + (s ? s : errText(e)));
-      }
-    }
+    FERRY_RETURN_IF_ERROR(
+        kafka::createTopic(admin_, t, queues, o_.replicationFactor, o_.requestTimeoutMs).withContext("kafka backbone"));
     // The controller answered; wait until the metadata the clients see has the topic.
     const std::int64_t deadline = core::monotonicMs() + o_.requestTimeoutMs;
     while (core::monotonicMs() < deadline) {
@@ -290,29 +230,9 @@ class KafkaBackbone final : public Backbone, public Admin {
   Result<OffsetMap> startOffsets(const std::string& topic) override { return watermarks(topic, false); }
 
   Result<OffsetMap> committedOffsets(const std::string& group) override {
-    const std::string g = kafkaSafeName(group);
-    rd_kafka_ListConsumerGroupOffsets_t* req = rd_kafka_ListConsumerGroupOffsets_new(g.c_str(), nullptr);
-    EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, o_.requestTimeoutMs,
-                            [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
-                              rd_kafka_ListConsumerGroupOffsets(admin_, &req, 1, opts, q);
-                            })};
-    rd_kafka_ListConsumerGroupOffsets_destroy(req);
-    if (ev.ev == nullptr) return Status::timeout("kafka backbone: offsets of group " + g + ": no answer");
-    if (rd_kafka_event_error(ev.ev))
-      return Status::unavailable("kafka backbone: offsets of group " + g + ": " + rd_kafka_event_error_string(ev.ev));
-    size_t n = 0;
-    const rd_kafka_group_result_t** groups = rd_kafka_ListConsumerGroupOffsets_result_groups(
-        rd_kafka_event_ListConsumerGroupOffsets_result(ev.ev), &n);
+    FERRY_ASSIGN_OR_RETURN(auto got, kafka::groupOffsets(admin_, kafkaSafeName(group), o_.requestTimeoutMs));
     OffsetMap out;
-    for (size_t i = 0; i < n; ++i) {
-      if (const rd_kafka_error_t* e = rd_kafka_group_result_error(groups[i]))
-        return Status::unavailable("kafka backbone: offsets of group " + g + ": " + rd_kafka_error_string(e));
-      const rd_kafka_topic_partition_list_t* parts = rd_kafka_group_result_partitions(groups[i]);
-      for (int j = 0; parts && j < parts->cnt; ++j) {
-        const auto& p = parts->elems[j];
-        if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset >= 0) out[TopicQueue{p.topic, p.partition}] = p.offset;
-      }
-    }
+    for (const auto& [tp, off] : got) out[TopicQueue{tp.first, tp.second}] = off;
     return out;
   }
 
@@ -347,18 +267,10 @@ class KafkaBackbone final : public Backbone, public Admin {
     partitions_[kafkaTopic] = parts;
   }
 
-  // Every topic's partition count, from one metadata request for all topics (a request naming a
-  // topic could make a broker with auto.create.topics.enable create it).
   Result<std::map<std::string, std::int32_t>> metadata() {
-    const rd_kafka_metadata_t* md = nullptr;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(admin_, 1, nullptr, &md, static_cast<int>(o_.requestTimeoutMs));
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return Status::unavailable("kafka backbone: metadata from " + o_.bootstrapServers + ": " + errText(e));
-    std::map<std::string, std::int32_t> out;
-    for (int i = 0; i < md->topic_cnt; ++i)
-      if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) out[md->topics[i].topic] = md->topics[i].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-    return out;
+    auto m = kafka::topicPartitions(admin_, o_.requestTimeoutMs);
+    if (!m.isOk()) return m.status().withContext("kafka backbone: " + o_.bootstrapServers);
+    return m;
   }
 
   Result<OffsetMap> watermarks(const std::string& topic, bool high) {
@@ -366,12 +278,8 @@ class KafkaBackbone final : public Backbone, public Admin {
     const std::string t = kafkaSafeName(topic);
     OffsetMap out;
     for (std::int32_t p = 0; p < info.queues; ++p) {
-      int64_t lo = 0, hi = 0;
-      rd_kafka_resp_err_t e =
-          rd_kafka_query_watermark_offsets(admin_, t.c_str(), p, &lo, &hi, static_cast<int>(o_.requestTimeoutMs));
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        return Status::unavailable("kafka backbone: offsets of " + t + "/" + std::to_string(p) + ": " + errText(e));
-      out[TopicQueue{topic, p}] = high ? hi : lo;
+      FERRY_ASSIGN_OR_RETURN(auto w, kafka::watermarks(admin_, t, p, o_.requestTimeoutMs));
+      out[TopicQueue{topic, p}] = high ? w.second : w.first;
     }
     return out;
   }
@@ -383,64 +291,10 @@ class KafkaBackbone final : public Backbone, public Admin {
       for (const auto& [tq, off] : current)
         if (!offsets.count(TopicQueue{kafkaSafeName(tq.topic), tq.queue}) && !offsets.count(tq)) dropSome = true;
     }
-    if (dropSome) {
-      rd_kafka_DeleteGroup_t* dg = rd_kafka_DeleteGroup_new(g.c_str());
-      EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_DELETEGROUPS, o_.requestTimeoutMs,
-                              [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
-                                rd_kafka_DeleteGroups(admin_, &dg, 1, opts, q);
-                              })};
-      rd_kafka_DeleteGroup_destroy(dg);
-      if (ev.ev == nullptr) return Status::timeout("kafka backbone: deleting group " + g + ": no answer");
-      if (rd_kafka_event_error(ev.ev))
-        return Status::unavailable("kafka backbone: deleting group " + g + ": " + rd_kafka_event_error_string(ev.ev));
-      size_t n = 0;
-      const rd_kafka_group_result_t** res =
-          rd_kafka_DeleteGroups_result_groups(rd_kafka_event_DeleteGroups_result(ev.ev), &n);
-      for (size_t i = 0; i < n; ++i)
-        if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) {
-          const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
-          if (code == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;
-          if (code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP)
-            return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
-          return Status::unavailable("kafka backbone: deleting group " + g + ": " + rd_kafka_error_string(e));
-        }
-    }
-    if (offsets.empty()) return Status::ok();
-    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
-    ListGuard pg{parts};
-    for (const auto& [tq, off] : offsets)
-      rd_kafka_topic_partition_list_add(parts, kafkaSafeName(tq.topic).c_str(), tq.queue)->offset = off;
-    rd_kafka_AlterConsumerGroupOffsets_t* req = rd_kafka_AlterConsumerGroupOffsets_new(g.c_str(), parts);
-    EventGuard ev{adminCall(admin_, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, o_.requestTimeoutMs,
-                            [&](rd_kafka_AdminOptions_t* opts, rd_kafka_queue_t* q) {
-                              rd_kafka_AlterConsumerGroupOffsets(admin_, &req, 1, opts, q);
-                            })};
-    rd_kafka_AlterConsumerGroupOffsets_destroy(req);
-    if (ev.ev == nullptr) return Status::timeout("kafka backbone: writing offsets of group " + g + ": no answer");
-    if (rd_kafka_event_error(ev.ev))
-      return Status::unavailable("kafka backbone: writing offsets of group " + g + ": " +
-                                 rd_kafka_event_error_string(ev.ev));
-    size_t n = 0;
-    const rd_kafka_group_result_t** res = rd_kafka_AlterConsumerGroupOffsets_result_groups(
-        rd_kafka_event_AlterConsumerGroupOffsets_result(ev.ev), &n);
-    for (size_t i = 0; i < n; ++i) {
-      if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) {
-        const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
-        if (code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP)
-          return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
-        return Status::unavailable("kafka backbone: writing offsets of group " + g + ": " + rd_kafka_error_string(e));
-      }
-      const rd_kafka_topic_partition_list_t* got = rd_kafka_group_result_partitions(res[i]);
-      for (int j = 0; got && j < got->cnt; ++j) {
-        const rd_kafka_resp_err_t code = got->elems[j].err;
-        if (code == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
-        if (code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
-          return Status::failedPrecondition("Kafka consumer group " + g + " still has members; stop them first");
-        return Status::unavailable("kafka backbone: writing offset of " + g + " for " + got->elems[j].topic + "/" +
-                                   std::to_string(got->elems[j].partition) + ": " + errText(code));
-      }
-    }
-    return Status::ok();
+    if (dropSome) FERRY_RETURN_IF_ERROR(kafka::deleteGroup(admin_, g, o_.requestTimeoutMs));
+    kafka::PartitionOffsets want;
+    for (const auto& [tq, off] : offsets) want[{kafkaSafeName(tq.topic), tq.queue}] = off;
+    return kafka::alterGroupOffsets(admin_, g, want, o_.requestTimeoutMs);
   }
 
   KafkaBackboneOptions o_;
@@ -681,16 +535,9 @@ std::string kafkaSafeName(const std::string& name) {
 }
 
 Result<std::unique_ptr<Backbone>> openKafkaBackbone(const KafkaBackboneOptions& options) {
-  StringMap base = {{"bootstrap.servers", options.bootstrapServers},
-                    {"client.id", "ferry-admin"},
-                    {"allow.auto.create.topics", "false"}};
-  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, makeConf({&base, &options.clientOverrides}));
-  char err[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-  if (rk == nullptr) {
-    rd_kafka_conf_destroy(conf);
-    return Status::invalidArgument(std::string("kafka backbone: ") + err);
-  }
+  StringMap base = {{"bootstrap.servers", options.bootstrapServers}, {"client.id", "ferry-admin"}};
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_t * rk, kafka::newAdminHandle({{&base, "kafka backbone: "},
+                                                                 {&options.clientOverrides, "backbone.kafka.client."}}));
   // Fail early and clearly when no broker answers.
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, nullptr, &md, static_cast<int>(options.requestTimeoutMs));

@@ -29,7 +29,8 @@ TEST(KafkaBackbone, RefusedClientPropertyIsNamed) {
   auto b = openKafkaBackbone(o);
   ASSERT_FALSE(b.isOk());
   EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(b.status().message().find("no.such.property"), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("backbone.kafka.client.no.such.property"), std::string::npos)
+      << b.status().message();
 }
 
 }  // namespace

@@ -1,0 +1,263 @@
+// Helpers over librdkafka (see rdkafka_util.h).
+#include "kafka/rdkafka_util.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include "core/logging.h"
+
+namespace ferry::kafka {
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  static auto l = core::logger("kafka");
+  return l;
+}
+
+// librdkafka's own log lines go to the worker log, not to stderr.
+void onLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  const char* who = rk ? rd_kafka_name(rk) : "librdkafka";
+  if (level <= 3)
+    logger()->error("{} {}: {}", who, fac, buf);
+  else if (level == 4)
+    logger()->warn("{} {}: {}", who, fac, buf);
+  else if (level <= 6)
+    logger()->info("{} {}: {}", who, fac, buf);
+  else
+    logger()->debug("{} {}: {}", who, fac, buf);
+}
+
+std::string errText(rd_kafka_resp_err_t e) { return rd_kafka_err2str(e); }
+
+struct EventGuard {
+  rd_kafka_event_t* ev;
+  ~EventGuard() {
+    if (ev) rd_kafka_event_destroy(ev);
+  }
+};
+
+struct ListGuard {
+  rd_kafka_topic_partition_list_t* list;
+  ~ListGuard() {
+    if (list) rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+
+// Runs one admin request (started by `start` on a temporary queue) and returns its result event,
+// or an error when none came or the request as a whole failed.
+template <class Start>
+Result<rd_kafka_event_t*> adminCall(rd_kafka_t* rk, rd_kafka_admin_op_t op, std::int64_t timeoutMs,
+                                    const std::string& what, Start start) {
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk, op);
+  char err[256];
+  rd_kafka_AdminOptions_set_request_timeout(opts, static_cast<int>(timeoutMs), err, sizeof err);
+  start(opts, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, static_cast<int>(timeoutMs + 2000));
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_queue_destroy(q);
+  if (ev == nullptr) return Status::timeout(what + ": no answer within " + std::to_string(timeoutMs) + " ms");
+  if (rd_kafka_event_error(ev)) {
+    Status s = Status::unavailable(what + ": " + rd_kafka_event_error_string(ev));
+    rd_kafka_event_destroy(ev);
+    return s;
+  }
+  return ev;
+}
+
+Status groupError(const rd_kafka_error_t* e, const std::string& what, const std::string& group) {
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+  if (code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP || code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
+    return Status::failedPrecondition("Kafka consumer group " + group + " has live members; stop them first");
+  return Status::unavailable(what + ": " + rd_kafka_error_string(e));
+}
+
+}  // namespace
+
+Result<rd_kafka_conf_t*> makeConf(const std::vector<ConfLayer>& layers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set_log_cb(conf, onLog);
+  char err[512];
+  for (const ConfLayer& layer : layers)
+    for (const auto& [k, v] : *layer.settings)
+      if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return Status::invalidArgument(layer.namePrefix + k + ": " + err);
+      }
+  return conf;
+}
+
+Result<rd_kafka_t*> newAdminHandle(const std::vector<ConfLayer>& layers) {
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, makeConf(layers));
+  char err[512];
+  if (rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", err, sizeof err) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    return Status::internal(std::string("allow.auto.create.topics: ") + err);
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("cannot create a Kafka client: ") + err);
+  }
+  return rk;
+}
+
+void destroy(rd_kafka_t* rk) {
+  if (rk) rd_kafka_destroy(rk);
+}
+
+Result<std::map<std::string, std::int32_t>> topicPartitions(rd_kafka_t* rk, std::int64_t timeoutMs) {
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, static_cast<int>(timeoutMs));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return Status::unavailable("Kafka metadata: " + errText(e));
+  std::map<std::string, std::int32_t> out;
+  for (int i = 0; i < md->topic_cnt; ++i)
+    if (md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR) out[md->topics[i].topic] = md->topics[i].partition_cnt;
+  rd_kafka_metadata_destroy(md);
+  return out;
+}
+
+Status createTopic(rd_kafka_t* rk, const std::string& topic, std::int32_t partitions, std::int32_t replicationFactor,
+                   std::int64_t timeoutMs) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, replicationFactor, err, sizeof err);
+  if (nt == nullptr) return Status::invalidArgument("Kafka topic " + topic + ": " + err);
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeoutMs, "creating Kafka topic " + topic,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_CreateTopics(rk, &nt, 1, o, q); });
+  rd_kafka_NewTopic_destroy(nt);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_topic_result_t** res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(g.ev), &n);
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+      const char* s = rd_kafka_topic_result_error_string(res[i]);
+      return Status::unavailable("creating Kafka topic " + topic + ": " + (s ? s : errText(e)));
+    }
+  }
+  return Status::ok();
+}
+
+Status createPartitions(rd_kafka_t* rk, const std::string& topic, std::int32_t total, std::int64_t timeoutMs) {
+  char err[512];
+  rd_kafka_NewPartitions_t* np = rd_kafka_NewPartitions_new(topic.c_str(), static_cast<size_t>(total), err, sizeof err);
+  if (np == nullptr) return Status::invalidArgument("Kafka topic " + topic + ": " + err);
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS, timeoutMs, "adding partitions to Kafka topic " + topic,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_CreatePartitions(rk, &np, 1, o, q); });
+  rd_kafka_NewPartitions_destroy(np);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_topic_result_t** res =
+      rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(g.ev), &n);
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    // INVALID_PARTITIONS: it has that many already (another task grew it first).
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_INVALID_PARTITIONS) {
+      const char* s = rd_kafka_topic_result_error_string(res[i]);
+      return Status::unavailable("adding partitions to Kafka topic " + topic + ": " + (s ? s : errText(e)));
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::vector<std::string>> listGroups(rd_kafka_t* rk, std::int64_t timeoutMs) {
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeoutMs, "listing Kafka consumer groups",
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_ListConsumerGroups(rk, o, q); });
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  const rd_kafka_ListConsumerGroups_result_t* res = rd_kafka_event_ListConsumerGroups_result(g.ev);
+  size_t n = 0;
+  const rd_kafka_ConsumerGroupListing_t** valid = rd_kafka_ListConsumerGroups_result_valid(res, &n);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.emplace_back(rd_kafka_ConsumerGroupListing_group_id(valid[i]));
+  return out;
+}
+
+Result<PartitionOffsets> groupOffsets(rd_kafka_t* rk, const std::string& group, std::int64_t timeoutMs) {
+  rd_kafka_ListConsumerGroupOffsets_t* req = rd_kafka_ListConsumerGroupOffsets_new(group.c_str(), nullptr);
+  const std::string what = "offsets of Kafka consumer group " + group;
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS, timeoutMs, what,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) {
+                        rd_kafka_ListConsumerGroupOffsets(rk, &req, 1, o, q);
+                      });
+  rd_kafka_ListConsumerGroupOffsets_destroy(req);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_group_result_t** groups =
+      rd_kafka_ListConsumerGroupOffsets_result_groups(rd_kafka_event_ListConsumerGroupOffsets_result(g.ev), &n);
+  PartitionOffsets out;
+  for (size_t i = 0; i < n; ++i) {
+    if (const rd_kafka_error_t* e = rd_kafka_group_result_error(groups[i])) return groupError(e, what, group);
+    const rd_kafka_topic_partition_list_t* parts = rd_kafka_group_result_partitions(groups[i]);
+    for (int j = 0; parts && j < parts->cnt; ++j) {
+      const auto& p = parts->elems[j];
+      if (p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.offset >= 0) out[{p.topic, p.partition}] = p.offset;
+    }
+  }
+  return out;
+}
+
+Status alterGroupOffsets(rd_kafka_t* rk, const std::string& group, const PartitionOffsets& offsets,
+                         std::int64_t timeoutMs) {
+  if (offsets.empty()) return Status::ok();
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  ListGuard pg{parts};
+  for (const auto& [tp, off] : offsets) rd_kafka_topic_partition_list_add(parts, tp.first.c_str(), tp.second)->offset = off;
+  rd_kafka_AlterConsumerGroupOffsets_t* req = rd_kafka_AlterConsumerGroupOffsets_new(group.c_str(), parts);
+  const std::string what = "writing offsets of Kafka consumer group " + group;
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_ALTERCONSUMERGROUPOFFSETS, timeoutMs, what,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) {
+                        rd_kafka_AlterConsumerGroupOffsets(rk, &req, 1, o, q);
+                      });
+  rd_kafka_AlterConsumerGroupOffsets_destroy(req);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_group_result_t** res =
+      rd_kafka_AlterConsumerGroupOffsets_result_groups(rd_kafka_event_AlterConsumerGroupOffsets_result(g.ev), &n);
+  for (size_t i = 0; i < n; ++i) {
+    if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) return groupError(e, what, group);
+    const rd_kafka_topic_partition_list_t* got = rd_kafka_group_result_partitions(res[i]);
+    for (int j = 0; got && j < got->cnt; ++j) {
+      const rd_kafka_resp_err_t code = got->elems[j].err;
+      if (code == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+      if (code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || code == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP)
+        return Status::failedPrecondition("Kafka consumer group " + group + " has live members; stop them first");
+      return Status::unavailable(what + " for " + got->elems[j].topic + "/" + std::to_string(got->elems[j].partition) +
+                                 ": " + errText(code));
+    }
+  }
+  return Status::ok();
+}
+
+Status deleteGroup(rd_kafka_t* rk, const std::string& group, std::int64_t timeoutMs) {
+  rd_kafka_DeleteGroup_t* dg = rd_kafka_DeleteGroup_new(group.c_str());
+  const std::string what = "deleting Kafka consumer group " + group;
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_DELETEGROUPS, timeoutMs, what,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_DeleteGroups(rk, &dg, 1, o, q); });
+  rd_kafka_DeleteGroup_destroy(dg);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_group_result_t** res = rd_kafka_DeleteGroups_result_groups(rd_kafka_event_DeleteGroups_result(g.ev), &n);
+  for (size_t i = 0; i < n; ++i)
+    if (const rd_kafka_error_t* e = rd_kafka_group_result_error(res[i])) {
+      if (rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) continue;
+      return groupError(e, what, group);
+    }
+  return Status::ok();
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> watermarks(rd_kafka_t* rk, const std::string& topic,
+                                                         std::int32_t partition, std::int64_t timeoutMs) {
+  int64_t lo = 0, hi = 0;
+  rd_kafka_resp_err_t e =
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, static_cast<int>(timeoutMs));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::unavailable("offsets of Kafka " + topic + "/" + std::to_string(partition) + ": " + errText(e));
+  return std::make_pair(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
+}
+
+}  // namespace ferry::kafka

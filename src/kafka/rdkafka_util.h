@@ -1,0 +1,69 @@
+// Helpers over librdkafka (the Debian package) shared by the kafka backbone and the Kafka
+// connectors: client settings built in layers with the refused key named, librdkafka's log lines
+// routed to ferry's logger, and the few admin requests ferry makes (topics, partitions, group
+// offsets), each waited for synchronously with a timeout.
+//
+// Thread-safety: every function may be called from any thread; a handle passed in must stay
+// alive for the call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ferry/record.h"
+#include "ferry/result.h"
+#include "ferry/status.h"
+
+struct rd_kafka_s;
+struct rd_kafka_conf_s;
+
+namespace ferry::kafka {
+
+using Handle = rd_kafka_s;
+
+// One layer of client settings. `namePrefix` is how the user wrote these keys (for example
+// "producer.override." or "backbone.kafka.client."), so a property librdkafka refuses is reported
+// under the name the user gave it.
+struct ConfLayer {
+  const StringMap* settings;
+  std::string namePrefix;
+};
+
+// A librdkafka configuration with the layers applied in order (later ones win) and log lines
+// routed to the "kafka" logger. The caller owns it (rd_kafka_new takes it on success).
+Result<rd_kafka_conf_s*> makeConf(const std::vector<ConfLayer>& layers);
+
+// A producer handle for metadata and admin requests only (never produces).
+Result<Handle*> newAdminHandle(const std::vector<ConfLayer>& layers);
+void destroy(Handle* rk);
+
+// Partition count of every topic of the cluster (one all-topics metadata request: a request naming
+// a missing topic could make a broker with auto.create.topics.enable create it).
+Result<std::map<std::string, std::int32_t>> topicPartitions(Handle* rk, std::int64_t timeoutMs);
+
+// Creates a topic; OK when it exists already. replicationFactor -1: the brokers' default.
+Status createTopic(Handle* rk, const std::string& topic, std::int32_t partitions, std::int32_t replicationFactor,
+                   std::int64_t timeoutMs);
+// Grows a topic to `total` partitions (Kafka cannot shrink one).
+Status createPartitions(Handle* rk, const std::string& topic, std::int32_t total, std::int64_t timeoutMs);
+
+using PartitionOffsets = std::map<std::pair<std::string, std::int32_t>, std::int64_t>;
+
+// Consumer groups known to the cluster.
+Result<std::vector<std::string>> listGroups(Handle* rk, std::int64_t timeoutMs);
+// A group's committed offsets (partitions without one are left out).
+Result<PartitionOffsets> groupOffsets(Handle* rk, const std::string& group, std::int64_t timeoutMs);
+// Writes a group's offsets; FailedPrecondition while the group has live members.
+Status alterGroupOffsets(Handle* rk, const std::string& group, const PartitionOffsets& offsets,
+                         std::int64_t timeoutMs);
+// Deletes a group (OK when unknown); FailedPrecondition while it has members.
+Status deleteGroup(Handle* rk, const std::string& group, std::int64_t timeoutMs);
+
+// Low and high watermark of one partition.
+Result<std::pair<std::int64_t, std::int64_t>> watermarks(Handle* rk, const std::string& topic, std::int32_t partition,
+                                                         std::int64_t timeoutMs);
+
+}  // namespace ferry::kafka
