@@ -6,6 +6,7 @@
 #include "connectors/datagen/datagen_source.h"
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
+#include "connectors/kafka/kafka_replicator.h"
 #include "connectors/kafka/kafka_sink.h"
 #include "connectors/kafka/kafka_source.h"
 #include "connectors/log/log_sink.h"
@@ -33,6 +34,7 @@ constexpr const char* kRocketMQSinkAliases[] = {"rocketmq-sink", nullptr};
 constexpr const char* kKafkaSinkAliases[] = {"kafka-sink", nullptr};
 constexpr const char* kKafkaSourceAliases[] = {"kafka-source", nullptr};
 constexpr const char* kReplicatorAliases[] = {"rocketmq-replicator", nullptr};
+constexpr const char* kKafkaReplicatorAliases[] = {"kafka-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
 constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
@@ -78,6 +80,12 @@ constexpr PluginEntry kEntries[] = {
     {"KafkaSink", kKafkaSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Sends records to Kafka topics (librdkafka, idempotent, acknowledged before commit)",
      &pluginCreate<KafkaSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"KafkaReplicator", kKafkaReplicatorAliases, PluginKind::kSourceConnector, kVersion,
+     "Replicates Kafka topics cluster to cluster (direct; paired with KafkaReplicatorSink)",
+     &pluginCreate<KafkaReplicatorConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"KafkaReplicatorSink", nullptr, PluginKind::kSinkConnector, kVersion,
+     "Target side of KafkaReplicator (partition-preserving copies, group offset sync)",
+     &pluginCreate<KafkaReplicatorSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"MqttRocketMQBridge", kBridgeAliases, PluginKind::kTransform, kVersion,
      "MQTT <-> RocketMQ mapping rules: MQTT topic levels to RocketMQ topic + tag and back",
      &pluginCreate<mqttc::MqttRocketMQBridge, Transform>, &pluginDestroy<Transform>},

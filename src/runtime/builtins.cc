@@ -19,6 +19,7 @@ Status registerBuiltins(PluginRegistry& registry) {
   FERRY_RETURN_IF_ERROR(registry.add(&ferry::connectors::builtinPlugins(), "builtin")
                             .withContext("built-in connectors"));
   FERRY_RETURN_IF_ERROR(registry.pairDirect("RocketMQReplicator", "RocketMQReplicatorSink"));
+  FERRY_RETURN_IF_ERROR(registry.pairDirect("KafkaReplicator", "KafkaReplicatorSink"));
 #endif
 #ifdef HAVE_FERRY_TRANSFORMS
   FERRY_RETURN_IF_ERROR(registry.add(&ferry::transforms::builtinPlugins(), "builtin")

@@ -1,12 +1,23 @@
 // kafka_tool: the Kafka end of ferry's Kafka integration tests, on librdkafka.
 //
-//   consume --bootstrap B --topic T --count N [--timeout-ms 120000]
-//       A fresh consumer group reads T from the earliest offset until N records arrived (or the
-//       timeout: exit 3); one JSON line per record:
-//       {"partition","offset","key_hex","value_hex","headers":{name: value},"ts"}
-//   produce --bootstrap B --topic T --count N [--first-seq F]
+//   consume --bootstrap B --topic T --count N [--timeout-ms 120000] [--group G] [--max M]
+//           [--idle-ms I] [--values-out FILE]
+//       A consumer group (fresh, or G) reads T from the earliest offset (or G's committed
+//       offsets) until N records arrived (or the timeout: exit 3); with --count 0, until no record
+//       came for I ms (default 5000). --max stops after M records. One JSON line per record:
+//       {"partition","offset","key_hex","value_hex","headers":{name: value},"ts"}, or with
+//       --values-out only the values, one per line, into FILE and a JSON summary on stdout.
+//       With --group the offsets of the records read are committed before exit.
+//   produce --bootstrap B --topic T --count N [--first-seq F] [--partitions P]
 //       N records, value "<seq>", key "k<seq>", header seq=<seq>, idempotent, acks=all; exit 0
-//       once every one was acknowledged. Prints one JSON summary line.
+//       once every one was acknowledged. --partitions creates T with P partitions first. Prints
+//       one JSON summary line.
+//   topics --bootstrap B
+//       {"topic": partitions, ...} of every topic.
+//   ends --bootstrap B --topic T
+//       {"partitions": P, "end": sum of the partitions' high watermarks} (0 partitions: missing).
+//   grow --bootstrap B --topic T --partitions P
+//       Adds partitions to T up to P.
 //
 // Diagnostics on stderr.
 #include <librdkafka/rdkafka.h>
@@ -15,11 +26,16 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kafka/rdkafka_util.h"
+
 namespace {
+
+using ferry::StringMap;
 
 std::string hex(const void* p, std::size_t n) {
   static const char* k = "0123456789abcdef";
@@ -32,10 +48,18 @@ std::string hex(const void* p, std::size_t n) {
   return out;
 }
 
-int consume(const std::string& bootstrap, const std::string& topic, long count, long timeoutMs) {
+struct ConsumeOptions {
+  std::string group;
+  long max = -1;
+  long idleMs = 5000;
+  std::string valuesOut;
+};
+
+int consume(const std::string& bootstrap, const std::string& topic, long count, long timeoutMs,
+            const ConsumeOptions& o) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  const std::string group =
+  const std::string group = !o.group.empty() ? o.group :
       "kafka-tool-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   for (auto [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", bootstrap},
                       {"group.id", group},
@@ -58,13 +82,27 @@ int consume(const std::string& bootstrap, const std::string& topic, long count, 
   rd_kafka_topic_partition_list_destroy(subs);
   long got = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
-  while (got < count && std::chrono::steady_clock::now() < deadline) {
+  auto lastRecord = std::chrono::steady_clock::now();
+  std::ofstream values;
+  if (!o.valuesOut.empty()) values.open(o.valuesOut, std::ios::trunc);
+  while ((count == 0 || got < count) && (o.max < 0 || got < o.max) && std::chrono::steady_clock::now() < deadline) {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 200);
-    if (m == nullptr) continue;
+    if (m == nullptr) {
+      if (count == 0 && std::chrono::steady_clock::now() - lastRecord > std::chrono::milliseconds(o.idleMs)) break;
+      continue;
+    }
+    lastRecord = std::chrono::steady_clock::now();
     if (m->err) {
       if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
         std::cerr << "consume: " << rd_kafka_message_errstr(m) << "\n";
       rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (values.is_open()) {
+      values.write(static_cast<const char*>(m->payload ? m->payload : ""), static_cast<std::streamsize>(m->len));
+      values.put('\n');
+      rd_kafka_message_destroy(m);
+      ++got;
       continue;
     }
     nlohmann::json headers = nlohmann::json::object();
@@ -89,17 +127,39 @@ int consume(const std::string& bootstrap, const std::string& topic, long count, 
     ++got;
   }
   std::cout.flush();
+  if (values.is_open()) {
+    values.close();
+    std::cout << nlohmann::json{{"records", got}}.dump() << std::endl;
+  }
+  if (!o.group.empty() && got > 0) {
+    rd_kafka_resp_err_t e = rd_kafka_commit(rk, nullptr, 0);  // the offsets of the records returned
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) std::cerr << "commit: " << rd_kafka_err2str(e) << "\n";
+  }
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
-  if (got < count) {
+  if (count > 0 && got < count && (o.max < 0 || got < o.max)) {
     std::cerr << "timeout: " << got << " of " << count << "\n";
     return 3;
   }
   return 0;
 }
 
-int produce(const std::string& bootstrap, const std::string& topic, long count, long first) {
+int produce(const std::string& bootstrap, const std::string& topic, long count, long first, int partitions) {
   char err[512];
+  if (partitions > 0) {
+    StringMap settings = {{"bootstrap.servers", bootstrap}};
+    auto admin = ferry::kafka::newAdminHandle({{&settings, ""}});
+    if (!admin.isOk()) {
+      std::cerr << admin.status().toString() << "\n";
+      return 2;
+    }
+    ferry::Status s = ferry::kafka::createTopic(*admin, topic, partitions, -1, 10000);
+    ferry::kafka::destroy(*admin);
+    if (!s.isOk()) {
+      std::cerr << s.toString() << "\n";
+      return 2;
+    }
+  }
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   for (auto [k, v] : {std::pair<const char*, const char*>{"bootstrap.servers", bootstrap.c_str()},
                       {"enable.idempotence", "true"},
@@ -142,6 +202,47 @@ int produce(const std::string& bootstrap, const std::string& topic, long count, 
   return e == RD_KAFKA_RESP_ERR_NO_ERROR && failed == 0 ? 0 : 1;
 }
 
+// topics / ends / grow: small admin requests through ferry's librdkafka helpers.
+int admin(const std::string& bootstrap, const std::string& what, const std::string& topic, int partitions) {
+  StringMap settings = {{"bootstrap.servers", bootstrap}};
+  auto rk = ferry::kafka::newAdminHandle({{&settings, ""}});
+  if (!rk.isOk()) {
+    std::cerr << rk.status().toString() << "\n";
+    return 2;
+  }
+  int rc = 0;
+  if (what == "grow") {
+    ferry::Status s = ferry::kafka::createPartitions(*rk, topic, partitions, 10000);
+    if (!s.isOk()) {
+      std::cerr << s.toString() << "\n";
+      rc = 1;
+    }
+  } else {
+    auto all = ferry::kafka::topicPartitions(*rk, 10000);
+    if (!all.isOk()) {
+      std::cerr << all.status().toString() << "\n";
+      rc = 1;
+    } else if (what == "topics") {
+      std::cout << nlohmann::json(*all).dump() << std::endl;
+    } else {
+      const int parts = all->count(topic) ? (*all)[topic] : 0;
+      std::int64_t end = 0;
+      for (int p = 0; p < parts && rc == 0; ++p) {
+        auto w = ferry::kafka::watermarks(*rk, topic, p, 10000);
+        if (!w.isOk()) {
+          std::cerr << w.status().toString() << "\n";
+          rc = 1;
+        } else {
+          end += w->second;
+        }
+      }
+      if (rc == 0) std::cout << nlohmann::json{{"partitions", parts}, {"end", end}}.dump() << std::endl;
+    }
+  }
+  ferry::kafka::destroy(*rk);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,13 +255,32 @@ int main(int argc, char** argv) {
   con->add_option("--topic", topic)->required();
   con->add_option("--count", count)->required();
   con->add_option("--timeout-ms", timeoutMs);
+  ConsumeOptions co;
+  con->add_option("--group", co.group);
+  con->add_option("--max", co.max);
+  con->add_option("--idle-ms", co.idleMs);
+  con->add_option("--values-out", co.valuesOut);
   long first = 0;
+  int partitions = 0;
   auto* pro = app.add_subcommand("produce", "produce sequence-numbered records");
   pro->add_option("--bootstrap", bootstrap);
   pro->add_option("--topic", topic)->required();
   pro->add_option("--count", count)->required();
   pro->add_option("--first-seq", first);
+  pro->add_option("--partitions", partitions);
+  auto* tops = app.add_subcommand("topics", "every topic and its partition count");
+  tops->add_option("--bootstrap", bootstrap);
+  auto* ends = app.add_subcommand("ends", "sum of a topic's high watermarks");
+  ends->add_option("--bootstrap", bootstrap);
+  ends->add_option("--topic", topic)->required();
+  auto* grow = app.add_subcommand("grow", "add partitions to a topic");
+  grow->add_option("--bootstrap", bootstrap);
+  grow->add_option("--topic", topic)->required();
+  grow->add_option("--partitions", partitions)->required();
   CLI11_PARSE(app, argc, argv);
-  if (pro->parsed()) return produce(bootstrap, topic, count, first);
-  return consume(bootstrap, topic, count, timeoutMs);
+  if (tops->parsed()) return admin(bootstrap, "topics", topic, 0);
+  if (ends->parsed()) return admin(bootstrap, "ends", topic, 0);
+  if (grow->parsed()) return admin(bootstrap, "grow", topic, partitions);
+  if (pro->parsed()) return produce(bootstrap, topic, count, first, partitions);
+  return consume(bootstrap, topic, count, timeoutMs, co);
 }

@@ -20,7 +20,7 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
   EXPECT_EQ(d.entrySize, sizeof(PluginEntry));
   std::set<std::string> classes;
   for (std::size_t i = 0; i < d.entryCount; ++i) classes.insert(d.entries[i].className);
-  EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource",
+  EXPECT_EQ(classes, (std::set<std::string>{"FileStreamSource", "FileStreamSink", "DatagenSource", "KafkaReplicator", "KafkaReplicatorSink",
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
                                             "RocketMQReplicatorSink", "MQTTSource", "MQTTSink", "KafkaSink", "KafkaSource",

@@ -1,0 +1,609 @@
+// KafkaReplicator (see kafka_replicator.h).
+#include "connectors/kafka/kafka_replicator.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <thread>
+
+#include "connectors/common.h"
+#include "core/clock.h"
+#include "core/logging.h"
+#include "kafka/rdkafka_util.h"
+
+namespace ferry::connectors {
+namespace {
+
+constexpr const char* kConsumerOverride = "consumer.override.";
+constexpr const char* kProducerOverride = "producer.override.";
+constexpr const char* kSourceClient = "source.client.";
+constexpr const char* kTargetClient = "target.client.";
+
+StringMap withPrefixStripped(const StringMap& config, const std::string& prefix) {
+  StringMap out;
+  for (const auto& [k, v] : config)
+    if (k.rfind(prefix, 0) == 0) out[k.substr(prefix.size())] = v;
+  return out;
+}
+
+bool legalTopicName(const std::string& s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (unsigned char c : s)
+    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-')) return false;
+  return true;
+}
+
+krepl::Naming namingOf(const ParsedConfig& p) {
+  krepl::Naming n;
+  n.policy = p.getString("replication.policy") == "identity" ? krepl::Policy::kIdentity : krepl::Policy::kPrefix;
+  n.sourceAlias = p.getString("source.alias");
+  n.targetAlias = p.getString("target.alias");
+  n.separator = p.getString("replication.policy.separator");
+  return n;
+}
+
+std::vector<std::regex> compileAll(const std::vector<std::string>& in) {
+  std::vector<std::regex> out;
+  for (const auto& r : in)
+    if (!r.empty()) out.emplace_back(r, std::regex::ECMAScript | std::regex::optimize);
+  return out;
+}
+
+bool anyMatch(const std::vector<std::regex>& rs, const std::string& s) {
+  for (const auto& r : rs)
+    if (std::regex_match(s, r)) return true;
+  return false;
+}
+
+struct PendingCopy {
+  KafkaReplicatorSinkTask::Shared* shared;
+  int topic;
+  std::int32_t partition;
+  std::int64_t sourceOffset;
+};
+
+void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  auto* p = static_cast<PendingCopy*>(m->_private);
+  if (p == nullptr) return;
+  auto& s = *p->shared;
+  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    ++s.ok;
+    s.syncs[{p->topic, p->partition}].record(p->sourceOffset, m->offset);
+  } else if (s.failed++ == 0) {
+    s.firstError = std::string(rd_kafka_err2str(m->err)) + " (topic " + (m->rkt ? rd_kafka_topic_name(m->rkt) : "?") +
+                   ", partition " + std::to_string(m->partition) + ")";
+  }
+  delete p;
+}
+
+}  // namespace
+
+const ConfigDef& kafkaReplicatorDefinition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("source.bootstrap.servers", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "Brokers of the source cluster, 'host:port,host:port'.", validators::nonEmptyString());
+    d.define("target.bootstrap.servers", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "Brokers of the target cluster.", validators::nonEmptyString());
+    d.define("source.alias", ConfigType::kString, "source", Importance::kHigh,
+             "Name of the source cluster: the prefix of replicated topics (replication.policy=prefix) "
+             "and its entry in replication paths.", validators::nonEmptyString());
+    d.define("target.alias", ConfigType::kString, "target", Importance::kHigh,
+             "Name of the target cluster; what came from it is never replicated back to it.",
+             validators::nonEmptyString());
+    d.define("topics", ConfigType::kList, ".*", Importance::kHigh,
+             "Regexes (ECMAScript, whole name) of the source topics to replicate.");
+    d.define("topics.exclude", ConfigType::kList, "__.*,.*[-.]internal,.*\\.replica", Importance::kMedium,
+             "Regexes of source topics never replicated (internal topics by default).");
+    d.define("replication.policy", ConfigType::kString, "prefix", Importance::kHigh,
+             "'prefix': a source topic T becomes <source.alias><separator>T on the target (MirrorMaker 2's "
+             "default; loops are impossible by name); 'identity': the same name (loops prevented by the "
+             "ferry.replication.path header).",
+             validators::oneOf({"prefix", "identity"}));
+    d.define("replication.policy.separator", ConfigType::kString, ".", Importance::kLow,
+             "Separator between the alias and the topic under replication.policy=prefix.");
+    d.define("source.group", ConfigType::kString, "", Importance::kMedium,
+             "Consumer group of the replicator on the source; empty means ferry-replicator-<connector>.");
+    d.define("source.from", ConfigType::kString, "earliest", Importance::kMedium,
+             "Where a partition the replicator never read starts: earliest or latest.",
+             validators::oneOf({"earliest", "latest"}));
+    d.define("topics.refresh.interval.ms", ConfigType::kLong, "5000", Importance::kLow,
+             "How often the source's topics are listed for new ones.", validators::atLeast(100));
+    d.define("target.create.topics", ConfigType::kBool, "true", Importance::kMedium,
+             "Create missing target topics with the source's partition count, and grow target topics "
+             "that have fewer partitions than the source.");
+    d.define("target.replication.factor", ConfigType::kInt, "-1", Importance::kMedium,
+             "Replication factor of target topics the replicator creates (-1: the brokers' default).",
+             validators::between(-1, 32));
+    d.define("groups", ConfigType::kList, "", Importance::kMedium,
+             "Regexes of consumer groups whose committed source offsets are translated onto the target "
+             "(empty: none).");
+    d.define("groups.exclude", ConfigType::kList, "console-consumer-.*,connect-.*,__.*,ferry-replicator-.*",
+             Importance::kLow, "Regexes of consumer groups never synced.");
+    d.define("sync.group.offsets.interval.ms", ConfigType::kLong, "5000", Importance::kLow,
+             "How often group offsets are translated and written to the target.", validators::atLeast(100));
+    d.define("request.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "Timeout of admin requests and of flush() waiting for the target's acknowledgements.",
+             validators::atLeast(100));
+    d.allowPrefix(kConsumerOverride);
+    d.allowPrefix(kProducerOverride);
+    d.allowPrefix(kSourceClient);
+    d.allowPrefix(kTargetClient);
+    return d;
+  }();
+  return def;
+}
+
+void validateKafkaReplicatorConfig(const StringMap& config, ConfigValidation& v) {
+  auto parsed = kafkaReplicatorDefinition().parse(config, false);
+  if (!parsed.isOk()) return;  // the ConfigDef already reported it
+  auto sel = krepl::TopicSelector::make(parsed->getList("topics"), parsed->getList("topics.exclude"));
+  if (!sel.isOk()) {
+    const std::string m = sel.status().message();
+    v.errors[m.rfind("topics.exclude", 0) == 0 ? "topics.exclude" : "topics"].push_back(m);
+  }
+  for (const char* key : {"groups", "groups.exclude"})
+    for (const auto& r : parsed->getList(key)) try {
+        std::regex re(r, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        v.errors[key].push_back("'" + r + "' is not a valid regex: " + e.what());
+      }
+  const std::string src = parsed->getString("source.alias"), dst = parsed->getString("target.alias");
+  if (src == dst) v.errors["target.alias"].push_back("source and target aliases are both '" + src + "'");
+  if (parsed->getString("replication.policy") == "prefix" &&
+      !legalTopicName(src + parsed->getString("replication.policy.separator")))
+    v.errors["source.alias"].push_back("'" + src + parsed->getString("replication.policy.separator") +
+                                       "' cannot start a Kafka topic name ([a-zA-Z0-9._-])");
+  if (parsed->getString("source.bootstrap.servers") == parsed->getString("target.bootstrap.servers") &&
+      parsed->getString("replication.policy") == "identity")
+    v.errors["replication.policy"].push_back(
+        "source and target are the same cluster: identity would replicate every topic onto itself");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source side
+
+std::string KafkaReplicatorConnector::version() const { return kVersion; }
+
+Status KafkaReplicatorConnector::start(const StringMap& config, ConnectorContext& context) {
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(kafkaReplicatorDefinition(), config, "KafkaReplicator"));
+  config_ = config;
+  if (parsed.getString("source.group").empty()) config_["source.group"] = "ferry-replicator-" + context.connectorName();
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> KafkaReplicatorConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SourceTask> KafkaReplicatorConnector::createTask() {
+  return std::make_unique<KafkaReplicatorTask>();
+}
+
+KafkaReplicatorTask::KafkaReplicatorTask() : log_(core::logger("kafka-replicator")) {}
+KafkaReplicatorTask::~KafkaReplicatorTask() { stop(); }
+std::string KafkaReplicatorTask::version() const { return kVersion; }
+
+Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& context) {
+  stop();
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(kafkaReplicatorDefinition(), config, "KafkaReplicator task"));
+  naming_ = namingOf(p);
+  FERRY_ASSIGN_OR_RETURN(auto sel, krepl::TopicSelector::make(p.getList("topics"), p.getList("topics.exclude")));
+  selector_ = std::make_unique<krepl::TopicSelector>(std::move(sel));
+  refreshMs_ = p.getLong("topics.refresh.interval.ms");
+  std::string group = p.getString("source.group");
+  if (group.empty()) group = "ferry-replicator-" + context.connectorName();
+  const std::string member = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
+  StringMap base = {{"bootstrap.servers", p.getString("source.bootstrap.servers")},
+                    {"group.id", group},
+                    {"group.instance.id", member},
+                    {"client.id", member},
+                    {"auto.offset.reset", p.getString("source.from")},
+                    {"enable.auto.commit", "false"},
+                    {"enable.auto.offset.store", "false"},
+                    {"partition.assignment.strategy", "cooperative-sticky"},
+                    {"session.timeout.ms", "10000"},
+                    {"allow.auto.create.topics", "false"},
+                    {"fetch.wait.max.ms", "100"},
+                    {"queued.max.messages.kbytes", "32768"}};
+  const StringMap client = withPrefixStripped(config, kSourceClient);
+  const StringMap overrides = withPrefixStripped(config, kConsumerOverride);
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicator: "},
+                                                                  {&client, kSourceClient},
+                                                                  {&overrides, kConsumerOverride}}));
+  char err[512];
+  rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("KafkaReplicator: cannot create the source consumer: ") + err);
+  }
+  rd_kafka_poll_set_consumer(rk_);
+  nextRefresh_ = 0;
+  subscribed_.clear();
+  FERRY_RETURN_IF_ERROR(refreshTopics());
+  log_->info("{} task {}: group {} on {} replicates {} topic(s) as {}", context.connectorName(), context.taskId(), group,
+             p.getString("source.bootstrap.servers"), subscribed_.size(),
+             naming_.policy == krepl::Policy::kPrefix ? naming_.sourceAlias + naming_.separator + "<topic>"
+                                                       : std::string("<topic>"));
+  return Status::ok();
+}
+
+// Lists the source's topics and (re)subscribes when the selection changed. New partitions of
+// subscribed topics need nothing: the consumer's metadata refresh rebalances them in.
+Status KafkaReplicatorTask::refreshTopics() {
+  const std::int64_t now = core::monotonicMs();
+  if (now < nextRefresh_) return Status::ok();
+  nextRefresh_ = now + refreshMs_;
+  auto all = kafka::topicPartitions(rk_, 10000);
+  if (!all.isOk()) {
+    // Not fatal: the source may be restarting; keep the current subscription and retry later.
+    log_->warn("KafkaReplicator: listing source topics: {}", all.status().message());
+    return Status::ok();
+  }
+  std::set<std::string> want;
+  for (const auto& [t, parts] : *all)
+    if (selector_->selected(t) && !naming_.cameFromTarget(t)) want.insert(t);
+  if (want == subscribed_) return Status::ok();
+  for (const auto& t : want)
+    if (!subscribed_.count(t)) log_->info("KafkaReplicator: replicating {} -> {}", t, naming_.targetTopic(t));
+  rd_kafka_resp_err_t e;
+  if (want.empty()) {
+    e = rd_kafka_unsubscribe(rk_);
+  } else {
+    rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(static_cast<int>(want.size()));
+    for (const auto& t : want) rd_kafka_topic_partition_list_add(subs, t.c_str(), RD_KAFKA_PARTITION_UA);
+    e = rd_kafka_subscribe(rk_, subs);
+    rd_kafka_topic_partition_list_destroy(subs);
+  }
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::unavailable(std::string("KafkaReplicator: cannot subscribe: ") + rd_kafka_err2str(e));
+  subscribed_ = std::move(want);
+  return Status::ok();
+}
+
+Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::size_t maxRecords,
+                                              std::chrono::milliseconds maxWait) {
+  if (rk_ == nullptr) return Status::failedPrecondition("KafkaReplicator: poll() before start()");
+  FERRY_RETURN_IF_ERROR(refreshTopics());
+  if (subscribed_.empty()) {
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(maxWait, std::chrono::milliseconds(100)));
+    return std::size_t{0};
+  }
+  std::size_t n = 0;
+  auto timeout = static_cast<int>(maxWait.count());
+  const bool identity = naming_.policy == krepl::Policy::kIdentity;
+  while (n < maxRecords) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout);
+    if (m == nullptr) break;
+    timeout = 0;
+    if (m->err) {
+      const rd_kafka_resp_err_t err = m->err;
+      std::string what = rd_kafka_message_errstr(m);
+      rd_kafka_message_destroy(m);
+      if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+      if (err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+          err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+        return Status::internal("KafkaReplicator: " + what);
+      log_->warn("KafkaReplicator: {}", what);
+      break;
+    }
+    const std::string topic = rd_kafka_topic_name(m->rkt);
+    Record r;
+    std::string path;
+    rd_kafka_headers_t* hdrs = nullptr;
+    bool loop = false;
+    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* val;
+      size_t size;
+      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+        if (identity && std::string_view(name) == krepl::kPathHeader) {
+          path.assign(val ? static_cast<const char*>(val) : "", val ? size : 0);
+          if (krepl::pathHas(path, naming_.targetAlias)) loop = true;
+          continue;
+        }
+        r.headers.add(name, val ? Bytes(std::string(static_cast<const char*>(val), size)) : Bytes());
+      }
+    }
+    if (loop) {
+      // Came from the target: not written back. Its offset is committed with the next record
+      // of the partition that is replicated.
+      ++skippedLoops_;
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (identity) r.headers.add(krepl::kPathHeader, krepl::pathAppend(path, naming_.sourceAlias));
+    auto it = renamed_.find(topic);
+    if (it == renamed_.end()) it = renamed_.emplace(topic, naming_.targetTopic(topic)).first;
+    r.topic = it->second;
+    r.queue = m->partition;
+    if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+    if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+    rd_kafka_timestamp_type_t tt;
+    r.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
+    r.position.partition = {{"kafka.topic", topic}, {"kafka.partition", std::to_string(m->partition)}};
+    r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
+    rd_kafka_message_destroy(m);
+    out.push_back(std::move(r));
+    ++n;
+  }
+  return n;
+}
+
+void KafkaReplicatorTask::commitRecord(const Record& record) {
+  auto t = record.position.partition.find("kafka.topic");
+  auto p = record.position.partition.find("kafka.partition");
+  auto o = record.position.offset.find("kafka.offset");
+  if (t == record.position.partition.end() || p == record.position.partition.end() ||
+      o == record.position.offset.end())
+    return;
+  auto& next = safe_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
+  next = std::max<std::int64_t>(next, std::stoll(o->second));
+}
+
+Status KafkaReplicatorTask::commit() {
+  if (rk_ == nullptr || safe_.empty()) return Status::ok();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(safe_.size()));
+  for (const auto& [tp, next] : safe_) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    // The offsets stay pending and go with the next commit; a partition that moved to another
+    // task is re-read there from the last committed offset (duplicates, not loss).
+    log_->warn("KafkaReplicator: committing source offsets failed: {}", rd_kafka_err2str(e));
+    return Status::ok();
+  }
+  safe_.clear();
+  return Status::ok();
+}
+
+void KafkaReplicatorTask::stop() {
+  if (rk_ == nullptr) return;
+  (void)commit();
+  if (skippedLoops_) log_->info("KafkaReplicator: {} record(s) not replicated back to {}", skippedLoops_, naming_.targetAlias);
+  rd_kafka_consumer_close(rk_);
+  rd_kafka_destroy(rk_);
+  rk_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Target side
+
+std::string KafkaReplicatorSinkConnector::version() const { return kVersion; }
+
+Status KafkaReplicatorSinkConnector::start(const StringMap& config, ConnectorContext& context) {
+  (void)context;
+  FERRY_ASSIGN_OR_RETURN(auto parsed, parseConfig(kafkaReplicatorDefinition(), config, "KafkaReplicatorSink"));
+  (void)parsed;
+  config_ = config;
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> KafkaReplicatorSinkConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+}
+
+std::unique_ptr<SinkTask> KafkaReplicatorSinkConnector::createTask() {
+  return std::make_unique<KafkaReplicatorSinkTask>();
+}
+
+KafkaReplicatorSinkTask::KafkaReplicatorSinkTask() : log_(core::logger("kafka-replicator")) {}
+KafkaReplicatorSinkTask::~KafkaReplicatorSinkTask() { stop(); }
+std::string KafkaReplicatorSinkTask::version() const { return kVersion; }
+
+Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  stop();
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(kafkaReplicatorDefinition(), config, "KafkaReplicatorSink task"));
+  naming_ = namingOf(p);
+  createTopics_ = p.getBool("target.create.topics");
+  replicationFactor_ = p.getInt("target.replication.factor");
+  timeoutMs_ = p.getLong("request.timeout.ms");
+  groups_ = compileAll(p.getList("groups"));
+  groupsExclude_ = compileAll(p.getList("groups.exclude"));
+  syncIntervalMs_ = p.getLong("sync.group.offsets.interval.ms");
+  nextSync_ = core::monotonicMs() + syncIntervalMs_;
+  const std::string member = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
+  const StringMap targetClient = withPrefixStripped(config, kTargetClient);
+  const StringMap sourceClient = withPrefixStripped(config, kSourceClient);
+  const StringMap overrides = withPrefixStripped(config, kProducerOverride);
+  StringMap base = {{"bootstrap.servers", p.getString("target.bootstrap.servers")},
+                    {"enable.idempotence", "true"},
+                    {"acks", "all"},
+                    {"linger.ms", "5"},
+                    {"batch.num.messages", "10000"},
+                    {"queue.buffering.max.messages", "200000"},
+                    {"client.id", member}};
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicatorSink: "},
+                                                                  {&targetClient, kTargetClient},
+                                                                  {&overrides, kProducerOverride}}));
+  rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
+  char err[512];
+  producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  if (producer_ == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("KafkaReplicatorSink: cannot create the target producer: ") + err);
+  }
+  StringMap tadmin = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-admin"}};
+  StringMap sadmin = {{"bootstrap.servers", p.getString("source.bootstrap.servers")}, {"client.id", member + "-admin"}};
+  FERRY_ASSIGN_OR_RETURN(targetAdmin_, kafka::newAdminHandle({{&tadmin, "KafkaReplicatorSink: "},
+                                                              {&targetClient, kTargetClient}}));
+  FERRY_ASSIGN_OR_RETURN(sourceAdmin_, kafka::newAdminHandle({{&sadmin, "KafkaReplicatorSink: "},
+                                                              {&sourceClient, kSourceClient}}));
+  return Status::ok();
+}
+
+int KafkaReplicatorSinkTask::topicId(const std::string& sourceTopic) {
+  auto it = topicIds_.find(sourceTopic);
+  if (it != topicIds_.end()) return it->second;
+  const int id = static_cast<int>(shared_.sourceTopics.size());
+  shared_.sourceTopics.push_back(sourceTopic);
+  topicIds_.emplace(sourceTopic, id);
+  return id;
+}
+
+// Makes sure `target` exists with more than `partition` partitions (and at least as many as the
+// source topic has), creating or growing it when allowed.
+Status KafkaReplicatorSinkTask::ensureTarget(const std::string& target, const std::string& source,
+                                             std::int32_t partition) {
+  auto known = targetPartitions_.find(target);
+  if (known != targetPartitions_.end() && partition < known->second) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(auto targets, kafka::topicPartitions(targetAdmin_, timeoutMs_));
+  std::int32_t have = targets.count(target) ? targets[target] : 0;
+  if (partition >= have) {
+    if (!createTopics_)
+      return Status::failedPrecondition("KafkaReplicatorSink: target topic " + target +
+                                        (have ? " has only " + std::to_string(have) + " partition(s)" : " does not exist") +
+                                        " and target.create.topics=false");
+    std::int32_t want = partition + 1;
+    auto sources = kafka::topicPartitions(sourceAdmin_, timeoutMs_);
+    if (sources.isOk() && sources->count(source)) want = std::max(want, (*sources)[source]);
+    if (have == 0) {
+      FERRY_RETURN_IF_ERROR(kafka::createTopic(targetAdmin_, target, want, replicationFactor_, timeoutMs_));
+      log_->info("KafkaReplicatorSink: created target topic {} with {} partition(s)", target, want);
+    } else {
+      FERRY_RETURN_IF_ERROR(kafka::createPartitions(targetAdmin_, target, want, timeoutMs_));
+      log_->info("KafkaReplicatorSink: grew target topic {} from {} to {} partition(s)", target, have, want);
+    }
+  }
+  // Wait until the producer's own metadata shows the partition: it refuses partitions it does not
+  // know yet, and another task may have grown the topic without this producer noticing.
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(producer_, target.c_str(), nullptr);
+  const std::int64_t deadline = core::monotonicMs() + timeoutMs_;
+  have = 0;
+  while (core::monotonicMs() < deadline) {
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(producer_, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) have = md->topics[0].partition_cnt;
+      rd_kafka_metadata_destroy(md);
+    }
+    if (have > partition) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  rd_kafka_topic_destroy(rkt);
+  if (have <= partition)
+    return Status::retriable("KafkaReplicatorSink: target topic " + target + " has no partition " +
+                             std::to_string(partition) + " yet");
+  targetPartitions_[target] = have;
+  return Status::ok();
+}
+
+Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
+  if (producer_ == nullptr) return Status::failedPrecondition("KafkaReplicatorSink: put() before start()");
+  for (auto& r : records) {
+    auto st = r.position.partition.find("kafka.topic");
+    auto off = r.position.offset.find("kafka.offset");
+    if (st == r.position.partition.end() || off == r.position.offset.end() || !r.queue)
+      return Status::invalidArgument("KafkaReplicatorSink: a record that did not come from KafkaReplicator (topic " +
+                                     r.topic + ")");
+    const std::int32_t partition = *r.queue;
+    FERRY_RETURN_IF_ERROR(ensureTarget(r.topic, st->second, partition));
+    rd_kafka_headers_t* hdrs = nullptr;
+    if (!r.headers.empty()) {
+      hdrs = rd_kafka_headers_new(r.headers.size());
+      for (const Header& h : r.headers) {
+        if (h.value.isNull())
+          rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
+        else
+          rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
+                              static_cast<ssize_t>(h.value.size()));
+      }
+    }
+    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, std::stoll(off->second) - 1};
+    for (;;) {
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(r.value.isNull() ? nullptr : const_cast<char*>(r.value.view().data()),
+                           r.value.isNull() ? 0 : r.value.size()),
+          RD_KAFKA_V_KEY(r.key.isNull() ? nullptr : const_cast<char*>(r.key.view().data()),
+                         r.key.isNull() ? 0 : r.key.size()),
+          RD_KAFKA_V_TIMESTAMP(r.timestampMs), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(pending), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(producer_, 50);  // serve delivery reports to make room
+        continue;
+      }
+      if (hdrs) rd_kafka_headers_destroy(hdrs);
+      delete pending;
+      targetPartitions_.erase(r.topic);  // learn the partitions again before the retry
+      return Status::unavailable(std::string("KafkaReplicatorSink: cannot produce to ") + r.topic + "/" +
+                                 std::to_string(partition) + ": " + rd_kafka_err2str(e));
+    }
+  }
+  rd_kafka_poll(producer_, 0);
+  if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
+  syncGroupOffsets(false);
+  return Status::ok();
+}
+
+Status KafkaReplicatorSinkTask::flush() {
+  if (producer_ == nullptr) return Status::ok();
+  rd_kafka_resp_err_t e = rd_kafka_flush(producer_, static_cast<int>(timeoutMs_));
+  if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::retriable("KafkaReplicatorSink: " + std::to_string(rd_kafka_outq_len(producer_)) +
+                             " record(s) not acknowledged by the target within request.timeout.ms");
+  syncGroupOffsets(false);
+  return Status::ok();
+}
+
+// Translates the committed source offsets of the selected groups and writes them to the same
+// groups on the target, for the partitions this task copied. Failures are logged, not fatal.
+void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
+  if (groups_.empty() || shared_.syncs.empty()) return;
+  const std::int64_t now = core::monotonicMs();
+  if (!force && now < nextSync_) return;
+  nextSync_ = now + syncIntervalMs_;
+  auto groups = kafka::listGroups(sourceAdmin_, timeoutMs_);
+  if (!groups.isOk()) {
+    log_->warn("KafkaReplicatorSink: listing source groups: {}", groups.status().message());
+    return;
+  }
+  for (const auto& g : *groups) {
+    if (!anyMatch(groups_, g) || anyMatch(groupsExclude_, g)) continue;
+    auto committed = kafka::groupOffsets(sourceAdmin_, g, timeoutMs_);
+    if (!committed.isOk()) continue;
+    kafka::PartitionOffsets want;
+    for (const auto& [tp, c] : *committed) {
+      auto id = topicIds_.find(tp.first);
+      if (id == topicIds_.end()) continue;
+      auto s = shared_.syncs.find({id->second, tp.second});
+      if (s == shared_.syncs.end()) continue;
+      if (auto t = s->second.translate(c)) want[{naming_.targetTopic(tp.first), tp.second}] = *t;
+    }
+    if (want.empty()) continue;
+    auto current = kafka::groupOffsets(targetAdmin_, g, timeoutMs_);
+    if (!current.isOk()) continue;
+    for (auto it = want.begin(); it != want.end();) {
+      auto c = current->find(it->first);
+      if (c != current->end() && c->second >= it->second)
+        it = want.erase(it);  // never move a group backwards on the target
+      else
+        ++it;
+    }
+    if (want.empty()) continue;
+    Status s = kafka::alterGroupOffsets(targetAdmin_, g, want, timeoutMs_);
+    if (s.isOk())
+      log_->debug("KafkaReplicatorSink: group {}: {} partition offset(s) synced to the target", g, want.size());
+    else if (s.code() == StatusCode::kFailedPrecondition)
+      log_->debug("KafkaReplicatorSink: group {} is active on the target; its offsets are left alone", g);
+    else
+      log_->warn("KafkaReplicatorSink: group {}: {}", g, s.message());
+  }
+}
+
+void KafkaReplicatorSinkTask::stop() {
+  if (producer_ != nullptr) {
+    rd_kafka_flush(producer_, 5000);
+    rd_kafka_destroy(producer_);
+    producer_ = nullptr;
+  }
+  kafka::destroy(targetAdmin_);
+  targetAdmin_ = nullptr;
+  kafka::destroy(sourceAdmin_);
+  sourceAdmin_ = nullptr;
+}
+
+}  // namespace ferry::connectors
