@@ -124,6 +124,18 @@ const ConfigDef& kafkaReplicatorDefinition() {
              Importance::kLow, "Regexes of consumer groups never synced.");
     d.define("sync.group.offsets.interval.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How often group offsets are translated and written to the target.", validators::atLeast(100));
+    d.define("exactly.once", ConfigType::kBool, "false", Importance::kHigh,
+             "Exactly-once: every batch of copies and the source offsets it covers are committed in one "
+             "transaction on the target (transactional.id ferry-<connector>-<task>, so a zombie task is "
+             "fenced); partitions are assigned to tasks statically and the source offsets live in the "
+             "target cluster (group exactly.once.offsets.group). Consumers on the target read with "
+             "isolation.level=read_committed.");
+    d.define("exactly.once.offsets.group", ConfigType::kString, "", Importance::kLow,
+             "Group on the target whose committed offsets are the replicator's source positions in "
+             "exactly-once mode (stored under the target topic names); empty means ferry-eos-<connector>.");
+    d.define("task.count", ConfigType::kInt, "1", Importance::kLow,
+             "Set by the connector: how many tasks share the partitions in exactly-once mode.",
+             validators::atLeast(1));
     d.define("request.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
              "Timeout of admin requests and of flush() waiting for the target's acknowledgements.",
              validators::atLeast(100));
@@ -175,7 +187,9 @@ Status KafkaReplicatorConnector::start(const StringMap& config, ConnectorContext
 }
 
 Result<std::vector<StringMap>> KafkaReplicatorConnector::taskConfigs(int maxTasks) {
-  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), config_);
+  StringMap c = config_;
+  c["task.count"] = std::to_string(std::max(1, maxTasks));
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(1, maxTasks)), c);
 }
 
 std::unique_ptr<SourceTask> KafkaReplicatorConnector::createTask() {
@@ -222,6 +236,19 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
   rd_kafka_poll_set_consumer(rk_);
   nextRefresh_ = 0;
   subscribed_.clear();
+  assigned_.clear();
+  eos_ = p.getBool("exactly.once");
+  if (eos_) {
+    eosGroup_ = p.getString("exactly.once.offsets.group");
+    if (eosGroup_.empty()) eosGroup_ = "ferry-eos-" + context.connectorName();
+    taskCount_ = p.getInt("task.count");
+    taskId_ = context.taskId();
+    fromLatest_ = p.getString("source.from") == "latest";
+    StringMap tadmin = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-admin"}};
+    const StringMap targetClient = withPrefixStripped(config, kTargetClient);
+    FERRY_ASSIGN_OR_RETURN(targetAdmin_, kafka::newAdminHandle({{&tadmin, "KafkaReplicator: "},
+                                                                {&targetClient, kTargetClient}}));
+  }
   FERRY_RETURN_IF_ERROR(refreshTopics());
   log_->info("{} task {}: group {} on {} replicates {} topic(s) as {}", context.connectorName(), context.taskId(), group,
              p.getString("source.bootstrap.servers"), subscribed_.size(),
@@ -245,6 +272,7 @@ Status KafkaReplicatorTask::refreshTopics() {
   std::set<std::string> want;
   for (const auto& [t, parts] : *all)
     if (selector_->selected(t) && !naming_.cameFromTarget(t)) want.insert(t);
+  if (eos_) return assignStatically(*all, want);
   if (want == subscribed_) return Status::ok();
   for (const auto& t : want)
     if (!subscribed_.count(t)) log_->info("KafkaReplicator: replicating {} -> {}", t, naming_.targetTopic(t));
@@ -263,11 +291,55 @@ Status KafkaReplicatorTask::refreshTopics() {
   return Status::ok();
 }
 
+// Exactly-once mode: no consumer group on the source. Partition p of topic t belongs to task
+// (hash(t) + p) % task.count, always the same one, so the task's transactional.id fences any zombie
+// that copied it before; a newly owned partition starts at the source offset committed with the
+// last transaction on the target.
+Status KafkaReplicatorTask::assignStatically(const std::map<std::string, std::int32_t>& all,
+                                             const std::set<std::string>& want) {
+  std::vector<std::pair<std::string, std::int32_t>> fresh;
+  for (const auto& t : want) {
+    const std::uint32_t h = static_cast<std::uint32_t>(std::hash<std::string>{}(t) & 0xffffffffu);
+    for (std::int32_t p = 0; p < all.at(t); ++p)
+      if ((h + static_cast<std::uint32_t>(p)) % static_cast<std::uint32_t>(taskCount_) ==
+              static_cast<std::uint32_t>(taskId_) &&
+          !assigned_.count({t, p}))
+        fresh.emplace_back(t, p);
+  }
+  subscribed_ = want;
+  if (fresh.empty()) return Status::ok();
+  auto committed = kafka::groupOffsets(targetAdmin_, eosGroup_, 10000);
+  if (!committed.isOk()) {
+    log_->warn("KafkaReplicator: reading the exactly-once positions ({}): {}", eosGroup_, committed.status().message());
+    nextRefresh_ = 0;  // try again at the next poll
+    return Status::ok();
+  }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(fresh.size()));
+  for (const auto& [t, p] : fresh) {
+    auto it = committed->find({naming_.targetTopic(t), p});
+    const std::int64_t from = it != committed->end() ? it->second
+                              : fromLatest_          ? RD_KAFKA_OFFSET_END
+                                                     : RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_topic_partition_list_add(list, t.c_str(), p)->offset = from;
+    log_->info("KafkaReplicator: exactly-once task {} takes {}/{} from {}", taskId_, t, p,
+               it != committed->end() ? std::to_string(from) : std::string(fromLatest_ ? "the end" : "the start"));
+  }
+  rd_kafka_error_t* e = rd_kafka_incremental_assign(rk_, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e) {
+    Status s = Status::unavailable(std::string("KafkaReplicator: assigning partitions: ") + rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return s;
+  }
+  for (const auto& tp : fresh) assigned_.insert(tp);
+  return Status::ok();
+}
+
 Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::size_t maxRecords,
                                               std::chrono::milliseconds maxWait) {
   if (rk_ == nullptr) return Status::failedPrecondition("KafkaReplicator: poll() before start()");
   FERRY_RETURN_IF_ERROR(refreshTopics());
-  if (subscribed_.empty()) {
+  if (subscribed_.empty() || (eos_ && assigned_.empty())) {
     std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(maxWait, std::chrono::milliseconds(100)));
     return std::size_t{0};
   }
@@ -333,6 +405,7 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
 }
 
 void KafkaReplicatorTask::commitRecord(const Record& record) {
+  if (eos_) return;  // the target's transactions carry the positions
   auto t = record.position.partition.find("kafka.topic");
   auto p = record.position.partition.find("kafka.partition");
   auto o = record.position.offset.find("kafka.offset");
@@ -344,7 +417,7 @@ void KafkaReplicatorTask::commitRecord(const Record& record) {
 }
 
 Status KafkaReplicatorTask::commit() {
-  if (rk_ == nullptr || safe_.empty()) return Status::ok();
+  if (rk_ == nullptr || safe_.empty() || eos_) return Status::ok();
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(safe_.size()));
   for (const auto& [tp, next] : safe_) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
   rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);
@@ -366,6 +439,8 @@ void KafkaReplicatorTask::stop() {
   rd_kafka_consumer_close(rk_);
   rd_kafka_destroy(rk_);
   rk_ = nullptr;
+  kafka::destroy(targetAdmin_);
+  targetAdmin_ = nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -408,6 +483,11 @@ Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& 
   const StringMap targetClient = withPrefixStripped(config, kTargetClient);
   const StringMap sourceClient = withPrefixStripped(config, kSourceClient);
   const StringMap overrides = withPrefixStripped(config, kProducerOverride);
+  eos_ = p.getBool("exactly.once");
+  eosGroup_ = p.getString("exactly.once.offsets.group");
+  if (eosGroup_.empty()) eosGroup_ = "ferry-eos-" + context.connectorName();
+  inTxn_ = false;
+  txnOffsets_.clear();
   StringMap base = {{"bootstrap.servers", p.getString("target.bootstrap.servers")},
                     {"enable.idempotence", "true"},
                     {"acks", "all"},
@@ -415,6 +495,7 @@ Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& 
                     {"batch.num.messages", "10000"},
                     {"queue.buffering.max.messages", "200000"},
                     {"client.id", member}};
+  if (eos_) base["transactional.id"] = member;
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicatorSink: "},
                                                                   {&targetClient, kTargetClient},
                                                                   {&overrides, kProducerOverride}}));
@@ -431,7 +512,32 @@ Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& 
                                                               {&targetClient, kTargetClient}}));
   FERRY_ASSIGN_OR_RETURN(sourceAdmin_, kafka::newAdminHandle({{&sadmin, "KafkaReplicatorSink: "},
                                                               {&sourceClient, kSourceClient}}));
+  if (eos_) {
+    // Fences every earlier producer with this transactional.id (a zombie of this task) and aborts
+    // the transaction it left open.
+    if (rd_kafka_error_t* e = rd_kafka_init_transactions(producer_, static_cast<int>(timeoutMs_))) {
+      Status s = Status::unavailable(std::string("KafkaReplicatorSink: initialising transactions: ") +
+                                     rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+      return s;
+    }
+  }
   return Status::ok();
+}
+
+// A failed transaction is aborted (when it still can be) and fails the task: the restarted task
+// starts again from the positions of the last committed transaction.
+Status KafkaReplicatorSinkTask::txnFailure(rd_kafka_error_t* e, const std::string& what) {
+  Status s = Status::internal("KafkaReplicatorSink: " + what + ": " + rd_kafka_error_string(e));
+  const bool abortable = rd_kafka_error_txn_requires_abort(e);
+  rd_kafka_error_destroy(e);
+  if (abortable && inTxn_) {
+    if (rd_kafka_error_t* a = rd_kafka_abort_transaction(producer_, static_cast<int>(timeoutMs_)))
+      rd_kafka_error_destroy(a);
+  }
+  inTxn_ = false;
+  txnOffsets_.clear();
+  return s;
 }
 
 int KafkaReplicatorSinkTask::topicId(const std::string& sourceTopic) {
@@ -499,6 +605,14 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
                                      r.topic + ")");
     const std::int32_t partition = *r.queue;
     FERRY_RETURN_IF_ERROR(ensureTarget(r.topic, st->second, partition));
+    if (eos_ && !inTxn_) {
+      if (rd_kafka_error_t* e = rd_kafka_begin_transaction(producer_)) return txnFailure(e, "beginning a transaction");
+      inTxn_ = true;
+    }
+    if (eos_) {
+      auto& next = txnOffsets_[{r.topic, partition}];
+      next = std::max<std::int64_t>(next, std::stoll(off->second));
+    }
     rd_kafka_headers_t* hdrs = nullptr;
     if (!r.headers.empty()) {
       hdrs = rd_kafka_headers_new(r.headers.size());
@@ -528,6 +642,16 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
       if (hdrs) rd_kafka_headers_destroy(hdrs);
       delete pending;
       targetPartitions_.erase(r.topic);  // learn the partitions again before the retry
+      if (eos_) {
+        // Part of the batch is in the open transaction: abort it and start over from the last
+        // committed positions rather than retry into it.
+        if (rd_kafka_error_t* a = rd_kafka_abort_transaction(producer_, static_cast<int>(timeoutMs_)))
+          rd_kafka_error_destroy(a);
+        inTxn_ = false;
+        txnOffsets_.clear();
+        return Status::internal(std::string("KafkaReplicatorSink: cannot produce to ") + r.topic + "/" +
+                                std::to_string(partition) + ": " + rd_kafka_err2str(e) + " (transaction aborted)");
+      }
       return Status::unavailable(std::string("KafkaReplicatorSink: cannot produce to ") + r.topic + "/" +
                                  std::to_string(partition) + ": " + rd_kafka_err2str(e));
     }
@@ -540,6 +664,26 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
 
 Status KafkaReplicatorSinkTask::flush() {
   if (producer_ == nullptr) return Status::ok();
+  if (eos_) {
+    if (!inTxn_) return Status::ok();
+    // The source positions go into the same transaction as the copies, as offsets of the target
+    // topics in the positions group.
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(txnOffsets_.size()));
+    for (const auto& [tp, next] : txnOffsets_)
+      rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
+    rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata_new(eosGroup_.c_str());
+    rd_kafka_error_t* e = rd_kafka_send_offsets_to_transaction(producer_, list, md, static_cast<int>(timeoutMs_));
+    rd_kafka_consumer_group_metadata_destroy(md);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e) return txnFailure(e, "adding the source positions to the transaction");
+    if (rd_kafka_error_t* c = rd_kafka_commit_transaction(producer_, static_cast<int>(timeoutMs_)))
+      return txnFailure(c, "committing the transaction");
+    inTxn_ = false;
+    txnOffsets_.clear();
+    if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
+    syncGroupOffsets(false);
+    return Status::ok();
+  }
   rd_kafka_resp_err_t e = rd_kafka_flush(producer_, static_cast<int>(timeoutMs_));
   if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -596,6 +740,11 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
 
 void KafkaReplicatorSinkTask::stop() {
   if (producer_ != nullptr) {
+    if (inTxn_) {
+      // Not flushed (the task is failing): nothing of it may become visible.
+      if (rd_kafka_error_t* a = rd_kafka_abort_transaction(producer_, 5000)) rd_kafka_error_destroy(a);
+      inTxn_ = false;
+    }
     rd_kafka_flush(producer_, 5000);
     rd_kafka_destroy(producer_);
     producer_ = nullptr;

@@ -25,8 +25,13 @@
 //     selects are translated and written to the same groups on the target (never moving a group
 //     backwards, never while it has members there), so consumers can fail over to the target
 //     and lose nothing.
-// At-least-once: a crash re-reads from the last committed source offsets (duplicates on the
-// target, never loss).
+// At-least-once by default: a crash re-reads from the last committed source offsets (duplicates on
+// the target, never loss). exactly.once=true: each flush commits the copies and the source
+// positions they cover in one transaction on the target (positions stored as offsets of the target
+// topics in group exactly.once.offsets.group); partitions are assigned to tasks statically
+// ((hash(topic) + partition) % tasks) with no group on the source, and transactional.id
+// ferry-<connector>-<task> fences a zombie of the same task. A crash aborts the open transaction;
+// read_committed consumers of the target see every record once.
 //
 // Threading: connectors and tasks are called from their owner threads; delivery reports run inside
 // rd_kafka_poll / rd_kafka_flush on the sink task's thread.
@@ -47,6 +52,7 @@ class logger;
 }
 
 struct rd_kafka_s;
+struct rd_kafka_error_s;
 
 namespace ferry::connectors {
 
@@ -83,6 +89,7 @@ class KafkaReplicatorTask final : public SourceTask {
 
  private:
   Status refreshTopics();
+  Status assignStatically(const std::map<std::string, std::int32_t>& all, const std::set<std::string>& want);
 
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
@@ -93,6 +100,14 @@ class KafkaReplicatorTask final : public SourceTask {
   std::set<std::string> subscribed_;
   std::map<std::string, std::string> renamed_;  // source topic -> target topic
   std::uint64_t skippedLoops_ = 0;
+  // Exactly-once mode: static assignment, positions read from the target.
+  bool eos_ = false;
+  std::string eosGroup_;
+  int taskCount_ = 1;
+  int taskId_ = 0;
+  bool fromLatest_ = false;
+  rd_kafka_s* targetAdmin_ = nullptr;
+  std::set<std::pair<std::string, std::int32_t>> assigned_;
   // (topic, partition) -> next offset that is safe to commit, not committed yet.
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> safe_;
 };
@@ -134,6 +149,7 @@ class KafkaReplicatorSinkTask final : public SinkTask {
 
  private:
   Status ensureTarget(const std::string& target, const std::string& source, std::int32_t partition);
+  Status txnFailure(rd_kafka_error_s* e, const std::string& what);
   void syncGroupOffsets(bool force);
   int topicId(const std::string& sourceTopic);
 
@@ -152,6 +168,12 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   std::map<std::string, std::int32_t> targetPartitions_;  // target topic -> partitions known
   std::map<std::string, int> topicIds_;
   Shared shared_;
+  // Exactly-once mode: one transaction per flush; the source positions it covers, by target
+  // topic and partition (next source offset).
+  bool eos_ = false;
+  std::string eosGroup_;
+  bool inTxn_ = false;
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> txnOffsets_;
 };
 
 }  // namespace ferry::connectors

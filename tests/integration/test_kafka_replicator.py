@@ -18,6 +18,11 @@ scripts/services/kafka start all), in a standalone worker (direct task, no backb
       created on B reaches A as "B.<topic>" and is not copied back to B as "A.B.<topic>", and
       "A.<topic>" on B is not copied back to A.
 
+With the argument `eos` instead (integration_kafka_replicator_eos):
+  (5) exactly.once=true: 1,000,000 records replicated while the worker is kill -9ed at 1/3 and
+      2/3; a read_committed consumer on B sees every sequence number exactly once (0 lost,
+      0 duplicated), although aborted copies of the killed transactions sit in the log.
+
 Needs both Kafka clusters (scripts/test starts them for the `kafka` and `integration` labels).
 Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP, FERRY_KAFKA_B_BOOTSTRAP,
 FERRY_KAFKA_REPL_RECORDS. Result lines are JSON."""
@@ -208,5 +213,45 @@ def main():
     assert w.stop() == 0
 
 
+def main_eos():
+    assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
+    rid = random.randrange(1 << 30)
+    d = tmpdir("kafka-repl-eos")
+    topic = f"eos-{rid}"
+    tool("produce", "--bootstrap", A, "--topic", topic, "--count", str(N), "--partitions", "4", timeout=600)
+    w = Worker(d, {"offset.flush.interval.ms": "500"})
+    w.start()
+    name = f"eos-a2b-{rid}"
+    w.ok("POST", "/connectors", replicator(name, A, B, "A", "B", topic, {"exactly.once": "true"}))
+
+    def positions():
+        status, body = w.rest("GET", f"/connectors/{name}/offsets")
+        if status != 200:
+            return 0
+        return sum(int(o["offset"]["kafka.offset"]) for o in body.get("offsets", []))
+    t0 = time.time()
+    wait_until(lambda: positions() >= N // 3, 300, f"{N // 3} positions committed", 0.2)
+    at_kill1 = positions()
+    w.kill9()
+    w.start()
+    wait_until(lambda: positions() >= 2 * N // 3, 300, f"{2 * N // 3} positions committed", 0.2)
+    at_kill2 = positions()
+    w.kill9()
+    w.start()
+    wait_until(lambda: positions() >= N, 600, f"{N} positions committed", 0.5)
+    repl_s = time.time() - t0
+    log_end = ends(B, f"A.{topic}")["end"]
+    got = read_values(B, f"A.{topic}", os.path.join(d, "committed.txt"))  # read_committed: librdkafka's default
+    seen = set(got)
+    lost = [i for i in range(N) if i not in seen]
+    print(json.dumps({"test": "exactly_once", "records": N, "lost": len(lost), "duplicates": len(got) - len(seen),
+                      "read_committed": len(got), "target_log_end": log_end, "positions_at_kill1": at_kill1,
+                      "positions_at_kill2": at_kill2, "replication_s": round(repl_s, 1)}), flush=True)
+    assert not lost, f"{len(lost)} lost, first {lost[:10]}"
+    assert len(got) == len(seen), f"{len(got) - len(seen)} duplicates seen by a read_committed consumer"
+    assert w.stop() == 0
+
+
 if __name__ == "__main__":
-    run(main)
+    import sys
+    run(main_eos if sys.argv[1:] == ["eos"] else main)
