@@ -212,7 +212,6 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
   const std::string member = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
   StringMap base = {{"bootstrap.servers", p.getString("source.bootstrap.servers")},
                     {"group.id", group},
-                    {"group.instance.id", member},
                     {"client.id", member},
                     {"auto.offset.reset", p.getString("source.from")},
                     {"enable.auto.commit", "false"},

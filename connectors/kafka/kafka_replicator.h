@@ -4,8 +4,10 @@
 // pairs it with KafkaReplicatorSink and hands both sides the same keys.
 //
 // Source side (KafkaReplicatorTask, on the source cluster):
-//   - every task joins one consumer group on the source (`source.group`, cooperative-sticky, static
-//     members), so the partitions are spread over tasks and workers;
+//   - every task joins one consumer group on the source (`source.group`, cooperative-sticky), so
+//     the partitions are spread over tasks and workers. Not as a static member: its topics change
+//     while it runs, and a static member rejoining after a restart is handed its old assignment
+//     (a restarted worker waits for the session timeout, 10 s, instead);
 //   - the task re-reads the source's topic list every topics.refresh.interval.ms and subscribes
 //     to the topics `topics` selects and `topics.exclude` does not (regexes on the whole name):
 //     new topics and new partitions are picked up without a restart;

@@ -3,6 +3,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "connectors/common.h"
@@ -31,9 +32,9 @@ const ConfigDef& KafkaSourceConnector::definition() {
     d.define("topic", ConfigType::kString, "", Importance::kMedium,
              "Backbone topic written to; empty means the Kafka topic.");
     d.define("kafka.static.membership", ConfigType::kBool, "true", Importance::kMedium,
-             "Tasks join as static members (group.instance.id = ferry-<connector>-<task>): a worker "
-             "restarted after a crash gets its partitions back at once instead of after the session "
-             "timeout.");
+             "Tasks join as static members (group.instance.id = ferry-<connector>-<task>-<hash of the "
+             "topics>): a worker restarted after a crash gets its partitions back at once instead of "
+             "after the session timeout. Not used with regex topics.");
     d.allowPrefix(kOverride);
     return d;
   }();
@@ -75,8 +76,14 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
                         {"enable.auto.offset.store", "false"},
                         {"session.timeout.ms", "10000"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
-  if (p.getBool("kafka.static.membership"))
-    settings["group.instance.id"] = "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId());
+  // Static membership with an id that changes with the topics (see kafka::staticInstanceId); not
+  // with regex subscriptions, whose topics change while the task runs.
+  const auto topicList = p.getList("kafka.topics");
+  const bool regex = std::any_of(topicList.begin(), topicList.end(),
+                                 [](const std::string& t) { return !t.empty() && t[0] == '^'; });
+  if (p.getBool("kafka.static.membership") && !regex)
+    settings["group.instance.id"] = kafka::staticInstanceId(
+        "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId()), topicList);
   StringMap overrides;
   for (const auto& [k, v] : config)
     if (k.rfind(kOverride, 0) == 0) overrides[k.substr(std::char_traits<char>::length(kOverride))] = v;

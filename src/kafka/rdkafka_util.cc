@@ -3,6 +3,9 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/logging.h"
 
 namespace ferry::kafka {
@@ -248,6 +251,18 @@ Status deleteGroup(rd_kafka_t* rk, const std::string& group, std::int64_t timeou
       return groupError(e, what, group);
     }
   return Status::ok();
+}
+
+std::string staticInstanceId(const std::string& member, std::vector<std::string> subscription) {
+  std::sort(subscription.begin(), subscription.end());
+  std::uint32_t h = 2166136261u;
+  for (const auto& t : subscription) {
+    for (unsigned char c : t) h = (h ^ c) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;  // separator
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return member + "-" + hex;
 }
 
 Result<std::pair<std::int64_t, std::int64_t>> watermarks(rd_kafka_t* rk, const std::string& topic,

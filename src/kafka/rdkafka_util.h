@@ -62,6 +62,13 @@ Status alterGroupOffsets(Handle* rk, const std::string& group, const PartitionOf
 // Deletes a group (OK when unknown); FailedPrecondition while it has members.
 Status deleteGroup(Handle* rk, const std::string& group, std::int64_t timeoutMs);
 
+// A static member id (group.instance.id) for `member` that changes with its subscription. A
+// static member that rejoins after a restart is handed its previous assignment without a
+// rebalance, even when it now subscribes to other topics (Kafka 4.1 with librdkafka 2.0.2 kept
+// consuming the old topics in our runs); a new id for a new subscription avoids that, and the old
+// id expires after the session timeout.
+std::string staticInstanceId(const std::string& member, std::vector<std::string> subscription);
+
 // Low and high watermark of one partition.
 Result<std::pair<std::int64_t, std::int64_t>> watermarks(Handle* rk, const std::string& topic, std::int32_t partition,
                                                          std::int64_t timeoutMs);

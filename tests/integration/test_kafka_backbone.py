@@ -11,6 +11,7 @@
   (c) the sink's committed offsets, read by a fresh worker process in which the sink never ran
       (from Kafka's __consumer_offsets), equal the end of every partition; the sink is stopped,
       `DELETE /connectors/<sink>/offsets` clears them and the resumed sink reads everything again;
+  (e) the sink's topics are changed (PUT config): the restarted task reads the new topic;
   (d) an unreachable bootstrap server makes `ferry standalone` exit non-zero naming it.
 
 Needs Kafka (scripts/test starts it for the `kafka` and `integration` labels); fails when it is
@@ -122,7 +123,10 @@ def main():
     fresh = committed()
     assert fresh == before, f"offsets seen by a fresh worker {fresh} != {before}"
     t_reset = time.time()
-    w.ok("DELETE", f"/connectors/{sink}/offsets")
+    # A static member stays in its group for the session timeout (10 s) after its consumer
+    # closed; the reset waits for that (up to session + 5 s), longer than the harness's 10 s.
+    status, body = w.rest("DELETE", f"/connectors/{sink}/offsets", timeout=40)
+    assert status in (200, 202, 204), f"DELETE offsets: {status} {body}"
     reset_s = time.time() - t_reset
     after_reset = committed()
     assert after_reset == {}, after_reset
@@ -135,6 +139,17 @@ def main():
     wait_until(reread_all, 180, "a full re-read after the reset (every sequence number twice)", 0.5)
     print(json.dumps({"test": "offsets", "offsets_fresh_worker": sum(fresh.values()), "partitions": len(fresh),
                       "reset_s": round(reset_s, 1), "reread_lines": count_lines(out) - lines_before}), flush=True)
+
+    # (e) the sink moved to another topic: its restarted task must read the new topic, not keep the
+    # old topic's partitions (a static member that rejoins is handed its old assignment)
+    topic2, out2 = f"{topic}-2", os.path.join(d, "out2.txt")
+    w.ok("PUT", f"/connectors/{sink}/config", {"connector.class": "FileStreamSink", "topics": topic2, "file": out2})
+    w.ok("POST", "/connectors", {"name": f"gen2-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": topic2, "max.records": "2000", "format": "string"}})
+    t_move = time.time()
+    wait_until(lambda: count_lines(out2) >= 2000, 90, "2000 lines of the new topic", 0.2)
+    print(json.dumps({"test": "topics_changed", "lines": count_lines(out2),
+                      "seconds": round(time.time() - t_move, 1)}), flush=True)
     assert w.stop() == 0
 
     # (d) unreachable bootstrap server

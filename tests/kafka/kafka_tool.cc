@@ -10,7 +10,8 @@
 //       With --group the offsets of the records read are committed before exit.
 //   produce --bootstrap B --topic T --count N [--first-seq F] [--partitions P]
 //       N records, value "<seq>", key "k<seq>", header seq=<seq>, idempotent, acks=all; exit 0
-//       once every one was acknowledged. --partitions creates T with P partitions first. Prints
+//       once every one was acknowledged. --partitions creates T with P partitions first;
+//       --payload pads values with spaces to that many bytes. Prints
 //       one JSON summary line.
 //   topics --bootstrap B
 //       {"topic": partitions, ...} of every topic.
@@ -144,7 +145,8 @@ int consume(const std::string& bootstrap, const std::string& topic, long count, 
   return 0;
 }
 
-int produce(const std::string& bootstrap, const std::string& topic, long count, long first, int partitions) {
+int produce(const std::string& bootstrap, const std::string& topic, long count, long first, int partitions,
+            long payload) {
   char err[512];
   if (partitions > 0) {
     StringMap settings = {{"bootstrap.servers", bootstrap}};
@@ -181,10 +183,12 @@ int produce(const std::string& bootstrap, const std::string& topic, long count, 
   }
   for (long i = 0; i < count; ++i) {
     const std::string seq = std::to_string(first + i), key = "k" + seq;
+    std::string value = seq;
+    if (payload > static_cast<long>(value.size())) value.append(static_cast<std::size_t>(payload) - value.size(), ' ');
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
           rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(const_cast<char*>(seq.data()), seq.size()),
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
           RD_KAFKA_V_KEY(const_cast<char*>(key.data()), key.size()),
           RD_KAFKA_V_HEADER("seq", seq.data(), static_cast<ssize_t>(seq.size())), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
@@ -262,12 +266,14 @@ int main(int argc, char** argv) {
   con->add_option("--values-out", co.valuesOut);
   long first = 0;
   int partitions = 0;
+  long payload = 0;
   auto* pro = app.add_subcommand("produce", "produce sequence-numbered records");
   pro->add_option("--bootstrap", bootstrap);
   pro->add_option("--topic", topic)->required();
   pro->add_option("--count", count)->required();
   pro->add_option("--first-seq", first);
   pro->add_option("--partitions", partitions);
+  pro->add_option("--payload", payload, "pad values with spaces to this many bytes");
   auto* tops = app.add_subcommand("topics", "every topic and its partition count");
   tops->add_option("--bootstrap", bootstrap);
   auto* ends = app.add_subcommand("ends", "sum of a topic's high watermarks");
@@ -281,6 +287,6 @@ int main(int argc, char** argv) {
   if (tops->parsed()) return admin(bootstrap, "topics", topic, 0);
   if (ends->parsed()) return admin(bootstrap, "ends", topic, 0);
   if (grow->parsed()) return admin(bootstrap, "grow", topic, partitions);
-  if (pro->parsed()) return produce(bootstrap, topic, count, first, partitions);
+  if (pro->parsed()) return produce(bootstrap, topic, count, first, partitions, payload);
   return consume(bootstrap, topic, count, timeoutMs, co);
 }

@@ -98,9 +98,13 @@ void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
 
 class KafkaConsumer final : public Consumer {
  public:
-  KafkaConsumer(KafkaBackbone& b, std::string group) : b_(b), group_(std::move(group)) {}
-  ~KafkaConsumer() override { close(); }
-  Status open(rd_kafka_conf_t* conf);
+  KafkaConsumer(KafkaBackbone& b, std::string group, std::string staticMember)
+      : b_(b), group_(std::move(group)), staticMember_(std::move(staticMember)) {}
+  ~KafkaConsumer() override {
+    close();
+    if (conf_) rd_kafka_conf_destroy(conf_);
+  }
+  void prepare(rd_kafka_conf_t* conf) { conf_ = conf; }
   Status subscribe(const std::vector<std::string>& topics, RebalanceListener* listener) override;
   Result<std::size_t> poll(std::vector<Message>& out, std::size_t maxMessages, std::chrono::milliseconds maxWait) override;
   Status commit(const OffsetMap& offsets) override;
@@ -118,8 +122,12 @@ class KafkaConsumer final : public Consumer {
  private:
   std::vector<TopicQueue> toFerry(const rd_kafka_topic_partition_list_t* parts) const;
 
+  Status open(const std::vector<std::string>& topics);
+
   KafkaBackbone& b_;
   const std::string group_;
+  const std::string staticMember_;  // empty: dynamic membership
+  rd_kafka_conf_t* conf_ = nullptr;  // until subscribe() creates the client
   rd_kafka_t* rk_ = nullptr;
   RebalanceListener* listener_ = nullptr;
   std::map<std::string, std::string> names_;  // Kafka topic -> ferry topic
@@ -179,14 +187,17 @@ class KafkaBackbone final : public Backbone, public Admin {
                       {"heartbeat.interval.ms", std::to_string(std::max<std::int64_t>(1000, o_.sessionTimeoutMs / 4))},
                       {"topic.metadata.refresh.interval.ms", "10000"},
                       {"allow.auto.create.topics", "false"}};
-    if (o_.staticMembership && !memberId.empty()) base["group.instance.id"] = kafkaSafeName(memberId);
     FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
                            kafka::makeConf({{&base, "kafka backbone: "},
                                             {&o_.clientOverrides, "backbone.kafka.client."},
                                             {&o_.consumerOverrides, "backbone.kafka.consumer."},
                                             {&overrides, "kafka backbone: "}}));
-    auto c = std::make_unique<KafkaConsumer>(*this, kafkaSafeName(group));
-    FERRY_RETURN_IF_ERROR(c->open(conf));
+    // The client is created at subscribe(), when the static member id (which depends on the
+    // topics) is known; the settings are checked now.
+    auto c = std::make_unique<KafkaConsumer>(*this, kafkaSafeName(group),
+                                             o_.staticMembership && !memberId.empty() ? kafkaSafeName(memberId)
+                                                                                      : std::string());
+    c->prepare(conf);
     return std::unique_ptr<Consumer>(std::move(c));
   }
 
@@ -359,10 +370,22 @@ Status KafkaProducer::send(Message m, SendCallback cb) {
   }
 }
 
-Status KafkaConsumer::open(rd_kafka_conf_t* conf) {
+Status KafkaConsumer::open(const std::vector<std::string>& topics) {
+  if (conf_ == nullptr) return Status::failedPrecondition("kafka backbone: consumer closed");
+  rd_kafka_conf_t* conf = conf_;
+  conf_ = nullptr;
+  char err[512];
+  if (!staticMember_.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : topics) names.push_back(kafkaSafeName(t));
+    const std::string id = kafka::staticInstanceId(staticMember_, names);
+    if (rd_kafka_conf_set(conf, "group.instance.id", id.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::invalidArgument(std::string("kafka backbone: group.instance.id: ") + err);
+    }
+  }
   rd_kafka_conf_set_rebalance_cb(conf, onRebalance);
   rd_kafka_conf_set_opaque(conf, this);
-  char err[512];
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk_ == nullptr) {
     rd_kafka_conf_destroy(conf);
@@ -373,7 +396,7 @@ Status KafkaConsumer::open(rd_kafka_conf_t* conf) {
 }
 
 Status KafkaConsumer::subscribe(const std::vector<std::string>& topics, RebalanceListener* listener) {
-  if (rk_ == nullptr) return Status::failedPrecondition("consumer closed");
+  if (rk_ == nullptr) FERRY_RETURN_IF_ERROR(open(topics));
   listener_ = listener;
   rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
   ListGuard g{subs};

@@ -1,0 +1,237 @@
+"""The kafka-replicate scenario of bench/run: Kafka cluster A -> cluster B replication by ferry's
+KafkaReplicator, by Apache Kafka's MirrorMaker 2 and by a minimal relay written directly on
+librdkafka (bench/kafka/kafka_relay: the limit), in the same run, on the same two brokers
+(scripts/services/kafka start all; started here if not running, stopped at the end only then).
+
+Per record size (100 B and 1 KB values), each contender copies its own freshly produced topic of N
+records (4 partitions, kafka_tool produce) so none reads another's warm cache:
+  - ferry: a fresh standalone worker (release build, embedded backbone, temp data dir) gets a
+    KafkaReplicator (tasks.max 1, at-least-once, prefix policy); the clock runs from the connector
+    POST until B's copy holds N records (summed high watermarks, polled every 0.2 s);
+  - MirrorMaker 2: `org.apache.kafka.connect.mirror.MirrorMaker` (dedicated mode, the jars of
+    scripts/services/kafka, the heap flags of connect-mirror-maker.sh: -Xms256M -Xmx2G), A->B for
+    that topic only, tasks.max 1, internal topics with replication factor 1; the clock runs from
+    the JVM's launch (MM2 has no other start signal) until B's copy holds N;
+  - relay: kafka_relay, the clock from its launch to its last acknowledgement (its target topic is
+    created beforehand, outside the clock).
+Reported per contender: seconds, msgs_per_s, seconds_to_first (start to the first record on B),
+msgs_per_s_after_first (the rate once records flow: start-up excluded), cpu_s_per_million
+(user+system of the process over the run), peak_rss_mb (VmHWM). Ratios: ferry/mm2 and ferry/relay
+for rates, mm2/ferry for CPU and RSS.
+
+Standard library only.
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SERVICE = os.path.join(ROOT, "scripts", "services", "kafka")
+os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, "build", "release", "apps", "ferry", "ferry"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import Worker, wait_until  # noqa: E402
+
+A = "127.0.0.1:" + os.environ.get("KAFKA_PORT", "19092")
+B = "127.0.0.1:" + os.environ.get("KAFKA_B_PORT", "29092")
+SCENARIO = "kafka-replicate"
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"bench: {SCENARIO}: {msg}", file=sys.stderr, flush=True)
+
+
+def binary(name, sub):
+    return os.environ.get(f"FERRY_{name.upper()}", os.path.join(ROOT, "build", "release", sub, name))
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK
+
+
+def hwm(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def tool(*args, timeout=600):
+    p = subprocess.run([binary("kafka_tool", "tests/kafka"), *args], capture_output=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"kafka_tool {' '.join(args)}: {p.stderr.decode()[-500:]}")
+    return p.stdout.decode()
+
+
+def end_of(bootstrap, topic):
+    p = subprocess.run([binary("kafka_tool", "tests/kafka"), "ends", "--bootstrap", bootstrap, "--topic", topic],
+                       capture_output=True, timeout=60)
+    if p.returncode != 0:
+        return 0
+    return json.loads(p.stdout.decode().strip().splitlines()[-1])["end"]
+
+
+def running(cluster):
+    return subprocess.run([SERVICE, "status", cluster], capture_output=True).returncode == 0
+
+
+def preload(n, payload):
+    topic = f"krb-{uuid.uuid4().hex[:8]}"
+    tool("produce", "--bootstrap", A, "--topic", topic, "--count", str(n), "--partitions", "4",
+         "--payload", str(payload))
+    return topic
+
+
+def watch(pid, target, n, t0, timeout=900):
+    """Polls B until `target` holds n records; returns (seconds, seconds_to_first, cpu, hwm)."""
+    first = None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        e = end_of(B, target)
+        if e > 0 and first is None:
+            first = time.time() - t0
+        if e >= n:
+            return time.time() - t0, first, cpu_s(pid), hwm(pid)
+        time.sleep(0.2)
+    raise RuntimeError(f"{target} did not reach {n} records on B within {timeout} s")
+
+
+def figures(n, seconds, first, cpu, rss):
+    return {"seconds": round(seconds, 2), "msgs_per_s": round(n / seconds),
+            "seconds_to_first": round(first, 2),
+            "msgs_per_s_after_first": round(n / max(seconds - first, 1e-3)),
+            "cpu_s_per_million": round(cpu * 1e6 / n, 2), "peak_rss_mb": round(rss / 2**20, 1)}
+
+
+def run_ferry(n, payload):
+    topic = preload(n, payload)
+    d = tempfile.mkdtemp(prefix="ferry-bench-krepl-")
+    w = Worker(d, {"log.level": "warn", "offset.flush.interval.ms": "1000"})
+    w.start()
+    try:
+        t0 = time.time()
+        w.ok("POST", "/connectors", {"name": f"repl-{uuid.uuid4().hex[:8]}", "config": {
+            "connector.class": "KafkaReplicator", "tasks.max": "1", "source.bootstrap.servers": A,
+            "target.bootstrap.servers": B, "source.alias": "A", "target.alias": "B", "topics": topic}})
+        return figures(n, *watch(w.proc.pid, f"A.{topic}", n, t0))
+    finally:
+        w.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_mm2(n, payload):
+    topic = preload(n, payload)
+    d = tempfile.mkdtemp(prefix="ferry-bench-mm2-")
+    props = os.path.join(d, "mm2.properties")
+    with open(props, "w") as f:
+        f.write(f"""clusters = A, B
+A.bootstrap.servers = {A}
+B.bootstrap.servers = {B}
+A->B.enabled = true
+A->B.topics = {topic}
+B->A.enabled = false
+tasks.max = 1
+replication.factor = 1
+checkpoints.topic.replication.factor = 1
+heartbeats.topic.replication.factor = 1
+offset-syncs.topic.replication.factor = 1
+offset.storage.replication.factor = 1
+status.storage.replication.factor = 1
+config.storage.replication.factor = 1
+sync.topic.acls.enabled = false
+""")
+    classpath = subprocess.run([SERVICE, "classpath"], capture_output=True, text=True, check=True).stdout.strip()
+    log4j = subprocess.run([SERVICE, "log4j"], capture_output=True, text=True, check=True).stdout.strip()
+    jvm = ["java", "-Xms256M", "-Xmx2G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+           "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+           "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath,
+           "org.apache.kafka.connect.mirror.MirrorMaker", props, "--clusters", "B"]
+    with open(os.path.join(d, "mm2.log"), "wb") as out:
+        t0 = time.time()
+        p = subprocess.Popen(jvm, stdout=out, stderr=subprocess.STDOUT, cwd=d)
+    try:
+        return figures(n, *watch(p.pid, f"A.{topic}", n, t0))
+    except Exception:
+        with open(os.path.join(d, "mm2.log"), "rb") as f:
+            log("MirrorMaker 2 log tail:\n" + f.read()[-3000:].decode(errors="replace"))
+        raise
+    finally:
+        p.terminate()
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_relay(n, payload):
+    topic = preload(n, payload)
+    # The relay does not create topics: its target is created beforehand, outside the clock.
+    tool("produce", "--bootstrap", B, "--topic", f"A.{topic}", "--count", "0", "--partitions", "4")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
+    p = subprocess.Popen([binary("kafka_relay", "bench/kafka"), "--source", A, "--target", B, "--topic", topic,
+                          "--target-topic", f"A.{topic}", "--count", str(n)], stdout=subprocess.PIPE)
+    out = p.communicate()[0].decode()
+    if p.returncode != 0:
+        raise RuntimeError(f"kafka_relay failed: {out}")
+    res = json.loads(out.strip().splitlines()[-1])
+    seconds = res["seconds"]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    first = 0.0  # the relay starts consuming at once; its start-up is in `seconds`
+    return {"seconds": round(seconds, 2), "msgs_per_s": round(n / seconds), "seconds_to_first": first,
+            "msgs_per_s_after_first": round(n / seconds), "cpu_s_per_million": round(cpu * 1e6 / n, 2),
+            "peak_rss_mb": round(res["peak_rss_kb"] / 1024, 1)}
+
+
+def ratio(a, b, digits=2):
+    return round(a / b, digits) if a and b else None
+
+
+def scenario(n, sizes=(100, 1024)):
+    started = []
+    for c in ("A", "B"):
+        if not running(c):
+            log(f"starting Kafka cluster {c}")
+            subprocess.run([SERVICE, "start", c], check=True)
+            started.append(c)
+    results = []
+    try:
+        for payload in sizes:
+            r = {"scenario": SCENARIO, "payload_bytes": payload, "records": n}
+            for name, fn in (("ferry", run_ferry), ("mirrormaker2", run_mm2), ("relay", run_relay)):
+                log(f"{name}, {payload} B x {n}")
+                try:
+                    r[name] = fn(n, payload)
+                except Exception as e:  # a peer failing is reported, not turned into numbers
+                    r[name] = {"error": str(e)[:500]}
+            f, m, l = r["ferry"], r["mirrormaker2"], r["relay"]
+            r["ratio"] = {
+                "ferry_vs_mm2_msgs_per_s": ratio(f.get("msgs_per_s"), m.get("msgs_per_s")),
+                "ferry_vs_mm2_msgs_per_s_after_first": ratio(f.get("msgs_per_s_after_first"),
+                                                             m.get("msgs_per_s_after_first")),
+                "mm2_vs_ferry_cpu_per_million": ratio(m.get("cpu_s_per_million"), f.get("cpu_s_per_million")),
+                "mm2_vs_ferry_peak_rss": ratio(m.get("peak_rss_mb"), f.get("peak_rss_mb")),
+                "ferry_vs_relay_msgs_per_s": ratio(f.get("msgs_per_s"), l.get("msgs_per_s")),
+                "ferry_vs_relay_cpu_per_million": ratio(f.get("cpu_s_per_million"), l.get("cpu_s_per_million")),
+            }
+            results.append(r)
+    finally:
+        for c in started:
+            subprocess.run([SERVICE, "stop", c])
+    return results
+
+
+if __name__ == "__main__":
+    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000):
+        print(json.dumps(r), flush=True)
