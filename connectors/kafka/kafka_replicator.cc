@@ -218,9 +218,9 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
                     {"enable.auto.offset.store", "false"},
                     {"partition.assignment.strategy", "cooperative-sticky"},
                     {"session.timeout.ms", "10000"},
-                    {"allow.auto.create.topics", "false"},
-                    {"fetch.wait.max.ms", "100"},
-                    {"queued.max.messages.kbytes", "32768"}};
+                    {"allow.auto.create.topics", "false"}};
+  // Prefetch (queued.max.messages.kbytes, fetch.wait.max.ms) stays at librdkafka's defaults: a
+  // 32 MB queue with 100 ms fetch waits held 1 KB records to 43k/s, the defaults give ~73k/s.
   const StringMap client = withPrefixStripped(config, kSourceClient);
   const StringMap overrides = withPrefixStripped(config, kConsumerOverride);
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicator: "},
