@@ -27,6 +27,15 @@ void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
                     (m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + ")";
 }
 
+// Client-level errors. An authentication the brokers refuse is retried by librdkafka forever and
+// would only surface as delivery timeouts minutes later: it fails the task at once instead.
+void onError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  auto* d = static_cast<KafkaSinkTask::Deliveries*>(opaque);
+  if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) &&
+      d->authError.empty())
+    d->authError = reason;
+}
+
 }  // namespace
 
 const ConfigDef& KafkaSinkConnector::definition() {
@@ -87,6 +96,7 @@ Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&settings, "kafka."}, {&overrides, kOverride}}));
   char err[512];
   rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
+  rd_kafka_conf_set_error_cb(conf, onError);
   rd_kafka_conf_set_opaque(conf, &deliveries_);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);  // takes conf on success
   if (rk_ == nullptr) {
@@ -132,6 +142,8 @@ Status KafkaSinkTask::put(std::vector<Record>& records) {
     }
   }
   rd_kafka_poll(rk_, 0);
+  if (!deliveries_.authError.empty())
+    return Status::internal("KafkaSink: the brokers refused the client: " + deliveries_.authError);
   if (deliveries_.failed.load() > 0)
     return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
   return Status::ok();
@@ -139,7 +151,12 @@ Status KafkaSinkTask::put(std::vector<Record>& records) {
 
 Status KafkaSinkTask::flush() {
   if (rk_ == nullptr) return Status::ok();
-  rd_kafka_resp_err_t e = rd_kafka_flush(rk_, static_cast<int>(flushTimeoutMs_));
+  // In steps, so a refused authentication ends the wait at once.
+  rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+  for (long waited = 0; waited < flushTimeoutMs_ && deliveries_.authError.empty(); waited += 200)
+    if ((e = rd_kafka_flush(rk_, 200)) == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+  if (!deliveries_.authError.empty())
+    return Status::internal("KafkaSink: the brokers refused the client: " + deliveries_.authError);
   if (deliveries_.failed.load() > 0)
     return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)

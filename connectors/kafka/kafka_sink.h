@@ -57,6 +57,7 @@ class KafkaSinkTask final : public SinkTask {
     std::atomic<std::uint64_t> ok{0};
     std::atomic<std::uint64_t> failed{0};
     std::string firstError;  // written once, on the task thread (inside poll/flush)
+    std::string authError;   // SASL/TLS authentication refused (error callback, task thread)
   };
 
  private:

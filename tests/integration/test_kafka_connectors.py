@@ -11,7 +11,10 @@ in a standalone worker on the embedded backbone:
       arrives; then the worker is kill -9ed, started again and 5,000 more are produced: all 25,000
       arrive (0 lost) and fewer than 20,000 are read twice (the group resumed from the offsets
       KafkaSource committed, not from the start), within 9 s of the restart (static membership:
-      no wait for the dead member's 10 s session to expire).
+      no wait for the dead member's 10 s session to expire);
+  (d) KafkaSink with SASL/PLAIN settings passed through producer.override.* delivers to the
+      broker's SASL_PLAINTEXT listener (127.0.0.1:19094); a wrong password fails the task with a
+      trace saying the brokers refused the client (not minutes of delivery timeouts).
 
 Needs Kafka (scripts/test starts it for the `kafka` and `integration` labels); fails when it is
 unreachable. Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP."""
@@ -25,6 +28,7 @@ import time
 from harness import Worker, run, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+SASL_BOOTSTRAP = os.environ.get("FERRY_KAFKA_SASL_BOOTSTRAP", "127.0.0.1:19094")
 TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
 COUNT = 20000
 
@@ -128,6 +132,32 @@ def main():
     # Static membership: the restarted task takes its partitions back at once; without it the
     # group waits for the dead member's session to expire (10 s here) before anything flows.
     assert resumed_s < 9, f"(c) {resumed_s:.1f} s to resume: the group waited for the dead member"
+
+    # (d) client security passes through: SASL/PLAIN on the broker's SASL_PLAINTEXT listener
+    sasl_topic = f"ferry-sasl-{run_id}"
+    sasl = {"sink.producer.override.security.protocol": "SASL_PLAINTEXT",
+            "sink.producer.override.sasl.mechanisms": "PLAIN",
+            "sink.producer.override.sasl.username": "ferry"}
+    w.ok("POST", "/connectors", {"name": f"sasl-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "max.records": "1000",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": SASL_BOOTSTRAP,
+        "sink.kafka.topic": sasl_topic, "sink.producer.override.sasl.password": "ferry-secret", **sasl}})
+    p = subprocess.run([TOOL, "consume", "--bootstrap", BOOTSTRAP, "--topic", sasl_topic, "--count", "1000",
+                        "--timeout-ms", "60000"], capture_output=True, timeout=120)
+    assert p.returncode == 0, f"(d) kafka_tool: {p.stderr.decode()[-800:]}\n{w.tail_log()}"
+    w.ok("POST", "/connectors", {"name": f"sasl-bad-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "max.records": "1000",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": SASL_BOOTSTRAP,
+        "sink.kafka.topic": sasl_topic, "sink.producer.override.sasl.password": "wrong", **sasl}})
+
+    def refused_clearly():
+        status, s = w.rest("GET", f"/connectors/sasl-bad-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return next((t.get("trace", "") for t in tasks
+                     if t["state"] == "FAILED" and "refused the client" in t.get("trace", "")), None)
+    trace = wait_until(refused_clearly, 60, "a FAILED task saying the brokers refused the client", 0.5)
+    print(f"(d) SASL/PLAIN through producer.override.*: 1000 records arrive; a wrong password fails the "
+          f"task: {trace.splitlines()[0][:160]}", flush=True)
     assert w.stop() == 0
 
 
