@@ -126,6 +126,8 @@ class ConnectStandalone:
     """One standalone Kafka Connect worker JVM (ConnectStandalone) with its own folder, offsets
     file and REST port. Connectors are created over REST, as bench/run does for ferry."""
 
+    MAIN = "org.apache.kafka.connect.cli.ConnectStandalone"
+
     def __init__(self, workdir, bootstrap, extra=None):
         self.workdir = workdir
         self.port = free_port()
@@ -154,8 +156,7 @@ class ConnectStandalone:
     def start(self, timeout=120):
         """Starts the JVM; returns the seconds until GET / answers 200."""
         cmd = ["java", *CONNECT_HEAP, *JVM_OPTS, f"-Dlog4j2.configurationFile={log4j_config()}",
-               "-cp", libs_classpath(), "org.apache.kafka.connect.cli.ConnectStandalone",
-               self.props]
+               "-cp", libs_classpath(), self.MAIN, self.props]
         log = open(self.log_path, "ab")
         t0 = time.time()
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
@@ -206,3 +207,31 @@ class ConnectStandalone:
         if status not in (200, 201, 202, 204):
             raise PeerError(f"Connect {method} {path} -> {status}: {payload}\n{self.tail_log()}")
         return payload
+
+
+class ConnectDistributed(ConnectStandalone):
+    """One distributed-mode Kafka Connect worker JVM (ConnectDistributed), a group of one: configs,
+    offsets and status in Kafka topics of a fresh group (replication factor 1 on the single-node
+    broker), as a Connect cluster keeps them."""
+
+    MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
+
+    def __init__(self, workdir, bootstrap, extra=None):
+        gid = "ferry-bench-" + os.urandom(4).hex()
+        dist = {"group.id": gid, "config.storage.topic": gid + "-configs",
+                "offset.storage.topic": gid + "-offsets", "status.storage.topic": gid + "-status",
+                "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
+                "status.storage.replication.factor": "1"}
+        dist.update(extra or {})
+        super().__init__(workdir, bootstrap, dist)
+        self.props_note = "distributed"
+
+    def wait_connector_running(self, name, timeout=120):
+        """A distributed worker answers POST before the connector's tasks run; wait for them."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, body = self.rest("GET", f"/connectors/{name}/status")
+            if status == 200 and body.get("tasks") and all(t["state"] == "RUNNING" for t in body["tasks"]):
+                return
+            time.sleep(0.1)
+        raise PeerError(f"connector {name} not RUNNING within {timeout}s:\n{self.tail_log()}")

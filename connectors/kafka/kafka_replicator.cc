@@ -245,6 +245,8 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
     fromLatest_ = p.getString("source.from") == "latest";
     StringMap tadmin = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-admin"}};
     const StringMap targetClient = withPrefixStripped(config, kTargetClient);
+    eosTargetSettings_ = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-positions"}};
+    eosTargetClient_ = targetClient;
     FERRY_ASSIGN_OR_RETURN(targetAdmin_, kafka::newAdminHandle({{&tadmin, "KafkaReplicator: "},
                                                                 {&targetClient, kTargetClient}}));
   }
@@ -307,7 +309,10 @@ Status KafkaReplicatorTask::assignStatically(const std::map<std::string, std::in
   }
   subscribed_ = want;
   if (fresh.empty()) return Status::ok();
-  auto committed = kafka::groupOffsets(targetAdmin_, eosGroup_, 10000);
+  std::vector<std::pair<std::string, std::int32_t>> targetParts;
+  for (const auto& [t, p] : fresh) targetParts.emplace_back(naming_.targetTopic(t), p);
+  auto committed = kafka::committedVia({{&eosTargetSettings_, "KafkaReplicator: "}, {&eosTargetClient_, kTargetClient}},
+                                       eosGroup_, targetParts, 10000);
   if (!committed.isOk()) {
     log_->warn("KafkaReplicator: reading the exactly-once positions ({}): {}", eosGroup_, committed.status().message());
     nextRefresh_ = 0;  // try again at the next poll
@@ -507,6 +512,10 @@ Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& 
   }
   StringMap tadmin = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-admin"}};
   StringMap sadmin = {{"bootstrap.servers", p.getString("source.bootstrap.servers")}, {"client.id", member + "-admin"}};
+  sourceSettings_ = {{"bootstrap.servers", p.getString("source.bootstrap.servers")}, {"client.id", member + "-groups"}};
+  targetSettings_ = {{"bootstrap.servers", p.getString("target.bootstrap.servers")}, {"client.id", member + "-groups"}};
+  sourceClient_ = sourceClient;
+  targetClient_ = targetClient;
   FERRY_ASSIGN_OR_RETURN(targetAdmin_, kafka::newAdminHandle({{&tadmin, "KafkaReplicatorSink: "},
                                                               {&targetClient, kTargetClient}}));
   FERRY_ASSIGN_OR_RETURN(sourceAdmin_, kafka::newAdminHandle({{&sadmin, "KafkaReplicatorSink: "},
@@ -573,20 +582,23 @@ Status KafkaReplicatorSinkTask::ensureTarget(const std::string& target, const st
     }
   }
   // Wait until the producer's own metadata shows the partition: it refuses partitions it does not
-  // know yet, and another task may have grown the topic without this producer noticing.
-  rd_kafka_topic_t* rkt = rd_kafka_topic_new(producer_, target.c_str(), nullptr);
+  // know yet, and another task may have grown the topic without this producer noticing. An
+  // all-topics request refreshes the producer's cache; a request naming the topic through a
+  // temporary topic handle is avoided (twice a worker crashed inside librdkafka 2.0.2 right after
+  // such requests for a topic being created).
   const std::int64_t deadline = core::monotonicMs() + timeoutMs_;
   have = 0;
   while (core::monotonicMs() < deadline) {
     const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(producer_, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) have = md->topics[0].partition_cnt;
+    if (rd_kafka_metadata(producer_, 1, nullptr, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      for (int i = 0; i < md->topic_cnt; ++i)
+        if (target == md->topics[i].topic && md->topics[i].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+          have = md->topics[i].partition_cnt;
       rd_kafka_metadata_destroy(md);
     }
     if (have > partition) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  rd_kafka_topic_destroy(rkt);
   if (have <= partition)
     return Status::retriable("KafkaReplicatorSink: target topic " + target + " has no partition " +
                              std::to_string(partition) + " yet");
@@ -706,7 +718,13 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
   }
   for (const auto& g : *groups) {
     if (!anyMatch(groups_, g) || anyMatch(groupsExclude_, g)) continue;
-    auto committed = kafka::groupOffsets(sourceAdmin_, g, timeoutMs_);
+    // Read and written through consumer handles of the group (kafka::committedVia / commitVia),
+    // not the admin API: see rdkafka_util.h.
+    std::vector<std::pair<std::string, std::int32_t>> ours;
+    for (const auto& [key, syncs] : shared_.syncs)
+      ours.emplace_back(shared_.sourceTopics[static_cast<std::size_t>(key.first)], key.second);
+    auto committed = kafka::committedVia({{&sourceSettings_, "KafkaReplicatorSink: "}, {&sourceClient_, kSourceClient}},
+                                         g, ours, timeoutMs_);
     if (!committed.isOk()) continue;
     kafka::PartitionOffsets want;
     for (const auto& [tp, c] : *committed) {
@@ -717,7 +735,10 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
       if (auto t = s->second.translate(c)) want[{naming_.targetTopic(tp.first), tp.second}] = *t;
     }
     if (want.empty()) continue;
-    auto current = kafka::groupOffsets(targetAdmin_, g, timeoutMs_);
+    std::vector<std::pair<std::string, std::int32_t>> targets;
+    for (const auto& [tp, off] : want) targets.push_back(tp);
+    auto current = kafka::committedVia({{&targetSettings_, "KafkaReplicatorSink: "}, {&targetClient_, kTargetClient}},
+                                       g, targets, timeoutMs_);
     if (!current.isOk()) continue;
     for (auto it = want.begin(); it != want.end();) {
       auto c = current->find(it->first);
@@ -727,7 +748,8 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
         ++it;
     }
     if (want.empty()) continue;
-    Status s = kafka::alterGroupOffsets(targetAdmin_, g, want, timeoutMs_);
+    Status s = kafka::commitVia({{&targetSettings_, "KafkaReplicatorSink: "}, {&targetClient_, kTargetClient}}, g,
+                                want, timeoutMs_);
     if (s.isOk())
       log_->debug("KafkaReplicatorSink: group {}: {} partition offset(s) synced to the target", g, want.size());
     else if (s.code() == StatusCode::kFailedPrecondition)

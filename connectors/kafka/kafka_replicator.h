@@ -109,6 +109,7 @@ class KafkaReplicatorTask final : public SourceTask {
   int taskId_ = 0;
   bool fromLatest_ = false;
   rd_kafka_s* targetAdmin_ = nullptr;
+  StringMap eosTargetSettings_, eosTargetClient_;  // for reading the positions group on the target
   std::set<std::pair<std::string, std::int32_t>> assigned_;
   // (topic, partition) -> next offset that is safe to commit, not committed yet.
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> safe_;
@@ -168,6 +169,8 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   std::int64_t syncIntervalMs_ = 5000;
   std::int64_t nextSync_ = 0;
   std::map<std::string, std::int32_t> targetPartitions_;  // target topic -> partitions known
+  StringMap sourceSettings_, targetSettings_;  // bootstrap + client id of the group-offset consumers
+  StringMap sourceClient_, targetClient_;      // source.client.* / target.client.*
   std::map<std::string, int> topicIds_;
   Shared shared_;
   // Exactly-once mode: one transaction per flush; the source positions it covers, by target

@@ -253,6 +253,67 @@ Status deleteGroup(rd_kafka_t* rk, const std::string& group, std::int64_t timeou
   return Status::ok();
 }
 
+namespace {
+
+Result<rd_kafka_t*> groupConsumer(const std::vector<ConfLayer>& layers, const std::string& group) {
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, makeConf(layers));
+  char err[512];
+  if (rd_kafka_conf_set(conf, "group.id", group.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK ||
+      rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err) != RD_KAFKA_CONF_OK) {
+    rd_kafka_conf_destroy(conf);
+    return Status::internal(std::string("group consumer settings: ") + err);
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return Status::invalidArgument(std::string("cannot create a Kafka consumer: ") + err);
+  }
+  return rk;
+}
+
+}  // namespace
+
+Result<PartitionOffsets> committedVia(const std::vector<ConfLayer>& layers, const std::string& group,
+                                      const std::vector<std::pair<std::string, std::int32_t>>& partitions,
+                                      std::int64_t timeoutMs) {
+  PartitionOffsets out;
+  if (partitions.empty()) return out;
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_t * rk, groupConsumer(layers, group));
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size()));
+  ListGuard g{list};
+  for (const auto& [t, p] : partitions) rd_kafka_topic_partition_list_add(list, t.c_str(), p);
+  rd_kafka_resp_err_t e = rd_kafka_committed(rk, list, static_cast<int>(timeoutMs));
+  rd_kafka_destroy(rk);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return Status::unavailable("offsets of Kafka consumer group " + group + ": " + errText(e));
+  for (int i = 0; i < list->cnt; ++i)
+    if (list->elems[i].err == RD_KAFKA_RESP_ERR_NO_ERROR && list->elems[i].offset >= 0)
+      out[{list->elems[i].topic, list->elems[i].partition}] = list->elems[i].offset;
+  return out;
+}
+
+Status commitVia(const std::vector<ConfLayer>& layers, const std::string& group, const PartitionOffsets& offsets,
+                 std::int64_t timeoutMs) {
+  (void)timeoutMs;  // rd_kafka_commit waits for the coordinator's answer itself
+  if (offsets.empty()) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(rd_kafka_t * rk, groupConsumer(layers, group));
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  ListGuard g{list};
+  for (const auto& [tp, off] : offsets) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = off;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk, list, 0);
+  rd_kafka_destroy(rk);
+  switch (e) {
+    case RD_KAFKA_RESP_ERR_NO_ERROR:
+      return Status::ok();
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+    case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+    case RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS:
+      return Status::failedPrecondition("Kafka consumer group " + group + " has live members; stop them first");
+    default:
+      return Status::unavailable("writing offsets of Kafka consumer group " + group + ": " + errText(e));
+  }
+}
+
 std::string staticInstanceId(const std::string& member, std::vector<std::string> subscription) {
   std::sort(subscription.begin(), subscription.end());
   std::uint32_t h = 2166136261u;

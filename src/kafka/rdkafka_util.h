@@ -62,6 +62,18 @@ Status alterGroupOffsets(Handle* rk, const std::string& group, const PartitionOf
 // Deletes a group (OK when unknown); FailedPrecondition while it has members.
 Status deleteGroup(Handle* rk, const std::string& group, std::int64_t timeoutMs);
 
+// The same reads and writes through a consumer handle of the group itself (group.id = group, never
+// subscribed), which goes through librdkafka's consumer-group code: with librdkafka 2.0.2 the admin
+// group-offset requests above crashed the process (a null consumer group inside rdk:main) when
+// the group coordinator was still loading on a freshly started broker; these do not.
+// `layers` carry bootstrap.servers and the client settings. committedVia reads only `partitions`;
+// commitVia is refused (FailedPrecondition) while the group has live members.
+Result<PartitionOffsets> committedVia(const std::vector<ConfLayer>& layers, const std::string& group,
+                                      const std::vector<std::pair<std::string, std::int32_t>>& partitions,
+                                      std::int64_t timeoutMs);
+Status commitVia(const std::vector<ConfLayer>& layers, const std::string& group, const PartitionOffsets& offsets,
+                 std::int64_t timeoutMs);
+
 // A static member id (group.instance.id) for `member` that changes with its subscription. A
 // static member that rejoins after a restart is handed its previous assignment without a
 // rebalance, even when it now subscribes to other topics (Kafka 4.1 with librdkafka 2.0.2 kept
