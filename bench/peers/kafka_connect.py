@@ -138,10 +138,11 @@ class ConnectStandalone:
             "bootstrap.servers": bootstrap,
             "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER,
-            "offset.storage.file.filename": os.path.join(workdir, "connect.offsets"),
             "offset.flush.interval.ms": "1000",
             "listeners": f"http://127.0.0.1:{self.port}",
         }
+        if self.MAIN.endswith("ConnectStandalone"):
+            props["offset.storage.file.filename"] = os.path.join(workdir, "connect.offsets")
         props.update(extra or {})
         os.makedirs(workdir, exist_ok=True)
         with open(self.props, "w") as f:
