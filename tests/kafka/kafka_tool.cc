@@ -7,7 +7,8 @@
 //       came for I ms (default 5000). --max stops after M records. One JSON line per record:
 //       {"partition","offset","key_hex","value_hex","headers":{name: value},"ts"}, or with
 //       --values-out only the values, one per line, into FILE and a JSON summary on stdout.
-//       With --group the offsets of the records read are committed before exit.
+//       With --group the offsets of the records read are committed before exit; --partition P
+//       reads only partition P from its start.
 //   produce --bootstrap B --topic T --count N [--first-seq F] [--partitions P]
 //       N records, value "<seq>", key "k<seq>", header seq=<seq>, idempotent, acks=all; exit 0
 //       once every one was acknowledged. --partitions creates T with P partitions first;
@@ -54,6 +55,7 @@ struct ConsumeOptions {
   long max = -1;
   long idleMs = 5000;
   std::string valuesOut;
+  int partition = -1;  // >= 0: read only this partition from its start (assigned, no group join)
 };
 
 int consume(const std::string& bootstrap, const std::string& topic, long count, long timeoutMs,
@@ -78,8 +80,13 @@ int consume(const std::string& bootstrap, const std::string& topic, long count, 
   }
   rd_kafka_poll_set_consumer(rk);
   rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
-  rd_kafka_subscribe(rk, subs);
+  if (o.partition >= 0) {
+    rd_kafka_topic_partition_list_add(subs, topic.c_str(), o.partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, subs);
+  } else {
+    rd_kafka_topic_partition_list_add(subs, topic.c_str(), RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(rk, subs);
+  }
   rd_kafka_topic_partition_list_destroy(subs);
   long got = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
@@ -264,6 +271,7 @@ int main(int argc, char** argv) {
   con->add_option("--max", co.max);
   con->add_option("--idle-ms", co.idleMs);
   con->add_option("--values-out", co.valuesOut);
+  con->add_option("--partition", co.partition, "read only this partition, from its start");
   long first = 0;
   int partitions = 0;
   long payload = 0;
