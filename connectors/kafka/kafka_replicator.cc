@@ -367,21 +367,13 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
     }
     const std::string topic = rd_kafka_topic_name(m->rkt);
     Record r;
+    r.headers = kafka::readHeaders(m);
     std::string path;
-    rd_kafka_headers_t* hdrs = nullptr;
     bool loop = false;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const char* name;
-      const void* val;
-      size_t size;
-      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
-        if (identity && std::string_view(name) == krepl::kPathHeader) {
-          path.assign(val ? static_cast<const char*>(val) : "", val ? size : 0);
-          if (krepl::pathHas(path, naming_.targetAlias)) loop = true;
-          continue;
-        }
-        r.headers.add(name, val ? Bytes(std::string(static_cast<const char*>(val), size)) : Bytes());
-      }
+    if (identity) {
+      if (const Header* h = r.headers.last(krepl::kPathHeader)) path = h->value.str();
+      r.headers.remove(krepl::kPathHeader);
+      loop = krepl::pathHas(path, naming_.targetAlias);
     }
     if (loop) {
       // Came from the target: not written back. Its offset is committed with the next record
@@ -395,12 +387,7 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
     if (it == renamed_.end()) it = renamed_.emplace(topic, naming_.targetTopic(topic)).first;
     r.topic = it->second;
     r.queue = m->partition;
-    if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
-    if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
-    rd_kafka_timestamp_type_t tt;
-    r.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
-    r.position.partition = {{"kafka.topic", topic}, {"kafka.partition", std::to_string(m->partition)}};
-    r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
+    fillFromKafka(m, topic, r);
     rd_kafka_message_destroy(m);
     out.push_back(std::move(r));
     ++n;
@@ -409,32 +396,10 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
 }
 
 void KafkaReplicatorTask::commitRecord(const Record& record) {
-  if (eos_) return;  // the target's transactions carry the positions
-  auto t = record.position.partition.find("kafka.topic");
-  auto p = record.position.partition.find("kafka.partition");
-  auto o = record.position.offset.find("kafka.offset");
-  if (t == record.position.partition.end() || p == record.position.partition.end() ||
-      o == record.position.offset.end())
-    return;
-  auto& next = safe_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
-  next = std::max<std::int64_t>(next, std::stoll(o->second));
+  if (!eos_) safe_.markSafe(record);  // in exactly-once mode the target's transactions carry them
 }
 
-Status KafkaReplicatorTask::commit() {
-  if (rk_ == nullptr || safe_.empty() || eos_) return Status::ok();
-  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(safe_.size()));
-  for (const auto& [tp, next] : safe_) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
-  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);
-  rd_kafka_topic_partition_list_destroy(list);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    // The offsets stay pending and go with the next commit; a partition that moved to another
-    // task is re-read there from the last committed offset (duplicates, not loss).
-    log_->warn("KafkaReplicator: committing source offsets failed: {}", rd_kafka_err2str(e));
-    return Status::ok();
-  }
-  safe_.clear();
-  return Status::ok();
-}
+Status KafkaReplicatorTask::commit() { return eos_ ? Status::ok() : safe_.commit(rk_, *log_, "KafkaReplicator"); }
 
 void KafkaReplicatorTask::stop() {
   if (rk_ == nullptr) return;
@@ -624,17 +589,7 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
       auto& next = txnOffsets_[{r.topic, partition}];
       next = std::max<std::int64_t>(next, std::stoll(off->second));
     }
-    rd_kafka_headers_t* hdrs = nullptr;
-    if (!r.headers.empty()) {
-      hdrs = rd_kafka_headers_new(r.headers.size());
-      for (const Header& h : r.headers) {
-        if (h.value.isNull())
-          rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
-        else
-          rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
-                              static_cast<ssize_t>(h.value.size()));
-      }
-    }
+    rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
     auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, std::stoll(off->second) - 1};
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(

@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "connectors/kafka/kafka_positions.h"
 #include "connectors/kafka/kafka_replicator_logic.h"
 #include "ferry/connector.h"
 
@@ -111,8 +112,7 @@ class KafkaReplicatorTask final : public SourceTask {
   rd_kafka_s* targetAdmin_ = nullptr;
   StringMap eosTargetSettings_, eosTargetClient_;  // for reading the positions group on the target
   std::set<std::pair<std::string, std::int32_t>> assigned_;
-  // (topic, partition) -> next offset that is safe to commit, not committed yet.
-  std::map<std::pair<std::string, std::int32_t>, std::int64_t> safe_;
+  SafeOffsets safe_;
 };
 
 class KafkaReplicatorSinkConnector final : public SinkConnector {

@@ -113,14 +113,7 @@ Status KafkaSinkTask::put(std::vector<Record>& records) {
   for (auto& r : records) {
     const std::string& topic = topic_.empty() ? r.topic : topic_;
     if (topic.empty()) return Status::invalidArgument("KafkaSink: a record without a topic and no kafka.topic set");
-    rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size());
-    for (const Header& h : r.headers) {
-      if (h.value.isNull())
-        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
-      else
-        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
-                            static_cast<ssize_t>(h.value.size()));
-    }
+    rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
     const std::int32_t partition =
         partitionFromRecord_ && r.queue ? *r.queue : static_cast<std::int32_t>(RD_KAFKA_PARTITION_UA);
     for (;;) {
@@ -137,7 +130,7 @@ Status KafkaSinkTask::put(std::vector<Record>& records) {
         rd_kafka_poll(rk_, 100);  // serve delivery reports to make room
         continue;
       }
-      rd_kafka_headers_destroy(hdrs);
+      if (hdrs) rd_kafka_headers_destroy(hdrs);
       return Status::internal(std::string("KafkaSink: cannot produce to ") + topic + ": " + rd_kafka_err2str(e));
     }
   }

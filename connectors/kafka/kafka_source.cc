@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "connectors/common.h"
+#include "connectors/kafka/kafka_positions.h"
 #include "core/logging.h"
 #include "kafka/rdkafka_util.h"
 
@@ -134,21 +135,8 @@ Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t 
     Record r;
     const std::string topic = rd_kafka_topic_name(m->rkt);
     r.topic = targetTopic_.empty() ? topic : targetTopic_;
-    if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
-    if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
-    rd_kafka_timestamp_type_t tt;
-    r.timestampMs = rd_kafka_message_timestamp(m, &tt);
-    if (r.timestampMs < 0) r.timestampMs = 0;
-    rd_kafka_headers_t* hdrs = nullptr;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const char* name;
-      const void* val;
-      size_t size;
-      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-        r.headers.add(name, std::string_view(val ? static_cast<const char*>(val) : "", val ? size : 0));
-    }
-    r.position.partition = {{"kafka.topic", topic}, {"kafka.partition", std::to_string(m->partition)}};
-    r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
+    fillFromKafka(m, topic, r);
+    r.headers = kafka::readHeaders(m);
     rd_kafka_message_destroy(m);
     out.push_back(std::move(r));
     ++n;
@@ -156,33 +144,9 @@ Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t 
   return n;
 }
 
-void KafkaSourceTask::commitRecord(const Record& record) {
-  auto t = record.position.partition.find("kafka.topic");
-  auto p = record.position.partition.find("kafka.partition");
-  auto o = record.position.offset.find("kafka.offset");
-  if (t == record.position.partition.end() || p == record.position.partition.end() ||
-      o == record.position.offset.end())
-    return;
-  auto& next = safe_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
-  next = std::max<std::int64_t>(next, std::stoll(o->second));
-}
+void KafkaSourceTask::commitRecord(const Record& record) { safe_.markSafe(record); }
 
-Status KafkaSourceTask::commit() {
-  if (rk_ == nullptr || safe_.empty()) return Status::ok();
-  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(safe_.size()));
-  for (const auto& [tp, next] : safe_)
-    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
-  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, 0);  // synchronous
-  rd_kafka_topic_partition_list_destroy(list);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-    // Not fatal: the offsets stay pending and go with the next commit (a rebalance may have moved
-    // a partition away; its new owner re-reads from the last committed offset).
-    log_->warn("KafkaSource: committing offsets failed: {}", rd_kafka_err2str(e));
-    return Status::ok();
-  }
-  safe_.clear();
-  return Status::ok();
-}
+Status KafkaSourceTask::commit() { return safe_.commit(rk_, *log_, "KafkaSource"); }
 
 void KafkaSourceTask::stop() {
   if (rk_ == nullptr) return;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "connectors/kafka/kafka_positions.h"
 #include "ferry/connector.h"
 
 namespace spdlog {
@@ -59,8 +60,7 @@ class KafkaSourceTask final : public SourceTask {
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
   std::string targetTopic_;
-  // (topic, partition) -> next offset that is safe to commit, not committed yet.
-  std::map<std::pair<std::string, std::int32_t>, std::int64_t> safe_;
+  SafeOffsets safe_;
 };
 
 }  // namespace ferry::connectors

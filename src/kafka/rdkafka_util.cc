@@ -3,6 +3,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <sys/types.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -312,6 +314,28 @@ Status commitVia(const std::vector<ConfLayer>& layers, const std::string& group,
     default:
       return Status::unavailable("writing offsets of Kafka consumer group " + group + ": " + errText(e));
   }
+}
+
+Headers readHeaders(const rd_kafka_message_t* m) {
+  Headers out;
+  rd_kafka_headers_t* hdrs = nullptr;
+  if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR) return out;
+  const char* name;
+  const void* val;
+  size_t size;
+  for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+    out.add(name, val ? Bytes(std::string(static_cast<const char*>(val), size)) : Bytes());
+  return out;
+}
+
+rd_kafka_headers_t* toKafkaHeaders(const Headers& headers) {
+  if (headers.empty()) return nullptr;
+  rd_kafka_headers_t* hdrs = rd_kafka_headers_new(headers.size());
+  for (const Header& h : headers)
+    rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()),
+                        h.value.isNull() ? nullptr : h.value.view().data(),
+                        h.value.isNull() ? 0 : static_cast<ssize_t>(h.value.size()));
+  return hdrs;
 }
 
 std::string staticInstanceId(const std::string& member, std::vector<std::string> subscription) {

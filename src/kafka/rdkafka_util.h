@@ -19,6 +19,8 @@
 
 struct rd_kafka_s;
 struct rd_kafka_conf_s;
+struct rd_kafka_headers_s;
+struct rd_kafka_message_s;
 
 namespace ferry::kafka {
 
@@ -80,6 +82,12 @@ Status commitVia(const std::vector<ConfLayer>& layers, const std::string& group,
 // consuming the old topics in our runs); a new id for a new subscription avoids that, and the old
 // id expires after the session timeout.
 std::string staticInstanceId(const std::string& member, std::vector<std::string> subscription);
+
+// A message's headers as ferry headers (order, repeats and null values kept).
+Headers readHeaders(const rd_kafka_message_s* m);
+// ferry headers as a librdkafka header list for rd_kafka_producev (which takes ownership on
+// success; destroy it otherwise); null when there are none.
+rd_kafka_headers_s* toKafkaHeaders(const Headers& headers);
 
 // Low and high watermark of one partition.
 Result<std::pair<std::int64_t, std::int64_t>> watermarks(Handle* rk, const std::string& topic, std::int32_t partition,

@@ -329,17 +329,7 @@ Status KafkaProducer::send(Message m, SendCallback cb) {
     if (const std::int32_t n = b_.partitionsOf(topic); n > 0)
       partition = static_cast<std::int32_t>(fnv1a(m.routingHint) % static_cast<std::uint32_t>(n));
   }
-  rd_kafka_headers_t* hdrs = nullptr;
-  if (!m.headers.empty()) {
-    hdrs = rd_kafka_headers_new(m.headers.size());
-    for (const Header& h : m.headers) {
-      if (h.value.isNull())
-        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), nullptr, 0);
-      else
-        rd_kafka_header_add(hdrs, h.key.data(), static_cast<ssize_t>(h.key.size()), h.value.view().data(),
-                            static_cast<ssize_t>(h.value.size()));
-    }
-  }
+  rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(m.headers);
   auto* pending = new Pending{&state_, std::move(cb)};
   {
     std::lock_guard lock(state_.mu);
@@ -488,14 +478,7 @@ Result<std::size_t> KafkaConsumer::poll(std::vector<Message>& out, std::size_t m
     if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
     rd_kafka_timestamp_type_t tt;
     msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
-    rd_kafka_headers_t* hdrs = nullptr;
-    if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const char* name;
-      const void* val;
-      size_t size;
-      for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-        msg.headers.add(name, val ? Bytes(std::string(static_cast<const char*>(val), size)) : Bytes());
-    }
+    msg.headers = kafka::readHeaders(m);
     rd_kafka_message_destroy(m);
     out.push_back(std::move(msg));
     ++n;

@@ -1,0 +1,46 @@
+// Kafka source positions and committable offsets (see kafka_positions.h).
+#include "connectors/kafka/kafka_positions.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+
+#include "core/logging.h"
+
+namespace ferry::connectors {
+
+void fillFromKafka(const rd_kafka_message_t* m, const std::string& sourceTopic, Record& r) {
+  if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+  if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+  rd_kafka_timestamp_type_t tt;
+  r.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
+  r.position.partition = {{"kafka.topic", sourceTopic}, {"kafka.partition", std::to_string(m->partition)}};
+  r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
+}
+
+void SafeOffsets::markSafe(const Record& record) {
+  auto t = record.position.partition.find("kafka.topic");
+  auto p = record.position.partition.find("kafka.partition");
+  auto o = record.position.offset.find("kafka.offset");
+  if (t == record.position.partition.end() || p == record.position.partition.end() ||
+      o == record.position.offset.end())
+    return;
+  auto& next = next_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
+  next = std::max<std::int64_t>(next, std::stoll(o->second));
+}
+
+Status SafeOffsets::commit(rd_kafka_t* rk, spdlog::logger& log, const char* who) {
+  if (rk == nullptr || next_.empty()) return Status::ok();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(next_.size()));
+  for (const auto& [tp, next] : next_) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk, list, 0);  // synchronous
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+    log.warn("{}: committing source offsets failed: {}", who, rd_kafka_err2str(e));
+    return Status::ok();
+  }
+  next_.clear();
+  return Status::ok();
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,42 @@
+// What KafkaSource and KafkaReplicator share on the source side: a consumed message becomes a
+// Record with its key, value, timestamp and Kafka position ({kafka.topic, kafka.partition} /
+// {kafka.offset: next offset}), and the offsets a task may commit to its group once the runtime
+// reported the records before them safe.
+//
+// Threading: a SafeOffsets belongs to its task's thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "ferry/record.h"
+#include "ferry/status.h"
+
+struct rd_kafka_s;
+struct rd_kafka_message_s;
+
+namespace spdlog {
+class logger;
+}
+
+namespace ferry::connectors {
+
+// Key, value, timestamp and position of `m` (headers and topic are the caller's).
+void fillFromKafka(const rd_kafka_message_s* m, const std::string& sourceTopic, Record& r);
+
+class SafeOffsets {
+ public:
+  // The record's next offset becomes committable (records without a Kafka position are ignored).
+  void markSafe(const Record& record);
+  // Commits the committable offsets synchronously. A failed commit (a rebalance moved a partition
+  // away) is logged and kept for the next one: the partition's new owner re-reads from the last
+  // committed offset (duplicates, not loss).
+  Status commit(rd_kafka_s* rk, spdlog::logger& log, const char* who);
+
+ private:
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> next_;
+};
+
+}  // namespace ferry::connectors
