@@ -21,6 +21,7 @@
 
 #include "backbone/embedded/embedded.h"
 #include "backbone/kafka/kafka_backbone.h"
+#include "runtime/log_position_store.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/standalone_herder.h"
 #include "core/fs.h"
@@ -137,6 +138,16 @@ int runStandalone(int argc, char** argv) {
     backbone = std::move(*bb);
   }
 
+  // Exactly-once sources keep their positions in the backbone, written in their transactions.
+  std::unique_ptr<runtime::LogPositionStore> logPositions;
+  if (worker.exactlyOnceSource) {
+    auto lp = runtime::LogPositionStore::open(*backbone, worker.offsetStorageTopic, worker.offsetStoragePartitions,
+                                              std::chrono::milliseconds(std::max<std::int64_t>(60000, worker.kafkaRequestTimeoutMs)));
+    if (!lp.isOk()) return fail("position store: " + lp.status().toString());
+    logPositions = std::move(*lp);
+    log->info("exactly-once sources: positions in backbone topic {}", worker.offsetStorageTopic);
+  }
+
   runtime::PluginRegistry registry;
   if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());
   for (const auto& err : registry.loadPath(worker.pluginPath)) log->error("plugin not loaded: {}", err.message());
@@ -146,7 +157,7 @@ int runStandalone(int argc, char** argv) {
   hopts.registry = &registry;
   hopts.backbone = backbone.get();
   hopts.configs = configs->get();
-  hopts.positions = positions->get();
+  hopts.positions = logPositions ? static_cast<store::PositionStore*>(logPositions.get()) : positions->get();
   hopts.statuses = statuses->get();
   auto herder = control::makeStandaloneHerder(hopts);
   if (auto s = herder->start(); !s.isOk()) return fail("herder: " + s.toString());

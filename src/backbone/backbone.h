@@ -55,6 +55,18 @@ class Producer {
   virtual Status flush(std::chrono::milliseconds timeout) = 0;
 };
 
+// Exactly-once writes: every send between beginTransaction() and commitTransaction() becomes
+// visible to read_committed readers together, or (abort, crash) never. Creating one fences every
+// earlier producer with the same transactional id: the transaction a zombie left open is aborted
+// and the zombie's later calls fail. Send callbacks still fire per message; commitTransaction()
+// waits for all of them and fails when any send failed (the transaction is then aborted).
+class TransactionalProducer : public Producer {
+ public:
+  virtual Status beginTransaction() = 0;
+  virtual Status commitTransaction(std::chrono::milliseconds timeout) = 0;
+  virtual Status abortTransaction(std::chrono::milliseconds timeout) = 0;
+};
+
 // Told when the queues assigned to a consumer change. Called from inside Consumer::poll().
 class RebalanceListener {
  public:
@@ -115,6 +127,27 @@ class Backbone {
                                                            const std::string& memberId,
                                                            const StringMap& overrides) = 0;
   virtual Admin& admin() = 0;
+  // Exactly-once support (kafka only so far): see TransactionalProducer.
+  virtual Result<std::unique_ptr<TransactionalProducer>> createTransactionalProducer(
+      const std::string& transactionalId, const StringMap& overrides) {
+    (void)transactionalId;
+    (void)overrides;
+    return Status::failedPrecondition("the " + kind() + " backbone has no transactions (exactly-once needs backbone=kafka)");
+  }
+  // Reads every committed message of `topic` (creating it with `queues` queues when missing)
+  // from its start, in queue order, skipping aborted transactions. With `waitForOpen`, reads up
+  // to the end as of the call, waiting (up to `timeout`) for transactions open then to finish;
+  // without, stops where the first still-open transaction begins.
+  virtual Status readCommitted(const std::string& topic, std::int32_t queues,
+                               const std::function<void(const Message&)>& fn, bool waitForOpen,
+                               std::chrono::milliseconds timeout) {
+    (void)waitForOpen;
+    (void)topic;
+    (void)queues;
+    (void)fn;
+    (void)timeout;
+    return Status::failedPrecondition("the " + kind() + " backbone cannot read a topic whole");
+  }
   // Stops background work; producers/consumers created earlier fail afterwards.
   virtual void close() = 0;
 };

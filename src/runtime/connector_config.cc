@@ -55,7 +55,24 @@ ConfigDef commonDef() {
 }
 
 const ConfigDef& sourceDef() {
-  static const ConfigDef d = commonDef();
+  static const ConfigDef d = [] {
+    ConfigDef c = commonDef();
+    // Kafka Connect's names (KIP-618); in effect when the worker has exactly.once.source.support=enabled.
+    c.define("exactly.once.support", ConfigType::kString, "requested", Importance::kMedium,
+             "requested or required: with exactly.once.source.support=enabled every ferry source runs "
+             "exactly-once (records and positions in one transaction), so both mean the same; required "
+             "makes the task fail when the worker does not have it enabled.",
+             oneOf({"requested", "required"}));
+    c.define("transaction.boundary", ConfigType::kString, "poll", Importance::kMedium,
+             "Where an exactly-once source commits its transaction: poll (after every non-empty poll "
+             "batch) or interval (every transaction.boundary.interval.ms). Kafka Connect's "
+             "connector-defined boundaries are not supported.",
+             oneOf({"poll", "interval"}));
+    c.define("transaction.boundary.interval.ms", ConfigType::kLong, "-1", Importance::kLow,
+             "Commit interval for transaction.boundary=interval (-1: the worker's "
+             "offset.flush.interval.ms).", validators::atLeast(-1));
+    return c;
+  }();
   return d;
 }
 const ConfigDef& sinkDef() {

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/logging.h"
 #include "runtime/config_util.h"
+#include "runtime/log_position_store.h"
 #include "runtime/transform_chain.h"
 
 namespace ferry::runtime {
@@ -167,12 +168,15 @@ class PositionBuffer {
     pending_[p.partition] = p.offset;
   }
   bool empty() const { return pending_.empty(); }
+  std::vector<Position> list() const {
+    std::vector<Position> out;
+    out.reserve(pending_.size());
+    for (const auto& [part, off] : pending_) out.push_back(Position{part, off});
+    return out;
+  }
   Status commit(store::PositionStore& store, const std::string& connector) {
     if (pending_.empty()) return Status::ok();
-    std::vector<Position> list;
-    list.reserve(pending_.size());
-    for (auto& [part, off] : pending_) list.push_back(Position{part, off});
-    FERRY_RETURN_IF_ERROR(store.put(connector, list));
+    FERRY_RETURN_IF_ERROR(store.put(connector, list()));
     pending_.clear();
     return Status::ok();
   }
@@ -194,6 +198,75 @@ Status startWithRetry(const ErrorPolicy& policy, const std::function<Status()>& 
     wait(backoff.next());
   }
 }
+
+// Counts a polled record in and stamps it; returns its size.
+std::size_t countIn(TaskMetrics& metrics, Record& record) {
+  metrics.recordsIn.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t bytes = record.sizeBytes();
+  metrics.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+  if (record.timestampMs == 0) record.timestampMs = core::nowMs();
+  return bytes;
+}
+
+// A polled source record -> transforms -> converters -> a backbone message. nullopt when the
+// record is dropped: by a filter, or after a tolerated error (reported already).
+class SourceEncoder {
+ public:
+  SourceEncoder(TransformChain& chain, Converters& converters, ErrorReporter& errors,
+                TaskMetrics& metrics)
+      : chain_(chain), converters_(converters), errors_(errors), metrics_(metrics) {}
+
+  Result<std::optional<backbone::Message>> encode(Record& record) {
+    using Out = std::optional<backbone::Message>;
+    auto kept = chain_.empty() ? Result<bool>(true) : chain_.apply(record);
+    if (!kept.isOk()) {
+      FERRY_RETURN_IF_ERROR(errors_.report("TRANSFORMATION", kept.status(), record.topic, -1, -1, record.key,
+                                           record.value, record.headers));
+      return Out();
+    }
+    if (!*kept) {
+      metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
+      return Out();
+    }
+    backbone::Message m;
+    m.topic = record.topic;
+    m.queue = record.queue.value_or(-1);
+    auto key = record.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->fromRecord(record.topic, record.key);
+    auto value = converters_.value->fromRecord(record.topic, record.value);
+    if (!key.isOk() || !value.isOk()) {
+      FERRY_RETURN_IF_ERROR(errors_.report("VALUE_CONVERTER", key.isOk() ? value.status() : key.status(),
+                                           record.topic, -1, -1, record.key, record.value, record.headers));
+      return Out();
+    }
+    m.key = std::move(*key);
+    m.value = std::move(*value);
+    m.headers = record.headers;
+    m.timestampMs = record.timestampMs;
+    if (m.queue < 0 && m.key.isNull() && !record.position.partition.empty()) {
+      // One source partition (a file, a datagen task) keeps its order: route it to one queue.
+      if (record.position.partition != lastPartition_) {
+        lastPartition_ = record.position.partition;
+        lastHint_.clear();
+        for (const auto& [k, v] : lastPartition_) lastHint_.append(k).append(1, '\0').append(v).append(1, '\0');
+      }
+      m.routingHint = lastHint_;
+    }
+    if (record.topic.empty()) {
+      FERRY_RETURN_IF_ERROR(errors_.report("PRODUCER", Status::invalidArgument("record without a topic"), "", -1, -1,
+                                           record.key, record.value, record.headers));
+      return Out();
+    }
+    return Out(std::move(m));
+  }
+
+ private:
+  TransformChain& chain_;
+  Converters& converters_;
+  ErrorReporter& errors_;
+  TaskMetrics& metrics_;
+  StringMap lastPartition_;  // cache of the routing hint of the last partition
+  std::string lastHint_;
+};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -221,6 +294,7 @@ class SourceRunner final : public TaskRunner {
     FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
     FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createProducer({}));
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+    encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
     SourceContextImpl context(env_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
         errors_->policy(), [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
@@ -282,59 +356,20 @@ class SourceRunner final : public TaskRunner {
 
   // Transforms, converts and sends one polled record; tracks it in poll order.
   Status dispatch(Record record) {
-    metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t bytes = record.sizeBytes();
-    metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-    if (record.timestampMs == 0) record.timestampMs = core::nowMs();
-    auto kept = chain_->empty() ? Result<bool>(true) : chain_->apply(record);
-    if (!kept.isOk()) {
-      FERRY_RETURN_IF_ERROR(errors_->report("TRANSFORMATION", kept.status(), record.topic, -1, -1, record.key,
-                                            record.value, record.headers));
-      return trackDone(std::move(record), /*dropped=*/true);
-    }
-    if (!*kept) {
-      metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
-      return trackDone(std::move(record), /*dropped=*/true);
-    }
-    backbone::Message m;
-    m.topic = record.topic;
-    m.queue = record.queue.value_or(-1);
-    auto key = record.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->fromRecord(record.topic, record.key);
-    auto value = converters_.value->fromRecord(record.topic, record.value);
-    if (!key.isOk() || !value.isOk()) {
-      FERRY_RETURN_IF_ERROR(errors_->report("VALUE_CONVERTER", key.isOk() ? value.status() : key.status(),
-                                            record.topic, -1, -1, record.key, record.value, record.headers));
-      return trackDone(std::move(record), true);
-    }
-    m.key = std::move(*key);
-    m.value = std::move(*value);
-    m.headers = record.headers;
-    m.timestampMs = record.timestampMs;
-    if (m.queue < 0 && m.key.isNull() && !record.position.partition.empty()) {
-      // One source partition (a file, a datagen task) keeps its order: route it to one queue.
-      if (record.position.partition != lastPartition_) {
-        lastPartition_ = record.position.partition;
-        lastHint_.clear();
-        for (const auto& [k, v] : lastPartition_) lastHint_.append(k).append(1, '\0').append(v).append(1, '\0');
-      }
-      m.routingHint = lastHint_;
-    }
-    if (record.topic.empty()) {
-      FERRY_RETURN_IF_ERROR(errors_->report("PRODUCER", Status::invalidArgument("record without a topic"), "", -1, -1,
-                                            record.key, record.value, record.headers));
-      return trackDone(std::move(record), true);
-    }
+    const std::size_t bytes = countIn(metrics_, record);
+    FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
+    if (!m) return trackDone(std::move(record), /*dropped=*/true);
     noteTopic(record.topic);
     std::uint64_t seq;
     {
       std::lock_guard lock(mu_);
       seq = headSeq_ + pending_.size();
-      pending_.push_back(Pending{std::move(record), bytes, 0, {}, m, 1});
+      pending_.push_back(Pending{std::move(record), bytes, 0, {}, *m, 1});
     }
     metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
     metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
     metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
-    sendTracked(std::move(m), seq);
+    sendTracked(std::move(*m), seq);
     return Status::ok();
   }
 
@@ -491,8 +526,7 @@ class SourceRunner final : public TaskRunner {
   std::uint64_t headSeq_ = 0;    // guarded by mu_: sequence number of pending_.front()
   PositionBuffer positions_;     // task thread
   std::int64_t uncommitted_ = 0;  // task thread: records safe since the last commit
-  StringMap lastPartition_;       // task thread: cache of the routing hint of the last partition
-  std::string lastHint_;
+  std::unique_ptr<SourceEncoder> encoder_;
 
  public:
   ~SourceRunner() override {
@@ -501,6 +535,204 @@ class SourceRunner final : public TaskRunner {
     if (producer_) producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)).isOk();
     producer_.reset();
   }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Exactly-once source (worker exactly.once.source.support=enabled, kafka backbone).
+//
+// poll -> transforms -> converters -> a transactional backbone producer. The records of a
+// transaction and the positions they reach are written in one backbone transaction (the positions
+// to offset.storage.topic), committed after every non-empty poll batch (transaction.boundary=poll)
+// or every transaction.boundary.interval.ms (interval). Before the task starts, its producer
+// (transactional.id ferry-<connector>-<task>) fences any zombie of the task, aborting what that
+// left open, and the positions are read again, read_committed: the task resumes exactly after its
+// last committed transaction. A failed commit aborts the transaction and fails the task; its
+// automatic restart resumes from the committed positions, so nothing is written twice as seen by
+// read_committed readers.
+
+class TransactionalSourceRunner final : public TaskRunner {
+ public:
+  explicit TransactionalSourceRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
+  ~TransactionalSourceRunner() override {
+    join();
+    producer_.reset();  // aborts a transaction still open
+  }
+
+ private:
+  Status run() override {
+    const auto& reg = *env_.registry;
+    const auto& w = *env_.worker;
+    store_ = dynamic_cast<LogPositionStore*>(env_.positions);
+    if (store_ == nullptr || env_.backbone == nullptr)
+      return Status::failedPrecondition("exactly-once sources keep positions in offset.storage.topic (worker store missing)");
+    const std::string cls = get(env_.config, "connector.class");
+    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
+    task_ = connector_->createTask();
+    if (!task_) return Status::internal(cls + " created no task");
+    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, w, env_.config));
+    intervalBoundary_ = get(env_.config, "transaction.boundary") == "interval";
+    const std::string iv = get(env_.config, "transaction.boundary.interval.ms");
+    intervalMs_ = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
+    commitTimeout_ = std::chrono::milliseconds(std::max<std::int64_t>(30000, w.offsetFlushTimeoutMs));
+    const std::string txnId = "ferry-" + env_.connector + "-" + std::to_string(env_.taskId);
+    FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createTransactionalProducer(txnId, {}));
+    FERRY_RETURN_IF_ERROR(store_->reload());  // after the fencing: the last committed positions
+    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+    encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
+    SourceContextImpl context(env_);
+    FERRY_RETURN_IF_ERROR(startWithRetry(
+        errors_->policy(), [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
+        [&](std::int64_t ms) { idleWait(ms); }));
+    started_ = true;
+    Status result = loop();
+    Status closing = shutdown(result.isOk());
+    return result.isOk() ? closing : result;
+  }
+
+  Status loop() {
+    const auto& w = *env_.worker;
+    std::vector<Record> batch;
+    batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
+    Backoff backoff(errors_->policy().retryDelayMaxMs);
+    while (!stopping()) {
+      const bool due = intervalBoundary_ && core::monotonicMs() >= txnDeadline_;
+      const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
+                        heldBytes_ >= static_cast<std::size_t>(w.taskMaxInflightBytes);
+      if (!held_.empty() && (due || full || paused())) FERRY_RETURN_IF_ERROR(commitTransaction());
+      if (paused()) {
+        reportState(State::kPaused);
+        idleWait(100);
+        continue;
+      }
+      reportState(State::kRunning);
+      batch.clear();
+      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
+        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+      });
+      if (!polled.isOk()) {
+        const Status& s = polled.status();
+        if (!s.isRetriable()) return s.withContext("poll");
+        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
+        core::logger("runtime")->warn("{}-{}: poll failed, retrying: {}", env_.connector, env_.taskId, s.toString());
+        idleWait(backoff.next());
+        continue;
+      }
+      backoff.reset();
+      for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
+      if (!intervalBoundary_ && !held_.empty()) FERRY_RETURN_IF_ERROR(commitTransaction());
+    }
+    return Status::ok();
+  }
+
+  Status begin() {
+    if (inTxn_) return Status::ok();
+    FERRY_RETURN_IF_ERROR(producer_->beginTransaction());
+    inTxn_ = true;
+    txnDeadline_ = core::monotonicMs() + intervalMs_;
+    return Status::ok();
+  }
+
+  Status dispatch(Record record) {
+    const std::size_t bytes = countIn(metrics_, record);
+    FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
+    FERRY_RETURN_IF_ERROR(begin());
+    if (m) {
+      noteTopic(record.topic);
+      FERRY_RETURN_IF_ERROR(producer_->send(std::move(*m), nullptr).withContext("sending to the backbone"));
+      ++sentInTxn_;
+      heldBytes_ += bytes;
+      metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
+      metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    }
+    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    Record slim;  // what commitRecord and the positions need
+    slim.topic = std::move(record.topic);
+    slim.position = std::move(record.position);
+    slim.acknowledger = std::move(record.acknowledger);
+    held_.push_back(std::move(slim));
+    return Status::ok();
+  }
+
+  // Positions of the held records into the transaction, then commit; only then the task hears
+  // that its records are safe.
+  Status commitTransaction() {
+    if (held_.empty()) return Status::ok();
+    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+    FERRY_RETURN_IF_ERROR(begin());
+    PositionBuffer buffer;
+    for (const auto& r : held_) buffer.add(r.position);
+    std::vector<Position> positions = buffer.list();
+    for (auto& m : store_->encode(env_.connector, positions))
+      FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), nullptr).withContext("writing positions"));
+    Status committed = producer_->commitTransaction(commitTimeout_);
+    inTxn_ = false;
+    if (!committed.isOk()) return committed.withContext("exactly-once source: the transaction was not committed");
+    store_->applyCommitted(env_.connector, positions);
+    for (auto& r : held_)
+      guarded("commitRecord", [&] {
+        task_->commitRecord(r);
+        return Status::ok();
+      }).isOk();
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_->commit(); }));
+    metrics_.recordsOut.fetch_add(sentInTxn_, std::memory_order_relaxed);
+    metrics_.bytesOut.fetch_add(heldBytes_, std::memory_order_relaxed);
+    metrics_.inflightRecords.fetch_sub(static_cast<std::int64_t>(sentInTxn_), std::memory_order_relaxed);
+    metrics_.inflightBytes.fetch_sub(static_cast<std::int64_t>(heldBytes_), std::memory_order_relaxed);
+    metrics_.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
+    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    held_.clear();
+    sentInTxn_ = 0;
+    heldBytes_ = 0;
+    return Status::ok();
+  }
+
+  Status shutdown(bool healthy) {
+    if (!started_) return Status::ok();
+    guarded("stop", [&] {
+      task_->stop();
+      return Status::ok();
+    }).isOk();
+    Status committed = healthy ? commitTransaction() : Status::ok();
+    if (inTxn_) {
+      (void)producer_->abortTransaction(commitTimeout_);
+      inTxn_ = false;
+    }
+    for (auto& r : held_)
+      if (r.acknowledger) r.acknowledger->release(false);
+    held_.clear();
+    return committed;
+  }
+
+  LogPositionStore* store_ = nullptr;
+  PluginPtr<SourceConnector> connector_;
+  std::unique_ptr<SourceTask> task_;
+  std::unique_ptr<TransformChain> chain_;
+  Converters converters_;
+  std::unique_ptr<backbone::TransactionalProducer> producer_;
+  std::unique_ptr<ErrorReporter> errors_;
+  std::unique_ptr<SourceEncoder> encoder_;
+  bool started_ = false;
+  bool intervalBoundary_ = false;
+  std::int64_t intervalMs_ = 1000;
+  std::chrono::milliseconds commitTimeout_{30000};
+  bool inTxn_ = false;
+  std::int64_t txnDeadline_ = 0;
+  std::vector<Record> held_;  // polled since the last commit (topic, position, acknowledger)
+  std::uint64_t sentInTxn_ = 0;
+  std::size_t heldBytes_ = 0;
+};
+
+// A task that cannot run as configured: it fails at once with the reason.
+class FailingRunner final : public TaskRunner {
+ public:
+  FailingRunner(TaskEnv env, Status why) : TaskRunner(std::move(env)), why_(std::move(why)) {}
+  ~FailingRunner() override { join(); }
+
+ private:
+  Status run() override { return why_; }
+  Status why_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -891,7 +1123,13 @@ class DirectRunner final : public TaskRunner {
 
 std::unique_ptr<TaskRunner> TaskRunner::create(TaskEnv env) {
   switch (env.shape) {
-    case ConnectorShape::kSource: return std::unique_ptr<TaskRunner>(new SourceRunner(std::move(env)));
+    case ConnectorShape::kSource:
+      if (env.worker != nullptr && env.worker->exactlyOnceSource)
+        return std::unique_ptr<TaskRunner>(new TransactionalSourceRunner(std::move(env)));
+      if (configValue(env.config, "exactly.once.support") == "required")
+        return std::unique_ptr<TaskRunner>(new FailingRunner(std::move(env), Status::failedPrecondition(
+            "exactly.once.support=required, but the worker has exactly.once.source.support=disabled")));
+      return std::unique_ptr<TaskRunner>(new SourceRunner(std::move(env)));
     case ConnectorShape::kSink: return std::unique_ptr<TaskRunner>(new SinkRunner(std::move(env)));
     case ConnectorShape::kDirect: return std::unique_ptr<TaskRunner>(new DirectRunner(std::move(env)));
   }

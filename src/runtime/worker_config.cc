@@ -43,6 +43,17 @@ const ConfigDef& workerConfigDef() {
              "answering keeps its partitions.", between(1000, 3600000));
     d.define("backbone.kafka.request.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
              "Timeout of the kafka backbone's metadata and admin requests.", between(100, 600000));
+    d.define("exactly.once.source.support", ConfigType::kString, "disabled", Importance::kMedium,
+             "enabled: every source task writes its records and its positions in one Kafka transaction "
+             "(transactional.id ferry-<connector>-<task>, fencing zombies), and positions live in "
+             "offset.storage.topic; needs backbone=kafka. As Kafka Connect's key of the same name.",
+             oneOf({"disabled", "enabled"}));
+    d.define("offset.storage.topic", ConfigType::kString, "ferry-offsets", Importance::kMedium,
+             "Backbone topic holding source positions when exactly.once.source.support=enabled "
+             "(Kafka Connect's record format: key [\"<connector>\", {partition}], value {offset}).",
+             validators::nonEmptyString());
+    d.define("offset.storage.partitions", ConfigType::kInt, "5", Importance::kLow,
+             "Partitions of offset.storage.topic when ferry creates it.", between(1, 1000));
     d.define("backbone.rocketmq.namesrv", ConfigType::kString, "127.0.0.1:9876", Importance::kHigh,
              "NameServer addresses of the rocketmq backbone (host:port;host:port).");
     d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
@@ -134,6 +145,12 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.kafkaClientConfig = p.originalsWithPrefix("backbone.kafka.client.");
   c.kafkaProducerConfig = p.originalsWithPrefix("backbone.kafka.producer.");
   c.kafkaConsumerConfig = p.originalsWithPrefix("backbone.kafka.consumer.");
+  c.exactlyOnceSource = p.getString("exactly.once.source.support") == "enabled";
+  c.offsetStorageTopic = p.getString("offset.storage.topic");
+  c.offsetStoragePartitions = p.getInt("offset.storage.partitions");
+  if (c.exactlyOnceSource && c.backbone != "kafka")
+    return Status::invalidArgument("exactly.once.source.support=enabled needs backbone=kafka (backbone is " +
+                                   c.backbone + ")");
   c.offsetFlushIntervalMs = p.getLong("offset.flush.interval.ms");
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");

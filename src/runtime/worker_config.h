@@ -43,6 +43,12 @@ struct WorkerConfig {
   StringMap kafkaProducerConfig;  // backbone.kafka.producer.*
   StringMap kafkaConsumerConfig;  // backbone.kafka.consumer.*
 
+  // Exactly-once sources (kafka backbone): records and positions in one producer transaction,
+  // positions in the offset.storage.topic instead of data.dir.
+  bool exactlyOnceSource = false;
+  std::string offsetStorageTopic = "ferry-offsets";
+  std::int32_t offsetStoragePartitions = 5;
+
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;
   std::string keyConverter = "ByteArrayConverter";

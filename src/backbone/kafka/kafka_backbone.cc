@@ -42,15 +42,20 @@ std::uint32_t fnv1a(std::string_view s) {
 
 class KafkaBackbone;
 
-class KafkaProducer final : public Producer {
+class KafkaProducer final : public TransactionalProducer {
  public:
-  KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk) : b_(b), rk_(rk) {
+  KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk, bool transactional)
+      : b_(b), rk_(rk), transactional_(transactional) {
     poller_ = std::thread([this] {
       while (!stop_.load()) rd_kafka_poll(rk_, 50);
     });
   }
   ~KafkaProducer() override {
-    (void)flush(std::chrono::seconds(10));
+    if (inTxn_) {
+      (void)abortTransaction(std::chrono::seconds(5));
+    } else {
+      (void)flush(std::chrono::seconds(10));
+    }
     stop_ = true;
     poller_.join();
     rd_kafka_destroy(rk_);
@@ -60,6 +65,47 @@ class KafkaProducer final : public Producer {
     std::unique_lock lock(state_.mu);
     if (!state_.cv.wait_for(lock, timeout, [&] { return state_.outstanding == 0; }))
       return Status::timeout(std::to_string(state_.outstanding) + " message(s) not yet acknowledged by Kafka");
+    return Status::ok();
+  }
+
+  // Fences earlier producers with the same transactional.id (aborting what they left open).
+  Status initTransactions(std::int64_t timeoutMs) {
+    if (rd_kafka_error_t* e = rd_kafka_init_transactions(rk_, static_cast<int>(timeoutMs)))
+      return txnError(e, "initialising transactions (fencing earlier producers)", timeoutMs);
+    return Status::ok();
+  }
+  Status beginTransaction() override {
+    if (!transactional_) return Status::failedPrecondition("kafka backbone: not a transactional producer");
+    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_)) return txnError(e, "beginning a transaction", 5000);
+    inTxn_ = true;
+    return Status::ok();
+  }
+  // commit_transaction flushes first and fails (abortable) when any message of the transaction
+  // was not delivered; a retriable failure (a coordinator moving) is retried until the timeout.
+  Status commitTransaction(std::chrono::milliseconds timeout) override {
+    const std::int64_t deadline = core::monotonicMs() + timeout.count();
+    for (;;) {
+      const std::int64_t left = std::max<std::int64_t>(1, deadline - core::monotonicMs());
+      rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_, static_cast<int>(left));
+      if (e == nullptr) {
+        inTxn_ = false;
+        return Status::ok();
+      }
+      if (rd_kafka_error_is_retriable(e) && core::monotonicMs() < deadline) {
+        rd_kafka_error_destroy(e);
+        continue;
+      }
+      return txnError(e, "committing a transaction", timeout.count());
+    }
+  }
+  Status abortTransaction(std::chrono::milliseconds timeout) override {
+    if (!inTxn_) return Status::ok();
+    inTxn_ = false;
+    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_, static_cast<int>(timeout.count()))) {
+      Status s = Status::unavailable(std::string("kafka backbone: aborting a transaction: ") + rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+      return s;
+    }
     return Status::ok();
   }
 
@@ -74,8 +120,33 @@ class KafkaProducer final : public Producer {
   };
 
  private:
+  // A failed transaction call: the open transaction is aborted when the error asks for it; a
+  // fenced producer (another one took over its transactional.id) is a fatal error.
+  Status txnError(rd_kafka_error_t* e, const std::string& what, std::int64_t timeoutMs) {
+    const bool fatal = rd_kafka_error_is_fatal(e);
+    const bool abortable = rd_kafka_error_txn_requires_abort(e);
+    std::string text = std::string("kafka backbone: ") + what + ": " + rd_kafka_error_string(e);
+    const bool fenced = rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__FENCED ||
+                        rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+                        rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+    rd_kafka_error_destroy(e);
+    if (abortable && inTxn_) {
+      inTxn_ = false;
+      if (rd_kafka_error_t* a = rd_kafka_abort_transaction(rk_, static_cast<int>(timeoutMs))) {
+        text += std::string(" (abort failed too: ") + rd_kafka_error_string(a) + ")";
+        rd_kafka_error_destroy(a);
+      } else {
+        text += " (transaction aborted)";
+      }
+    }
+    if (fenced) return Status::failedPrecondition(text + " - fenced: another producer took over this transactional.id");
+    return fatal ? Status::internal(text) : Status::unavailable(text);
+  }
+
   KafkaBackbone& b_;
   rd_kafka_t* rk_;
+  const bool transactional_;
+  bool inTxn_ = false;
   State state_;
   std::atomic<bool> stop_{false};
   std::thread poller_;
@@ -149,6 +220,18 @@ class KafkaBackbone final : public Backbone, public Admin {
   std::string kind() const override { return "kafka"; }
 
   Result<std::unique_ptr<Producer>> createProducer(const StringMap& overrides) override {
+    FERRY_ASSIGN_OR_RETURN(auto p, makeProducer(overrides, ""));
+    return std::unique_ptr<Producer>(std::move(p));
+  }
+
+  Result<std::unique_ptr<TransactionalProducer>> createTransactionalProducer(const std::string& transactionalId,
+                                                                             const StringMap& overrides) override {
+    FERRY_ASSIGN_OR_RETURN(auto p, makeProducer(overrides, transactionalId));
+    FERRY_RETURN_IF_ERROR(p->initTransactions(std::max<std::int64_t>(30000, o_.requestTimeoutMs * 3)));
+    return std::unique_ptr<TransactionalProducer>(std::move(p));
+  }
+
+  Result<std::unique_ptr<KafkaProducer>> makeProducer(const StringMap& overrides, const std::string& transactionalId) {
     if (closed_) return Status::unavailable("backbone closed");
     StringMap base = {{"bootstrap.servers", o_.bootstrapServers},
                       {"enable.idempotence", "true"},
@@ -158,11 +241,20 @@ class KafkaBackbone final : public Backbone, public Admin {
                       {"queue.buffering.max.messages", "100000"},
                       {"message.timeout.ms", "120000"},
                       {"client.id", "ferry-producer"}};
+    StringMap txn;
+    if (!transactionalId.empty()) {
+      // A transaction a crashed producer left open blocks read_committed readers until it times
+      // out or a successor with the same id aborts it; a minute, Kafka Connect's default.
+      txn = {{"transactional.id", kafkaSafeName(transactionalId)},
+             {"transaction.timeout.ms", "60000"},
+             {"message.timeout.ms", "60000"}};
+    }
     FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
                            kafka::makeConf({{&base, "kafka backbone: "},
                                             {&o_.clientOverrides, "backbone.kafka.client."},
                                             {&o_.producerOverrides, "backbone.kafka.producer."},
-                                            {&overrides, "kafka backbone: "}}));
+                                            {&overrides, "kafka backbone: "},
+                                            {&txn, "kafka backbone: "}}));
     rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
@@ -170,7 +262,7 @@ class KafkaBackbone final : public Backbone, public Admin {
       rd_kafka_conf_destroy(conf);
       return Status::invalidArgument(std::string("kafka backbone: cannot create a producer: ") + err);
     }
-    return std::unique_ptr<Producer>(std::make_unique<KafkaProducer>(*this, rk));
+    return std::make_unique<KafkaProducer>(*this, rk, !transactionalId.empty());
   }
 
   Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group, const std::string& memberId,
@@ -203,6 +295,116 @@ class KafkaBackbone final : public Backbone, public Admin {
 
   Admin& admin() override { return *this; }
   void close() override { closed_ = true; }
+
+  // Assigns every partition from its start (no group), read_committed, and reads each to its
+  // first end (the last stable offset) or, with waitForOpen, to the high watermark it had then:
+  // data of transactions still open is waited for (their commit or abort moves the last stable
+  // offset past it).
+  Status readCommitted(const std::string& name, std::int32_t queues, const std::function<void(const Message&)>& fn,
+                       bool waitForOpen, std::chrono::milliseconds timeout) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    FERRY_RETURN_IF_ERROR(ensureTopic(name, queues));
+    FERRY_ASSIGN_OR_RETURN(TopicInfo info, describeTopic(name));
+    const std::string topic = kafkaSafeName(name);
+    StringMap base = {{"bootstrap.servers", o_.bootstrapServers},
+                      {"group.id", "ferry-reader"},  // never joined: partitions are assigned
+                      {"client.id", "ferry-reader"},
+                      {"enable.auto.commit", "false"},
+                      {"enable.auto.offset.store", "false"},
+                      {"enable.partition.eof", "true"},
+                      {"isolation.level", "read_committed"},
+                      {"allow.auto.create.topics", "false"}};
+    StringMap fixed = {{"isolation.level", "read_committed"}, {"enable.partition.eof", "true"}};
+    FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
+                           kafka::makeConf({{&base, "kafka backbone: "},
+                                            {&o_.clientOverrides, "backbone.kafka.client."},
+                                            {&o_.consumerOverrides, "backbone.kafka.consumer."},
+                                            {&fixed, "kafka backbone: "}}));
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (rk == nullptr) {
+      rd_kafka_conf_destroy(conf);
+      return Status::invalidArgument(std::string("kafka backbone: cannot create a reader: ") + err);
+    }
+    struct Closer {
+      rd_kafka_t* rk;
+      ~Closer() {
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+      }
+    } closer{rk};
+    rd_kafka_poll_set_consumer(rk);
+    ListGuard all{rd_kafka_topic_partition_list_new(info.queues)};
+    for (std::int32_t p = 0; p < info.queues; ++p)
+      rd_kafka_topic_partition_list_add(all.list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    if (rd_kafka_resp_err_t e = rd_kafka_assign(rk, all.list))
+      return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(e));
+    std::vector<std::int64_t> target(static_cast<std::size_t>(info.queues), -1);
+    std::vector<std::int64_t> stalledAt(static_cast<std::size_t>(info.queues), -1);
+    std::vector<bool> done(static_cast<std::size_t>(info.queues), false);
+    std::int32_t remaining = info.queues;
+    const std::int64_t deadline = core::monotonicMs() + timeout.count();
+    std::int64_t nextReseek = core::monotonicMs() + 200;
+    while (remaining > 0) {
+      if (core::monotonicMs() >= deadline) {
+        std::string which;
+        for (std::int32_t p = 0; p < info.queues; ++p)
+          if (!done[static_cast<std::size_t>(p)])
+            which += " " + std::to_string(p) + " (committed up to " + std::to_string(stalledAt[static_cast<std::size_t>(p)]) +
+                     ", written up to " + std::to_string(target[static_cast<std::size_t>(p)]) + ")";
+        return Status::timeout("kafka backbone: " + topic + " not read to its end within " +
+                               std::to_string(timeout.count()) + " ms; partitions" + which +
+                               ": a transaction is still open there");
+      }
+      if (core::monotonicMs() >= nextReseek) {
+        // A partition that ended below its target is fetched again to see the stable offset move.
+        nextReseek = core::monotonicMs() + 200;
+        ListGuard again{rd_kafka_topic_partition_list_new(1)};
+        for (std::int32_t p = 0; p < info.queues; ++p)
+          if (!done[static_cast<std::size_t>(p)] && stalledAt[static_cast<std::size_t>(p)] >= 0)
+            rd_kafka_topic_partition_list_add(again.list, topic.c_str(), p)->offset = stalledAt[static_cast<std::size_t>(p)];
+        if (again.list->cnt > 0)
+          if (rd_kafka_error_t* e = rd_kafka_seek_partitions(rk, again.list, 5000)) rd_kafka_error_destroy(e);
+      }
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+      if (m == nullptr) continue;
+      struct MsgGuard {
+        rd_kafka_message_t* m;
+        ~MsgGuard() { rd_kafka_message_destroy(m); }
+      } guard{m};
+      const auto p = static_cast<std::size_t>(m->partition);
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        if (p >= done.size() || done[p]) continue;
+        if (target[p] < 0) {
+          std::int64_t lo = 0, hi = 0;
+          rd_kafka_get_watermark_offsets(rk, topic.c_str(), m->partition, &lo, &hi);
+          target[p] = hi;
+        }
+        if (m->offset >= target[p] || !waitForOpen) {
+          done[p] = true;
+          --remaining;
+        } else {
+          stalledAt[p] = m->offset;
+        }
+        continue;
+      }
+      if (m->err) {
+        if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) continue;
+        return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(m->err));
+      }
+      Message msg;
+      msg.topic = name;
+      msg.queue = m->partition;
+      msg.offset = m->offset;
+      if (m->key) msg.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+      if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+      rd_kafka_timestamp_type_t tt;
+      msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
+      msg.headers = kafka::readHeaders(m);
+      fn(msg);
+    }
+    return Status::ok();
+  }
   bool closed() const { return closed_; }
 
   // ----- Admin

@@ -1,5 +1,6 @@
 // Worker configuration: defaults, typed errors all at once, unknown keys refused.
 #include "runtime/worker_config.h"
+#include "runtime/log_position_store.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,43 @@ TEST(WorkerConfig, KafkaBackboneBadValuesNamed) {
   for (const char* needle : {"backbone", "backbone.kafka.session.timeout.ms", "backbone.kafka.bootstrap.servers",
                              "backbone.kafka.replication.factor"})
     EXPECT_NE(m.find(needle), std::string::npos) << needle << " missing from: " << m;
+}
+
+TEST(WorkerConfig, ExactlyOnceSourcesNeedTheKafkaBackbone) {
+  auto refused = parseWorkerConfig({{"exactly.once.source.support", "enabled"}});
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("exactly.once.source.support=enabled needs backbone=kafka"),
+            std::string::npos)
+      << refused.status().message();
+  auto bad = parseWorkerConfig({{"backbone", "kafka"}, {"exactly.once.source.support", "yes"}});
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("exactly.once.source.support"), std::string::npos);
+  auto c = parseWorkerConfig({{"backbone", "kafka"}, {"exactly.once.source.support", "enabled"},
+                              {"offset.storage.topic", "my-offsets"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_TRUE(c->exactlyOnceSource);
+  EXPECT_EQ(c->offsetStorageTopic, "my-offsets");
+  EXPECT_EQ(c->offsetStoragePartitions, 5);
+  auto off = parseWorkerConfig({{"backbone", "kafka"}});
+  ASSERT_TRUE(off.isOk());
+  EXPECT_FALSE(off->exactlyOnceSource);
+}
+
+// Kafka Connect's offsets-topic key: ["<connector>", {partition}].
+TEST(LogPositionStore, KeysAreKafkaConnectOffsetKeys) {
+  const std::string k = LogPositionStore::encodeKey("gen", {{"datagen.task", "0"}, {"a", "b"}});
+  EXPECT_EQ(k, R"(["gen",{"a":"b","datagen.task":"0"}])");
+  auto back = LogPositionStore::decodeKey(k);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->first, "gen");
+  EXPECT_EQ(back->second, (StringMap{{"datagen.task", "0"}, {"a", "b"}}));
+  // Written by Kafka Connect: numbers and booleans become their JSON text.
+  auto kc = LogPositionStore::decodeKey(R"(["file-source",{"filename":"/tmp/x","n":3,"b":true}])");
+  ASSERT_TRUE(kc.has_value());
+  EXPECT_EQ(kc->second.at("n"), "3");
+  EXPECT_EQ(kc->second.at("b"), "true");
+  for (const char* bad : {"", "not json", "[]", "[\"c\"]", "[1,{}]", "[\"c\",[1]]", "{\"c\":{}}", "[\"c\",{},3]"})
+    EXPECT_FALSE(LogPositionStore::decodeKey(bad).has_value()) << bad;
 }
 
 }  // namespace

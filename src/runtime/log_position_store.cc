@@ -1,0 +1,162 @@
+// Source positions in a backbone topic (see log_position_store.h).
+#include "runtime/log_position_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/logging.h"
+
+namespace ferry::runtime {
+namespace {
+
+nlohmann::json toJson(const StringMap& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : m) j[k] = v;
+  return j;
+}
+
+// Kafka Connect writes numbers and booleans in its offsets; ferry's maps hold strings.
+std::optional<StringMap> fromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  StringMap m;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it->is_string()) m[it.key()] = it->get<std::string>();
+    else if (it->is_null()) m[it.key()] = "";
+    else m[it.key()] = it->dump();
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string LogPositionStore::encodeKey(const std::string& connector, const StringMap& partition) {
+  return nlohmann::json::array({connector, toJson(partition)}).dump();
+}
+
+std::optional<std::pair<std::string, StringMap>> LogPositionStore::decodeKey(std::string_view key) {
+  auto j = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_array() || j.size() != 2 || !j[0].is_string()) return std::nullopt;
+  auto part = fromJson(j[1]);
+  if (!part) return std::nullopt;
+  return std::make_pair(j[0].get<std::string>(), std::move(*part));
+}
+
+Result<std::unique_ptr<LogPositionStore>> LogPositionStore::open(backbone::Backbone& backbone, std::string topic,
+                                                                 std::int32_t partitions,
+                                                                 std::chrono::milliseconds timeout) {
+  std::unique_ptr<LogPositionStore> s(new LogPositionStore(backbone, std::move(topic), partitions, timeout));
+  FERRY_RETURN_IF_ERROR(s->reload(/*waitForOpen=*/false));
+  return s;
+}
+
+Status LogPositionStore::reload(bool waitForOpen) {
+  std::map<std::string, std::map<StringMap, StringMap>> fresh;
+  std::size_t skipped = 0;
+  FERRY_RETURN_IF_ERROR(backbone_.readCommitted(
+      topic_, partitions_,
+      [&](const backbone::Message& m) {
+        auto key = m.key.isNull() ? std::nullopt : decodeKey(m.key.view());
+        if (!key) {
+          ++skipped;
+          return;
+        }
+        if (m.value.isNull()) {
+          fresh[key->first].erase(key->second);
+          return;
+        }
+        auto j = nlohmann::json::parse(m.value.view(), nullptr, false);
+        auto off = j.is_discarded() ? std::nullopt : fromJson(j);
+        if (!off) {
+          ++skipped;
+          return;
+        }
+        fresh[key->first][key->second] = std::move(*off);
+      },
+      waitForOpen, timeout_).withContext("reading source positions from " + topic_));
+  if (skipped > 0)
+    core::logger("runtime")->warn("{}: {} record(s) that are not source positions were skipped", topic_, skipped);
+  std::lock_guard lock(mu_);
+  positions_ = std::move(fresh);
+  return Status::ok();
+}
+
+Result<std::optional<StringMap>> LogPositionStore::get(const std::string& connector, const StringMap& partition) {
+  std::lock_guard lock(mu_);
+  auto c = positions_.find(connector);
+  if (c == positions_.end()) return std::optional<StringMap>();
+  auto p = c->second.find(partition);
+  if (p == c->second.end()) return std::optional<StringMap>();
+  return std::optional<StringMap>(p->second);
+}
+
+Result<std::vector<Position>> LogPositionStore::getAll(const std::string& connector) {
+  std::lock_guard lock(mu_);
+  std::vector<Position> out;
+  if (auto c = positions_.find(connector); c != positions_.end())
+    for (const auto& [part, off] : c->second) out.push_back(Position{part, off});
+  return out;
+}
+
+std::vector<backbone::Message> LogPositionStore::encode(const std::string& connector,
+                                                        const std::vector<Position>& positions) const {
+  std::vector<backbone::Message> out;
+  out.reserve(positions.size());
+  for (const auto& p : positions) {
+    if (p.partition.empty()) continue;
+    backbone::Message m;
+    m.topic = topic_;
+    m.key = Bytes(encodeKey(connector, p.partition));
+    if (!p.offset.empty()) m.value = Bytes(toJson(p.offset).dump());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void LogPositionStore::applyLocked(const std::string& connector, const std::vector<Position>& positions) {
+  auto& mine = positions_[connector];
+  for (const auto& p : positions) {
+    if (p.partition.empty()) continue;
+    if (p.offset.empty()) mine.erase(p.partition);
+    else mine[p.partition] = p.offset;
+  }
+  if (mine.empty()) positions_.erase(connector);
+}
+
+void LogPositionStore::applyCommitted(const std::string& connector, const std::vector<Position>& positions) {
+  std::lock_guard lock(mu_);
+  applyLocked(connector, positions);
+}
+
+Status LogPositionStore::put(const std::string& connector, const std::vector<Position>& positions) {
+  std::lock_guard lock(mu_);
+  if (!producer_) {
+    FERRY_ASSIGN_OR_RETURN(producer_, backbone_.createProducer({}));
+  }
+  auto failed = std::make_shared<Status>();
+  auto fmu = std::make_shared<std::mutex>();
+  for (auto& m : encode(connector, positions)) {
+    FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), [failed, fmu](const Status& s, std::int32_t, std::int64_t) {
+      std::lock_guard l(*fmu);
+      if (!s.isOk() && failed->isOk()) *failed = s;
+    }));
+  }
+  FERRY_RETURN_IF_ERROR(producer_->flush(timeout_).withContext("writing source positions to " + topic_));
+  {
+    std::lock_guard l(*fmu);
+    if (!failed->isOk()) return failed->withContext("writing source positions to " + topic_);
+  }
+  applyLocked(connector, positions);
+  return Status::ok();
+}
+
+Status LogPositionStore::removeConnector(const std::string& connector) {
+  std::vector<Position> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto c = positions_.find(connector);
+    if (c == positions_.end()) return Status::ok();
+    for (const auto& [part, off] : c->second) gone.push_back(Position{part, {}});
+  }
+  return put(connector, gone);
+}
+
+}  // namespace ferry::runtime

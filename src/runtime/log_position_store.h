@@ -1,0 +1,64 @@
+// Source positions kept in a backbone topic (offset.storage.topic) instead of data.dir, so that
+// an exactly-once source can write its positions in the same transaction as its records.
+//
+// Records use Kafka Connect's offsets-topic format, so its tools read them: key
+// ["<connector>", {partition}] (JSON), value {offset} (JSON), a null value deletes the partition.
+// Keys hash to partitions, so one source partition's positions stay in order. The store reads
+// the topic whole (read_committed) when opened and on reload(), and keeps it in memory.
+//
+// Thread-safety: every method is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backbone/backbone.h"
+#include "store/store.h"
+
+namespace ferry::runtime {
+
+class LogPositionStore final : public store::PositionStore {
+ public:
+  // Reads `topic` (created with `partitions` partitions when missing).
+  static Result<std::unique_ptr<LogPositionStore>> open(backbone::Backbone& backbone, std::string topic,
+                                                        std::int32_t partitions, std::chrono::milliseconds timeout);
+
+  Result<std::optional<StringMap>> get(const std::string& connector, const StringMap& partition) override;
+  Result<std::vector<Position>> getAll(const std::string& connector) override;
+  // Written outside any transaction (REST offset changes, a non-exactly-once caller).
+  Status put(const std::string& connector, const std::vector<Position>& positions) override;
+  Status removeConnector(const std::string& connector) override;
+
+  // Reads the topic again: a task calls it after fencing its zombies, before it starts, waiting
+  // for other transactions open at the call. open() does not wait: the zombies of the tasks
+  // that will fence them are still holding theirs.
+  Status reload(bool waitForOpen = true);
+  // The messages that store `positions` (sent by a transactional producer with the records).
+  std::vector<backbone::Message> encode(const std::string& connector, const std::vector<Position>& positions) const;
+  // Records positions whose transaction committed.
+  void applyCommitted(const std::string& connector, const std::vector<Position>& positions);
+  const std::string& topic() const { return topic_; }
+
+  // The format, exposed for tests: nullopt when the bytes are not a ferry/Kafka Connect position.
+  static std::string encodeKey(const std::string& connector, const StringMap& partition);
+  static std::optional<std::pair<std::string, StringMap>> decodeKey(std::string_view key);
+
+ private:
+  LogPositionStore(backbone::Backbone& b, std::string topic, std::int32_t partitions, std::chrono::milliseconds t)
+      : backbone_(b), topic_(std::move(topic)), partitions_(partitions), timeout_(t) {}
+  void applyLocked(const std::string& connector, const std::vector<Position>& positions);
+
+  backbone::Backbone& backbone_;
+  const std::string topic_;
+  const std::int32_t partitions_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::map<std::string, std::map<StringMap, StringMap>> positions_;  // guarded by mu_
+  std::unique_ptr<backbone::Producer> producer_;                      // guarded by mu_, made on first put
+};
+
+}  // namespace ferry::runtime
