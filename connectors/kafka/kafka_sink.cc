@@ -27,13 +27,16 @@ void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
                     (m->rkt ? rd_kafka_topic_name(m->rkt) : "?") + ")";
 }
 
-// Client-level errors. An authentication the brokers refuse is retried by librdkafka forever and
-// would only surface as delivery timeouts minutes later: it fails the task at once instead.
+// Client-level errors. An authentication the brokers refuse, or a TLS handshake that fails (a
+// certificate that does not verify), is retried by librdkafka forever and would only surface as
+// delivery timeouts minutes later: it fails the task at once instead.
 void onError(rd_kafka_t*, int err, const char* reason, void* opaque) {
   auto* d = static_cast<KafkaSinkTask::Deliveries*>(opaque);
-  if ((err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED) &&
-      d->authError.empty())
-    d->authError = reason;
+  if (!d->authError.empty()) return;
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+    d->authError = std::string("the brokers refused the client: ") + reason;
+  else if (err == RD_KAFKA_RESP_ERR__SSL)
+    d->authError = std::string("the TLS handshake with the brokers failed: ") + reason;
 }
 
 }  // namespace
@@ -136,7 +139,7 @@ Status KafkaSinkTask::put(std::vector<Record>& records) {
   }
   rd_kafka_poll(rk_, 0);
   if (!deliveries_.authError.empty())
-    return Status::internal("KafkaSink: the brokers refused the client: " + deliveries_.authError);
+    return Status::internal("KafkaSink: " + deliveries_.authError);
   if (deliveries_.failed.load() > 0)
     return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
   return Status::ok();
@@ -149,7 +152,7 @@ Status KafkaSinkTask::flush() {
   for (long waited = 0; waited < flushTimeoutMs_ && deliveries_.authError.empty(); waited += 200)
     if ((e = rd_kafka_flush(rk_, 200)) == RD_KAFKA_RESP_ERR_NO_ERROR) break;
   if (!deliveries_.authError.empty())
-    return Status::internal("KafkaSink: the brokers refused the client: " + deliveries_.authError);
+    return Status::internal("KafkaSink: " + deliveries_.authError);
   if (deliveries_.failed.load() > 0)
     return Status::internal("KafkaSink: delivery failed: " + deliveries_.firstError);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)

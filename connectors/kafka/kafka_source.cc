@@ -123,7 +123,7 @@ Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t 
       const rd_kafka_resp_err_t err = m->err;
       const bool fatal = err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
                          err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
-                         err == RD_KAFKA_RESP_ERR__AUTHENTICATION ||
+                         err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL ||
                          err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED;
       std::string what = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);

@@ -14,7 +14,11 @@ in a standalone worker on the embedded backbone:
       no wait for the dead member's 10 s session to expire);
   (d) KafkaSink with SASL/PLAIN settings passed through producer.override.* delivers to the
       broker's SASL_PLAINTEXT listener (127.0.0.1:19094); a wrong password fails the task with a
-      trace saying the brokers refused the client (not minutes of delivery timeouts).
+      trace saying the brokers refused the client (not minutes of delivery timeouts);
+  (e) TLS through the same pass-through: KafkaSink writes 1,000 records to the broker's SSL
+      listener (127.0.0.1:19095, the server certificate checked against the test CA of
+      `scripts/services/kafka ca`), KafkaSource reads them back over TLS into a file, and a sink
+      given another CA fails its task naming the TLS handshake.
 
 Needs Kafka (scripts/test starts it for the `kafka` and `integration` labels); fails when it is
 unreachable. Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP."""
@@ -29,6 +33,8 @@ from harness import Worker, run, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 SASL_BOOTSTRAP = os.environ.get("FERRY_KAFKA_SASL_BOOTSTRAP", "127.0.0.1:19094")
+SSL_BOOTSTRAP = os.environ.get("FERRY_KAFKA_SSL_BOOTSTRAP", "127.0.0.1:19095")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
 COUNT = 20000
 
@@ -158,6 +164,51 @@ def main():
     trace = wait_until(refused_clearly, 60, "a FAILED task saying the brokers refused the client", 0.5)
     print(f"(d) SASL/PLAIN through producer.override.*: 1000 records arrive; a wrong password fails the "
           f"task: {trace.splitlines()[0][:160]}", flush=True)
+
+    # (e) TLS: sink and source over the SSL listener, verified against the test CA
+    p = subprocess.run([os.path.join(ROOT, "scripts/services/kafka"), "ca"], capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr.decode()
+    ca = p.stdout.decode().strip()
+    assert os.path.isfile(ca), f"(e) no CA at {ca}"
+    tls_topic = f"ferry-tls-{run_id}"
+    tls = {"sink.producer.override.security.protocol": "SSL", "sink.producer.override.ssl.ca.location": ca}
+    w.ok("POST", "/connectors", {"name": f"tls-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "max.records": "1000",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": SSL_BOOTSTRAP,
+        "sink.kafka.topic": tls_topic, **tls}})
+    tls_file = os.path.join(d, "tls-out.txt")
+    w.ok("POST", "/connectors", {"name": f"tlsin-{run_id}", "config": {
+        "connector.class": "KafkaSource", "kafka.bootstrap.servers": SSL_BOOTSTRAP, "kafka.topics": tls_topic,
+        "consumer.override.security.protocol": "SSL", "consumer.override.ssl.ca.location": ca,
+        "topic": f"tlsin-{run_id}"}})
+    w.ok("POST", "/connectors", {"name": f"tlsfile-{run_id}", "config": {
+        "connector.class": "FileStreamSink", "topics": f"tlsin-{run_id}", "file": tls_file}})
+
+    def tls_lines():
+        try:
+            with open(tls_file, "rb") as f:
+                return set(f.read().splitlines())
+        except FileNotFoundError:
+            return set()
+    wait_until(lambda: len(tls_lines()) >= 1000, 90, "1,000 records written and read back over TLS", 0.3)
+    got = tls_lines()
+    assert got == {f"0-{i}".encode() for i in range(1000)}, f"(e) unexpected lines {sorted(got)[:5]}"
+    other_ca = os.path.join(d, "other-ca.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=not ours",
+                    "-keyout", os.path.join(d, "other-ca.key"), "-out", other_ca], check=True, capture_output=True)
+    w.ok("POST", "/connectors", {"name": f"tls-bad-{run_id}", "config": {
+        "connector.class": "DatagenSource", "topic": "unused", "format": "string", "max.records": "1000",
+        "sink.connector.class": "KafkaSink", "sink.kafka.bootstrap.servers": SSL_BOOTSTRAP,
+        "sink.kafka.topic": tls_topic, **dict(tls, **{"sink.producer.override.ssl.ca.location": other_ca})}})
+
+    def tls_refused():
+        status, s = w.rest("GET", f"/connectors/tls-bad-{run_id}/status")
+        tasks = s.get("tasks", []) if status == 200 else []
+        return next((t.get("trace", "") for t in tasks
+                     if t["state"] == "FAILED" and "TLS handshake" in t.get("trace", "")), None)
+    trace = wait_until(tls_refused, 60, "a FAILED task naming the TLS handshake", 0.5)
+    print(f"(e) TLS: 1000 records KafkaSink -> SSL listener -> KafkaSource -> file, all there; another CA fails "
+          f"the task: {trace.splitlines()[0][:200]}", flush=True)
     assert w.stop() == 0
 
 
