@@ -8,10 +8,11 @@
   src/kafka      -> core, SDK (helpers over librdkafka)
   src/backbone   -> rocketmq, kafka, core, SDK
   src/store      -> core, SDK
+  src/cluster    -> core, SDK (the cluster log's state machine: pure logic)
   connectors/    -> SDK, core, protocol clients (rocketmq, mqtt, kafka), their own folder
   transforms/    -> SDK (and core for logging), their own folder
   src/runtime    -> store, backbone, core, SDK, connectors/transforms (built-in registration)
-  src/control    -> runtime and below
+  src/control    -> runtime, cluster and below
   src/rest       -> control and below
 Prints every violation; exits 1 if any.
 """
@@ -29,13 +30,14 @@ ALLOWED = {
     "src/kafka": {"ferry", "core", "kafka"},
     "src/backbone": {"ferry", "core", "rocketmq", "kafka", "backbone"},
     "src/store": {"ferry", "core", "store"},
+    "src/cluster": {"ferry", "core", "cluster"},
     "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
-    "src/runtime": {"ferry", "core", "backbone", "store", "runtime", "connectors", "transforms"},
-    "src/control": {"ferry", "core", "backbone", "store", "runtime", "control", "connectors", "transforms"},
+    "src/runtime": {"ferry", "core", "backbone", "store", "cluster", "runtime", "connectors", "transforms"},
+    "src/control": {"ferry", "core", "backbone", "store", "cluster", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "runtime", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "cluster", "runtime", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):

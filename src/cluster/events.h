@@ -1,0 +1,50 @@
+// Events of the cluster log: what workers append, what every worker applies in log order.
+//
+// Encoded as one JSON object per log record ({"type": ..., fields}); decode() refuses anything
+// else with a message naming the field, so a foreign or corrupt record is skipped, not applied
+// half-understood.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ferry/record.h"
+#include "ferry/result.h"
+
+namespace ferry::cluster {
+
+enum class EventType {
+  kHeartbeat,        // worker, incarnation, url, capacity, sentMs, loads
+  kLeave,            // worker, incarnation: a graceful leave, after the worker stopped its units
+  kConnectorPut,     // connector, config, target
+  kConnectorDelete,  // connector
+  kTargetState,      // connector, target
+  kTaskConfigs,      // connector, generation, taskConfigs: made by the connector's owner
+  kReleased,         // worker, incarnation, connector, task, epoch: a handoff's old owner is done
+  kRestart,          // connector, task (-1: the connector instance): run it again (epoch + 1)
+};
+const char* eventTypeName(EventType t) noexcept;
+
+struct Event {
+  EventType type = EventType::kHeartbeat;
+  std::string worker;
+  std::string incarnation;
+  std::string url;
+  double capacity = 1.0;
+  std::int64_t sentMs = 0;                  // heartbeat: the sender's monotonic clock, for its lease
+  std::map<std::string, double> loads;      // heartbeat: measured cost per unit it runs ("c-0")
+  std::string connector;
+  StringMap config;
+  std::string target;                       // STARTED, PAUSED, STOPPED
+  std::int64_t generation = 0;
+  std::vector<StringMap> taskConfigs;
+  int task = -1;
+  std::int64_t epoch = 0;
+};
+
+std::string encode(const Event& e);
+Result<Event> decode(std::string_view bytes);
+
+}  // namespace ferry::cluster
