@@ -90,13 +90,17 @@ TEST(ConsistentHashing, JoinAndLeaveMoveOnlyTheirShare) {
   joined.workers.push_back(WorkerInfo{"w5", 1.0});
   auto afterJoin = s->assign(joined);
   for (const auto& [u, w] : afterJoin) {
-    if (w != before.at(u)) EXPECT_EQ(w, "w5") << u.toString() << " moved between two old workers";
+    if (w != before.at(u)) {
+      EXPECT_EQ(w, "w5") << u.toString() << " moved between two old workers";
+    }
   }
   auto left = in;
   left.workers.erase(left.workers.begin());
   auto afterLeave = s->assign(left);
   for (const auto& [u, w] : afterLeave) {
-    if (before.at(u) != "w0") EXPECT_EQ(w, before.at(u)) << u.toString() << " moved though its owner stayed";
+    if (before.at(u) != "w0") {
+      EXPECT_EQ(w, before.at(u)) << u.toString() << " moved though its owner stayed";
+    }
   }
 }
 
