@@ -117,6 +117,27 @@ class Admin {
   virtual Status deleteGroup(const std::string& group) = 0;
 };
 
+// The cluster log of distributed mode: one queue of one topic, totally ordered and durable, read
+// by anyone from any offset, each entry stamped with the broker's append time (the log's clock,
+// which the cluster's liveness rules use). Thread-safe.
+class SharedLog {
+ public:
+  struct Entry {
+    std::int64_t offset = 0;
+    std::int64_t timestampMs = 0;  // the broker's append time
+    Bytes value;
+  };
+  virtual ~SharedLog() = default;
+  // Appends durably (acknowledged by the broker); returns the entry's offset.
+  virtual Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) = 0;
+  // Appends up to `max` entries from offset `from` on, waiting up to `wait` while there are none.
+  // An offset below the log's start resumes at the start (the entries' offsets say so).
+  virtual Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
+                                   std::chrono::milliseconds wait) = 0;
+  // The offset the next append will get.
+  virtual Result<std::int64_t> endOffset() = 0;
+};
+
 class Backbone {
  public:
   virtual ~Backbone() = default;
@@ -127,6 +148,11 @@ class Backbone {
                                                            const std::string& memberId,
                                                            const StringMap& overrides) = 0;
   virtual Admin& admin() = 0;
+  // Opens (creating when missing) the shared log `topic`: see SharedLog.
+  virtual Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& topic) {
+    (void)topic;
+    return Status::failedPrecondition("the " + kind() + " backbone has no shared log");
+  }
   // Exactly-once support (kafka only so far): see TransactionalProducer.
   virtual Result<std::unique_ptr<TransactionalProducer>> createTransactionalProducer(
       const std::string& transactionalId, const StringMap& overrides) {

@@ -122,10 +122,15 @@ Result<std::map<std::string, std::int32_t>> topicPartitions(rd_kafka_t* rk, std:
 }
 
 Status createTopic(rd_kafka_t* rk, const std::string& topic, std::int32_t partitions, std::int32_t replicationFactor,
-                   std::int64_t timeoutMs) {
+                   std::int64_t timeoutMs, const StringMap& configs) {
   char err[512];
   rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic.c_str(), partitions, replicationFactor, err, sizeof err);
   if (nt == nullptr) return Status::invalidArgument("Kafka topic " + topic + ": " + err);
+  for (const auto& [k, v] : configs)
+    if (rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str())) {
+      rd_kafka_NewTopic_destroy(nt);
+      return Status::invalidArgument("Kafka topic " + topic + ": config " + k + ": " + errText(e));
+    }
   auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeoutMs, "creating Kafka topic " + topic,
                       [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_CreateTopics(rk, &nt, 1, o, q); });
   rd_kafka_NewTopic_destroy(nt);

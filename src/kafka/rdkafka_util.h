@@ -46,9 +46,10 @@ void destroy(Handle* rk);
 // a missing topic could make a broker with auto.create.topics.enable create it).
 Result<std::map<std::string, std::int32_t>> topicPartitions(Handle* rk, std::int64_t timeoutMs);
 
-// Creates a topic; OK when it exists already. replicationFactor -1: the brokers' default.
+// Creates a topic (with topic-level `configs`); OK when it exists already. replicationFactor -1:
+// the brokers' default.
 Status createTopic(Handle* rk, const std::string& topic, std::int32_t partitions, std::int32_t replicationFactor,
-                   std::int64_t timeoutMs);
+                   std::int64_t timeoutMs, const StringMap& configs = {});
 // Grows a topic to `total` partitions (Kafka cannot shrink one).
 Status createPartitions(Handle* rk, const std::string& topic, std::int32_t total, std::int64_t timeoutMs);
 

@@ -519,6 +519,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
 
   std::string kind() const override { return "embedded"; }
   Result<std::unique_ptr<Producer>> createProducer(const StringMap& overrides) override;
+  Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& topic) override;
   Result<std::unique_ptr<Consumer>> createConsumer(const std::string& group, const std::string& memberId,
                                                    const StringMap& overrides) override {
     if (closed_) return Status::unavailable("backbone closed");
@@ -1032,6 +1033,82 @@ void EmbeddedConsumer::close() {
 }
 
 }  // namespace
+
+// The shared log on queue 0 of a one-queue topic; entries are stamped with the append time.
+class EmbeddedSharedLog final : public SharedLog {
+ public:
+  EmbeddedSharedLog(EmbeddedBackbone& b, std::string topic, std::unique_ptr<Producer> p)
+      : b_(b), topic_(std::move(topic)), producer_(std::move(p)) {}
+
+  Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      Status status;
+      std::int64_t offset = -1;
+    };
+    auto d = std::make_shared<Done>();
+    Message m;
+    m.topic = topic_;
+    m.queue = 0;
+    m.value = value;
+    FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), [d](const Status& s, std::int32_t, std::int64_t off) {
+      std::lock_guard lock(d->mu);
+      d->done = true;
+      d->status = s;
+      d->offset = off;
+      d->cv.notify_all();
+    }));
+    std::unique_lock lock(d->mu);
+    if (!d->cv.wait_for(lock, timeout, [&] { return d->done; }))
+      return Status::timeout("embedded shared log " + topic_ + ": append not durable in time");
+    FERRY_RETURN_IF_ERROR(d->status);
+    return d->offset;
+  }
+
+  Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
+                           std::chrono::milliseconds wait) override {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    std::vector<Message> msgs;
+    while (true) {
+      if (b_.closed()) return Status::unavailable("backbone closed");
+      const std::uint64_t version = b_.dataVersion();
+      Topic* t = b_.findTopic(topic_);
+      if (t == nullptr) return Status::notFound("embedded shared log " + topic_ + " is gone");
+      std::int64_t pos = from;
+      msgs.clear();
+      FERRY_RETURN_IF_ERROR(t->queues[0]->read(pos, max, msgs, topic_));
+      if (!msgs.empty()) {
+        for (auto& m : msgs) out.push_back(Entry{m.offset, m.timestampMs, std::move(m.value)});
+        return msgs.size();
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return std::size_t{0};
+      b_.waitForData(version, deadline);
+    }
+  }
+
+  Result<std::int64_t> endOffset() override {
+    Topic* t = b_.findTopic(topic_);
+    if (t == nullptr) return Status::notFound("embedded shared log " + topic_ + " is gone");
+    return t->queues[0]->endOffset();
+  }
+
+ private:
+  EmbeddedBackbone& b_;
+  const std::string topic_;
+  std::unique_ptr<Producer> producer_;
+};
+
+Result<std::unique_ptr<SharedLog>> EmbeddedBackbone::openSharedLog(const std::string& topic) {
+  FERRY_RETURN_IF_ERROR(ensureTopic(topic, 1));
+  FERRY_ASSIGN_OR_RETURN(auto info, describeTopic(topic));
+  if (info.queues != 1)
+    return Status::failedPrecondition("shared log topic " + topic + " has " + std::to_string(info.queues) +
+                                      " queues; it needs exactly one (a total order)");
+  FERRY_ASSIGN_OR_RETURN(auto producer, createProducer({}));
+  return std::unique_ptr<SharedLog>(std::make_unique<EmbeddedSharedLog>(*this, topic, std::move(producer)));
+}
 
 Result<std::unique_ptr<Backbone>> openEmbeddedBackbone(const EmbeddedOptions& options) {
   if (options.dir.empty()) return Status::invalidArgument("embedded backbone: dir is empty");

@@ -209,6 +209,124 @@ void onRebalance(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_
   static_cast<KafkaConsumer*>(opaque)->rebalance(err, parts);
 }
 
+// The shared log on one partition of a topic with message.timestamp.type=LogAppendTime: the broker
+// stamps every entry. Appends are idempotent and acknowledged by all in-sync replicas; reads
+// assign the partition (no group) and seek when asked for another offset than the next one.
+class KafkaSharedLog final : public SharedLog {
+ public:
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    std::int64_t offset = -1;
+  };
+
+  KafkaSharedLog(std::string topic, rd_kafka_t* producer, rd_kafka_t* consumer)
+      : topic_(std::move(topic)), producer_(producer), consumer_(consumer) {
+    poller_ = std::thread([this] {
+      while (!stop_.load()) rd_kafka_poll(producer_, 20);
+    });
+  }
+  ~KafkaSharedLog() override {
+    rd_kafka_flush(producer_, 5000);
+    stop_ = true;
+    poller_.join();
+    rd_kafka_destroy(producer_);
+    rd_kafka_consumer_close(consumer_);
+    rd_kafka_destroy(consumer_);
+  }
+
+  static void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+    auto* holder = static_cast<std::shared_ptr<Pending>*>(m->_private);
+    if (holder == nullptr) return;
+    {
+      std::lock_guard lock((*holder)->mu);
+      (*holder)->done = true;
+      (*holder)->err = m->err;
+      (*holder)->offset = m->offset;
+    }
+    (*holder)->cv.notify_all();
+    delete holder;
+  }
+
+  Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
+    auto pending = std::make_shared<Pending>();
+    auto* holder = new std::shared_ptr<Pending>(pending);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
+        RD_KAFKA_V_END);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      delete holder;
+      return Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
+    }
+    std::unique_lock lock(pending->mu);
+    if (!pending->cv.wait_for(lock, timeout, [&] { return pending->done; }))
+      return Status::timeout("kafka shared log " + topic_ + ": append not acknowledged within " +
+                             std::to_string(timeout.count()) + " ms");
+    if (pending->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return Status::unavailable("kafka shared log " + topic_ + ": " + errText(pending->err));
+    return pending->offset;
+  }
+
+  Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
+                           std::chrono::milliseconds wait) override {
+    std::lock_guard lock(readMu_);
+    if (from != next_) {
+      ListGuard list{rd_kafka_topic_partition_list_new(1)};
+      rd_kafka_topic_partition_list_add(list.list, topic_.c_str(), 0)->offset = from;
+      if (rd_kafka_resp_err_t e = rd_kafka_assign(consumer_, list.list))
+        return Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
+      next_ = from;
+    }
+    std::size_t n = 0;
+    const std::int64_t deadline = core::monotonicMs() + wait.count();
+    while (n < max) {
+      const std::int64_t left = n > 0 ? 0 : std::max<std::int64_t>(0, deadline - core::monotonicMs());
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, static_cast<int>(left));
+      if (m == nullptr) {
+        if (n > 0 || core::monotonicMs() >= deadline) break;
+        continue;
+      }
+      if (m->err) {
+        const rd_kafka_resp_err_t err = m->err;
+        rd_kafka_message_destroy(m);
+        if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+            err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+          continue;
+        return Status::unavailable("kafka shared log " + topic_ + ": " + errText(err));
+      }
+      Entry e;
+      e.offset = m->offset;
+      rd_kafka_timestamp_type_t tt;
+      e.timestampMs = rd_kafka_message_timestamp(m, &tt);
+      if (m->payload) e.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+      next_ = m->offset + 1;
+      rd_kafka_message_destroy(m);
+      out.push_back(std::move(e));
+      ++n;
+    }
+    return n;
+  }
+
+  Result<std::int64_t> endOffset() override {
+    std::int64_t lo = 0, hi = 0;
+    if (rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(consumer_, topic_.c_str(), 0, &lo, &hi, 10000))
+      return Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
+    return hi;
+  }
+
+ private:
+  const std::string topic_;
+  rd_kafka_t* producer_;
+  rd_kafka_t* consumer_;
+  std::atomic<bool> stop_{false};
+  std::thread poller_;
+  std::mutex readMu_;
+  std::int64_t next_ = -1;  // guarded by readMu_: the offset the consumer reads next
+};
+
 class KafkaBackbone final : public Backbone, public Admin {
  public:
   KafkaBackbone(KafkaBackboneOptions o, rd_kafka_t* admin) : o_(std::move(o)), admin_(admin) {}
@@ -295,6 +413,67 @@ class KafkaBackbone final : public Backbone, public Admin {
 
   Admin& admin() override { return *this; }
   void close() override { closed_ = true; }
+
+  Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& name) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    const std::string topic = kafkaSafeName(name);
+    // One partition (the total order); the broker's clock stamps entries; nothing expires.
+    FERRY_RETURN_IF_ERROR(kafka::createTopic(admin_, topic, 1, o_.replicationFactor, o_.requestTimeoutMs,
+                                             {{"message.timestamp.type", "LogAppendTime"},
+                                              {"retention.ms", "-1"},
+                                              {"cleanup.policy", "delete"}})
+                              .withContext("kafka shared log"));
+    const std::int64_t deadline = core::monotonicMs() + o_.requestTimeoutMs;
+    Result<TopicInfo> info = describeTopic(name);
+    while (!info.isOk()) {
+      if (core::monotonicMs() >= deadline) return Status::timeout("kafka shared log: topic " + topic + " not in the metadata");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      info = describeTopic(name);
+    }
+    if (info->queues != 1)
+      return Status::failedPrecondition("kafka shared log: topic " + topic + " has " + std::to_string(info->queues) +
+                                        " partitions; it needs exactly one (a total order)");
+    StringMap pbase = {{"bootstrap.servers", o_.bootstrapServers},
+                       {"enable.idempotence", "true"},
+                       {"acks", "all"},
+                       {"linger.ms", "0"},
+                       {"message.timeout.ms", "30000"},
+                       {"client.id", "ferry-cluster-log"}};
+    StringMap cbase = {{"bootstrap.servers", o_.bootstrapServers},
+                       {"group.id", "ferry-cluster-log"},  // never joined: the partition is assigned
+                       {"client.id", "ferry-cluster-log"},
+                       {"enable.auto.commit", "false"},
+                       {"enable.auto.offset.store", "false"},
+                       {"auto.offset.reset", "earliest"},
+                       {"fetch.wait.max.ms", "50"},
+                       {"allow.auto.create.topics", "false"}};
+    FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * pconf,
+                           kafka::makeConf({{&pbase, "kafka shared log: "},
+                                            {&o_.clientOverrides, "backbone.kafka.client."},
+                                            {&o_.producerOverrides, "backbone.kafka.producer."}}));
+    rd_kafka_conf_set_dr_msg_cb(pconf, KafkaSharedLog::onDelivery);
+    char err[512];
+    rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, pconf, err, sizeof err);
+    if (producer == nullptr) {
+      rd_kafka_conf_destroy(pconf);
+      return Status::invalidArgument(std::string("kafka shared log: ") + err);
+    }
+    auto cconf = kafka::makeConf({{&cbase, "kafka shared log: "},
+                                  {&o_.clientOverrides, "backbone.kafka.client."},
+                                  {&o_.consumerOverrides, "backbone.kafka.consumer."}});
+    if (!cconf.isOk()) {
+      rd_kafka_destroy(producer);
+      return cconf.status();
+    }
+    rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, *cconf, err, sizeof err);
+    if (consumer == nullptr) {
+      rd_kafka_conf_destroy(*cconf);
+      rd_kafka_destroy(producer);
+      return Status::invalidArgument(std::string("kafka shared log: ") + err);
+    }
+    rd_kafka_poll_set_consumer(consumer);
+    return std::unique_ptr<SharedLog>(std::make_unique<KafkaSharedLog>(topic, producer, consumer));
+  }
 
   // Assigns every partition from its start (no group), read_committed, and reads each to its
   // first end (the last stable offset) or, with waitForOpen, to the high watermark it had then:

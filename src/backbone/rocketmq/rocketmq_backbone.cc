@@ -125,6 +125,79 @@ class RmqConsumer final : public Consumer, public rocketmq::RebalanceListener {
   std::vector<TopicQueue> assignment_;
 };
 
+// The shared log on the one queue of a one-queue topic. Appends are synchronous sends to that
+// queue (the broker's queue offset is the entry's offset); reads are long-polling PULL_MESSAGE
+// requests at an explicit offset (no rebalance, no committed offsets); the broker's store
+// timestamp is the entry's time.
+class RmqSharedLog final : public SharedLog {
+ public:
+  RmqSharedLog(rocketmq::RocketmqClient& client, MessageQueue mq) : client_(client), producer_(client), mq_(std::move(mq)) {}
+
+  Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
+    (void)timeout;  // the client's request timeout bounds the send
+    rocketmq::OutgoingMessage m;
+    m.topic = mq_.topic;
+    m.body = std::string(value.view());
+    FERRY_ASSIGN_OR_RETURN(auto r, producer_.send(std::move(m), rocketmq::QueueSelection::queue(mq_.brokerName, mq_.queueId)));
+    return r.queueOffset;
+  }
+
+  Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
+                           std::chrono::milliseconds wait) override {
+    FERRY_ASSIGN_OR_RETURN(std::string addr, client_.brokerAddress(mq_.brokerName));
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      rocketmq::RemotingCommand req;
+      req.code = rocketmq::kCodePullMessage;
+      auto& f = req.extFields;
+      f["consumerGroup"] = "ferry-cluster-log";
+      f["topic"] = mq_.topic;
+      f["queueId"] = std::to_string(mq_.queueId);
+      f["queueOffset"] = std::to_string(from);
+      f["maxMsgNums"] = std::to_string(std::min<std::size_t>(max, 256));
+      f["sysFlag"] = std::to_string(rocketmq::kPullFlagSubscription | (wait.count() > 0 ? rocketmq::kPullFlagSuspend : 0));
+      f["commitOffset"] = "0";
+      f["suspendTimeoutMillis"] = std::to_string(std::max<std::int64_t>(1, wait.count()));
+      f["subscription"] = "*";
+      f["subVersion"] = "0";
+      f["expressionType"] = "TAG";
+      f["maxMsgBytes"] = "2147483647";
+      f["bname"] = mq_.brokerName;
+      FERRY_ASSIGN_OR_RETURN(auto resp, client_.invoke(addr, std::move(req), wait.count() + 10000));
+      if (resp.code == rocketmq::kRespSuccess) {
+        rocketmq::StoredDecode d = rocketmq::decodeStoredMessages(resp.body);
+        std::size_t n = 0;
+        for (auto& m : d.messages) {
+          if (m.queueOffset < from) continue;
+          out.push_back(Entry{m.queueOffset, m.storeTimestamp, Bytes(std::move(m.body))});
+          ++n;
+        }
+        if (!d.complete && n == 0)
+          return Status::dataLoss("rocketmq shared log " + mq_.toString() + ": undecodable entry at " +
+                                  std::to_string(from) + ": " + d.error);
+        return n;
+      }
+      if (resp.code == rocketmq::kRespPullOffsetMoved) {
+        // Below the queue's start (or past its end): continue where the broker says.
+        auto next = resp.extInt("nextBeginOffset");
+        if (!next || *next == from) return std::size_t{0};
+        from = *next;
+        continue;
+      }
+      if (resp.code == rocketmq::kRespPullNotFound || resp.code == rocketmq::kRespPullRetryImmediately)
+        return std::size_t{0};
+      return rocketmq::responseStatus(resp, "rocketmq shared log pull of " + mq_.toString());
+    }
+    return std::size_t{0};
+  }
+
+  Result<std::int64_t> endOffset() override { return rocketmq::maxOffset(client_, mq_); }
+
+ private:
+  rocketmq::RocketmqClient& client_;
+  rocketmq::Producer producer_;
+  const MessageQueue mq_;
+};
+
 class RocketmqBackbone final : public Backbone, public Admin {
  public:
   RocketmqBackbone(RocketmqBackboneOptions o, std::unique_ptr<rocketmq::RocketmqClient> c)
@@ -159,6 +232,16 @@ class RocketmqBackbone final : public Backbone, public Admin {
   }
   Admin& admin() override { return *this; }
   void close() override { closed_ = true; }
+
+  Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& name) override {
+    if (closed_) return Status::unavailable("backbone closed");
+    FERRY_RETURN_IF_ERROR(ensureTopic(name, 1));
+    FERRY_ASSIGN_OR_RETURN(auto qm, queues(name, /*refresh=*/true));
+    if (qm->queues.size() != 1)
+      return Status::failedPrecondition("rocketmq shared log: topic " + rocketmqSafeName(name) + " has " +
+                                        std::to_string(qm->queues.size()) + " queues; it needs exactly one (a total order)");
+    return std::unique_ptr<SharedLog>(std::make_unique<RmqSharedLog>(*client_, qm->queues.front()));
+  }
 
   // ----- Admin
   Status ensureTopic(const std::string& name, std::int32_t queues) override {
