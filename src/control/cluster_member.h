@@ -1,0 +1,99 @@
+// A worker's membership in a distributed cluster: it bootstraps the cluster state from the latest
+// snapshot plus the log after it, tails the log applying every event to its ClusterState,
+// heartbeats, keeps its lease, writes snapshots, and tells its owner (the distributed herder)
+// whenever the state or the lease changed.
+//
+// Threads: a tailer (reads and applies the log, checks the lease, calls OnChange) and a
+// heartbeater. OnChange runs on the tailer thread; it may call append() but must not block on
+// waitApplied(). Every other method is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backbone/backbone.h"
+#include "cluster/events.h"
+#include "cluster/state_machine.h"
+
+namespace ferry::control {
+
+struct ClusterMemberOptions {
+  std::string workerId;
+  std::string incarnation;  // empty: a fresh random id
+  std::string url;          // this worker's REST URL, published in heartbeats
+  double capacity = 1.0;
+  std::int64_t heartbeatIntervalMs = 500;
+  // The lease ends this long before the session timeout would make others drop us.
+  std::int64_t leaseMarginMs = 500;
+  cluster::ClusterOptions cluster;
+  std::int64_t snapshotEveryEvents = 2000;
+};
+
+class ClusterMember {
+ public:
+  // state: the state just applied; leaseValid: whether this worker may run its units.
+  using OnChange = std::function<void(const cluster::ClusterState& state, bool leaseValid)>;
+
+  ClusterMember(backbone::SharedLog& log, backbone::SharedLog& snapshots, ClusterMemberOptions options,
+                OnChange onChange);
+  ~ClusterMember();
+
+  // Bootstraps (snapshot + log up to its current end), then starts heartbeating and tailing.
+  Status start();
+  // Stops the threads; `graceful` first appends a leave (units move at once, no session wait).
+  void stop(bool graceful);
+
+  // Appends an event; returns its log offset.
+  Result<std::int64_t> append(const cluster::Event& e);
+  // Waits until the event at `offset` was applied here (read-your-writes for REST).
+  bool waitApplied(std::int64_t offset, std::chrono::milliseconds timeout);
+  // A copy of the current state.
+  cluster::ClusterState state() const;
+  std::int64_t appliedOffset() const { return applied_.load(); }
+  bool leaseValid() const;
+  const std::string& workerId() const { return o_.workerId; }
+  const std::string& incarnation() const { return o_.incarnation; }
+  // Measured cost per unit ("<connector>-<task>"), sent with the next heartbeats.
+  void setLoads(std::map<std::string, double> loads);
+  // Test hook: stop appending heartbeats (the tailer keeps running), as if the broker were cut off.
+  void pauseHeartbeats(bool paused) { heartbeatsPaused_ = paused; }
+  // How many events were skipped because they did not decode.
+  std::int64_t skippedEvents() const { return skipped_.load(); }
+
+ private:
+  Status bootstrap();
+  void tailLoop();
+  void heartbeatLoop();
+  void applyEntry(const backbone::SharedLog::Entry& entry);
+  void maybeSnapshot();
+
+  backbone::SharedLog& log_;
+  backbone::SharedLog& snapshots_;
+  ClusterMemberOptions o_;
+  OnChange onChange_;
+
+  mutable std::mutex mu_;
+  std::condition_variable appliedCv_;
+  std::unique_ptr<cluster::ClusterState> state_;  // guarded by mu_
+  std::int64_t next_ = 0;                        // tailer thread: next offset to read
+  std::int64_t sinceSnapshot_ = 0;               // tailer thread
+  std::atomic<std::int64_t> applied_{-1};
+  std::atomic<std::int64_t> confirmedSentMs_{-1};  // monotonic send time of our last heartbeat seen in the log
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> heartbeatsPaused_{false};
+  std::atomic<std::int64_t> skipped_{0};
+  std::mutex loadsMu_;
+  std::map<std::string, double> loads_;
+  std::thread tailer_;
+  std::thread heartbeater_;
+  bool lastLease_ = false;  // tailer thread
+};
+
+}  // namespace ferry::control
