@@ -16,6 +16,7 @@
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
 #include "runtime/tasks.h"
+#include "control/herder_common.h"
 
 namespace ferry::control {
 
@@ -37,25 +38,8 @@ using store::State;
 using store::StatusEntry;
 using store::TargetState;
 
-ConnectorType typeOf(ConnectorShape s) {
-  switch (s) {
-    case ConnectorShape::kSource: return ConnectorType::kSource;
-    case ConnectorShape::kSink: return ConnectorType::kSink;
-    case ConnectorShape::kDirect: return ConnectorType::kDirect;
-  }
-  return ConnectorType::kUnknown;
-}
-
 std::string get(const StringMap& m, const std::string& k) { return runtime::configValue(m, k); }
 
-Status validName(const std::string& name) {
-  if (name.empty()) return Status::invalidArgument("connector name must not be empty");
-  if (name.size() > 249) return Status::invalidArgument("connector name is longer than 249 characters");
-  for (unsigned char c : name)
-    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\')
-      return Status::invalidArgument("connector name '" + name + "' contains a '/', '\\' or control character");
-  return Status::ok();
-}
 
 class ConnectorContextImpl;
 
@@ -325,41 +309,19 @@ class HerderImpl final : public StandaloneHerder {
       shape = it->second.shape;
     }
     if (shape != ConnectorShape::kSink) return o_.positions->getAll(name);
-    FERRY_ASSIGN_OR_RETURN(auto committed, o_.backbone->admin().committedOffsets(groupOf(name)));
-    PositionList out;
-    for (const auto& [tq, off] : committed)
-      out.push_back(Position{{{"kafka_topic", tq.topic}, {"kafka_partition", std::to_string(tq.queue)}},
-                             {{"kafka_offset", std::to_string(off)}}});
-    return out;
+    return sinkOffsets(*o_.backbone, name);
   }
 
   Status alterOffsets(const std::string& name, const PositionList& positions) override {
     FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
     if (shape != ConnectorShape::kSink) return o_.positions->put(name, positions);
-    FERRY_ASSIGN_OR_RETURN(auto current, o_.backbone->admin().committedOffsets(groupOf(name)));
-    for (const auto& p : positions) {
-      const std::string topic = get(p.partition, "kafka_topic");
-      const std::string queue = get(p.partition, "kafka_partition");
-      if (topic.empty() || queue.empty())
-        return Status::invalidArgument("a sink partition needs kafka_topic and kafka_partition");
-      auto q = ConfigDef::parseValue(ConfigType::kInt, queue);
-      if (!q.isOk()) return Status::invalidArgument("kafka_partition '" + queue + "' is not an integer");
-      TopicQueue tq{topic, static_cast<std::int32_t>(std::get<std::int64_t>(*q))};
-      if (p.offset.empty()) {
-        current.erase(tq);
-        continue;
-      }
-      auto o = ConfigDef::parseValue(ConfigType::kLong, get(p.offset, "kafka_offset"));
-      if (!o.isOk()) return Status::invalidArgument("kafka_offset must be an integer");
-      current[tq] = std::get<std::int64_t>(*o);
-    }
-    return o_.backbone->admin().setCommittedOffsets(groupOf(name), current);
+    return alterSinkOffsets(*o_.backbone, name, positions);
   }
 
   Status resetOffsets(const std::string& name) override {
     FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
     if (shape != ConnectorShape::kSink) return o_.positions->removeConnector(name);
-    return o_.backbone->admin().setCommittedOffsets(groupOf(name), {});
+    return o_.backbone->admin().setCommittedOffsets(sinkGroupOf(name), {});
   }
 
   Result<std::vector<std::string>> activeTopics(const std::string& name) const override {
@@ -389,71 +351,11 @@ class HerderImpl final : public StandaloneHerder {
   std::vector<runtime::PluginInfo> plugins() const override { return o_.registry->list(); }
 
   Result<std::vector<ConfigKey>> pluginConfig(const std::string& pluginClass) const override {
-    FERRY_ASSIGN_OR_RETURN(auto info, o_.registry->find(pluginClass));
-    switch (info.kind) {
-      case PluginKind::kSourceConnector:
-      case PluginKind::kSinkConnector: {
-        FERRY_ASSIGN_OR_RETURN(auto c, o_.registry->createConnector(pluginClass));
-        ConfigDef def = runtime::frameworkConfigDef(info.kind == PluginKind::kSinkConnector ? ConnectorShape::kSink
-                                                                                              : ConnectorShape::kSource);
-        def.include(c->configDef());
-        return def.keys();
-      }
-      case PluginKind::kTransform: {
-        FERRY_ASSIGN_OR_RETURN(auto t, o_.registry->createTransform(pluginClass));
-        return t->configDef().keys();
-      }
-      case PluginKind::kPredicate: {
-        FERRY_ASSIGN_OR_RETURN(auto p, o_.registry->createPredicate(pluginClass));
-        return p->configDef().keys();
-      }
-      case PluginKind::kConverter: {
-        FERRY_ASSIGN_OR_RETURN(auto c, o_.registry->createConverter(pluginClass));
-        return c->configDef().keys();
-      }
-    }
-    return Status::notFound(pluginClass);
+    return pluginConfigKeys(*o_.registry, pluginClass);
   }
 
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
-    StringMap cfg = config;
-    if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
-    FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(*o_.registry, cfg));
-    ConfigReport report;
-    report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
-    report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};
-    std::set<std::string> seen;
-    for (const auto& key : v.keys) {
-      ConfigKeyReport k;
-      k.definition = key;
-      if (auto it = cfg.find(key.name); it != cfg.end()) {
-        k.value = it->second;
-      } else {
-        k.value = key.defaultValue;
-      }
-      if (auto e = v.validation.errors.find(key.name); e != v.validation.errors.end()) k.errors = e->second;
-      seen.insert(key.name);
-      report.keys.push_back(std::move(k));
-    }
-    for (const auto& [name, msgs] : v.validation.errors) {
-      if (seen.count(name)) continue;
-      ConfigKeyReport k;
-      k.definition.name = name;
-      if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
-      k.errors = msgs;
-      seen.insert(name);
-      report.keys.push_back(std::move(k));
-    }
-    for (const auto& name : v.validation.unknownKeys) {
-      ConfigKeyReport k;
-      k.definition.name = name;
-      if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
-      k.errors.push_back("unknown configuration key '" + name + "' (not declared by " + report.className +
-                         " nor by the framework)");
-      report.keys.push_back(std::move(k));
-    }
-    report.errorCount = static_cast<int>(v.validation.errorCount());
-    return report;
+    return validationReport(*o_.registry, pluginClass, config);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -548,8 +450,6 @@ class HerderImpl final : public StandaloneHerder {
     return Status::notFound("Connector " + name + " not found");
   }
 
-  static std::string groupOf(const std::string& name) { return "connect-" + name; }
-
   ConnectorInfo infoOf(const std::string& name, const Entry& e) const {
     ConnectorInfo info;
     info.name = name;
@@ -561,17 +461,7 @@ class HerderImpl final : public StandaloneHerder {
 
   // Validates a connector config (adding `name`); returns its shape.
   Result<ConnectorShape> checkConfig(const std::string& name, StringMap& config) const {
-    if (auto it = config.find("name"); it != config.end() && it->second != name)
-      return Status::invalidArgument("name: the config's name '" + it->second + "' differs from the connector name '" +
-                                     name + "'");
-    config["name"] = name;
-    FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(*o_.registry, config));
-    if (!v.validation.ok())
-      return Status::invalidArgument("Connector configuration is invalid and contains the following " +
-                                     v.validation.summary() +
-                                     "\nYou can also find the above list of errors at the endpoint "
-                                     "`/connector-plugins/{connectorType}/config/validate`");
-    return v.shape;
+    return checkConnectorConfig(*o_.registry, name, config);
   }
 
   Result<ConnectorShape> stoppedShape(const std::string& name) {
@@ -794,42 +684,12 @@ class ConnectorContextImpl final : public ConnectorContext {
 
 Status HerderImpl::startInstance(const std::string& name, const Entry& wanted, Runtime& rt,
                                  std::vector<StringMap>& taskConfigs) {
-  const std::string cls = get(wanted.config, "connector.class");
-  FERRY_ASSIGN_OR_RETURN(auto instance, o_.registry->createConnector(cls));
   rt.context = std::make_unique<ConnectorContextImpl>(*this, name);
-  Status started;
-  try {
-    started = instance->start(wanted.config, *rt.context);
-  } catch (const std::exception& e) {
-    started = Status::internal(std::string("start threw: ") + e.what());
-  }
-  FERRY_RETURN_IF_ERROR(started.withContext("starting connector " + name));
-  rt.instance = std::move(instance);
-  auto parsedMax = ConfigDef::parseValue(ConfigType::kInt, get(wanted.config, "tasks.max").empty()
-                                                               ? "1"
-                                                               : get(wanted.config, "tasks.max"));
-  const int maxTasks = parsedMax.isOk() ? static_cast<int>(std::get<std::int64_t>(*parsedMax)) : 1;
-  FERRY_ASSIGN_OR_RETURN(auto own, rt.instance->taskConfigs(maxTasks));
-  if (static_cast<int>(own.size()) > maxTasks) own.resize(static_cast<std::size_t>(maxTasks));
-  std::vector<StringMap> sinkOwn;
-  if (wanted.shape == ConnectorShape::kDirect) {
-    const StringMap sinkCfg = runtime::sinkSideConfig(wanted.config);
-    FERRY_ASSIGN_OR_RETURN(auto sink, o_.registry->createConnector(get(sinkCfg, "connector.class")));
-    FERRY_RETURN_IF_ERROR(sink->start(sinkCfg, *rt.context).withContext("starting the sink side of " + name));
-    rt.sinkInstance = std::move(sink);
-    FERRY_ASSIGN_OR_RETURN(sinkOwn, rt.sinkInstance->taskConfigs(std::max<int>(1, static_cast<int>(own.size()))));
-    if (sinkOwn.empty()) sinkOwn.push_back({});
-  }
-  taskConfigs.clear();
-  for (std::size_t i = 0; i < own.size(); ++i) {
-    StringMap t = wanted.config;
-    for (const auto& [k, v] : own[i]) t[k] = v;
-    if (!sinkOwn.empty())
-      for (const auto& [k, v] : sinkOwn[i % sinkOwn.size()]) t["sink." + k] = v;
-    t["task.id"] = std::to_string(i);
-    taskConfigs.push_back(std::move(t));
-  }
-  return Status::ok();
+  ConnectorInstances instances;
+  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs);
+  rt.instance = std::move(instances.instance);
+  rt.sinkInstance = std::move(instances.sinkInstance);
+  return s;
 }
 
 void HerderImpl::reconcile(const std::string& name) {
