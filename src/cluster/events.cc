@@ -13,6 +13,7 @@ constexpr std::pair<EventType, const char*> kNames[] = {
     {EventType::kConnectorPut, "connector"},   {EventType::kConnectorDelete, "connector-deleted"},
     {EventType::kTargetState, "target-state"}, {EventType::kTaskConfigs, "task-configs"},
     {EventType::kReleased, "released"},        {EventType::kRestart, "restart"},
+    {EventType::kStatus, "status"},
 };
 
 Status need(const json& j, const char* field, json::value_t type) {
@@ -87,6 +88,15 @@ std::string encode(const Event& e) {
     case EventType::kRestart:
       j["connector"] = e.connector;
       j["task"] = e.task;
+      break;
+    case EventType::kStatus:
+      j["worker"] = e.worker;
+      j["incarnation"] = e.incarnation;
+      j["connector"] = e.connector;
+      j["task"] = e.task;
+      j["epoch"] = e.epoch;
+      j["state"] = e.state;
+      j["trace"] = e.trace;
       break;
   }
   return j.dump();
@@ -171,6 +181,15 @@ Result<Event> decode(std::string_view bytes) {
     case EventType::kRestart:
       FERRY_RETURN_IF_ERROR(str("connector", e.connector));
       FERRY_RETURN_IF_ERROR(integer("task", e.task));
+      break;
+    case EventType::kStatus:
+      FERRY_RETURN_IF_ERROR(str("worker", e.worker));
+      FERRY_RETURN_IF_ERROR(str("incarnation", e.incarnation));
+      FERRY_RETURN_IF_ERROR(str("connector", e.connector));
+      FERRY_RETURN_IF_ERROR(integer("task", e.task));
+      FERRY_RETURN_IF_ERROR(integer("epoch", e.epoch));
+      FERRY_RETURN_IF_ERROR(str("state", e.state));
+      FERRY_RETURN_IF_ERROR(str("trace", e.trace));
       break;
   }
   if (e.type == EventType::kConnectorPut || e.type == EventType::kTargetState) {

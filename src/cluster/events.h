@@ -24,6 +24,7 @@ enum class EventType {
   kTaskConfigs,      // connector, generation, taskConfigs: made by the connector's owner
   kReleased,         // worker, incarnation, connector, task, epoch: a handoff's old owner is done
   kRestart,          // connector, task (-1: the connector instance): run it again (epoch + 1)
+  kStatus,           // worker, incarnation, connector, task, epoch, state, trace: what a unit's owner reports
 };
 const char* eventTypeName(EventType t) noexcept;
 
@@ -42,6 +43,8 @@ struct Event {
   std::vector<StringMap> taskConfigs;
   int task = -1;
   std::int64_t epoch = 0;
+  std::string state;  // status: RUNNING, PAUSED, FAILED, ... (Kafka Connect's names)
+  std::string trace;  // status: the error of a FAILED unit
 };
 
 std::string encode(const Event& e);

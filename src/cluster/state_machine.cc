@@ -138,6 +138,15 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
     case EventType::kRestart:
       bump(Unit{e.connector, e.task});
       break;
+    case EventType::kStatus: {
+      // Fenced: only the current owner's report for the current epoch counts (a zombie's is stale).
+      auto it = assignment_.find(Unit{e.connector, e.task});
+      if (it == assignment_.end() || it->second.owner != e.worker || it->second.incarnation != e.incarnation ||
+          it->second.epoch != e.epoch)
+        break;
+      statuses_[it->first] = UnitStatus{e.state, e.trace, e.worker, e.epoch};
+      break;
+    }
   }
   if (dirty_) reassign();
 }
@@ -157,6 +166,8 @@ void ClusterState::reassign() {
   // Units that no longer exist (deleted, stopped, fewer tasks) are dropped.
   for (auto it = assignment_.begin(); it != assignment_.end();)
     it = in.units.count(it->first) ? std::next(it) : assignment_.erase(it);
+  for (auto it = statuses_.begin(); it != statuses_.end();)
+    it = in.units.count(it->first) ? std::next(it) : statuses_.erase(it);
   if (in.workers.empty()) {
     // Nobody to run anything: every unit is unowned (a later member takes them, epoch + 1).
     for (auto& [u, o] : assignment_) {
@@ -219,6 +230,11 @@ std::string ClusterState::toSnapshot() const {
     units.push_back({{"connector", u.connector}, {"task", u.task}, {"owner", o.owner},
                      {"incarnation", o.incarnation}, {"epoch", o.epoch}, {"next", o.next}});
   j["assignment"] = units;
+  json statuses = json::array();
+  for (const auto& [u, st] : statuses_)
+    statuses.push_back({{"connector", u.connector}, {"task", u.task}, {"state", st.state}, {"trace", st.trace},
+                        {"worker", st.worker}, {"epoch", st.epoch}});
+  j["statuses"] = statuses;
   return j.dump();
 }
 
@@ -262,6 +278,10 @@ Result<ClusterState> ClusterState::fromSnapshot(std::string_view text) {
       o.next = u.at("next").get<std::string>();
       s.assignment_[Unit{u.at("connector").get<std::string>(), u.at("task").get<int>()}] = std::move(o);
     }
+    for (const auto& u : j.at("statuses"))
+      s.statuses_[Unit{u.at("connector").get<std::string>(), u.at("task").get<int>()}] =
+          UnitStatus{u.at("state").get<std::string>(), u.at("trace").get<std::string>(),
+                     u.at("worker").get<std::string>(), u.at("epoch").get<std::int64_t>()};
     return s;
   } catch (const json::exception& e) {
     return Status::invalidArgument(std::string("cluster snapshot: ") + e.what());

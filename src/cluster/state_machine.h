@@ -50,6 +50,14 @@ struct Ownership {
   std::string next;         // pending handoff target ("" when none)
 };
 
+// What a unit's owner last reported (only reports from the current owner and epoch count).
+struct UnitStatus {
+  std::string state;  // RUNNING, PAUSED, FAILED, ...
+  std::string trace;
+  std::string worker;
+  std::int64_t epoch = 0;
+};
+
 struct ClusterOptions {
   std::int64_t sessionTimeoutMs = 3000;
   std::string strategy = "sticky-balanced";
@@ -68,6 +76,7 @@ class ClusterState {
   const std::map<std::string, Member>& members() const { return members_; }
   const std::map<std::string, ConnectorInfo>& connectors() const { return connectors_; }
   const std::map<Unit, Ownership>& assignment() const { return assignment_; }
+  const std::map<Unit, UnitStatus>& statuses() const { return statuses_; }
   // Units owned by this incarnation of `worker` (including those it must hand off: it runs them
   // until it released them).
   std::map<Unit, Ownership> unitsOf(const std::string& worker, const std::string& incarnation) const;
@@ -95,6 +104,7 @@ class ClusterState {
   std::map<std::string, Member> members_;
   std::map<std::string, ConnectorInfo> connectors_;
   std::map<Unit, Ownership> assignment_;
+  std::map<Unit, UnitStatus> statuses_;
   bool dirty_ = false;
 };
 

@@ -56,6 +56,16 @@ TEST(ClusterEvents, EveryTypeRoundTrips) {
   restart.connector = "c";
   restart.task = -1;
   all.push_back(restart);
+  Event status;
+  status.type = EventType::kStatus;
+  status.worker = "w1";
+  status.incarnation = "i1";
+  status.connector = "c";
+  status.task = 2;
+  status.epoch = 3;
+  status.state = "FAILED";
+  status.trace = "boom\nat line 2";
+  all.push_back(status);
   for (const auto& e : all) {
     auto back = decode(encode(e));
     ASSERT_TRUE(back.isOk()) << eventTypeName(e.type) << ": " << back.status().toString();

@@ -370,6 +370,38 @@ TEST(ClusterState, RandomizedRunKeepsOwnershipFenced) {
   }
 }
 
+TEST(ClusterState, OnlyTheCurrentOwnersStatusCounts) {
+  Log log;
+  log.heartbeat("a");
+  log.put("c1");
+  log.tasks("c1", 1);
+  const Ownership o = log.state.assignment().at(Unit{"c1", 0});
+  Event st;
+  st.type = EventType::kStatus;
+  st.worker = "a";
+  st.incarnation = "1";
+  st.connector = "c1";
+  st.task = 0;
+  st.epoch = o.epoch;
+  st.state = "RUNNING";
+  log.append(st);
+  ASSERT_EQ(log.state.statuses().count(Unit{"c1", 0}), 1u);
+  EXPECT_EQ(log.state.statuses().at(Unit{"c1", 0}).state, "RUNNING");
+  EXPECT_EQ(log.state.statuses().at(Unit{"c1", 0}).worker, "a");
+  st.epoch = o.epoch - 1;  // a zombie of an older epoch
+  st.state = "FAILED";
+  log.append(st);
+  st.epoch = o.epoch;
+  st.incarnation = "0";  // an older process
+  log.append(st);
+  EXPECT_EQ(log.state.statuses().at(Unit{"c1", 0}).state, "RUNNING");
+  auto back = ClusterState::fromSnapshot(log.state.toSnapshot());
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back->statuses().at(Unit{"c1", 0}).state, "RUNNING");
+  log.tasks("c1", 0);
+  EXPECT_EQ(log.state.statuses().count(Unit{"c1", 0}), 0u) << "a removed unit's status goes with it";
+}
+
 TEST(ClusterState, SnapshotsRefuseGarbage) {
   for (const char* bad : {"", "[]", R"({"version":2})", R"({"version":1,"offset":"x"})"})
     EXPECT_FALSE(ClusterState::fromSnapshot(bad).isOk()) << bad;
