@@ -1,6 +1,7 @@
 // The ferry binary.
 //
 //   ferry standalone worker.properties [connector.json|.yaml|.properties ...]
+//   ferry distributed worker.properties [connector.json|.yaml|.properties ...]   (src/cluster/README.md)
 //   ferry ctl [--url URL] <command> ...      (see apps/ferry/ctl.h)
 //   ferry version
 //
@@ -15,6 +16,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "backbone/kafka/kafka_backbone.h"
 #include "runtime/log_position_store.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
+#include "control/distributed_herder.h"
 #include "control/standalone_herder.h"
 #include "core/fs.h"
 #include "core/logging.h"
@@ -49,6 +52,7 @@ void usage(std::ostream& out) {
   out << "ferry " << FERRY_VERSION << " — a native data-integration runtime\n\n"
       << "usage:\n"
       << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
+      << "  ferry distributed WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
       << "  ferry ctl [--url URL] list|get|create|apply|status|pause|resume|stop|restart|delete|offsets|plugins|validate ...\n"
       << "  ferry version\n";
 }
@@ -58,26 +62,128 @@ int fail(const std::string& what) {
   return kExitFailure;
 }
 
-int runStandalone(int argc, char** argv) {
+// The backbone the worker config names.
+ferry::Result<std::unique_ptr<ferry::backbone::Backbone>> openBackbone(const ferry::runtime::WorkerConfig& worker) {
   using namespace ferry;
-  if (argc < 3) {
-    usage(std::cerr);
-    return kExitUsage;
+  if (worker.backbone == "rocketmq") {
+    backbone::RocketmqBackboneOptions ropts;
+    ropts.namesrv = worker.rocketmqNamesrv;
+    ropts.cluster = worker.rocketmqCluster;
+    ropts.maxInflight = worker.rocketmqMaxInflight;
+    ropts.accessKey = worker.rocketmqAccessKey;
+    ropts.secretKey = worker.rocketmqSecretKey;
+    ropts.defaultQueues = worker.defaultQueues;
+    auto bb = backbone::openRocketmqBackbone(ropts);
+    if (!bb.isOk()) return bb.status().withContext("rocketmq backbone");
+    return std::move(*bb);
+  } else if (worker.backbone == "kafka") {
+    backbone::KafkaBackboneOptions kopts;
+    kopts.bootstrapServers = worker.kafkaBootstrapServers;
+    kopts.defaultQueues = worker.defaultQueues;
+    kopts.replicationFactor = worker.kafkaReplicationFactor;
+    kopts.staticMembership = worker.kafkaStaticMembership;
+    kopts.sessionTimeoutMs = worker.kafkaSessionTimeoutMs;
+    kopts.requestTimeoutMs = worker.kafkaRequestTimeoutMs;
+    kopts.clientOverrides = worker.kafkaClientConfig;
+    kopts.producerOverrides = worker.kafkaProducerConfig;
+    kopts.consumerOverrides = worker.kafkaConsumerConfig;
+    auto bb = backbone::openKafkaBackbone(kopts);
+    if (!bb.isOk()) return bb.status();
+    return std::move(*bb);
+  } else {
+    backbone::EmbeddedOptions bopts;
+    bopts.dir = worker.dataDir + "/backbone";
+    bopts.segmentBytes = worker.embeddedSegmentBytes;
+    bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
+    bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
+    bopts.retentionBytes = worker.embeddedRetentionBytes;
+    bopts.retentionMs = worker.embeddedRetentionMs;
+    bopts.defaultQueues = worker.defaultQueues;
+    auto bb = backbone::openEmbeddedBackbone(bopts);
+    if (!bb.isOk()) return bb.status().withContext("embedded backbone");
+    return std::move(*bb);
   }
-  // Signals are taken by sigwait() on the main thread: block them before any thread starts.
+}
+
+// Reads and parses the worker properties file.
+ferry::Result<ferry::runtime::WorkerConfig> loadWorkerConfig(const char* path) {
+  using namespace ferry;
+  auto text = core::readFile(path);
+  if (!text.isOk()) return Status::invalidArgument("cannot read worker config: " + text.status().toString());
+  auto props = core::parseProperties(*text);
+  if (!props.isOk()) return Status::invalidArgument(std::string(path) + ": " + props.status().message());
+  auto cfg = runtime::parseWorkerConfig(*props);
+  if (!cfg.isOk()) return Status::invalidArgument(std::string(path) + ": invalid worker config: " + cfg.status().message());
+  return *cfg;
+}
+
+// Blocks SIGINT/SIGTERM (taken by sigwait() on the main thread) before any thread starts.
+sigset_t blockSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
 
-  auto text = core::readFile(argv[2]);
-  if (!text.isOk()) return fail("cannot read worker config: " + text.status().toString());
-  auto props = core::parseProperties(*text);
-  if (!props.isOk()) return fail(std::string(argv[2]) + ": " + props.status().message());
-  auto cfg = runtime::parseWorkerConfig(*props);
-  if (!cfg.isOk()) return fail(std::string(argv[2]) + ": invalid worker config: " + cfg.status().message());
+// Serves REST until SIGINT/SIGTERM, then shuts down in reverse order.
+int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, const ferry::runtime::WorkerConfig& worker,
+          sigset_t signals, const char* mode, const std::string& where, const std::function<void()>& stopHerder) {
+  using namespace ferry;
+  auto log = core::logger("worker");
+  rest::RestOptions ropts;
+  ropts.host = worker.restHost;
+  ropts.port = worker.restPort;
+  ropts.version = FERRY_VERSION;
+  ropts.commit = FERRY_GIT_COMMIT;
+  ropts.webRoot = worker.webRoot;
+  rest::RestServer server(herder, ropts);
+  if (auto s = server.start(); !s.isOk()) {
+    stopHerder();
+    backbone.close();
+    return fail("REST: " + s.toString());
+  }
+  log->info("ferry {} {} worker {} ready: REST on http://{}:{}, {}", FERRY_VERSION, mode, worker.workerId,
+            worker.restHost, server.port(), where);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  server.stop();
+  stopHerder();
+  backbone.close();
+  log->info("stopped");
+  spdlog::shutdown();
+  return 0;
+}
+
+// Connector definition files: each is created, or updated when its config changed.
+ferry::Status applyConnectorFiles(ferry::control::Herder& herder, int argc, char** argv, int first) {
+  using namespace ferry;
+  for (int i = first; i < argc; ++i) {
+    auto def = core::readFile(argv[i]);
+    if (!def.isOk()) return def.status();
+    auto parsed = core::parseConnectorDefinition(*def);
+    if (!parsed.isOk()) return Status::invalidArgument(std::string(argv[i]) + ": " + parsed.status().message());
+    bool created = false;
+    auto info = herder.putConnectorConfig(parsed->name, parsed->config, &created);
+    if (!info.isOk())
+      return Status::invalidArgument(std::string(argv[i]) + ": connector " + parsed->name + ": " + info.status().message());
+    core::logger("worker")->info("{} connector {} from {}", created ? "created" : "applied", parsed->name, argv[i]);
+  }
+  return Status::ok();
+}
+
+int runStandalone(int argc, char** argv) {
+  using namespace ferry;
+  if (argc < 3) {
+    usage(std::cerr);
+    return kExitUsage;
+  }
+  sigset_t signals = blockSignals();
+  auto cfg = loadWorkerConfig(argv[2]);
+  if (!cfg.isOk()) return fail(cfg.status().message());
   runtime::WorkerConfig worker = *cfg;
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
@@ -98,45 +204,9 @@ int runStandalone(int argc, char** argv) {
   auto statuses = store::openFileStatusStore(storeDir);
   if (!statuses.isOk()) return fail("status store: " + statuses.status().toString());
 
-  std::unique_ptr<backbone::Backbone> backbone;
-  if (worker.backbone == "rocketmq") {
-    backbone::RocketmqBackboneOptions ropts;
-    ropts.namesrv = worker.rocketmqNamesrv;
-    ropts.cluster = worker.rocketmqCluster;
-    ropts.maxInflight = worker.rocketmqMaxInflight;
-    ropts.accessKey = worker.rocketmqAccessKey;
-    ropts.secretKey = worker.rocketmqSecretKey;
-    ropts.defaultQueues = worker.defaultQueues;
-    auto bb = backbone::openRocketmqBackbone(ropts);
-    if (!bb.isOk()) return fail("rocketmq backbone: " + bb.status().toString());
-    backbone = std::move(*bb);
-  } else if (worker.backbone == "kafka") {
-    backbone::KafkaBackboneOptions kopts;
-    kopts.bootstrapServers = worker.kafkaBootstrapServers;
-    kopts.defaultQueues = worker.defaultQueues;
-    kopts.replicationFactor = worker.kafkaReplicationFactor;
-    kopts.staticMembership = worker.kafkaStaticMembership;
-    kopts.sessionTimeoutMs = worker.kafkaSessionTimeoutMs;
-    kopts.requestTimeoutMs = worker.kafkaRequestTimeoutMs;
-    kopts.clientOverrides = worker.kafkaClientConfig;
-    kopts.producerOverrides = worker.kafkaProducerConfig;
-    kopts.consumerOverrides = worker.kafkaConsumerConfig;
-    auto bb = backbone::openKafkaBackbone(kopts);
-    if (!bb.isOk()) return fail(bb.status().toString());
-    backbone = std::move(*bb);
-  } else {
-    backbone::EmbeddedOptions bopts;
-    bopts.dir = worker.dataDir + "/backbone";
-    bopts.segmentBytes = worker.embeddedSegmentBytes;
-    bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
-    bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
-    bopts.retentionBytes = worker.embeddedRetentionBytes;
-    bopts.retentionMs = worker.embeddedRetentionMs;
-    bopts.defaultQueues = worker.defaultQueues;
-    auto bb = backbone::openEmbeddedBackbone(bopts);
-    if (!bb.isOk()) return fail("embedded backbone: " + bb.status().toString());
-    backbone = std::move(*bb);
-  }
+  auto opened = openBackbone(worker);
+  if (!opened.isOk()) return fail(opened.status().toString());
+  std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);
 
   // Exactly-once sources keep their positions in the backbone, written in their transactions.
   std::unique_ptr<runtime::LogPositionStore> logPositions;
@@ -163,45 +233,74 @@ int runStandalone(int argc, char** argv) {
   if (auto s = herder->start(); !s.isOk()) return fail("herder: " + s.toString());
 
   // Connector files are applied at every start (create, or update when the config changed).
-  for (int i = 3; i < argc; ++i) {
-    auto def = core::readFile(argv[i]);
-    if (!def.isOk()) return fail(def.status().toString());
-    auto parsed = core::parseConnectorDefinition(*def);
-    if (!parsed.isOk()) return fail(std::string(argv[i]) + ": " + parsed.status().message());
-    bool created = false;
-    auto info = herder->putConnectorConfig(parsed->name, parsed->config, &created);
-    if (!info.isOk()) {
-      herder->stop();
-      return fail(std::string(argv[i]) + ": connector " + parsed->name + ": " + info.status().message());
-    }
-    log->info("{} connector {} from {}", created ? "created" : "applied", parsed->name, argv[i]);
-  }
-
-  rest::RestOptions ropts;
-  ropts.host = worker.restHost;
-  ropts.port = worker.restPort;
-  ropts.version = FERRY_VERSION;
-  ropts.commit = FERRY_GIT_COMMIT;
-  ropts.webRoot = worker.webRoot;
-  rest::RestServer server(*herder, ropts);
-  if (auto s = server.start(); !s.isOk()) {
+  if (auto s = applyConnectorFiles(*herder, argc, argv, 3); !s.isOk()) {
     herder->stop();
-    backbone->close();
-    return fail("REST: " + s.toString());
+    return fail(s.message());
   }
-  log->info("ferry {} standalone worker {} ready: REST on http://{}:{}, data in {}", FERRY_VERSION, worker.workerId,
-            worker.restHost, server.port(), worker.dataDir);
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  server.stop();
-  herder->stop();
-  backbone->close();
-  log->info("stopped");
-  spdlog::shutdown();
+  const int rc = serve(*herder, *backbone, worker, signals, "standalone", "data in " + worker.dataDir,
+                       [&] { herder->stop(); });
   ::close(lockFd);
-  return 0;
+  return rc;
+}
+
+// ferry distributed: the worker joins the cluster named by cluster.name on its backbone; all
+// state lives in the backbone (cluster log, snapshots, positions), none in data.dir.
+int runDistributed(int argc, char** argv) {
+  using namespace ferry;
+  if (argc < 3) {
+    usage(std::cerr);
+    return kExitUsage;
+  }
+  sigset_t signals = blockSignals();
+  auto cfg = loadWorkerConfig(argv[2]);
+  if (!cfg.isOk()) return fail(cfg.status().message());
+  runtime::WorkerConfig worker = *cfg;
+  if (worker.backbone != "kafka" && worker.backbone != "rocketmq")
+    return fail(std::string(argv[2]) + ": ferry distributed needs backbone=kafka or backbone=rocketmq (the cluster's "
+                "state lives in the backbone; backbone is " + worker.backbone + ")");
+  core::initLogging(worker.logLevel);
+  auto log = core::logger("worker");
+  auto opened = openBackbone(worker);
+  if (!opened.isOk()) return fail(opened.status().toString());
+  std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);
+  const std::string base = "ferry-cluster-" + worker.clusterName;
+  auto clusterLog = backbone->openSharedLog(base);
+  if (!clusterLog.isOk()) return fail("cluster log " + base + ": " + clusterLog.status().toString());
+  auto snapshots = backbone->openSharedLog(base + "-snapshots");
+  if (!snapshots.isOk()) return fail("cluster snapshots: " + snapshots.status().toString());
+  const std::string positionsTopic = worker.offsetStorageTopicSet ? worker.offsetStorageTopic : base + "-offsets";
+  auto positions = runtime::LogPositionStore::open(*backbone, positionsTopic, worker.offsetStoragePartitions,
+                                                   std::chrono::milliseconds(std::max<std::int64_t>(60000, worker.kafkaRequestTimeoutMs)));
+  if (!positions.isOk()) return fail("position store " + positionsTopic + ": " + positions.status().toString());
+
+  runtime::PluginRegistry registry;
+  if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());
+  for (const auto& err : registry.loadPath(worker.pluginPath)) log->error("plugin not loaded: {}", err.message());
+
+  control::DistributedOptions dopts;
+  dopts.worker = worker;
+  dopts.registry = &registry;
+  dopts.backbone = backbone.get();
+  dopts.positions = positions->get();
+  dopts.log = clusterLog->get();
+  dopts.snapshots = snapshots->get();
+  dopts.member.workerId = worker.workerId;
+  dopts.member.url = "http://" + worker.restHost + ":" + std::to_string(worker.restPort);
+  dopts.member.capacity = worker.clusterWorkerCapacity;
+  dopts.member.heartbeatIntervalMs = worker.clusterHeartbeatIntervalMs;
+  dopts.member.leaseMarginMs = worker.clusterLeaseMarginMs;
+  dopts.member.cluster.sessionTimeoutMs = worker.clusterSessionTimeoutMs;
+  dopts.member.cluster.strategy = worker.clusterStrategy;
+  dopts.member.snapshotEveryEvents = worker.clusterSnapshotEvents;
+  auto herder = control::makeDistributedHerder(dopts);
+  if (auto s = herder->start(); !s.isOk()) return fail("cluster: " + s.toString());
+  if (auto s = applyConnectorFiles(*herder, argc, argv, 3); !s.isOk()) {
+    herder->stop();
+    return fail(s.message());
+  }
+  return serve(*herder, *backbone, worker, signals, "distributed",
+               "cluster " + worker.clusterName + " on the " + worker.backbone + " backbone", [&] { herder->stop(); });
 }
 
 }  // namespace
@@ -213,6 +312,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "standalone") return runStandalone(argc, argv);
+  if (cmd == "distributed") return runDistributed(argc, argv);
   if (cmd == "ctl") return ferry::ctl::run(argc - 1, argv + 1);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "ferry " << FERRY_VERSION << " (" << FERRY_GIT_COMMIT << ")\n";

@@ -130,6 +130,12 @@ class Herder {
 
   // Snapshot of the worker's metrics (Prometheus rendering is REST's job).
   virtual std::vector<MetricSample> metrics() const = 0;
+
+  // Distributed mode: the cluster as JSON (members, assignment, log position) for GET /cluster.
+  // NotFound on a standalone worker.
+  virtual Result<std::string> clusterJson() const {
+    return Status::notFound("this worker is not part of a cluster (ferry standalone)");
+  }
 };
 
 }  // namespace ferry::control

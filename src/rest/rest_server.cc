@@ -122,6 +122,7 @@ class RestServer::Routes {
     add("GET", "", &Routes::root);
     add("GET", "health", &Routes::health);
     add("GET", "metrics", &Routes::metrics);
+    add("GET", "cluster", &Routes::cluster);
     add("GET", "connectors", &Routes::listConnectors);
     add("POST", "connectors", &Routes::createConnector);
     add("GET", "connectors/*", &Routes::getConnector);
@@ -260,6 +261,14 @@ class RestServer::Routes {
     Json body = errorJson(503, problem);
     body["status"] = "unhealthy";
     sendJson(res, 503, body);
+  }
+
+  // Distributed mode: members, assignment and log position; 404 on a standalone worker.
+  void cluster(const Request&, Response& res, const Params&) {
+    auto j = herder_.clusterJson();
+    if (!j.isOk()) return sendStatus(res, j.status());
+    res.status = 200;
+    res.set_content(*j, "application/json");
   }
 
   void metrics(const Request&, Response& res, const Params&) {

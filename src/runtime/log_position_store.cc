@@ -59,7 +59,7 @@ Status LogPositionStore::reload(bool waitForOpen) {
           ++skipped;
           return;
         }
-        if (m.value.isNull()) {
+        if (m.value.isNull() || m.value.size() == 0) {  // a delete (a backbone without nulls keeps it empty)
           fresh[key->first].erase(key->second);
           return;
         }

@@ -54,6 +54,26 @@ const ConfigDef& workerConfigDef() {
              validators::nonEmptyString());
     d.define("offset.storage.partitions", ConfigType::kInt, "5", Importance::kLow,
              "Partitions of offset.storage.topic when ferry creates it.", between(1, 1000));
+    d.define("cluster.name", ConfigType::kString, "ferry", Importance::kHigh,
+             "Distributed mode: the cluster this worker joins; its log, snapshot and position topics are "
+             "ferry-cluster-<name>, ferry-cluster-<name>-snapshots, ferry-cluster-<name>-offsets.",
+             validators::nonEmptyString());
+    d.define("cluster.session.timeout.ms", ConfigType::kLong, "3000", Importance::kMedium,
+             "Distributed mode: a worker whose last heartbeat is older than this (in the log's time) is gone "
+             "and its units move.", between(500, 600000));
+    d.define("cluster.heartbeat.interval.ms", ConfigType::kLong, "500", Importance::kLow,
+             "Distributed mode: how often a worker appends its heartbeat.", between(50, 60000));
+    d.define("cluster.lease.margin.ms", ConfigType::kLong, "500", Importance::kLow,
+             "Distributed mode: a worker stops its units this long before others could drop it.",
+             between(0, 60000));
+    d.define("cluster.assignment.strategy", ConfigType::kString, "sticky-balanced", Importance::kMedium,
+             "Distributed mode: sticky-balanced, consistent-hashing or load-weighted.",
+             oneOf({"sticky-balanced", "consistent-hashing", "load-weighted"}));
+    d.define("cluster.worker.capacity", ConfigType::kDouble, "1", Importance::kLow,
+             "Distributed mode, load-weighted: this worker's relative capacity.");
+    d.define("cluster.snapshot.interval.events", ConfigType::kLong, "2000", Importance::kLow,
+             "Distributed mode: a snapshot of the cluster state is written every this many log events.",
+             atLeast(10));
     d.define("backbone.rocketmq.namesrv", ConfigType::kString, "127.0.0.1:9876", Importance::kHigh,
              "NameServer addresses of the rocketmq backbone (host:port;host:port).");
     d.define("backbone.rocketmq.cluster", ConfigType::kString, "", Importance::kMedium,
@@ -145,6 +165,16 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.kafkaClientConfig = p.originalsWithPrefix("backbone.kafka.client.");
   c.kafkaProducerConfig = p.originalsWithPrefix("backbone.kafka.producer.");
   c.kafkaConsumerConfig = p.originalsWithPrefix("backbone.kafka.consumer.");
+  c.clusterName = p.getString("cluster.name");
+  c.clusterSessionTimeoutMs = p.getLong("cluster.session.timeout.ms");
+  c.clusterHeartbeatIntervalMs = p.getLong("cluster.heartbeat.interval.ms");
+  c.clusterLeaseMarginMs = p.getLong("cluster.lease.margin.ms");
+  c.clusterStrategy = p.getString("cluster.assignment.strategy");
+  c.clusterWorkerCapacity = p.getDouble("cluster.worker.capacity");
+  c.clusterSnapshotEvents = p.getLong("cluster.snapshot.interval.events");
+  c.offsetStorageTopicSet = props.count("offset.storage.topic") > 0;
+  if (c.clusterHeartbeatIntervalMs * 2 > c.clusterSessionTimeoutMs)
+    return Status::invalidArgument("cluster.heartbeat.interval.ms must be at most half of cluster.session.timeout.ms");
   c.exactlyOnceSource = p.getString("exactly.once.source.support") == "enabled";
   c.offsetStorageTopic = p.getString("offset.storage.topic");
   c.offsetStoragePartitions = p.getInt("offset.storage.partitions");

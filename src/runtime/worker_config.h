@@ -49,6 +49,16 @@ struct WorkerConfig {
   std::string offsetStorageTopic = "ferry-offsets";
   std::int32_t offsetStoragePartitions = 5;
 
+  // Distributed mode (ferry distributed).
+  std::string clusterName = "ferry";
+  std::int64_t clusterSessionTimeoutMs = 3000;
+  std::int64_t clusterHeartbeatIntervalMs = 500;
+  std::int64_t clusterLeaseMarginMs = 500;
+  std::string clusterStrategy = "sticky-balanced";
+  double clusterWorkerCapacity = 1.0;
+  std::int64_t clusterSnapshotEvents = 2000;
+  bool offsetStorageTopicSet = false;  // offset.storage.topic given explicitly
+
   std::int64_t offsetFlushIntervalMs = 1000;
   std::int64_t offsetFlushTimeoutMs = 5000;
   std::string keyConverter = "ByteArrayConverter";

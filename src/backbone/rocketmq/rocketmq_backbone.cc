@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "rocketmq/admin.h"
 #include "rocketmq/client.h"
@@ -125,6 +126,30 @@ class RmqConsumer final : public Consumer, public rocketmq::RebalanceListener {
   std::vector<TopicQueue> assignment_;
 };
 
+// A stored RocketMQ message as a ferry Message (key, headers and timestamp from our properties).
+Message toMessage(rocketmq::StoredMessage&& sm, std::int32_t queue) {
+  Message m;
+  m.topic = sm.topic;
+  m.queue = queue;
+  m.offset = sm.queueOffset;
+  m.value = Bytes(std::move(sm.body));
+  m.timestampMs = sm.bornTimestamp;
+  for (auto& [k, v] : sm.properties) {
+    if (k == kKeyProp) {
+      if (auto key = unhex(v)) m.key = Bytes(std::move(*key));
+    } else if (k == kTsProp) {
+      try {
+        m.timestampMs = std::stoll(v);
+      } catch (...) {
+      }
+    } else if (k.rfind(kHeaderPrefix, 0) == 0) {
+      auto val = v == "n" ? std::optional<std::string>() : unhex(v);
+      m.headers.add(k.substr(std::string(kHeaderPrefix).size()), val ? Bytes(std::move(*val)) : Bytes());
+    }
+  }
+  return m;
+}
+
 // The shared log on the one queue of a one-queue topic. Appends are synchronous sends to that
 // queue (the broker's queue offset is the entry's offset); reads are long-polling PULL_MESSAGE
 // requests at an explicit offset (no rebalance, no committed offsets); the broker's store
@@ -144,6 +169,14 @@ class RmqSharedLog final : public SharedLog {
 
   Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
                            std::chrono::milliseconds wait) override {
+    FERRY_ASSIGN_OR_RETURN(auto stored, pull(from, max, wait));
+    for (auto& m : stored) out.push_back(Entry{m.queueOffset, m.storeTimestamp, Bytes(std::move(m.body))});
+    return stored.size();
+  }
+
+  // Stored messages from `from` on (long polling up to `wait`); empty when there are none yet.
+  Result<std::vector<rocketmq::StoredMessage>> pull(std::int64_t from, std::size_t max, std::chrono::milliseconds wait) {
+    using Out = std::vector<rocketmq::StoredMessage>;
     FERRY_ASSIGN_OR_RETURN(std::string addr, client_.brokerAddress(mq_.brokerName));
     for (int attempt = 0; attempt < 2; ++attempt) {
       rocketmq::RemotingCommand req;
@@ -165,29 +198,25 @@ class RmqSharedLog final : public SharedLog {
       FERRY_ASSIGN_OR_RETURN(auto resp, client_.invoke(addr, std::move(req), wait.count() + 10000));
       if (resp.code == rocketmq::kRespSuccess) {
         rocketmq::StoredDecode d = rocketmq::decodeStoredMessages(resp.body);
-        std::size_t n = 0;
-        for (auto& m : d.messages) {
-          if (m.queueOffset < from) continue;
-          out.push_back(Entry{m.queueOffset, m.storeTimestamp, Bytes(std::move(m.body))});
-          ++n;
-        }
-        if (!d.complete && n == 0)
-          return Status::dataLoss("rocketmq shared log " + mq_.toString() + ": undecodable entry at " +
+        Out out;
+        for (auto& m : d.messages)
+          if (m.queueOffset >= from) out.push_back(std::move(m));
+        if (!d.complete && out.empty())
+          return Status::dataLoss("rocketmq pull of " + mq_.toString() + ": undecodable message at " +
                                   std::to_string(from) + ": " + d.error);
-        return n;
+        return out;
       }
       if (resp.code == rocketmq::kRespPullOffsetMoved) {
         // Below the queue's start (or past its end): continue where the broker says.
         auto next = resp.extInt("nextBeginOffset");
-        if (!next || *next == from) return std::size_t{0};
+        if (!next || *next == from) return Out();
         from = *next;
         continue;
       }
-      if (resp.code == rocketmq::kRespPullNotFound || resp.code == rocketmq::kRespPullRetryImmediately)
-        return std::size_t{0};
-      return rocketmq::responseStatus(resp, "rocketmq shared log pull of " + mq_.toString());
+      if (resp.code == rocketmq::kRespPullNotFound || resp.code == rocketmq::kRespPullRetryImmediately) return Out();
+      return rocketmq::responseStatus(resp, "rocketmq pull of " + mq_.toString());
     }
-    return std::size_t{0};
+    return Out();
   }
 
   Result<std::int64_t> endOffset() override { return rocketmq::maxOffset(client_, mq_); }
@@ -232,6 +261,46 @@ class RocketmqBackbone final : public Backbone, public Admin {
   }
   Admin& admin() override { return *this; }
   void close() override { closed_ = true; }
+
+  // RocketMQ has no transactions of ours here: everything stored is committed. Reads every queue
+  // from its start to its end as of the call, through the shared-log pull path.
+  Status readCommitted(const std::string& name, std::int32_t queueCount, const std::function<void(const Message&)>& fn,
+                       bool waitForOpen, std::chrono::milliseconds timeout) override {
+    (void)waitForOpen;
+    FERRY_RETURN_IF_ERROR(ensureTopic(name, queueCount));
+    const std::int64_t deadline = core::monotonicMs() + timeout.count();
+    Result<std::shared_ptr<const QueueMap>> qm = queues(name, /*refresh=*/true);
+    while (!qm.isOk() && core::monotonicMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      qm = queues(name, true);
+    }
+    FERRY_RETURN_IF_ERROR(qm.status());
+    FERRY_ASSIGN_OR_RETURN(auto starts, startOffsets(name));
+    FERRY_ASSIGN_OR_RETURN(auto ends, endOffsets(name));
+    for (std::size_t i = 0; i < (*qm)->queues.size(); ++i) {
+      const TopicQueue tq{name, static_cast<std::int32_t>(i)};
+      RmqSharedLog reader(*client_, (*qm)->queues[i]);
+      std::int64_t next = starts.count(tq) ? starts[tq] : 0;
+      const std::int64_t end = ends.count(tq) ? ends[tq] : 0;
+      while (next < end) {
+        if (core::monotonicMs() >= deadline)
+          return Status::timeout("rocketmq backbone: " + name + " queue " + std::to_string(i) + " not read to " +
+                                 std::to_string(end) + " in time (at " + std::to_string(next) + ")");
+        FERRY_ASSIGN_OR_RETURN(auto got, reader.pull(next, 256, std::chrono::milliseconds(0)));
+        if (got.empty()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
+        for (auto& sm : got) {
+          next = sm.queueOffset + 1;
+          Message m = toMessage(std::move(sm), tq.queue);
+          m.topic = name;
+          fn(m);
+        }
+      }
+    }
+    return Status::ok();
+  }
 
   Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& name) override {
     if (closed_) return Status::unavailable("backbone closed");
@@ -514,28 +583,7 @@ Result<std::size_t> RmqConsumer::poll(std::vector<Message>& out, std::size_t max
                                       std::chrono::milliseconds maxWait) {
   if (!consumer_) return Status::failedPrecondition("subscribe first");
   FERRY_ASSIGN_OR_RETURN(auto pulled, consumer_->poll(maxMessages, maxWait));
-  for (auto& p : pulled) {
-    Message m;
-    m.topic = p.message.topic;
-    m.queue = b_.indexOf(p.queue());
-    m.offset = p.message.queueOffset;
-    m.value = Bytes(std::move(p.message.body));
-    m.timestampMs = p.message.bornTimestamp;
-    for (auto& [k, v] : p.message.properties) {
-      if (k == kKeyProp) {
-        if (auto key = unhex(v)) m.key = Bytes(std::move(*key));
-      } else if (k == kTsProp) {
-        try {
-          m.timestampMs = std::stoll(v);
-        } catch (...) {
-        }
-      } else if (k.rfind(kHeaderPrefix, 0) == 0) {
-        auto val = v == "n" ? std::optional<std::string>() : unhex(v);
-        m.headers.add(k.substr(std::string(kHeaderPrefix).size()), val ? Bytes(std::move(*val)) : Bytes());
-      }
-    }
-    out.push_back(std::move(m));
-  }
+  for (auto& p : pulled) out.push_back(toMessage(std::move(p.message), b_.indexOf(p.queue())));
   return pulled.size();
 }
 

@@ -1,0 +1,699 @@
+// The distributed herder (see distributed_herder.h).
+#include "control/distributed_herder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "control/herder_common.h"
+#include "core/clock.h"
+#include "core/logging.h"
+#include "runtime/config_util.h"
+#include "runtime/connector_config.h"
+#include "runtime/log_position_store.h"
+#include "runtime/tasks.h"
+
+namespace ferry::control {
+namespace {
+
+using cluster::Event;
+using cluster::EventType;
+using cluster::Unit;
+using runtime::ConnectorShape;
+using runtime::TaskRunner;
+using store::State;
+using store::TargetState;
+
+std::optional<State> parseState(const std::string& s) {
+  for (State st : {State::kUnassigned, State::kRunning, State::kPaused, State::kStopped, State::kFailed,
+                   State::kRestarting, State::kDestroyed})
+    if (s == store::stateName(st)) return st;
+  return std::nullopt;
+}
+
+class HerderImpl;
+
+class ClusterConnectorContext final : public ConnectorContext {
+ public:
+  ClusterConnectorContext(HerderImpl& h, std::string name) : h_(h), name_(std::move(name)) {}
+  const std::string& connectorName() const override { return name_; }
+  void requestTaskReconfiguration() override;
+  void raiseError(const Status& error) override;
+
+ private:
+  HerderImpl& h_;
+  std::string name_;
+};
+
+// A unit running on this worker.
+struct Running {
+  std::int64_t epoch = 0;
+  std::int64_t generation = 0;   // instance: the config generation it started with
+  StringMap taskConfig;          // task: the config it runs
+  ConnectorInstances instance;   // instance units
+  std::unique_ptr<ClusterConnectorContext> context;
+  std::unique_ptr<TaskRunner> runner;  // task units
+  bool failed = false;                 // instance failed to start: not retried until restarted
+  std::int64_t restartAtMs = -1;       // task failed: restart locally at
+  int failures = 0;
+};
+
+class HerderImpl final : public DistributedHerder {
+ public:
+  explicit HerderImpl(DistributedOptions o) : o_(std::move(o)), log_(core::logger("herder")) {
+    member_ = std::make_unique<ClusterMember>(*o_.log, *o_.snapshots, o_.member,
+                                              [this](const cluster::ClusterState&, bool lease) {
+                                                {
+                                                  std::lock_guard lock(mu_);
+                                                  lease_ = lease;
+                                                  ++version_;
+                                                }
+                                                cv_.notify_all();
+                                              });
+  }
+  ~HerderImpl() override { stop(); }
+
+  Status start() override {
+    FERRY_RETURN_IF_ERROR(member_->start());
+    running_ = true;
+    control_ = std::thread([this] { controlLoop(); });
+    log_->info("joined cluster as {} (incarnation {})", member_->workerId(), member_->incarnation());
+    return Status::ok();
+  }
+
+  void stop() override {
+    if (!running_.exchange(false)) return;
+    cv_.notify_all();
+    if (control_.joinable()) control_.join();
+    stopAll();
+    member_->stop(/*graceful=*/true);
+  }
+
+  // ----- reads
+
+  std::string workerId() const override { return o_.worker.workerId; }
+  std::string healthProblem() const override {
+    if (!running_) return "the worker is not running (starting or shutting down)";
+    if (!member_->leaseValid()) return "the worker has no confirmed heartbeat in the cluster log (lease lost)";
+    return {};
+  }
+
+  std::vector<std::string> connectors() const override {
+    auto s = member_->state();
+    std::vector<std::string> out;
+    for (const auto& [name, c] : s.connectors()) out.push_back(name);
+    return out;
+  }
+
+  Result<ConnectorInfo> connectorInfo(const std::string& name) const override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    return infoOf(name, it->second);
+  }
+
+  Result<StringMap> connectorConfig(const std::string& name) const override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    return it->second.config;
+  }
+
+  Result<ConnectorStateInfo> connectorStatus(const std::string& name) const override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    ConnectorStateInfo out;
+    out.name = name;
+    out.type = infoOf(name, it->second).type;
+    auto fill = [&](const Unit& u, State& state, std::string& worker, std::string& trace) {
+      auto a = s.assignment().find(u);
+      worker = a != s.assignment().end() ? urlOrId(s, a->second.owner) : "";
+      if (it->second.target == "STOPPED") {
+        state = State::kStopped;
+        return;
+      }
+      auto st = s.statuses().find(u);
+      if (st == s.statuses().end()) {
+        state = State::kUnassigned;
+        return;
+      }
+      state = parseState(st->second.state).value_or(State::kUnassigned);
+      trace = st->second.trace;
+    };
+    fill(Unit{name, -1}, out.state, out.workerId, out.trace);
+    for (std::size_t i = 0; i < it->second.tasks.size(); ++i) {
+      TaskStateInfo t;
+      t.id = static_cast<int>(i);
+      fill(Unit{name, t.id}, t.state, t.workerId, t.trace);
+      out.tasks.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  Result<TaskStateInfo> taskStatus(const std::string& name, int task) const override {
+    FERRY_ASSIGN_OR_RETURN(auto s, connectorStatus(name));
+    for (const auto& t : s.tasks)
+      if (t.id == task) return t;
+    return Status::notFound("task " + std::to_string(task) + " of connector " + name + " not found");
+  }
+
+  Result<std::vector<TaskInfo>> taskConfigs(const std::string& name) const override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    std::vector<TaskInfo> out;
+    for (std::size_t i = 0; i < it->second.tasks.size(); ++i)
+      out.push_back(TaskInfo{static_cast<int>(i), it->second.tasks[i]});
+    return out;
+  }
+
+  Result<std::string> clusterJson() const override {
+    auto s = member_->state();
+    nlohmann::json j;
+    j["worker"] = o_.worker.workerId;
+    j["incarnation"] = member_->incarnation();
+    j["lease"] = member_->leaseValid();
+    j["log_offset"] = s.offset();
+    j["log_time_ms"] = s.logTimeMs();
+    j["strategy"] = s.options().strategy;
+    j["session_timeout_ms"] = s.options().sessionTimeoutMs;
+    j["moves"] = s.moves();
+    nlohmann::json workers = nlohmann::json::array();
+    for (const auto& [id, m] : s.members()) {
+      int units = 0;
+      for (const auto& [u, own] : s.assignment())
+        if (own.owner == id) ++units;
+      workers.push_back({{"id", id}, {"url", m.url}, {"incarnation", m.incarnation}, {"capacity", m.capacity},
+                         {"last_heartbeat_log_ms", m.lastSeenLogMs}, {"units", units}});
+    }
+    j["workers"] = workers;
+    nlohmann::json assignment = nlohmann::json::array();
+    for (const auto& [u, own] : s.assignment()) {
+      nlohmann::json a = {{"connector", u.connector}, {"owner", own.owner}, {"epoch", own.epoch}};
+      if (u.task >= 0) a["task"] = u.task;
+      if (!own.next.empty()) a["handoff_to"] = own.next;
+      assignment.push_back(std::move(a));
+    }
+    j["assignment"] = assignment;
+    return j.dump();
+  }
+
+  // ----- writes: events in the log, answered once applied here
+
+  Result<ConnectorInfo> createConnector(const std::string& name, const StringMap& config,
+                                        std::optional<TargetState> initialState) override {
+    FERRY_RETURN_IF_ERROR(validName(name));
+    StringMap full = runtime::expandDirectPair(*o_.registry, config);
+    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
+    std::lock_guard write(writeMu_);
+    if (member_->state().connectors().count(name)) return Status::alreadyExists("Connector " + name + " already exists");
+    Event e;
+    e.type = EventType::kConnectorPut;
+    e.connector = name;
+    e.config = full;
+    e.target = store::targetStateName(initialState.value_or(TargetState::kStarted));
+    FERRY_RETURN_IF_ERROR(appendApplied(e));
+    return connectorInfo(name);
+  }
+
+  Result<ConnectorInfo> putConnectorConfig(const std::string& name, const StringMap& config, bool* created) override {
+    FERRY_RETURN_IF_ERROR(validName(name));
+    StringMap full = runtime::expandDirectPair(*o_.registry, config);
+    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
+    std::lock_guard write(writeMu_);
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (created) *created = it == s.connectors().end();
+    Event e;
+    e.type = EventType::kConnectorPut;
+    e.connector = name;
+    e.config = full;
+    e.target = it == s.connectors().end() ? "STARTED" : it->second.target;
+    FERRY_RETURN_IF_ERROR(appendApplied(e));
+    return connectorInfo(name);
+  }
+
+  Result<ConnectorInfo> patchConnectorConfig(
+      const std::string& name, const std::map<std::string, std::optional<std::string>>& patch) override {
+    FERRY_ASSIGN_OR_RETURN(StringMap merged, connectorConfig(name));
+    for (const auto& [k, v] : patch) {
+      if (v) {
+        merged[k] = *v;
+      } else {
+        merged.erase(k);
+      }
+    }
+    bool created = false;
+    return putConnectorConfig(name, merged, &created);
+  }
+
+  Status deleteConnector(const std::string& name) override {
+    std::lock_guard write(writeMu_);
+    if (!member_->state().connectors().count(name)) return notFound(name);
+    Event e;
+    e.type = EventType::kConnectorDelete;
+    e.connector = name;
+    return appendApplied(e);
+  }
+
+  Status restartConnector(const std::string& name, bool includeTasks, bool onlyFailed) override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    auto failed = [&](const Unit& u) {
+      auto st = s.statuses().find(u);
+      return st != s.statuses().end() && st->second.state == "FAILED";
+    };
+    std::vector<Unit> units;
+    if (!onlyFailed || failed(Unit{name, -1})) units.push_back(Unit{name, -1});
+    if (includeTasks)
+      for (std::size_t i = 0; i < it->second.tasks.size(); ++i)
+        if (!onlyFailed || failed(Unit{name, static_cast<int>(i)})) units.push_back(Unit{name, static_cast<int>(i)});
+    for (const auto& u : units) {
+      Event e;
+      e.type = EventType::kRestart;
+      e.connector = u.connector;
+      e.task = u.task;
+      FERRY_RETURN_IF_ERROR(appendApplied(e));
+    }
+    return Status::ok();
+  }
+
+  Status restartTask(const std::string& name, int task) override {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    if (task < 0 || task >= static_cast<int>(it->second.tasks.size()))
+      return Status::notFound("task " + std::to_string(task) + " of connector " + name + " not found");
+    Event e;
+    e.type = EventType::kRestart;
+    e.connector = name;
+    e.task = task;
+    return appendApplied(e);
+  }
+
+  Status pauseConnector(const std::string& name) override { return setTarget(name, "PAUSED"); }
+  Status resumeConnector(const std::string& name) override { return setTarget(name, "STARTED"); }
+  Status stopConnector(const std::string& name) override { return setTarget(name, "STOPPED"); }
+
+  // ----- offsets
+
+  Result<PositionList> offsets(const std::string& name) const override {
+    FERRY_ASSIGN_OR_RETURN(auto shape, shapeOf(name));
+    if (shape == ConnectorShape::kSink) return sinkOffsets(*o_.backbone, name);
+    if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions)) FERRY_RETURN_IF_ERROR(lp->reload(false));
+    return o_.positions->getAll(name);
+  }
+
+  Status alterOffsets(const std::string& name, const PositionList& positions) override {
+    FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
+    if (shape == ConnectorShape::kSink) return alterSinkOffsets(*o_.backbone, name, positions);
+    return o_.positions->put(name, positions);
+  }
+
+  Status resetOffsets(const std::string& name) override {
+    FERRY_ASSIGN_OR_RETURN(auto shape, stoppedShape(name));
+    if (shape == ConnectorShape::kSink) return o_.backbone->admin().setCommittedOffsets(sinkGroupOf(name), {});
+    if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions)) FERRY_RETURN_IF_ERROR(lp->reload(false));
+    return o_.positions->removeConnector(name);
+  }
+
+  Result<std::vector<std::string>> activeTopics(const std::string& name) const override {
+    FERRY_RETURN_IF_ERROR(connectorInfo(name).status());
+    std::lock_guard lock(topicsMu_);
+    auto it = topics_.find(name);
+    if (it == topics_.end()) return std::vector<std::string>{};
+    return std::vector<std::string>(it->second.begin(), it->second.end());
+  }
+  Status resetActiveTopics(const std::string& name) override {
+    FERRY_RETURN_IF_ERROR(connectorInfo(name).status());
+    std::lock_guard lock(topicsMu_);
+    topics_.erase(name);
+    return Status::ok();
+  }
+
+  // ----- plugins and metrics
+
+  std::vector<runtime::PluginInfo> plugins() const override { return o_.registry->list(); }
+  Result<std::vector<ConfigKey>> pluginConfig(const std::string& pluginClass) const override {
+    return pluginConfigKeys(*o_.registry, pluginClass);
+  }
+  Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
+    return validationReport(*o_.registry, pluginClass, config);
+  }
+
+  std::vector<MetricSample> metrics() const override {
+    std::vector<MetricSample> out;
+    auto s = member_->state();
+    out.push_back(MetricSample{"ferry_cluster_members", {}, static_cast<double>(s.members().size()),
+                               "Live members of the cluster at the applied log position.", "gauge"});
+    out.push_back(MetricSample{"ferry_cluster_log_offset", {}, static_cast<double>(s.offset()),
+                               "Offset of the last cluster log event applied here.", "gauge"});
+    out.push_back(MetricSample{"ferry_cluster_lease", {}, member_->leaseValid() ? 1.0 : 0.0,
+                               "1 while this worker holds its lease (may run units).", "gauge"});
+    std::lock_guard lock(unitsMu_);
+    double tasks = 0;
+    for (const auto& [u, r] : units_) {
+      if (!r.runner) continue;
+      ++tasks;
+      const auto& m = r.runner->metrics();
+      std::map<std::string, std::string> labels = {{"connector", u.connector}, {"task", std::to_string(u.task)}};
+      out.push_back(MetricSample{"ferry_task_records_in_total", labels, static_cast<double>(m.recordsIn.load()),
+                                 "Records taken in by the task.", "counter"});
+      out.push_back(MetricSample{"ferry_task_records_out_total", labels, static_cast<double>(m.recordsOut.load()),
+                                 "Records the task delivered.", "counter"});
+    }
+    out.push_back(MetricSample{"ferry_worker_tasks", {}, tasks, "Tasks running on this worker.", "gauge"});
+    return out;
+  }
+
+  // ----- connector context callbacks (any thread)
+
+  void requestReconfiguration(const std::string& name) {
+    {
+      std::lock_guard lock(mu_);
+      reconfigure_.insert(name);
+      ++version_;
+    }
+    cv_.notify_all();
+  }
+  void connectorError(const std::string& name, const Status& error) {
+    auto s = member_->state();
+    auto a = s.assignment().find(Unit{name, -1});
+    if (a == s.assignment().end()) return;
+    reportStatus(Unit{name, -1}, a->second.epoch, State::kFailed, error.toString());
+  }
+
+ private:
+  static Status notFound(const std::string& name) { return Status::notFound("Connector " + name + " not found"); }
+
+  static std::string urlOrId(const cluster::ClusterState& s, const std::string& worker) {
+    (void)s;
+    return worker;
+  }
+
+  ConnectorInfo infoOf(const std::string& name, const cluster::ConnectorInfo& c) const {
+    ConnectorInfo info;
+    info.name = name;
+    info.config = c.config;
+    auto v = runtime::validateConnectorConfig(*o_.registry, c.config);
+    info.type = v.isOk() ? typeOf(v->shape) : ConnectorType::kUnknown;
+    for (std::size_t i = 0; i < c.tasks.size(); ++i) info.tasks.push_back(static_cast<int>(i));
+    return info;
+  }
+
+  Result<ConnectorShape> shapeOf(const std::string& name) const {
+    FERRY_ASSIGN_OR_RETURN(StringMap config, connectorConfig(name));
+    FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(*o_.registry, config));
+    return v.shape;
+  }
+
+  Result<ConnectorShape> stoppedShape(const std::string& name) {
+    auto s = member_->state();
+    auto it = s.connectors().find(name);
+    if (it == s.connectors().end()) return notFound(name);
+    if (it->second.target != "STOPPED")
+      return Status::failedPrecondition("Connector " + name + " must be STOPPED (PUT /connectors/" + name +
+                                        "/stop) before its offsets can be changed");
+    return shapeOf(name);
+  }
+
+  Status setTarget(const std::string& name, const std::string& target) {
+    std::lock_guard write(writeMu_);
+    if (!member_->state().connectors().count(name)) return notFound(name);
+    Event e;
+    e.type = EventType::kTargetState;
+    e.connector = name;
+    e.target = target;
+    return appendApplied(e);
+  }
+
+  Status appendApplied(const Event& e) {
+    FERRY_ASSIGN_OR_RETURN(std::int64_t off, member_->append(e));
+    if (!member_->waitApplied(off, std::chrono::seconds(30)))
+      return Status::timeout("the cluster log event at offset " + std::to_string(off) +
+                             " was written but not yet applied by this worker");
+    return Status::ok();
+  }
+
+  void appendQuiet(const Event& e) {
+    if (auto r = member_->append(e); !r.isOk())
+      log_->warn("cluster event {} not appended: {}", cluster::eventTypeName(e.type), r.status().toString());
+  }
+
+  void reportStatus(const Unit& u, std::int64_t epoch, State state, const std::string& trace) {
+    Event e;
+    e.type = EventType::kStatus;
+    e.worker = member_->workerId();
+    e.incarnation = member_->incarnation();
+    e.connector = u.connector;
+    e.task = u.task;
+    e.epoch = epoch;
+    e.state = store::stateName(state);
+    e.trace = trace;
+    appendQuiet(e);
+  }
+
+  void release(const Unit& u, std::int64_t epoch) {
+    Event e;
+    e.type = EventType::kReleased;
+    e.worker = member_->workerId();
+    e.incarnation = member_->incarnation();
+    e.connector = u.connector;
+    e.task = u.task;
+    e.epoch = epoch;
+    appendQuiet(e);
+    log_->info("released {} (epoch {})", u.toString(), epoch);
+  }
+
+  // ----- the control thread
+
+  void controlLoop() {
+    std::uint64_t seen = 0;
+    while (running_) {
+      bool lease;
+      std::set<std::string> reconfigure;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return !running_ || version_ != seen; });
+        if (!running_) break;
+        seen = version_;
+        lease = lease_;
+        reconfigure.swap(reconfigure_);
+      }
+      reconcile(member_->state(), lease, reconfigure);
+    }
+  }
+
+  void stopUnit(const Unit& u, Running& r) {
+    if (r.runner) {
+      r.runner->requestStop();
+      r.runner->join();
+    }
+    for (auto* inst : {&r.instance.instance, &r.instance.sinkInstance})
+      if (*inst) {
+        try {
+          (void)(*inst)->stop();
+        } catch (...) {
+        }
+      }
+    log_->info("stopped {}", u.toString());
+  }
+
+  void stopAll() {
+    std::map<Unit, Running> all;
+    {
+      std::lock_guard lock(unitsMu_);
+      all.swap(units_);
+    }
+    for (auto& [u, r] : all)
+      if (r.runner) r.runner->requestStop();
+    for (auto& [u, r] : all) stopUnit(u, r);
+  }
+
+  void reconcile(const cluster::ClusterState& s, bool lease, const std::set<std::string>& reconfigure) {
+    const auto mine = lease ? s.unitsOf(member_->workerId(), member_->incarnation()) : std::map<Unit, cluster::Ownership>{};
+    // 1. Stop what must stop: not ours any more, a new epoch, a handoff, a changed config, a
+    //    stopped connector, or the lease ended (then everything, all at once).
+    std::vector<std::pair<Unit, Running>> stopping;
+    {
+      std::lock_guard lock(unitsMu_);
+      for (auto it = units_.begin(); it != units_.end();) {
+        const Unit& u = it->first;
+        Running& r = it->second;
+        auto m = mine.find(u);
+        auto c = s.connectors().find(u.connector);
+        bool keep = m != mine.end() && m->second.epoch == r.epoch && m->second.next.empty() &&
+                    c != s.connectors().end() && c->second.target != "STOPPED";
+        if (keep && u.task < 0) keep = c->second.generation == r.generation && !reconfigure.count(u.connector);
+        if (keep && u.task >= 0)
+          keep = u.task < static_cast<int>(c->second.tasks.size()) &&
+                 c->second.tasks[static_cast<std::size_t>(u.task)] == r.taskConfig;
+        if (keep) {
+          ++it;
+          continue;
+        }
+        stopping.emplace_back(u, std::move(r));
+        it = units_.erase(it);
+      }
+    }
+    for (auto& [u, r] : stopping)
+      if (r.runner) r.runner->requestStop();
+    for (auto& [u, r] : stopping) {
+      stopUnit(u, r);
+      auto m = mine.find(u);
+      if (m != mine.end() && !m->second.next.empty() && m->second.epoch == r.epoch) release(u, r.epoch);
+    }
+    if (!lease) return;
+    // 2. Units we own but must hand off and do not run: release at once.
+    for (const auto& [u, own] : mine) {
+      if (own.next.empty()) continue;
+      std::lock_guard lock(unitsMu_);
+      if (units_.count(u)) continue;
+      if (!released_.insert({u, own.epoch}).second) continue;
+      release(u, own.epoch);
+    }
+    // 3. Start what is ours; restart failed tasks after their backoff; follow pause/resume.
+    for (const auto& [u, own] : mine) {
+      if (!own.next.empty()) continue;
+      auto c = s.connectors().find(u.connector);
+      if (c == s.connectors().end() || c->second.target == "STOPPED") continue;
+      const bool paused = c->second.target == "PAUSED";
+      {
+        std::lock_guard lock(unitsMu_);
+        auto r = units_.find(u);
+        if (r != units_.end()) {
+          if (r->second.runner) {
+            if (r->second.runner->finished() && r->second.runner->failed()) {
+              if (r->second.restartAtMs < 0) {
+                r->second.restartAtMs = core::monotonicMs() + backoffMs(r->second.failures++);
+              } else if (o_.worker.taskRestartEnable && core::monotonicMs() >= r->second.restartAtMs) {
+                r->second.runner->join();
+                r->second.runner = startTask(u, own.epoch, c->second.tasks[static_cast<std::size_t>(u.task)], paused);
+                r->second.restartAtMs = -1;
+              }
+            } else {
+              r->second.runner->setPaused(paused);
+            }
+          }
+          continue;
+        }
+      }
+      Running r;
+      r.epoch = own.epoch;
+      if (u.task < 0) {
+        r.generation = c->second.generation;
+        startInstanceUnit(u, own.epoch, c->second, r, paused);
+      } else {
+        if (u.task >= static_cast<int>(c->second.tasks.size())) continue;
+        r.taskConfig = c->second.tasks[static_cast<std::size_t>(u.task)];
+        if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions); lp && !o_.worker.exactlyOnceSource)
+          if (Status st = lp->reload(false); !st.isOk())
+            log_->warn("positions not re-read before starting {}: {}", u.toString(), st.toString());
+        r.runner = startTask(u, own.epoch, r.taskConfig, paused);
+      }
+      std::lock_guard lock(unitsMu_);
+      units_[u] = std::move(r);
+    }
+  }
+
+  std::int64_t backoffMs(int failures) const {
+    std::int64_t ms = o_.worker.taskRestartBackoffInitialMs;
+    for (int i = 0; i < failures && ms < o_.worker.taskRestartBackoffMaxMs; ++i) ms *= 2;
+    return std::min(ms, o_.worker.taskRestartBackoffMaxMs);
+  }
+
+  void startInstanceUnit(const Unit& u, std::int64_t epoch, const cluster::ConnectorInfo& c, Running& r, bool paused) {
+    auto shape = runtime::validateConnectorConfig(*o_.registry, c.config);
+    if (!shape.isOk()) {
+      r.failed = true;
+      reportStatus(u, epoch, State::kFailed, shape.status().toString());
+      return;
+    }
+    r.context = std::make_unique<ClusterConnectorContext>(*this, u.connector);
+    std::vector<StringMap> taskConfigs;
+    Status s = startConnectorInstance(*o_.registry, u.connector, c.config, shape->shape, *r.context, r.instance,
+                                      taskConfigs);
+    if (!s.isOk()) {
+      r.failed = true;
+      log_->error("connector {} failed: {}", u.connector, s.toString());
+      reportStatus(u, epoch, State::kFailed, s.toString());
+      return;
+    }
+    if (c.tasksGeneration != c.generation || c.tasks != taskConfigs) {
+      Event e;
+      e.type = EventType::kTaskConfigs;
+      e.connector = u.connector;
+      e.generation = c.generation;
+      e.taskConfigs = std::move(taskConfigs);
+      appendQuiet(e);
+    }
+    reportStatus(u, epoch, paused ? State::kPaused : State::kRunning, "");
+    log_->info("started connector {} (epoch {})", u.connector, epoch);
+  }
+
+  std::unique_ptr<TaskRunner> startTask(const Unit& u, std::int64_t epoch, const StringMap& config, bool paused) {
+    runtime::TaskEnv env;
+    env.registry = o_.registry;
+    env.backbone = o_.backbone;
+    env.positions = o_.positions;
+    env.worker = &o_.worker;
+    env.connector = u.connector;
+    env.taskId = u.task;
+    auto v = runtime::validateConnectorConfig(*o_.registry, config);
+    env.shape = v.isOk() ? v->shape : ConnectorShape::kSource;
+    env.config = config;
+    auto last = std::make_shared<std::pair<State, std::string>>(State::kUnassigned, "");
+    env.onState = [this, u, epoch, last](State st, const std::string& trace) {
+      if (last->first == st && last->second == trace) return;
+      *last = {st, trace};
+      reportStatus(u, epoch, st, trace);
+    };
+    env.onTopic = [this, name = u.connector](const std::string& topic) {
+      std::lock_guard lock(topicsMu_);
+      topics_[name].insert(topic);
+    };
+    auto runner = TaskRunner::create(std::move(env));
+    runner->setPaused(paused);
+    runner->start();
+    log_->info("started task {} (epoch {})", u.toString(), epoch);
+    return runner;
+  }
+
+  DistributedOptions o_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<ClusterMember> member_;
+  std::atomic<bool> running_{false};
+  std::thread control_;
+  std::mutex writeMu_;  // serializes REST writes (check-then-append)
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t version_ = 0;             // guarded by mu_: bumped on every change to act on
+  bool lease_ = false;                    // guarded by mu_
+  std::set<std::string> reconfigure_;     // guarded by mu_
+
+  mutable std::mutex unitsMu_;
+  std::map<Unit, Running> units_;                   // guarded by unitsMu_ (changed by the control thread)
+  std::set<std::pair<Unit, std::int64_t>> released_;  // control thread: handoffs released without running
+
+  mutable std::mutex topicsMu_;
+  std::map<std::string, std::set<std::string>> topics_;
+};
+
+void ClusterConnectorContext::requestTaskReconfiguration() { h_.requestReconfiguration(name_); }
+void ClusterConnectorContext::raiseError(const Status& error) { h_.connectorError(name_, error); }
+
+}  // namespace
+
+std::unique_ptr<DistributedHerder> makeDistributedHerder(DistributedOptions options) {
+  return std::make_unique<HerderImpl>(std::move(options));
+}
+
+}  // namespace ferry::control
