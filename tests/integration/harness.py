@@ -37,7 +37,7 @@ def wait_until(cond, timeout, what, interval=0.05):
 class Worker:
     """One standalone ferry worker process with its own data folder and REST port."""
 
-    def __init__(self, workdir, extra=None, connector_files=()):
+    def __init__(self, workdir, extra=None, connector_files=(), mode="standalone"):
         self.workdir = workdir
         self.port = free_port()
         self.data = os.path.join(workdir, "data")
@@ -54,12 +54,13 @@ class Worker:
             for k, v in props.items():
                 f.write(f"{k}={v}\n")
         self.connector_files = list(connector_files)
+        self.mode = mode
         self.proc = None
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout=30):
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([FERRY_BIN, "standalone", self.props, *self.connector_files],
+        self.proc = subprocess.Popen([FERRY_BIN, self.mode, self.props, *self.connector_files],
                                      stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
         if self not in _started:
             _started.append(self)
