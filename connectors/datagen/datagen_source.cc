@@ -2,6 +2,10 @@
 // std::string (std::to_chars, no streams) and hands it to Bytes without another copy.
 #include "connectors/datagen/datagen_source.h"
 
+#include <unistd.h>
+
+#include <random>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -30,8 +34,10 @@ const ConfigDef& DatagenSourceConnector::definition() {
              validators::nonEmptyString());
     d.define("format", ConfigType::kString, "json", Importance::kMedium,
              "Value format: 'string' (\"<task>-<seq>\"), 'json' ({\"task\",\"seq\",\"ts\"}) or "
-             "'bytes' (value.size bytes starting with the sequence number).",
-             validators::oneOf({"string", "json", "bytes"}));
+             "'bytes' (value.size bytes starting with the sequence number) or 'trace' "
+             "(\"<task>-<seq> <run> <ts>\": run is new at every task start - process id and a random "
+             "number - so tests can tell which run of a task wrote a record and when).",
+             validators::oneOf({"string", "json", "bytes", "trace"}));
     d.define("rate", ConfigType::kDouble, "0", Importance::kMedium,
              "Records per second per task; 0 produces as fast as possible.",
              validators::atLeast(0));
@@ -73,7 +79,14 @@ Status DatagenSourceTask::start(const StringMap& config, SourceTaskContext& cont
                                                   "DatagenSource task"));
   topic_ = parsed.getString("topic");
   const std::string format = parsed.getString("format");
-  format_ = format == "string" ? Format::kString : format == "bytes" ? Format::kBytes : Format::kJson;
+  format_ = format == "string" ? Format::kString
+            : format == "bytes"  ? Format::kBytes
+            : format == "trace"  ? Format::kTrace
+                                 : Format::kJson;
+  {
+    std::random_device rd;
+    run_ = std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000000);
+  }
   rate_ = parsed.getDouble("rate");
   maxRecords_ = parsed.getLong("max.records");
   valueSize_ = static_cast<std::size_t>(parsed.getInt("value.size"));
@@ -124,6 +137,15 @@ std::string DatagenSourceTask::value(std::int64_t seq, std::int64_t nowMs) const
       v.append(",\"ts\":");
       appendInt(v, nowMs);
       v.push_back('}');
+      break;
+    case Format::kTrace:
+      v.append(taskText_);
+      v.push_back('-');
+      appendInt(v, seq);
+      v.push_back(' ');
+      v.append(run_);
+      v.push_back(' ');
+      appendInt(v, nowMs);
       break;
     case Format::kBytes:
       v.reserve(valueSize_);

@@ -44,12 +44,13 @@ class DatagenSourceTask final : public SourceTask {
   std::int64_t nextSeq() const noexcept { return seq_; }
 
  private:
-  enum class Format { kString, kJson, kBytes };
+  enum class Format { kString, kJson, kBytes, kTrace };
   void refill(std::chrono::steady_clock::time_point now);
   std::string value(std::int64_t seq, std::int64_t nowMs) const;
 
   std::string topic_;
   Format format_ = Format::kJson;
+  std::string run_;  // trace format: "<pid>.<random>", new at every task start
   double rate_ = 0;  // records/s; 0 = unbounded
   std::int64_t maxRecords_ = -1;
   std::size_t valueSize_ = 100;

@@ -113,10 +113,24 @@ cluster::ClusterState ClusterMember::state() const {
   return *state_;
 }
 
+cluster::ClusterState ClusterMember::syncedState(std::chrono::milliseconds timeout) {
+  auto end = log_.endOffset();
+  if (end.isOk() && *end > 0 && !waitApplied(*end - 1, timeout))
+    log()->warn("cluster: read served at log offset {} (the log ends at {})", applied_.load(), *end);
+  return state();
+}
+
 bool ClusterMember::leaseValid() const {
   const std::int64_t confirmed = confirmedSentMs_.load();
   return confirmed >= 0 &&
          core::monotonicMs() < confirmed + o_.cluster.sessionTimeoutMs - o_.leaseMarginMs;
+}
+
+bool ClusterMember::owns(const cluster::Unit& unit, std::int64_t epoch) const {
+  std::lock_guard lock(mu_);
+  auto it = state_->assignment().find(unit);
+  return it != state_->assignment().end() && it->second.owner == o_.workerId &&
+         it->second.incarnation == o_.incarnation && it->second.epoch == epoch;
 }
 
 void ClusterMember::setLoads(std::map<std::string, double> loads) {

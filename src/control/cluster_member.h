@@ -56,8 +56,13 @@ class ClusterMember {
   bool waitApplied(std::int64_t offset, std::chrono::milliseconds timeout);
   // A copy of the current state.
   cluster::ClusterState state() const;
+  // The state once everything appended to the log before this call was applied here (a read
+  // that sees writes made through any worker). Falls back to the current state on timeout.
+  cluster::ClusterState syncedState(std::chrono::milliseconds timeout);
   std::int64_t appliedOffset() const { return applied_.load(); }
   bool leaseValid() const;
+  // Whether, at the applied log position, this incarnation owns `unit` at `epoch`.
+  bool owns(const cluster::Unit& unit, std::int64_t epoch) const;
   const std::string& workerId() const { return o_.workerId; }
   const std::string& incarnation() const { return o_.incarnation; }
   // Measured cost per unit ("<connector>-<task>"), sent with the next heartbeats.

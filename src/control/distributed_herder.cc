@@ -36,6 +36,9 @@ std::optional<State> parseState(const std::string& s) {
   return std::nullopt;
 }
 
+// REST reads wait this long for the log's current end to be applied here.
+constexpr std::chrono::milliseconds kReadSync{5000};
+
 class HerderImpl;
 
 class ClusterConnectorContext final : public ConnectorContext {
@@ -104,28 +107,28 @@ class HerderImpl final : public DistributedHerder {
   }
 
   std::vector<std::string> connectors() const override {
-    auto s = member_->state();
+    auto s = member_->syncedState(kReadSync);
     std::vector<std::string> out;
     for (const auto& [name, c] : s.connectors()) out.push_back(name);
     return out;
   }
 
   Result<ConnectorInfo> connectorInfo(const std::string& name) const override {
-    auto s = member_->state();
+    auto s = member_->syncedState(kReadSync);
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     return infoOf(name, it->second);
   }
 
   Result<StringMap> connectorConfig(const std::string& name) const override {
-    auto s = member_->state();
+    auto s = member_->syncedState(kReadSync);
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     return it->second.config;
   }
 
   Result<ConnectorStateInfo> connectorStatus(const std::string& name) const override {
-    auto s = member_->state();
+    auto s = member_->syncedState(kReadSync);
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     ConnectorStateInfo out;
@@ -139,7 +142,8 @@ class HerderImpl final : public DistributedHerder {
         return;
       }
       auto st = s.statuses().find(u);
-      if (st == s.statuses().end()) {
+      // A report of an earlier epoch is about a previous owner (or run): not the current one.
+      if (st == s.statuses().end() || a == s.assignment().end() || st->second.epoch != a->second.epoch) {
         state = State::kUnassigned;
         return;
       }
@@ -164,7 +168,7 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Result<std::vector<TaskInfo>> taskConfigs(const std::string& name) const override {
-    auto s = member_->state();
+    auto s = member_->syncedState(kReadSync);
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     std::vector<TaskInfo> out;
@@ -519,6 +523,10 @@ class HerderImpl final : public DistributedHerder {
 
   void reconcile(const cluster::ClusterState& s, bool lease, const std::set<std::string>& reconfigure) {
     const auto mine = lease ? s.unitsOf(member_->workerId(), member_->incarnation()) : std::map<Unit, cluster::Ownership>{};
+    if (mine.size() != lastMine_) {
+      log_->info("{} unit(s) assigned here at log offset {} ({} member(s))", mine.size(), s.offset(), s.members().size());
+      lastMine_ = mine.size();
+    }
     // 1. Stop what must stop: not ours any more, a new epoch, a handoff, a changed config, a
     //    stopped connector, or the lease ended (then everything, all at once).
     std::vector<std::pair<Unit, Running>> stopping;
@@ -548,7 +556,9 @@ class HerderImpl final : public DistributedHerder {
     for (auto& [u, r] : stopping) {
       stopUnit(u, r);
       auto m = mine.find(u);
-      if (m != mine.end() && !m->second.next.empty() && m->second.epoch == r.epoch) release(u, r.epoch);
+      if (m != mine.end() && !m->second.next.empty() && m->second.epoch == r.epoch &&
+          released_.insert({u, r.epoch}).second)
+        release(u, r.epoch);
     }
     if (!lease) return;
     // 2. Units we own but must hand off and do not run: release at once.
@@ -560,6 +570,9 @@ class HerderImpl final : public DistributedHerder {
       release(u, own.epoch);
     }
     // 3. Start what is ours; restart failed tasks after their backoff; follow pause/resume.
+    // Positions written by a task's previous owner are read once per pass, before any task starts
+    // (exactly-once tasks re-read them themselves after fencing).
+    bool positionsFresh = o_.worker.exactlyOnceSource;
     for (const auto& [u, own] : mine) {
       if (!own.next.empty()) continue;
       auto c = s.connectors().find(u.connector);
@@ -593,9 +606,14 @@ class HerderImpl final : public DistributedHerder {
       } else {
         if (u.task >= static_cast<int>(c->second.tasks.size())) continue;
         r.taskConfig = c->second.tasks[static_cast<std::size_t>(u.task)];
-        if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions); lp && !o_.worker.exactlyOnceSource)
+        if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions); lp && !positionsFresh) {
+          const std::int64_t t0 = core::monotonicMs();
           if (Status st = lp->reload(false); !st.isOk())
             log_->warn("positions not re-read before starting {}: {}", u.toString(), st.toString());
+          if (core::monotonicMs() - t0 > 200)
+            log_->info("re-reading source positions took {} ms", core::monotonicMs() - t0);
+          positionsFresh = true;
+        }
         r.runner = startTask(u, own.epoch, r.taskConfig, paused);
       }
       std::lock_guard lock(unitsMu_);
@@ -655,6 +673,9 @@ class HerderImpl final : public DistributedHerder {
       *last = {st, trace};
       reportStatus(u, epoch, st, trace);
     };
+    // Before every poll/put/commit: the lease holds and the unit is still ours at this epoch (a
+    // worker thawed after SIGSTOP regains its lease only after applying the moves made meanwhile).
+    env.mayRun = [this, u, epoch] { return member_->leaseValid() && member_->owns(u, epoch); };
     env.onTopic = [this, name = u.connector](const std::string& topic) {
       std::lock_guard lock(topicsMu_);
       topics_[name].insert(topic);
@@ -682,6 +703,7 @@ class HerderImpl final : public DistributedHerder {
   mutable std::mutex unitsMu_;
   std::map<Unit, Running> units_;                   // guarded by unitsMu_ (changed by the control thread)
   std::set<std::pair<Unit, std::int64_t>> released_;  // control thread: handoffs released without running
+  std::size_t lastMine_ = 0;                          // control thread
 
   mutable std::mutex topicsMu_;
   std::map<std::string, std::set<std::string>> topics_;

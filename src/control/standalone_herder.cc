@@ -38,7 +38,6 @@ using store::State;
 using store::StatusEntry;
 using store::TargetState;
 
-std::string get(const StringMap& m, const std::string& k) { return runtime::configValue(m, k); }
 
 
 class ConnectorContextImpl;

@@ -313,6 +313,10 @@ class SourceRunner final : public TaskRunner {
     Backoff backoff(errors_->policy().retryDelayMaxMs);
     std::int64_t retryDeadline = -1;
     while (!stopping()) {
+      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
+        idleWait(50);
+        continue;
+      }
       FERRY_RETURN_IF_ERROR(drainSafe());
       if (core::monotonicMs() >= nextCommit) {
         FERRY_RETURN_IF_ERROR(commitPositions());
@@ -349,6 +353,7 @@ class SourceRunner final : public TaskRunner {
       }
       backoff.reset();
       retryDeadline = -1;
+      if (!leaseHeld()) return leaseLost(batch);
       for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
     }
     return Status::ok();
@@ -596,6 +601,10 @@ class TransactionalSourceRunner final : public TaskRunner {
     batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
     Backoff backoff(errors_->policy().retryDelayMaxMs);
     while (!stopping()) {
+      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
+        idleWait(50);
+        continue;
+      }
       const bool due = intervalBoundary_ && core::monotonicMs() >= txnDeadline_;
       const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
                         heldBytes_ >= static_cast<std::size_t>(w.taskMaxInflightBytes);
@@ -619,6 +628,7 @@ class TransactionalSourceRunner final : public TaskRunner {
         continue;
       }
       backoff.reset();
+      if (!leaseHeld()) return leaseLost(batch);
       for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
       if (!intervalBoundary_ && !held_.empty()) FERRY_RETURN_IF_ERROR(commitTransaction());
     }
@@ -816,6 +826,10 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     std::vector<backbone::Message> messages;
     std::vector<Record> records;
     while (!stopping()) {
+      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
+        idleWait(50);
+        continue;
+      }
       if (failure_.isOk() == false) return failure_;
       if (commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
         FERRY_RETURN_IF_ERROR(commitOffsets(current_));
@@ -836,6 +850,8 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
       }
       if (!failure_.isOk()) return failure_;
       if (messages.empty()) continue;
+      if (!leaseHeld())
+        return Status::unavailable("this worker lost its lease (or the task) while reading; the batch was not put");
       records.clear();
       records.reserve(messages.size());
       for (auto& m : messages) {
@@ -993,6 +1009,10 @@ class DirectRunner final : public TaskRunner {
     std::vector<Record> out;
     Backoff backoff(errors_->policy().retryDelayMaxMs);
     while (!stopping()) {
+      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
+        idleWait(50);
+        continue;
+      }
       const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
                         heldBytes_ >= w.taskMaxInflightBytes;
       if (full || commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
@@ -1017,6 +1037,7 @@ class DirectRunner final : public TaskRunner {
       }
       backoff.reset();
       if (batch.empty()) continue;
+      if (!leaseHeld()) return leaseLost(batch);
       out.clear();
       std::size_t outBytes = 0;
       for (auto& r : batch) {
@@ -1134,6 +1155,15 @@ std::unique_ptr<TaskRunner> TaskRunner::create(TaskEnv env) {
     case ConnectorShape::kDirect: return std::unique_ptr<TaskRunner>(new DirectRunner(std::move(env)));
   }
   return nullptr;
+}
+
+Status TaskRunner::leaseLost(std::vector<Record>& batch) {
+  for (auto& r : batch)
+    if (r.acknowledger) r.acknowledger->release(false);
+  const std::size_t n = batch.size();
+  batch.clear();
+  return Status::unavailable("this worker lost its lease (or the task) while polling; " + std::to_string(n) +
+                             " polled record(s) were not sent and will be read again from the committed positions");
 }
 
 TaskRunner::~TaskRunner() {

@@ -64,6 +64,10 @@ struct TaskEnv {
   std::function<void(store::State, const std::string&)> onState;
   // Called on the task thread the first time the task writes to / reads from a topic.
   std::function<void(const std::string&)> onTopic;
+  // Distributed mode: whether this worker still holds its lease and the task. Checked before
+  // every poll, put and commit, so a worker frozen past its lease (SIGSTOP, a long pause) does not
+  // touch its old task again while it waits to be told to stop it. Null: always.
+  std::function<bool()> mayRun;
 };
 
 class TaskRunner {
@@ -92,6 +96,11 @@ class TaskRunner {
 
   bool stopping() const noexcept { return stop_.load(std::memory_order_relaxed); }
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
+  bool leaseHeld() const { return !env_.mayRun || env_.mayRun(); }
+  // A poll that was under way when the lease ended (the process was frozen inside it): its
+  // records are not sent; the task fails so that, if it is still ours, it restarts from its
+  // committed positions instead of skipping them.
+  Status leaseLost(std::vector<Record>& batch);
   // Sleeps up to `ms` or until stop/pause changes.
   void idleWait(std::int64_t ms);
   void reportState(store::State s, const std::string& trace = {});

@@ -11,14 +11,21 @@ scripts/services/rocketmq), cluster.session.timeout.ms=2000.
       0 lost (duplicates counted: at-least-once);
   (c) worker 3 starts again (a new incarnation) and takes a share back by handoff: units that did
       not move keep their epoch (they were never restarted);
+  (e) worker 1 is frozen (SIGSTOP) for twice the session timeout: its tasks move to the others;
+      after SIGCONT it must not run its old tasks again (its lease ended while it was frozen) and
+      it rejoins;
   (d) worker 2 leaves gracefully (SIGTERM): its units move at once, without waiting for the
       session to expire.
+Records are DatagenSource's trace format ("<task>-<seq> <run> <ts>", a new run id at every task
+start): per task, the runs' time spans must not overlap - no task ever ran on two workers at once
+(outside the lease margin) - and on Kafka every (task, seq) must be in the topic (0 lost).
 
 Environment: FERRY_BIN, FERRY_KAFKA_TOOL (kafka), FERRY_KAFKA_BOOTSTRAP, FERRY_ROCKETMQ_NAMESRV,
 FERRY_CLUSTER_RECORDS (per task, default 20000)."""
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -72,7 +79,7 @@ def main():
     gen = f"gen-{run_id}"
     w2.ok("POST", "/connectors", {"name": gen, "config": {
         "connector.class": "DatagenSource", "topic": topic, "tasks.max": str(TASKS), "max.records": str(N),
-        "rate": "2000", "format": "string", "key.mode": "seq"}})
+        "rate": "2000", "format": "trace", "key.mode": "seq"}})
     got = w3.ok("GET", f"/connectors/{gen}")
     assert got["config"]["topic"] == topic, got
 
@@ -114,6 +121,22 @@ def main():
         assert after[u][1] == before[u][1], f"{u} stayed on {after[u][0]} but was restarted (epoch {before[u][1]} -> {after[u][1]})"
     print(json.dumps({"test": "rejoin", "moved_to_w3": len(moved), "untouched": len(stayed)}), flush=True)
 
+    # (e) worker 1 frozen past its lease, then thawed
+    wait_until(lambda: all_running(w3, {"w1", "w2", "w3"}), 30, "all RUNNING before the freeze", 0.2)
+    frozen_tasks = [t for t, (s, wid) in owners(w3, gen).items() if wid == "w1"]
+    os.kill(w1.proc.pid, signal.SIGSTOP)
+    t_stop = time.time()
+    wait_until(lambda: all_running(w3, {"w2", "w3"}), 30, "w1's tasks RUNNING on w2/w3", 0.05)
+    freeze_failover_s = time.time() - t_stop
+    time.sleep(max(0.0, 2 * SESSION_MS / 1000 - (time.time() - t_stop)))
+    os.kill(w1.proc.pid, signal.SIGCONT)
+    wait_until(lambda: any(m["id"] == "w1" and m["units"] >= 1 for m in cluster_of(w3)["workers"]), 30,
+               "w1 rejoined and took units", 0.2)
+    wait_until(lambda: all(u.get("handoff_to") is None for u in cluster_of(w3)["assignment"]), 30,
+               "handoffs done", 0.2)
+    print(json.dumps({"test": "sigstop", "frozen_tasks": frozen_tasks, "moved_after_s": round(freeze_failover_s, 2),
+                      "frozen_for_s": round(2 * SESSION_MS / 1000, 1)}), flush=True)
+
     # (d) graceful leave of worker 2
     wait_until(lambda: all_running(w1, {"w1", "w2", "w3"}), 30, "all RUNNING before the leave", 0.2)
     t_leave = time.time()
@@ -132,19 +155,32 @@ def main():
                                 "--idle-ms", "3000", "--values-out", out, "--timeout-ms", "120000"],
                                capture_output=True, timeout=200)
             assert p.returncode == 0, p.stderr.decode()[-500:]
+            seen, runs = {}, {}
             with open(out) as f:
-                seen = {}
                 for line in f:
-                    line = line.strip()
-                    if line:
-                        seen[line] = seen.get(line, 0) + 1
-            return seen if len(seen) >= TASKS * N else None
-        seen = wait_until(complete, 240, "every record", 2)
+                    parts = line.split()
+                    if len(parts) != 3:
+                        continue
+                    rec, run_id_, ts = parts[0], parts[1], int(parts[2])
+                    seen[rec] = seen.get(rec, 0) + 1
+                    task = rec.split("-")[0]
+                    lo, hi = runs.get((task, run_id_), (ts, ts))
+                    runs[(task, run_id_)] = (min(lo, ts), max(hi, ts))
+            return (seen, runs) if len(seen) >= TASKS * N else None
+        seen, runs = wait_until(complete, 240, "every record", 2)
         lost = [f"{t}-{s}" for t in range(TASKS) for s in range(N) if f"{t}-{s}" not in seen]
         dups = sum(v - 1 for v in seen.values())
-        print(json.dumps({"test": "delivery", "records": TASKS * N, "lost": len(lost), "duplicates": dups}),
-              flush=True)
+        # No two runs of one task overlap in time: each run ended before the next began.
+        overlaps = []
+        for t in range(TASKS):
+            spans = sorted(span for (task, _), span in runs.items() if task == str(t))
+            for (a_lo, a_hi), (b_lo, b_hi) in zip(spans, spans[1:]):
+                if b_lo < a_hi:
+                    overlaps.append((t, a_lo, a_hi, b_lo, b_hi))
+        print(json.dumps({"test": "delivery", "records": TASKS * N, "lost": len(lost), "duplicates": dups,
+                          "task_runs": len(runs), "overlapping_runs": len(overlaps)}), flush=True)
         assert not lost, f"{len(lost)} lost, first {lost[:10]}"
+        assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
     for w in (w1, w3):
         w.stop()
 

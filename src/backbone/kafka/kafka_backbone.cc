@@ -492,6 +492,7 @@ class KafkaBackbone final : public Backbone, public Admin {
                       {"enable.auto.offset.store", "false"},
                       {"enable.partition.eof", "true"},
                       {"isolation.level", "read_committed"},
+                      {"fetch.wait.max.ms", "20"},  // an empty partition answers (and ends) at once
                       {"allow.auto.create.topics", "false"}};
     StringMap fixed = {{"isolation.level", "read_committed"}, {"enable.partition.eof", "true"}};
     FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
