@@ -15,12 +15,16 @@ scripts/services/rocketmq), cluster.session.timeout.ms=2000.
       after SIGCONT it must not run its old tasks again (its lease ended while it was frozen) and
       it rejoins;
   (d) worker 2 leaves gracefully (SIGTERM): its units move at once, without waiting for the
-      session to expire.
+      session to expire;
+  (f) the whole cluster stops (SIGTERM to every worker) and starts again: the connector and its
+      tasks come back from the log (no worker keeps state on disk) and resume from the positions
+      in the position topic.
 Records are DatagenSource's trace format ("<task>-<seq> <run> <ts>", a new run id at every task
 start): per task, the runs' time spans must not overlap - no task ever ran on two workers at once
 (outside the lease margin) - and on Kafka every (task, seq) must be in the topic (0 lost).
 
-Environment: FERRY_BIN, FERRY_KAFKA_TOOL (kafka), FERRY_KAFKA_BOOTSTRAP, FERRY_ROCKETMQ_NAMESRV,
+Environment: FERRY_BIN, FERRY_KAFKA_TOOL (kafka), FERRY_RMQ_TOOL (rocketmq), FERRY_KAFKA_BOOTSTRAP,
+FERRY_ROCKETMQ_NAMESRV,
 FERRY_CLUSTER_RECORDS (per task, default 20000)."""
 import json
 import os
@@ -36,6 +40,7 @@ KIND = sys.argv[1] if len(sys.argv) > 1 else "kafka"
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
 TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
+RMQ_TOOL = os.environ.get("FERRY_RMQ_TOOL", "")
 N = int(os.environ.get("FERRY_CLUSTER_RECORDS", "20000"))
 TASKS = 6
 SESSION_MS = 2000
@@ -146,42 +151,59 @@ def main():
     print(json.dumps({"test": "graceful_leave", "moved_after_s": round(leave_s, 2)}), flush=True)
     assert leave_s < SESSION_MS / 1000, f"a graceful leave waited {leave_s:.1f} s (the session timeout?)"
 
-    # 0 lost: every (task, seq) in the topic
-    if KIND == "kafka":
-        out = os.path.join(w1.workdir, "values.txt")
+    # (f) full cluster restart
+    assert w1.stop() == 0 and w3.stop() == 0
+    for w in workers:
+        w.start(timeout=60)
+    wait_until(lambda: all_running(w2, {"w1", "w2", "w3"}), 60, "all RUNNING after a full restart", 0.2)
+    print(json.dumps({"test": "full_restart", "members": len(cluster_of(w2)["workers"])}), flush=True)
 
-        def complete():
+    # 0 lost: every (task, seq) in the topic
+    out = os.path.join(w1.workdir, "values.txt")
+
+    def values():
+        if KIND == "kafka":
             p = subprocess.run([TOOL, "consume", "--bootstrap", BOOTSTRAP, "--topic", topic, "--count", "0",
                                 "--idle-ms", "3000", "--values-out", out, "--timeout-ms", "120000"],
                                capture_output=True, timeout=200)
             assert p.returncode == 0, p.stderr.decode()[-500:]
-            seen, runs = {}, {}
             with open(out) as f:
-                for line in f:
-                    parts = line.split()
-                    if len(parts) != 3:
-                        continue
-                    rec, run_id_, ts = parts[0], parts[1], int(parts[2])
-                    seen[rec] = seen.get(rec, 0) + 1
-                    task = rec.split("-")[0]
-                    lo, hi = runs.get((task, run_id_), (ts, ts))
-                    runs[(task, run_id_)] = (min(lo, ts), max(hi, ts))
-            return (seen, runs) if len(seen) >= TASKS * N else None
-        seen, runs = wait_until(complete, 240, "every record", 2)
-        lost = [f"{t}-{s}" for t in range(TASKS) for s in range(N) if f"{t}-{s}" not in seen]
-        dups = sum(v - 1 for v in seen.values())
-        # No two runs of one task overlap in time: each run ended before the next began.
-        overlaps = []
-        for t in range(TASKS):
-            spans = sorted(span for (task, _), span in runs.items() if task == str(t))
-            for (a_lo, a_hi), (b_lo, b_hi) in zip(spans, spans[1:]):
-                if b_lo < a_hi:
-                    overlaps.append((t, a_lo, a_hi, b_lo, b_hi))
-        print(json.dumps({"test": "delivery", "records": TASKS * N, "lost": len(lost), "duplicates": dups,
-                          "task_runs": len(runs), "overlapping_runs": len(overlaps)}), flush=True)
-        assert not lost, f"{len(lost)} lost, first {lost[:10]}"
-        assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
-    for w in (w1, w3):
+                return f.read().splitlines()
+        assert RMQ_TOOL, "FERRY_RMQ_TOOL must name rmq_interop_tool"
+        p = subprocess.run([RMQ_TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic, "--group",
+                            f"check-{random.randrange(1 << 30)}", "--from", "first", "--idle-ms", "3000",
+                            "--timeout-ms", "120000", "--commit", "false"], capture_output=True, timeout=200)
+        assert p.returncode == 0, p.stderr.decode()[-500:]
+        return [bytes.fromhex(json.loads(line)["body_hex"]).decode() for line in p.stdout.decode().splitlines()
+                if line.strip()]
+
+    def complete():
+        seen, runs = {}, {}
+        for line in values():
+            parts = line.split()
+            if len(parts) != 3:
+                continue
+            rec, run_id_, ts = parts[0], parts[1], int(parts[2])
+            seen[rec] = seen.get(rec, 0) + 1
+            task = rec.split("-")[0]
+            lo, hi = runs.get((task, run_id_), (ts, ts))
+            runs[(task, run_id_)] = (min(lo, ts), max(hi, ts))
+        return (seen, runs) if len(seen) >= TASKS * N else None
+    seen, runs = wait_until(complete, 240, "every record", 2)
+    lost = [f"{t}-{s}" for t in range(TASKS) for s in range(N) if f"{t}-{s}" not in seen]
+    dups = sum(v - 1 for v in seen.values())
+    # No two runs of one task overlap in time: each run ended before the next began.
+    overlaps = []
+    for t in range(TASKS):
+        spans = sorted(span for (task, _), span in runs.items() if task == str(t))
+        for (a_lo, a_hi), (b_lo, b_hi) in zip(spans, spans[1:]):
+            if b_lo < a_hi:
+                overlaps.append((t, a_lo, a_hi, b_lo, b_hi))
+    print(json.dumps({"test": "delivery", "records": TASKS * N, "lost": len(lost), "duplicates": dups,
+                      "task_runs": len(runs), "overlapping_runs": len(overlaps)}), flush=True)
+    assert not lost, f"{len(lost)} lost, first {lost[:10]}"
+    assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
+    for w in workers:
         w.stop()
 
 
