@@ -6,7 +6,7 @@ surviving worker's REST status shows every task RUNNING on a survivor. The kille
 started again and the cluster settles before the next run. Reported: the median and every run.
 
   ferry       `ferry distributed`, DatagenSource tasks.max=6, defaults (cluster.session.timeout.ms
-              3000) unless --ferry-session-ms says otherwise.
+              2000) unless --ferry-session-ms says otherwise.
   connect     Kafka Connect distributed (same Kafka version as the broker), six FileStreamSource
               connectors of one task each (its file connectors have one task), with
               scheduled.rebalance.max.delay.ms=0, and, once, with its default (300,000 ms): the
@@ -170,7 +170,7 @@ def scenario(runs=5, connect_runs_n=3, default_cap_s=420, ferry_session_ms=0, pe
     out = []
     f = ferry_runs(broker.bootstrap, runs, ferry_session_ms)
     fm = median(f)
-    out.append({"scenario": SCENARIO, "runtime": "ferry", "session_timeout_ms": ferry_session_ms or 3000,
+    out.append({"scenario": SCENARIO, "runtime": "ferry", "session_timeout_ms": ferry_session_ms or 2000,
                 "failover_s_median": fm, "runs_s": f})
     if not peers:
         return out

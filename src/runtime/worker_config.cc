@@ -58,7 +58,7 @@ const ConfigDef& workerConfigDef() {
              "Distributed mode: the cluster this worker joins; its log, snapshot and position topics are "
              "ferry-cluster-<name>, ferry-cluster-<name>-snapshots, ferry-cluster-<name>-offsets.",
              validators::nonEmptyString());
-    d.define("cluster.session.timeout.ms", ConfigType::kLong, "3000", Importance::kMedium,
+    d.define("cluster.session.timeout.ms", ConfigType::kLong, "2000", Importance::kMedium,
              "Distributed mode: a worker whose last heartbeat is older than this (in the log's time) is gone "
              "and its units move.", between(500, 600000));
     d.define("cluster.heartbeat.interval.ms", ConfigType::kLong, "500", Importance::kLow,

@@ -51,7 +51,7 @@ struct WorkerConfig {
 
   // Distributed mode (ferry distributed).
   std::string clusterName = "ferry";
-  std::int64_t clusterSessionTimeoutMs = 3000;
+  std::int64_t clusterSessionTimeoutMs = 2000;
   std::int64_t clusterHeartbeatIntervalMs = 500;
   std::int64_t clusterLeaseMarginMs = 500;
   std::string clusterStrategy = "sticky-balanced";
