@@ -1,4 +1,4 @@
-// The controller ("herder"): the single door through which REST, the CLI and (later) the cluster
+// The controller ("herder"): the single door through which REST, the CLI and the cluster
 // change anything. It validates intent, writes it to the config store, applies it to the worker
 // and reports status from the status store.
 //
