@@ -18,7 +18,9 @@ scripts/services/rocketmq), cluster.session.timeout.ms=2000.
       session to expire;
   (f) the whole cluster stops (SIGTERM to every worker) and starts again: the connector and its
       tasks come back from the log (no worker keeps state on disk) and resume from the positions
-      in the position topic.
+      in the position topic;
+  (g) a config change during a membership change: worker 3 leaves while the connector's config
+      is replaced through worker 1; every task ends RUNNING on worker 1 or 2 with the new config.
 Records are DatagenSource's trace format ("<task>-<seq> <run> <ts>", a new run id at every task
 start): per task, the runs' time spans must not overlap - no task ever ran on two workers at once
 (outside the lease margin) - and on Kafka every (task, seq) must be in the topic (0 lost).
@@ -158,6 +160,20 @@ def main():
     wait_until(lambda: all_running(w2, {"w1", "w2", "w3"}), 60, "all RUNNING after a full restart", 0.2)
     print(json.dumps({"test": "full_restart", "members": len(cluster_of(w2)["workers"])}), flush=True)
 
+    # (g) config change while a worker leaves
+    cfg = w1.ok("GET", f"/connectors/{gen}/config")
+    cfg["rate"] = "2500"
+    os.kill(w3.proc.pid, signal.SIGTERM)  # returns at once: the leave and the PUT overlap
+    w1.ok("PUT", f"/connectors/{gen}/config", cfg)
+    w3.proc.wait(30)
+
+    def new_config_everywhere():
+        tasks = w2.ok("GET", f"/connectors/{gen}/tasks")
+        return len(tasks) == TASKS and all(t["config"].get("rate") == "2500" for t in tasks) and \
+            all_running(w2, {"w1", "w2"})
+    wait_until(new_config_everywhere, 60, "new task configs RUNNING on w1/w2", 0.2)
+    print(json.dumps({"test": "config_change_during_leave", "rate": "2500"}), flush=True)
+
     # 0 lost: every (task, seq) in the topic
     out = os.path.join(w1.workdir, "values.txt")
 
@@ -203,7 +219,7 @@ def main():
                       "task_runs": len(runs), "overlapping_runs": len(overlaps)}), flush=True)
     assert not lost, f"{len(lost)} lost, first {lost[:10]}"
     assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
-    for w in workers:
+    for w in (w1, w2):
         w.stop()
 
 
