@@ -42,6 +42,20 @@ std::uint32_t fnv1a(std::string_view s) {
 
 class KafkaBackbone;
 
+// A consumed Kafka record as a backbone Message named `topic` (key, value, timestamp, headers).
+Message fromKafka(const rd_kafka_message_t* m, std::string topic) {
+  Message msg;
+  msg.topic = std::move(topic);
+  msg.queue = m->partition;
+  msg.offset = m->offset;
+  if (m->key) msg.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
+  if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+  rd_kafka_timestamp_type_t tt;
+  msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
+  msg.headers = kafka::readHeaders(m);
+  return msg;
+}
+
 class KafkaProducer final : public TransactionalProducer {
  public:
   KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk, bool transactional)
@@ -572,16 +586,7 @@ class KafkaBackbone final : public Backbone, public Admin {
         if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) continue;
         return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(m->err));
       }
-      Message msg;
-      msg.topic = name;
-      msg.queue = m->partition;
-      msg.offset = m->offset;
-      if (m->key) msg.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
-      if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
-      rd_kafka_timestamp_type_t tt;
-      msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
-      msg.headers = kafka::readHeaders(m);
-      fn(msg);
+      fn(fromKafka(m, name));
     }
     return Status::ok();
   }
@@ -850,17 +855,9 @@ Result<std::size_t> KafkaConsumer::poll(std::vector<Message>& out, std::size_t m
       log()->warn("kafka backbone: group {}: {}", group_, what);
       break;
     }
-    Message msg;
     const char* kt = rd_kafka_topic_name(m->rkt);
     auto it = names_.find(kt);
-    msg.topic = it == names_.end() ? std::string(kt) : it->second;
-    msg.queue = m->partition;
-    msg.offset = m->offset;
-    if (m->key) msg.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
-    if (m->payload) msg.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
-    rd_kafka_timestamp_type_t tt;
-    msg.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
-    msg.headers = kafka::readHeaders(m);
+    Message msg = fromKafka(m, it == names_.end() ? std::string(kt) : it->second);
     rd_kafka_message_destroy(m);
     out.push_back(std::move(msg));
     ++n;
