@@ -480,17 +480,30 @@ class HerderImpl final : public DistributedHerder {
 
   void controlLoop() {
     std::uint64_t seen = 0;
+    bool lastLease = false;
+    std::int64_t lastPass = 0;
     while (running_) {
       bool lease;
+      bool changed;
       std::set<std::string> reconfigure;
       {
         std::unique_lock lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return !running_ || version_ != seen; });
+        cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return !running_ || version_ != seen; });
         if (!running_) break;
+        changed = version_ != seen;
         seen = version_;
         lease = lease_;
         reconfigure.swap(reconfigure_);
       }
+      // The lease is also read live: the tail thread that reports changes may sit in a read the
+      // broker does not answer (a partition), and the lease must end on time all the same. Read
+      // before the state, so a confirmation it counts is in the state reconciled against.
+      lease = lease && member_->leaseValid();
+      const std::int64_t now = core::monotonicMs();
+      // A pass on every change; otherwise every 500 ms (local restarts after a backoff).
+      if (!changed && lease == lastLease && reconfigure.empty() && now - lastPass < 500) continue;
+      lastLease = lease;
+      lastPass = now;
       reconcile(member_->state(), lease, reconfigure);
     }
   }

@@ -37,7 +37,7 @@ def wait_until(cond, timeout, what, interval=0.05):
 class Worker:
     """One standalone ferry worker process with its own data folder and REST port."""
 
-    def __init__(self, workdir, extra=None, connector_files=(), mode="standalone"):
+    def __init__(self, workdir, extra=None, connector_files=(), mode="standalone", prefix=()):
         self.workdir = workdir
         self.port = free_port()
         self.data = os.path.join(workdir, "data")
@@ -55,12 +55,13 @@ class Worker:
                 f.write(f"{k}={v}\n")
         self.connector_files = list(connector_files)
         self.mode = mode
+        self.prefix = list(prefix)  # e.g. ["ip", "netns", "exec", NAME]: it execs, the pid stays ferry's
         self.proc = None
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout=30):
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([FERRY_BIN, self.mode, self.props, *self.connector_files],
+        self.proc = subprocess.Popen([*self.prefix, FERRY_BIN, self.mode, self.props, *self.connector_files],
                                      stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
         if self not in _started:
             _started.append(self)

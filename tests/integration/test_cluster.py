@@ -32,17 +32,16 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 
+from cluster_check import check_delivery, wait_complete
 from harness import Worker, run, tmpdir, wait_until
 
 KIND = sys.argv[1] if len(sys.argv) > 1 else "kafka"
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
 TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
-RMQ_TOOL = os.environ.get("FERRY_RMQ_TOOL", "")
 N = int(os.environ.get("FERRY_CLUSTER_RECORDS", "20000"))
 TASKS = 6
 SESSION_MS = 2000
@@ -174,51 +173,10 @@ def main():
     wait_until(new_config_everywhere, 60, "new task configs RUNNING on w1/w2", 0.2)
     print(json.dumps({"test": "config_change_during_leave", "rate": "2500"}), flush=True)
 
-    # 0 lost: every (task, seq) in the topic
-    out = os.path.join(w1.workdir, "values.txt")
-
-    def values():
-        if KIND == "kafka":
-            p = subprocess.run([TOOL, "consume", "--bootstrap", BOOTSTRAP, "--topic", topic, "--count", "0",
-                                "--idle-ms", "3000", "--values-out", out, "--timeout-ms", "120000"],
-                               capture_output=True, timeout=200)
-            assert p.returncode == 0, p.stderr.decode()[-500:]
-            with open(out) as f:
-                return f.read().splitlines()
-        assert RMQ_TOOL, "FERRY_RMQ_TOOL must name rmq_interop_tool"
-        p = subprocess.run([RMQ_TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic, "--group",
-                            f"check-{random.randrange(1 << 30)}", "--from", "first", "--idle-ms", "3000",
-                            "--timeout-ms", "120000", "--commit", "false"], capture_output=True, timeout=200)
-        assert p.returncode == 0, p.stderr.decode()[-500:]
-        return [bytes.fromhex(json.loads(line)["body_hex"]).decode() for line in p.stdout.decode().splitlines()
-                if line.strip()]
-
-    def complete():
-        seen, runs = {}, {}
-        for line in values():
-            parts = line.split()
-            if len(parts) != 3:
-                continue
-            rec, run_id_, ts = parts[0], parts[1], int(parts[2])
-            seen[rec] = seen.get(rec, 0) + 1
-            task = rec.split("-")[0]
-            lo, hi = runs.get((task, run_id_), (ts, ts))
-            runs[(task, run_id_)] = (min(lo, ts), max(hi, ts))
-        return (seen, runs) if len(seen) >= TASKS * N else None
-    seen, runs = wait_until(complete, 240, "every record", 2)
-    lost = [f"{t}-{s}" for t in range(TASKS) for s in range(N) if f"{t}-{s}" not in seen]
-    dups = sum(v - 1 for v in seen.values())
-    # No two runs of one task overlap in time: each run ended before the next began.
-    overlaps = []
-    for t in range(TASKS):
-        spans = sorted(span for (task, _), span in runs.items() if task == str(t))
-        for (a_lo, a_hi), (b_lo, b_hi) in zip(spans, spans[1:]):
-            if b_lo < a_hi:
-                overlaps.append((t, a_lo, a_hi, b_lo, b_hi))
-    print(json.dumps({"test": "delivery", "records": TASKS * N, "lost": len(lost), "duplicates": dups,
-                      "task_runs": len(runs), "overlapping_runs": len(overlaps)}), flush=True)
-    assert not lost, f"{len(lost)} lost, first {lost[:10]}"
-    assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
+    # 0 lost: every (task, seq) in the topic; no two runs of one task overlap in time
+    seen, runs = wait_complete(KIND, topic, w1.workdir, BOOTSTRAP, NAMESRV, TASKS, N)
+    summary = check_delivery(seen, runs, TASKS, N)
+    print(json.dumps({"test": "delivery", **summary}), flush=True)
     for w in (w1, w2):
         w.stop()
 
