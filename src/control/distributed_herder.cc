@@ -673,6 +673,7 @@ class HerderImpl final : public DistributedHerder {
     runtime::TaskEnv env;
     env.registry = o_.registry;
     env.backbone = o_.backbone;
+    env.producers = producers_.get();
     env.positions = o_.positions;
     env.worker = &o_.worker;
     env.connector = u.connector;
@@ -701,6 +702,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   DistributedOptions o_;
+  // One producer for the source records of every task here (see backbone/shared_producer.h).
+  std::unique_ptr<backbone::SharedProducer> producers_ = o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr;
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<ClusterMember> member_;
   std::atomic<bool> running_{false};

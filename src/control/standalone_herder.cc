@@ -639,6 +639,8 @@ class HerderImpl final : public StandaloneHerder {
   Status startInstance(const std::string& name, const Entry& wanted, Runtime& rt, std::vector<StringMap>& taskConfigs);
 
   StandaloneOptions o_;
+  // One producer for the source records of every task here (see backbone/shared_producer.h).
+  std::unique_ptr<backbone::SharedProducer> producers_ = o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr;
   std::shared_ptr<spdlog::logger> log_;
 
   // Writers (REST calls, the control thread recording task configs) take writeMu_ first and keep
@@ -809,6 +811,7 @@ void HerderImpl::reconcile(const std::string& name) {
       runtime::TaskEnv env;
       env.registry = o_.registry;
       env.backbone = o_.backbone;
+      env.producers = producers_.get();
       env.positions = o_.positions;
       env.worker = &o_.worker;
       env.connector = name;

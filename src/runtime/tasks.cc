@@ -292,7 +292,7 @@ class SourceRunner final : public TaskRunner {
     if (!task_) return Status::internal(cls + " created no task");
     FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
     FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
-    FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createProducer({}));
+    FERRY_ASSIGN_OR_RETURN(producer_, env_.producers ? env_.producers->view() : env_.backbone->createProducer({}));
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
     SourceContextImpl context(env_);

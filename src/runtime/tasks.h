@@ -26,6 +26,8 @@
 #include <thread>
 
 #include "backbone/backbone.h"
+#include "backbone/shared_producer.h"
+#include "backbone/shared_producer.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
 #include "runtime/plugins.h"
@@ -54,6 +56,8 @@ struct TaskMetrics {
 struct TaskEnv {
   const PluginRegistry* registry = nullptr;
   backbone::Backbone* backbone = nullptr;  // null only for direct tasks in tests
+  // The worker's shared producer for source records (null: the task creates its own).
+  backbone::SharedProducer* producers = nullptr;
   store::PositionStore* positions = nullptr;
   const WorkerConfig* worker = nullptr;
   std::string connector;

@@ -1,11 +1,13 @@
 // The embedded backbone end to end in a temp folder: produce/consume, durability across reopen,
 // torn-tail recovery, consumer groups and rebalances, retention, admin.
 #include "backbone/embedded/embedded.h"
+#include "backbone/shared_producer.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -361,6 +363,59 @@ TEST(FsyncPolicy, Parses) {
   EXPECT_EQ(parseFsyncPolicy("interval"), FsyncPolicy::kInterval);
   EXPECT_EQ(parseFsyncPolicy("never"), FsyncPolicy::kNever);
   EXPECT_FALSE(parseFsyncPolicy("sometimes").has_value());
+}
+
+}  // namespace
+}  // namespace ferry::backbone
+
+namespace ferry::backbone {
+namespace {
+
+// The worker's shared producer (backbone/shared_producer.h) over the embedded backbone: views
+// interleave on one producer, each view's records keep their order, each view's flush counts its
+// own sends, and a send refused before queuing (a queue the topic lacks) leaves nothing to wait for.
+TEST_F(EmbeddedTest, SharedProducerViewsKeepOrderAndFlushTheirOwnSends) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("shared", 1).isOk());
+  SharedProducer shared(*b);
+  auto a = shared.view();
+  auto c = shared.view();
+  ASSERT_TRUE(a.isOk() && c.isOk());
+  std::atomic<int> acked{0};
+  for (int i = 0; i < 500; ++i)
+    for (auto* p : {&**a, &**c}) {
+      Message m;
+      m.topic = "shared";
+      m.queue = 0;
+      m.value = Bytes((p == &**a ? "a" : "c") + std::to_string(i));
+      ASSERT_TRUE(p->send(std::move(m), [&](const Status& s, std::int32_t, std::int64_t) {
+                     EXPECT_TRUE(s.isOk());
+                     acked.fetch_add(1);
+                   }).isOk());
+    }
+  ASSERT_TRUE((*a)->flush(10s).isOk());
+  ASSERT_TRUE((*c)->flush(10s).isOk());
+  EXPECT_EQ(acked.load(), 1000);
+
+  Message bad;
+  bad.topic = "shared";
+  bad.queue = 7;  // the topic has one queue: refused at once, no callback
+  EXPECT_FALSE((*a)->send(std::move(bad), [](const Status&, std::int32_t, std::int64_t) { FAIL(); }).isOk());
+  EXPECT_TRUE((*a)->flush(0ms).isOk());
+
+  auto consumer = b->createConsumer("g-shared", "m1", {});
+  ASSERT_TRUE(consumer.isOk());
+  ASSERT_TRUE((*consumer)->subscribe({"shared"}, nullptr).isOk());
+  auto got = consumeAll(**consumer, 1000);
+  ASSERT_EQ(got.size(), 1000u);
+  int nextA = 0, nextC = 0;
+  for (const auto& v : got) {
+    int& next = v[0] == 'a' ? nextA : nextC;
+    EXPECT_EQ(v.substr(1), std::to_string(next)) << v;
+    ++next;
+  }
+  EXPECT_EQ(nextA, 500);
+  EXPECT_EQ(nextC, 500);
 }
 
 }  // namespace
