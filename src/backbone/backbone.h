@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -163,10 +164,13 @@ class Backbone {
   // Reads every committed message of `topic` (creating it with `queues` queues when missing)
   // from its start, in queue order, skipping aborted transactions. With `waitForOpen`, reads up
   // to the end as of the call, waiting (up to `timeout`) for transactions open then to finish;
-  // without, stops where the first still-open transaction begins.
+  // without, stops where the first still-open transaction begins. With `cursor`, each queue is
+  // read from the offset it holds for it (from the start when it holds none), and it is left
+  // holding the offset to read next: a later call reads only what was written in between.
   virtual Status readCommitted(const std::string& topic, std::int32_t queues,
                                const std::function<void(const Message&)>& fn, bool waitForOpen,
-                               std::chrono::milliseconds timeout) {
+                               std::chrono::milliseconds timeout, std::map<std::int32_t, std::int64_t>* cursor = nullptr) {
+    (void)cursor;
     (void)waitForOpen;
     (void)topic;
     (void)queues;

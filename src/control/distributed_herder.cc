@@ -202,6 +202,9 @@ class HerderImpl final : public DistributedHerder {
       nlohmann::json a = {{"connector", u.connector}, {"owner", own.owner}, {"epoch", own.epoch}};
       if (u.task >= 0) a["task"] = u.task;
       if (!own.next.empty()) a["handoff_to"] = own.next;
+      // The owner's report for this epoch; an earlier epoch's is about a previous run.
+      auto st = s.statuses().find(u);
+      a["state"] = st != s.statuses().end() && st->second.epoch == own.epoch ? st->second.state : "UNASSIGNED";
       assignment.push_back(std::move(a));
     }
     j["assignment"] = assignment;

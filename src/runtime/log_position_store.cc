@@ -49,7 +49,11 @@ Result<std::unique_ptr<LogPositionStore>> LogPositionStore::open(backbone::Backb
 }
 
 Status LogPositionStore::reload(bool waitForOpen) {
-  std::map<std::string, std::map<StringMap, StringMap>> fresh;
+  // Incremental: only what was written since the last read (the topic only grows; the last
+  // record of a key is its position). Changes are applied once the read reached its end.
+  std::lock_guard reading(reloadMu_);
+  std::map<std::int32_t, std::int64_t> cursor = cursor_;
+  std::vector<std::pair<std::string, Position>> changes;
   std::size_t skipped = 0;
   FERRY_RETURN_IF_ERROR(backbone_.readCommitted(
       topic_, partitions_,
@@ -60,7 +64,7 @@ Status LogPositionStore::reload(bool waitForOpen) {
           return;
         }
         if (m.value.isNull() || m.value.size() == 0) {  // a delete (a backbone without nulls keeps it empty)
-          fresh[key->first].erase(key->second);
+          changes.push_back({key->first, Position{key->second, {}}});
           return;
         }
         auto j = nlohmann::json::parse(m.value.view(), nullptr, false);
@@ -69,13 +73,14 @@ Status LogPositionStore::reload(bool waitForOpen) {
           ++skipped;
           return;
         }
-        fresh[key->first][key->second] = std::move(*off);
+        changes.push_back({key->first, Position{key->second, std::move(*off)}});
       },
-      waitForOpen, timeout_).withContext("reading source positions from " + topic_));
+      waitForOpen, timeout_, &cursor).withContext("reading source positions from " + topic_));
   if (skipped > 0)
     core::logger("runtime")->warn("{}: {} record(s) that are not source positions were skipped", topic_, skipped);
   std::lock_guard lock(mu_);
-  positions_ = std::move(fresh);
+  for (const auto& [connector, p] : changes) applyLocked(connector, {p});
+  cursor_ = std::move(cursor);
   return Status::ok();
 }
 
@@ -127,23 +132,22 @@ void LogPositionStore::applyCommitted(const std::string& connector, const std::v
 }
 
 Status LogPositionStore::put(const std::string& connector, const std::vector<Position>& positions) {
-  std::lock_guard lock(mu_);
-  if (!producer_) {
-    FERRY_ASSIGN_OR_RETURN(producer_, backbone_.createProducer({}));
-  }
+  // Not under mu_: tasks commit in parallel, each waiting for its own writes only.
+  FERRY_ASSIGN_OR_RETURN(auto producer, producers_.view());
   auto failed = std::make_shared<Status>();
   auto fmu = std::make_shared<std::mutex>();
   for (auto& m : encode(connector, positions)) {
-    FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), [failed, fmu](const Status& s, std::int32_t, std::int64_t) {
+    FERRY_RETURN_IF_ERROR(producer->send(std::move(m), [failed, fmu](const Status& s, std::int32_t, std::int64_t) {
       std::lock_guard l(*fmu);
       if (!s.isOk() && failed->isOk()) *failed = s;
     }));
   }
-  FERRY_RETURN_IF_ERROR(producer_->flush(timeout_).withContext("writing source positions to " + topic_));
+  FERRY_RETURN_IF_ERROR(producer->flush(timeout_).withContext("writing source positions to " + topic_));
   {
     std::lock_guard l(*fmu);
     if (!failed->isOk()) return failed->withContext("writing source positions to " + topic_);
   }
+  std::lock_guard lock(mu_);
   applyLocked(connector, positions);
   return Status::ok();
 }

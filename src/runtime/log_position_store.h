@@ -4,7 +4,8 @@
 // Records use Kafka Connect's offsets-topic format, so its tools read them: key
 // ["<connector>", {partition}] (JSON), value {offset} (JSON), a null value deletes the partition.
 // Keys hash to partitions, so one source partition's positions stay in order. The store reads
-// the topic whole (read_committed) when opened and on reload(), and keeps it in memory.
+// the topic whole (read_committed) when opened, and on reload() what was written since (a cursor
+// per partition), and keeps the positions in memory.
 //
 // Thread-safety: every method is thread-safe.
 #pragma once
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backbone/backbone.h"
+#include "backbone/shared_producer.h"
 #include "store/store.h"
 
 namespace ferry::runtime {
@@ -49,7 +51,7 @@ class LogPositionStore final : public store::PositionStore {
 
  private:
   LogPositionStore(backbone::Backbone& b, std::string topic, std::int32_t partitions, std::chrono::milliseconds t)
-      : backbone_(b), topic_(std::move(topic)), partitions_(partitions), timeout_(t) {}
+      : backbone_(b), topic_(std::move(topic)), partitions_(partitions), timeout_(t), producers_(b) {}
   void applyLocked(const std::string& connector, const std::vector<Position>& positions);
 
   backbone::Backbone& backbone_;
@@ -58,7 +60,9 @@ class LogPositionStore final : public store::PositionStore {
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<std::string, std::map<StringMap, StringMap>> positions_;  // guarded by mu_
-  std::unique_ptr<backbone::Producer> producer_;                      // guarded by mu_, made on first put
+  std::map<std::int32_t, std::int64_t> cursor_;                       // guarded by mu_: next offsets to read
+  std::mutex reloadMu_;                                               // one reload at a time
+  backbone::SharedProducer producers_;                                // puts write through views
 };
 
 }  // namespace ferry::runtime

@@ -494,7 +494,8 @@ class KafkaBackbone final : public Backbone, public Admin {
   // data of transactions still open is waited for (their commit or abort moves the last stable
   // offset past it).
   Status readCommitted(const std::string& name, std::int32_t queues, const std::function<void(const Message&)>& fn,
-                       bool waitForOpen, std::chrono::milliseconds timeout) override {
+                       bool waitForOpen, std::chrono::milliseconds timeout,
+                       std::map<std::int32_t, std::int64_t>* cursor = nullptr) override {
     if (closed_) return Status::unavailable("backbone closed");
     FERRY_RETURN_IF_ERROR(ensureTopic(name, queues));
     FERRY_ASSIGN_OR_RETURN(TopicInfo info, describeTopic(name));
@@ -530,7 +531,8 @@ class KafkaBackbone final : public Backbone, public Admin {
     rd_kafka_poll_set_consumer(rk);
     ListGuard all{rd_kafka_topic_partition_list_new(info.queues)};
     for (std::int32_t p = 0; p < info.queues; ++p)
-      rd_kafka_topic_partition_list_add(all.list, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+      rd_kafka_topic_partition_list_add(all.list, topic.c_str(), p)->offset =
+          cursor && cursor->count(p) ? cursor->at(p) : RD_KAFKA_OFFSET_BEGINNING;
     if (rd_kafka_resp_err_t e = rd_kafka_assign(rk, all.list))
       return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(e));
     std::vector<std::int64_t> target(static_cast<std::size_t>(info.queues), -1);
@@ -577,6 +579,7 @@ class KafkaBackbone final : public Backbone, public Admin {
         if (m->offset >= target[p] || !waitForOpen) {
           done[p] = true;
           --remaining;
+          if (cursor) (*cursor)[m->partition] = m->offset;  // the end offset: next to read
         } else {
           stalledAt[p] = m->offset;
         }
@@ -586,6 +589,7 @@ class KafkaBackbone final : public Backbone, public Admin {
         if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) continue;
         return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(m->err));
       }
+      if (cursor) (*cursor)[m->partition] = m->offset + 1;
       fn(fromKafka(m, name));
     }
     return Status::ok();

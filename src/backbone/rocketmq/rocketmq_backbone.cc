@@ -265,7 +265,8 @@ class RocketmqBackbone final : public Backbone, public Admin {
   // RocketMQ has no transactions of ours here: everything stored is committed. Reads every queue
   // from its start to its end as of the call, through the shared-log pull path.
   Status readCommitted(const std::string& name, std::int32_t queueCount, const std::function<void(const Message&)>& fn,
-                       bool waitForOpen, std::chrono::milliseconds timeout) override {
+                       bool waitForOpen, std::chrono::milliseconds timeout,
+                       std::map<std::int32_t, std::int64_t>* cursor = nullptr) override {
     (void)waitForOpen;
     FERRY_RETURN_IF_ERROR(ensureTopic(name, queueCount));
     const std::int64_t deadline = core::monotonicMs() + timeout.count();
@@ -281,6 +282,7 @@ class RocketmqBackbone final : public Backbone, public Admin {
       const TopicQueue tq{name, static_cast<std::int32_t>(i)};
       RmqSharedLog reader(*client_, (*qm)->queues[i]);
       std::int64_t next = starts.count(tq) ? starts[tq] : 0;
+      if (cursor && cursor->count(tq.queue)) next = std::max(next, cursor->at(tq.queue));
       const std::int64_t end = ends.count(tq) ? ends[tq] : 0;
       while (next < end) {
         if (core::monotonicMs() >= deadline)
@@ -298,6 +300,7 @@ class RocketmqBackbone final : public Backbone, public Admin {
           fn(m);
         }
       }
+      if (cursor) (*cursor)[tq.queue] = next;
     }
     return Status::ok();
   }
