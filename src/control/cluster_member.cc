@@ -1,6 +1,8 @@
 // Cluster membership (see cluster_member.h).
 #include "control/cluster_member.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "core/clock.h"
@@ -37,13 +39,12 @@ Status ClusterMember::bootstrap() {
   FERRY_ASSIGN_OR_RETURN(auto fresh, cluster::ClusterState::create(o_.cluster));
   state_ = std::make_unique<cluster::ClusterState>(std::move(fresh));
   next_ = 0;
-  // The latest snapshot, if any: the last entry of the snapshot log.
+  // The latest snapshot, if any: the last entries of the snapshot log.
   FERRY_ASSIGN_OR_RETURN(std::int64_t snapEnd, snapshots_.endOffset());
   if (snapEnd > 0) {
-    std::vector<backbone::SharedLog::Entry> last;
-    FERRY_RETURN_IF_ERROR(snapshots_.read(snapEnd - 1, last, 1, std::chrono::milliseconds(2000)).status());
-    if (!last.empty()) {
-      auto s = cluster::ClusterState::fromSnapshot(last.back().value.view());
+    FERRY_ASSIGN_OR_RETURN(std::string text, latestSnapshot(snapEnd));
+    if (!text.empty()) {
+      auto s = cluster::ClusterState::fromSnapshot(text);
       if (s.isOk() && s->options().sessionTimeoutMs == o_.cluster.sessionTimeoutMs &&
           s->options().strategy == o_.cluster.strategy) {
         state_ = std::make_unique<cluster::ClusterState>(std::move(*s));
@@ -70,6 +71,11 @@ Status ClusterMember::bootstrap() {
       applyEntry(e);
       ++events;
     }
+  }
+  {
+    std::lock_guard lock(mu_);
+    publishLocked();
+    confirmedSentMs_ = pendingConfirmedMs_;
   }
   applied_ = next_ - 1;
   log()->info("cluster: caught up to log offset {} ({} events in {} ms)", next_ - 1, events,
@@ -108,12 +114,14 @@ bool ClusterMember::waitApplied(std::int64_t offset, std::chrono::milliseconds t
   return appliedCv_.wait_for(lock, timeout, [&] { return applied_.load() >= offset; });
 }
 
-cluster::ClusterState ClusterMember::state() const {
+void ClusterMember::publishLocked() { published_ = std::make_shared<const cluster::ClusterState>(*state_); }
+
+ClusterMember::StateRef ClusterMember::state() const {
   std::lock_guard lock(mu_);
-  return *state_;
+  return published_;
 }
 
-cluster::ClusterState ClusterMember::syncedState(std::chrono::milliseconds timeout) {
+ClusterMember::StateRef ClusterMember::syncedState(std::chrono::milliseconds timeout) {
   auto end = log_.endOffset();
   if (end.isOk() && *end > 0 && !waitApplied(*end - 1, timeout))
     log()->warn("cluster: read served at log offset {} (the log ends at {})", applied_.load(), *end);
@@ -127,9 +135,9 @@ bool ClusterMember::leaseValid() const {
 }
 
 bool ClusterMember::owns(const cluster::Unit& unit, std::int64_t epoch) const {
-  std::lock_guard lock(mu_);
-  auto it = state_->assignment().find(unit);
-  return it != state_->assignment().end() && it->second.owner == o_.workerId &&
+  const StateRef s = state();
+  auto it = s->assignment().find(unit);
+  return it != s->assignment().end() && it->second.owner == o_.workerId &&
          it->second.incarnation == o_.incarnation && it->second.epoch == epoch;
 }
 
@@ -138,7 +146,7 @@ void ClusterMember::setLoads(std::map<std::string, double> loads) {
   loads_ = std::move(loads);
 }
 
-// mu_ held.
+// The tailer thread (or bootstrap, before it starts).
 void ClusterMember::applyEntry(const backbone::SharedLog::Entry& entry) {
   next_ = entry.offset + 1;
   auto e = cluster::decode(entry.value.view());
@@ -149,58 +157,127 @@ void ClusterMember::applyEntry(const backbone::SharedLog::Entry& entry) {
   }
   state_->apply(entry.offset, entry.timestampMs, *e);
   ++sinceSnapshot_;
-  if (e->type == cluster::EventType::kHeartbeat && e->worker == o_.workerId && e->incarnation == o_.incarnation) {
-    std::int64_t prev = confirmedSentMs_.load();
-    while (e->sentMs > prev && !confirmedSentMs_.compare_exchange_weak(prev, e->sentMs)) {
-    }
-  }
+  if (e->type == cluster::EventType::kHeartbeat && e->worker == o_.workerId && e->incarnation == o_.incarnation)
+    pendingConfirmedMs_ = std::max(pendingConfirmedMs_, e->sentMs);  // counts once published
 }
 
 // The member with the smallest id writes snapshots (all agree on who that is at each offset).
 void ClusterMember::maybeSnapshot() {
   if (sinceSnapshot_ < o_.snapshotEveryEvents) return;
-  std::string snap;
-  {
-    std::lock_guard lock(mu_);
-    const auto& members = state_->members();
-    if (members.empty() || members.begin()->first != o_.workerId ||
-        members.begin()->second.incarnation != o_.incarnation) {
-      sinceSnapshot_ = 0;  // someone else writes it
+  sinceSnapshot_ = 0;
+  const auto& members = state_->members();  // the tailer's own state: no lock
+  if (members.empty() || members.begin()->first != o_.workerId ||
+      members.begin()->second.incarnation != o_.incarnation)
+    return;  // someone else writes it
+  const std::string snap = state_->toSnapshot();
+  // In parts no larger than a broker takes (Kafka: 1 MB by default), written one after the other
+  // by this member alone; each names the snapshot (its log offset) and its place.
+  const std::size_t parts = std::max<std::size_t>(1, (snap.size() + kSnapshotPartBytes - 1) / kSnapshotPartBytes);
+  for (std::size_t i = 0; i < parts; ++i) {
+    std::string entry = std::string(kSnapshotMagic) + " " + std::to_string(state_->offset()) + " " + std::to_string(i) +
+                        " " + std::to_string(parts) + "\n";
+    entry.append(snap, i * kSnapshotPartBytes, kSnapshotPartBytes);
+    if (auto r = snapshots_.append(Bytes(std::move(entry)), std::chrono::seconds(30)); !r.isOk()) {
+      log()->warn("cluster: snapshot not written: {}", r.status().toString());
       return;
     }
-    snap = state_->toSnapshot();
-    sinceSnapshot_ = 0;
   }
-  if (auto r = snapshots_.append(Bytes(std::move(snap)), std::chrono::seconds(30)); !r.isOk())
-    log()->warn("cluster: snapshot not written: {}", r.status().toString());
+}
+
+// The text of the latest complete snapshot ("" when there is none): its last part is the log's
+// last entry, the parts before it precede it. Entries without the header are whole snapshots.
+Result<std::string> ClusterMember::latestSnapshot(std::int64_t end) {
+  auto header = [](std::string_view v, std::int64_t& id, std::size_t& i, std::size_t& n) -> std::size_t {
+    const std::string_view magic = kSnapshotMagic;
+    if (v.substr(0, magic.size()) != magic) return 0;
+    const auto nl = v.find('\n');
+    if (nl == std::string_view::npos) return 0;
+    long long a = -1;
+    unsigned long b = 0, c = 0;
+    const std::string h(v.substr(magic.size(), nl - magic.size()));
+    if (std::sscanf(h.c_str(), " %lld %lu %lu", &a, &b, &c) != 3 || c == 0 || b >= c) return 0;
+    id = a;
+    i = b;
+    n = c;
+    return nl + 1;
+  };
+  std::vector<backbone::SharedLog::Entry> last;
+  FERRY_RETURN_IF_ERROR(snapshots_.read(end - 1, last, 1, std::chrono::milliseconds(2000)).status());
+  if (last.empty()) return std::string();
+  std::int64_t id = -1;
+  std::size_t idx = 0, n = 0;
+  const std::string_view v = last.back().value.view();
+  const std::size_t body = header(v, id, idx, n);
+  if (body == 0) return std::string(v);  // a whole snapshot
+  if (idx != n - 1 || end < static_cast<std::int64_t>(n)) return std::string();  // torn: the writer died mid-way
+  std::vector<backbone::SharedLog::Entry> parts;
+  const std::int64_t first = end - static_cast<std::int64_t>(n);
+  while (static_cast<std::int64_t>(parts.size()) < static_cast<std::int64_t>(n)) {
+    std::vector<backbone::SharedLog::Entry> got;
+    FERRY_ASSIGN_OR_RETURN(std::size_t k, snapshots_.read(first + static_cast<std::int64_t>(parts.size()), got,
+                                                          n - parts.size(), std::chrono::milliseconds(2000)));
+    if (k == 0) return Status::timeout("cluster: the snapshot log did not deliver its last snapshot's parts");
+    for (auto& e : got) parts.push_back(std::move(e));
+  }
+  std::string text;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t pid = -1;
+    std::size_t pi = 0, pn = 0;
+    const std::string_view pv = parts[i].value.view();
+    const std::size_t pb = header(pv, pid, pi, pn);
+    if (pb == 0 || pid != id || pi != i || pn != n) return std::string();  // interleaved or torn: not used
+    text.append(pv.substr(pb));
+  }
+  return text;
 }
 
 void ClusterMember::tailLoop() {
   std::vector<backbone::SharedLog::Entry> batch;
+  bool unpublished = false;
+  std::int64_t lastPublish = 0;
   while (!stop_.load()) {
     batch.clear();
-    auto r = log_.read(next_, batch, 1000, std::chrono::milliseconds(100));
+    // While applied events wait to be published, read no longer than until they are due.
+    const std::int64_t wait =
+        unpublished ? std::clamp<std::int64_t>(lastPublish + kPublishEveryMs - core::monotonicMs(), 0, 100) : 100;
+    auto r = log_.read(next_, batch, 1000, std::chrono::milliseconds(wait));
     if (!r.isOk()) {
       log()->warn("cluster: reading the log at {} failed: {}", next_, r.status().toString());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    std::unique_ptr<cluster::ClusterState> copy;
+    // state_ is the tailer's alone: applied and copied without the lock, which readers (every
+    // task's ownership check) then hold only to take the new pointer. A copy costs the whole
+    // state, so it is made at most every kPublishEveryMs while events stream in.
+    for (const auto& e : batch) applyEntry(e);
+    unpublished = unpublished || !batch.empty();
+    StateRef fresh;
+    if (unpublished && core::monotonicMs() - lastPublish >= kPublishEveryMs) {
+      fresh = std::make_shared<const cluster::ClusterState>(*state_);
+      lastPublish = core::monotonicMs();
+      unpublished = false;
+    }
+    StateRef changed;
     {
       std::lock_guard lock(mu_);
-      for (const auto& e : batch) applyEntry(e);
-      if (!batch.empty()) {
+      const bool published = fresh != nullptr;
+      if (published) {
+        published_ = std::move(fresh);
         applied_ = next_ - 1;
+        // Our own heartbeats count for the lease once the state that follows them is visible:
+        // a worker thawed after a freeze must not see its lease before the moves made meanwhile.
+        std::int64_t prev = confirmedSentMs_.load();
+        if (pendingConfirmedMs_ > prev) confirmedSentMs_ = pendingConfirmedMs_;
         appliedCv_.notify_all();
       }
       const bool lease = leaseValid();
-      if (!batch.empty() || lease != lastLease_) copy = std::make_unique<cluster::ClusterState>(*state_);
+      if (published || lease != lastLease_) changed = published_;
       if (lease != lastLease_) {
         if (!lease) log()->warn("cluster: {} lost its lease (no heartbeat of its own confirmed in time)", o_.workerId);
         else log()->info("cluster: {} holds its lease", o_.workerId);
         lastLease_ = lease;
       }
     }
-    if (copy && onChange_) onChange_(*copy, lastLease_);
+    if (changed && onChange_) onChange_(changed, lastLease_);
     maybeSnapshot();
   }
 }

@@ -38,8 +38,10 @@ struct ClusterMemberOptions {
 
 class ClusterMember {
  public:
+  // An applied state, immutable and shared: readers hold it as long as they like, for free.
+  using StateRef = std::shared_ptr<const cluster::ClusterState>;
   // state: the state just applied; leaseValid: whether this worker may run its units.
-  using OnChange = std::function<void(const cluster::ClusterState& state, bool leaseValid)>;
+  using OnChange = std::function<void(const StateRef& state, bool leaseValid)>;
 
   ClusterMember(backbone::SharedLog& log, backbone::SharedLog& snapshots, ClusterMemberOptions options,
                 OnChange onChange);
@@ -54,11 +56,11 @@ class ClusterMember {
   Result<std::int64_t> append(const cluster::Event& e);
   // Waits until the event at `offset` was applied here (read-your-writes for REST).
   bool waitApplied(std::int64_t offset, std::chrono::milliseconds timeout);
-  // A copy of the current state.
-  cluster::ClusterState state() const;
+  // The current state (published once per applied batch of events; no copy per reader).
+  StateRef state() const;
   // The state once everything appended to the log before this call was applied here (a read
   // that sees writes made through any worker). Falls back to the current state on timeout.
-  cluster::ClusterState syncedState(std::chrono::milliseconds timeout);
+  StateRef syncedState(std::chrono::milliseconds timeout);
   std::int64_t appliedOffset() const { return applied_.load(); }
   bool leaseValid() const;
   // Whether, at the applied log position, this incarnation owns `unit` at `epoch`.
@@ -78,6 +80,10 @@ class ClusterMember {
   void heartbeatLoop();
   void applyEntry(const backbone::SharedLog::Entry& entry);
   void maybeSnapshot();
+  Result<std::string> latestSnapshot(std::int64_t snapshotLogEnd);
+  static constexpr const char* kSnapshotMagic = "ferry-snapshot";
+  static constexpr std::size_t kSnapshotPartBytes = 512 * 1024;
+  void publishLocked();  // mu_ held: published_ = a copy of state_
 
   backbone::SharedLog& log_;
   backbone::SharedLog& snapshots_;
@@ -86,10 +92,13 @@ class ClusterMember {
 
   mutable std::mutex mu_;
   std::condition_variable appliedCv_;
-  std::unique_ptr<cluster::ClusterState> state_;  // guarded by mu_
+  std::unique_ptr<cluster::ClusterState> state_;  // the tailer's (bootstrap's before it starts)
+  StateRef published_;                           // guarded by mu_: state_ as of the last batch
   std::int64_t next_ = 0;                        // tailer thread: next offset to read
   std::int64_t sinceSnapshot_ = 0;               // tailer thread
   std::atomic<std::int64_t> applied_{-1};
+  static constexpr std::int64_t kPublishEveryMs = 50;  // the longest a published state lags the log
+  std::int64_t pendingConfirmedMs_ = -1;                // tailer: our last heartbeat applied, not yet published
   std::atomic<std::int64_t> confirmedSentMs_{-1};  // monotonic send time of our last heartbeat seen in the log
   std::atomic<bool> stop_{false};
   std::atomic<bool> heartbeatsPaused_{false};

@@ -70,7 +70,7 @@ class HerderImpl final : public DistributedHerder {
  public:
   explicit HerderImpl(DistributedOptions o) : o_(std::move(o)), log_(core::logger("herder")) {
     member_ = std::make_unique<ClusterMember>(*o_.log, *o_.snapshots, o_.member,
-                                              [this](const cluster::ClusterState&, bool lease) {
+                                              [this](const ClusterMember::StateRef&, bool lease) {
                                                 {
                                                   std::lock_guard lock(mu_);
                                                   lease_ = lease;
@@ -107,28 +107,32 @@ class HerderImpl final : public DistributedHerder {
   }
 
   std::vector<std::string> connectors() const override {
-    auto s = member_->syncedState(kReadSync);
+    auto ref = member_->syncedState(kReadSync);
+    const auto& s = *ref;
     std::vector<std::string> out;
     for (const auto& [name, c] : s.connectors()) out.push_back(name);
     return out;
   }
 
   Result<ConnectorInfo> connectorInfo(const std::string& name) const override {
-    auto s = member_->syncedState(kReadSync);
+    auto ref = member_->syncedState(kReadSync);
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     return infoOf(name, it->second);
   }
 
   Result<StringMap> connectorConfig(const std::string& name) const override {
-    auto s = member_->syncedState(kReadSync);
+    auto ref = member_->syncedState(kReadSync);
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     return it->second.config;
   }
 
   Result<ConnectorStateInfo> connectorStatus(const std::string& name) const override {
-    auto s = member_->syncedState(kReadSync);
+    auto ref = member_->syncedState(kReadSync);
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     ConnectorStateInfo out;
@@ -168,7 +172,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Result<std::vector<TaskInfo>> taskConfigs(const std::string& name) const override {
-    auto s = member_->syncedState(kReadSync);
+    auto ref = member_->syncedState(kReadSync);
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     std::vector<TaskInfo> out;
@@ -178,7 +183,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Result<std::string> clusterJson() const override {
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     nlohmann::json j;
     j["worker"] = o_.worker.workerId;
     j["incarnation"] = member_->incarnation();
@@ -219,7 +225,7 @@ class HerderImpl final : public DistributedHerder {
     StringMap full = runtime::expandDirectPair(*o_.registry, config);
     FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
     std::lock_guard write(writeMu_);
-    if (member_->state().connectors().count(name)) return Status::alreadyExists("Connector " + name + " already exists");
+    if (member_->state()->connectors().count(name)) return Status::alreadyExists("Connector " + name + " already exists");
     Event e;
     e.type = EventType::kConnectorPut;
     e.connector = name;
@@ -234,7 +240,8 @@ class HerderImpl final : public DistributedHerder {
     StringMap full = runtime::expandDirectPair(*o_.registry, config);
     FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
     std::lock_guard write(writeMu_);
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (created) *created = it == s.connectors().end();
     Event e;
@@ -262,7 +269,7 @@ class HerderImpl final : public DistributedHerder {
 
   Status deleteConnector(const std::string& name) override {
     std::lock_guard write(writeMu_);
-    if (!member_->state().connectors().count(name)) return notFound(name);
+    if (!member_->state()->connectors().count(name)) return notFound(name);
     Event e;
     e.type = EventType::kConnectorDelete;
     e.connector = name;
@@ -270,7 +277,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Status restartConnector(const std::string& name, bool includeTasks, bool onlyFailed) override {
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     auto failed = [&](const Unit& u) {
@@ -293,7 +301,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Status restartTask(const std::string& name, int task) override {
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     if (task < 0 || task >= static_cast<int>(it->second.tasks.size()))
@@ -357,7 +366,8 @@ class HerderImpl final : public DistributedHerder {
 
   std::vector<MetricSample> metrics() const override {
     std::vector<MetricSample> out;
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     out.push_back(MetricSample{"ferry_cluster_members", {}, static_cast<double>(s.members().size()),
                                "Live members of the cluster at the applied log position.", "gauge"});
     out.push_back(MetricSample{"ferry_cluster_log_offset", {}, static_cast<double>(s.offset()),
@@ -391,7 +401,8 @@ class HerderImpl final : public DistributedHerder {
     cv_.notify_all();
   }
   void connectorError(const std::string& name, const Status& error) {
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     auto a = s.assignment().find(Unit{name, -1});
     if (a == s.assignment().end()) return;
     reportStatus(Unit{name, -1}, a->second.epoch, State::kFailed, error.toString());
@@ -422,7 +433,8 @@ class HerderImpl final : public DistributedHerder {
   }
 
   Result<ConnectorShape> stoppedShape(const std::string& name) {
-    auto s = member_->state();
+    auto ref = member_->state();
+    const auto& s = *ref;
     auto it = s.connectors().find(name);
     if (it == s.connectors().end()) return notFound(name);
     if (it->second.target != "STOPPED")
@@ -433,7 +445,7 @@ class HerderImpl final : public DistributedHerder {
 
   Status setTarget(const std::string& name, const std::string& target) {
     std::lock_guard write(writeMu_);
-    if (!member_->state().connectors().count(name)) return notFound(name);
+    if (!member_->state()->connectors().count(name)) return notFound(name);
     Event e;
     e.type = EventType::kTargetState;
     e.connector = name;
@@ -507,7 +519,7 @@ class HerderImpl final : public DistributedHerder {
       if (!changed && lease == lastLease && reconfigure.empty() && now - lastPass < 500) continue;
       lastLease = lease;
       lastPass = now;
-      reconcile(member_->state(), lease, reconfigure);
+      reconcile(*member_->state(), lease, reconfigure);
     }
   }
 

@@ -73,10 +73,10 @@ struct Node {
     o.leaseMarginMs = 500;
     o.cluster.sessionTimeoutMs = kSession;
     o.snapshotEveryEvents = snapshotEvery;
-    member = std::make_unique<ClusterMember>(*log, *snaps, o, [this](const cluster::ClusterState& st, bool lease) {
+    member = std::make_unique<ClusterMember>(*log, *snaps, o, [this](const ClusterMember::StateRef& st, bool lease) {
       if (!lease && leaseLostAtMs.load() < 0) leaseLostAtMs = core::nowMs();
       if (!lease) return;
-      for (const auto& [u, own] : st.unitsOf(member->workerId(), member->incarnation())) {
+      for (const auto& [u, own] : st->unitsOf(member->workerId(), member->incarnation())) {
         if (own.next.empty()) continue;
         std::lock_guard lock(mu);
         if (!released.insert({u.toString(), own.epoch}).second) continue;
@@ -126,17 +126,18 @@ TEST(ClusterMember, JoinFailoverLeaseHandoffAndSnapshotBootstrap) {
   put.config = {{"connector.class", "X"}};
   put.target = "STARTED";
   ASSERT_TRUE(nodes["a"]->member->append(put).isOk());
-  ASSERT_TRUE(waitFor([&] { return nodes["b"]->member->state().connectors().count("c1") == 1; }, 10000));
+  ASSERT_TRUE(waitFor([&] { return nodes["b"]->member->state()->connectors().count("c1") == 1; }, 10000));
   cluster::Event tasks;
   tasks.type = cluster::EventType::kTaskConfigs;
   tasks.connector = "c1";
-  tasks.generation = nodes["b"]->member->state().connectors().at("c1").generation;
+  tasks.generation = nodes["b"]->member->state()->connectors().at("c1").generation;
   for (int i = 0; i < 5; ++i) tasks.taskConfigs.push_back({{"task", std::to_string(i)}});
   auto off = nodes["b"]->member->append(tasks);
   ASSERT_TRUE(off.isOk());
   for (auto& [id, n] : nodes) ASSERT_TRUE(n->member->waitApplied(*off, std::chrono::seconds(10))) << id;
   ASSERT_TRUE(waitFor([&] {
-    auto s = nodes["a"]->member->state();
+    auto ref = nodes["a"]->member->state();
+    const auto& s = *ref;
     auto n = owners(s);
     return s.assignment().size() == 6 && n.size() == 3 && n["a"] == 2 && n["b"] == 2 && n["c"] == 2;
   }, 10000)) << "three members, two units each";
@@ -144,26 +145,27 @@ TEST(ClusterMember, JoinFailoverLeaseHandoffAndSnapshotBootstrap) {
   for (auto& [id, n] : nodes) EXPECT_TRUE(n->member->leaseValid()) << id;
 
   // c stops heartbeating and tailing (kill -9 of its process).
-  const auto cUnits = nodes["a"]->member->state().unitsOf("c", nodes["c"]->member->incarnation());
+  const auto cUnits = nodes["a"]->member->state()->unitsOf("c", nodes["c"]->member->incarnation());
   ASSERT_EQ(cUnits.size(), 2u);
   const std::int64_t killedAt = core::nowMs();
   nodes["c"]->member->stop(false);
   ASSERT_TRUE(waitFor([&] {
-    auto s = nodes["a"]->member->state();
+    auto ref = nodes["a"]->member->state();
+    const auto& s = *ref;
     return s.members().count("c") == 0 && owners(s).count("c") == 0;
   }, kSession + 3000)) << "c's units moved";
   const std::int64_t failoverMs = core::nowMs() - killedAt;
   std::printf("{\"test\":\"failover\",\"backbone\":\"%s\",\"session_ms\":%lld,\"moved_after_ms\":%lld}\n",
               g_kind.c_str(), static_cast<long long>(kSession), static_cast<long long>(failoverMs));
   EXPECT_LE(failoverMs, kSession + 1500);
-  for (const auto& [u, o] : cUnits) EXPECT_GT(nodes["a"]->member->state().assignment().at(u).epoch, o.epoch);
+  for (const auto& [u, o] : cUnits) EXPECT_GT(nodes["a"]->member->state()->assignment().at(u).epoch, o.epoch);
 
   // b is cut off from the broker (its heartbeats stop, it still reads): its lease ends before
   // the others drop it.
   std::int64_t bGoneAt = -1;
   nodes["b"]->member->pauseHeartbeats(true);
   ASSERT_TRUE(waitFor([&] {
-    if (bGoneAt < 0 && nodes["a"]->member->state().members().count("b") == 0) bGoneAt = core::nowMs();
+    if (bGoneAt < 0 && nodes["a"]->member->state()->members().count("b") == 0) bGoneAt = core::nowMs();
     return bGoneAt >= 0 && nodes["b"]->leaseLostAtMs.load() >= 0;
   }, kSession + 5000));
   std::printf("{\"test\":\"lease\",\"backbone\":\"%s\",\"lease_lost_before_removal_ms\":%lld}\n", g_kind.c_str(),
@@ -177,16 +179,61 @@ TEST(ClusterMember, JoinFailoverLeaseHandoffAndSnapshotBootstrap) {
   nodes["d"] = std::make_unique<Node>(*backbone, topic, "d", 10);
   ASSERT_TRUE(nodes["d"]->member->start().isOk());
   ASSERT_TRUE(waitFor([&] {
-    auto s = nodes["d"]->member->state();
+    auto ref = nodes["d"]->member->state();
+    const auto& s = *ref;
     auto n = owners(s);
     bool pending = false;
     for (const auto& [u, o] : s.assignment()) pending = pending || !o.next.empty();
     return n["d"] >= 1 && !pending && s.members().size() == 3;
-  }, 10000)) << "d took its share by handoff";
+  }, 10000)) << "d took its share by handoff: " << [&] {
+    auto ref = nodes["d"]->member->state();
+    std::string out = "a: lease " + std::to_string(nodes["a"]->member->leaseValid()) + " offset " +
+                      std::to_string(nodes["a"]->member->state()->offset()) + "; log offset " + std::to_string(ref->offset()) + ", members";
+    for (const auto& [id, m] : ref->members()) out += " " + id;
+    out += "; units";
+    for (const auto& [u, o] : ref->assignment()) out += " " + u.toString() + "@" + o.owner + (o.next.empty() ? "" : "->" + o.next);
+    return out;
+  }();
   EXPECT_GT(nodes["d"]->snaps->endOffset().valueOr(0), 0) << "snapshots were written";
 
   for (auto& [id, n] : nodes) n->member->stop(true);
   EXPECT_EQ(nodes["a"]->member->skippedEvents(), 0);
+}
+
+// A state larger than one broker message (Kafka's default limit is 1 MB) is snapshotted in
+// parts; a joining member bootstraps from them, not from the whole log.
+TEST(ClusterMember, LargeSnapshotsAreWrittenInPartsAndReadBack) {
+  auto backbone = openBackbone();
+  ASSERT_TRUE(backbone);
+  std::random_device rd;
+  const std::string topic = "ferry-cluster-test-" + std::to_string(rd() % 1000000000);
+  Node a(*backbone, topic, "a", 3);
+  ASSERT_TRUE(a.member->start().isOk());
+  cluster::Event put;
+  put.type = cluster::EventType::kConnectorPut;
+  put.connector = "big";
+  put.config = {{"connector.class", "X"}};
+  put.target = "STARTED";
+  ASSERT_TRUE(a.member->append(put).isOk());
+  ASSERT_TRUE(waitFor([&] { return a.member->state()->connectors().count("big") == 1; }, 10000));
+  cluster::Event tasks;
+  tasks.type = cluster::EventType::kTaskConfigs;
+  tasks.connector = "big";
+  tasks.generation = a.member->state()->connectors().at("big").generation;
+  for (int i = 0; i < 300; ++i) tasks.taskConfigs.push_back({{"task", std::to_string(i)}, {"pad", std::string(4000, 'x')}});
+  auto off = a.member->append(tasks);
+  ASSERT_TRUE(off.isOk());
+  ASSERT_TRUE(a.member->waitApplied(*off, std::chrono::seconds(10)));
+  // A few more events make the snapshot due (every 3 events); parts are 512 KiB: >= 3 of them.
+  ASSERT_TRUE(waitFor([&] { return a.snaps->endOffset().valueOr(0) >= 3; }, 10000)) << "snapshot parts written";
+  Node b(*backbone, topic, "b");
+  ASSERT_TRUE(b.member->start().isOk());
+  auto s = b.member->state();
+  ASSERT_EQ(s->connectors().count("big"), 1u);
+  ASSERT_EQ(s->connectors().at("big").tasks.size(), 300u);
+  EXPECT_EQ(s->connectors().at("big").tasks[299].at("pad").size(), 4000u);
+  b.member->stop(true);
+  a.member->stop(true);
 }
 
 TEST(ClusterMember, ForeignRecordsInTheLogAreSkipped) {
@@ -200,7 +247,7 @@ TEST(ClusterMember, ForeignRecordsInTheLogAreSkipped) {
   ASSERT_TRUE(a.member->start().isOk());
   EXPECT_EQ(a.member->skippedEvents(), 2);
   ASSERT_TRUE(waitFor([&] { return a.member->leaseValid(); }, 5000));
-  EXPECT_EQ(a.member->state().members().count("a"), 1u);
+  EXPECT_EQ(a.member->state()->members().count("a"), 1u);
   a.member->stop(true);
 }
 
