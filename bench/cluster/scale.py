@@ -61,12 +61,13 @@ def proc_stats(pid):
     return threads, rss
 
 
-def scenario(workers=5, connectors=100, tasks=100, rate=0.5, timeout=900):
+def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=10000, timeout=900):
     broker = kc.Broker()
     broker.start()
     run = random.randrange(1 << 30)
     base = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": broker.bootstrap,
-            "cluster.name": f"scale{run}", "log.level": os.environ.get("SCALE_LOG_LEVEL", "warn")}
+            "cluster.name": f"scale{run}", "log.level": os.environ.get("SCALE_LOG_LEVEL", "warn"),
+            "cluster.session.timeout.ms": str(session_ms)}
     ws = []
     for i in range(workers + 1):
         w = Worker(tmpdir(f"scale-w{i + 1}"), dict(base), mode="distributed")
@@ -82,9 +83,10 @@ def scenario(workers=5, connectors=100, tasks=100, rate=0.5, timeout=900):
         topic = f"ferry-scale-{run}"
         t0 = time.time()
         for c in range(connectors):
-            w1.ok("POST", "/connectors", {"name": f"s{c}", "config": {
+            status, body = w1.rest("POST", "/connectors", {"name": f"s{c}", "config": {
                 "connector.class": "DatagenSource", "topic": topic, "tasks.max": str(tasks), "rate": str(rate),
-                "format": "string"}})
+                "format": "string"}}, timeout=120)
+            assert status == 201, (status, body)
         posted_s = time.time() - t0
         log(f"{connectors} connectors posted in {posted_s:.1f} s")
 
@@ -137,7 +139,7 @@ def scenario(workers=5, connectors=100, tasks=100, rate=0.5, timeout=900):
         restarted_in_place = sum(1 for u in after if after[u][0] == before[u][0] and after[u][1] != before[u][1])
         fair_share = total // (workers + 1)  # the newcomer's share: the fewest moves that balance
         return [{"scenario": SCENARIO, "runtime": "ferry", "workers": workers, "connectors": connectors,
-                 "tasks": total, "rate_per_task": rate, "posts_s": round(posted_s, 1),
+                 "tasks": total, "rate_per_task": rate, "session_timeout_ms": session_ms, "posts_s": round(posted_s, 1),
                  "converge_s": round(converge_s, 1), "units_per_worker": per_worker,
                  "threads_per_worker": [s[0] for s in stats.values()],
                  "rss_mb_per_worker": [s[1] for s in stats.values()],
@@ -160,6 +162,7 @@ if __name__ == "__main__":
     ap.add_argument("--connectors", type=int, default=100)
     ap.add_argument("--tasks", type=int, default=100)
     ap.add_argument("--rate", type=float, default=0.5)
+    ap.add_argument("--session-ms", type=int, default=10000)
     a = ap.parse_args()
-    for r in scenario(a.workers, a.connectors, a.tasks, a.rate):
+    for r in scenario(a.workers, a.connectors, a.tasks, a.rate, a.session_ms):
         print(json.dumps(r), flush=True)

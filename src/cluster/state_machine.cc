@@ -36,6 +36,11 @@ bool ClusterState::live(const Ownership& o) const {
   return it != members_.end() && it->second.incarnation == o.incarnation;
 }
 
+std::map<std::string, ConnectorInfo>& ClusterState::mutableConnectors() {
+  if (connectors_.use_count() > 1) connectors_ = std::make_shared<std::map<std::string, ConnectorInfo>>(*connectors_);
+  return *connectors_;
+}
+
 void ClusterState::bump(const Unit& u) {
   if (auto it = assignment_.find(u); it != assignment_.end()) ++it->second.epoch;
 }
@@ -83,7 +88,7 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
       break;
     }
     case EventType::kConnectorPut: {
-      auto [it, created] = connectors_.try_emplace(e.connector);
+      auto [it, created] = mutableConnectors().try_emplace(e.connector);
       ConnectorInfo& c = it->second;
       if (!created && c.config == e.config && c.target == e.target) break;
       if (created || c.config != e.config) {
@@ -96,19 +101,20 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
       break;
     }
     case EventType::kConnectorDelete:
-      if (connectors_.erase(e.connector) > 0) dirty_ = true;
+      if (connectors_->count(e.connector) && mutableConnectors().erase(e.connector) > 0) dirty_ = true;
       break;
     case EventType::kTargetState: {
-      auto it = connectors_.find(e.connector);
-      if (it == connectors_.end() || it->second.target == e.target) break;
-      it->second.target = e.target;
+      auto found = connectors_->find(e.connector);
+      if (found == connectors_->end() || found->second.target == e.target) break;
+      mutableConnectors().at(e.connector).target = e.target;
       dirty_ = true;
       break;
     }
     case EventType::kTaskConfigs: {
-      auto it = connectors_.find(e.connector);
-      if (it == connectors_.end() || e.generation != it->second.generation) break;  // stale
-      ConnectorInfo& c = it->second;
+      auto found = connectors_->find(e.connector);
+      if (found == connectors_->end() || e.generation != found->second.generation) break;  // stale
+      if (found->second.tasksGeneration == e.generation && found->second.tasks == e.taskConfigs) break;
+      ConnectorInfo& c = mutableConnectors().at(e.connector);
       c.tasksGeneration = e.generation;
       if (c.tasks == e.taskConfigs) break;
       for (std::size_t i = 0; i < e.taskConfigs.size() && i < c.tasks.size(); ++i)
@@ -155,7 +161,7 @@ void ClusterState::reassign() {
   dirty_ = false;
   AssignmentInput in;
   for (const auto& [id, m] : members_) in.workers.push_back(WorkerInfo{id, m.capacity});
-  for (const auto& [name, c] : connectors_) {
+  for (const auto& [name, c] : *connectors_) {
     if (c.target == "STOPPED") continue;
     in.units[Unit{name, -1}] = unitCost(c, Unit{name, -1}, members_, assignment_);
     for (std::size_t i = 0; i < c.tasks.size(); ++i) {
@@ -221,7 +227,7 @@ std::string ClusterState::toSnapshot() const {
                    {"lastSeenLogMs", m.lastSeenLogMs}, {"joinedAt", m.joinedAt}, {"loads", m.loads}};
   j["members"] = members;
   json connectors = json::object();
-  for (const auto& [name, c] : connectors_)
+  for (const auto& [name, c] : *connectors_)
     connectors[name] = {{"config", c.config}, {"target", c.target}, {"generation", c.generation},
                         {"tasks", c.tasks}, {"tasksGeneration", c.tasksGeneration}};
   j["connectors"] = connectors;
@@ -268,7 +274,7 @@ Result<ClusterState> ClusterState::fromSnapshot(std::string_view text) {
       c.generation = it->at("generation").get<std::int64_t>();
       c.tasks = it->at("tasks").get<std::vector<StringMap>>();
       c.tasksGeneration = it->at("tasksGeneration").get<std::int64_t>();
-      s.connectors_[it.key()] = std::move(c);
+      (*s.connectors_)[it.key()] = std::move(c);
     }
     for (const auto& u : j.at("assignment")) {
       Ownership o;

@@ -74,7 +74,7 @@ class ClusterState {
   std::int64_t logTimeMs() const { return logTimeMs_; }
   const ClusterOptions& options() const { return options_; }
   const std::map<std::string, Member>& members() const { return members_; }
-  const std::map<std::string, ConnectorInfo>& connectors() const { return connectors_; }
+  const std::map<std::string, ConnectorInfo>& connectors() const { return *connectors_; }
   const std::map<Unit, Ownership>& assignment() const { return assignment_; }
   const std::map<Unit, UnitStatus>& statuses() const { return statuses_; }
   // Units owned by this incarnation of `worker` (including those it must hand off: it runs them
@@ -102,7 +102,11 @@ class ClusterState {
   std::int64_t logTimeMs_ = 0;
   std::int64_t moves_ = 0;
   std::map<std::string, Member> members_;
-  std::map<std::string, ConnectorInfo> connectors_;
+  // Shared between copies until one of them changes a connector (rare next to statuses and
+  // heartbeats): copying a state - once per published batch - does not copy every task config.
+  std::shared_ptr<std::map<std::string, ConnectorInfo>> connectors_ =
+      std::make_shared<std::map<std::string, ConnectorInfo>>();
+  std::map<std::string, ConnectorInfo>& mutableConnectors();
   std::map<Unit, Ownership> assignment_;
   std::map<Unit, UnitStatus> statuses_;
   bool dirty_ = false;

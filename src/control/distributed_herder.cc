@@ -467,6 +467,9 @@ class HerderImpl final : public DistributedHerder {
   }
 
   void reportStatus(const Unit& u, std::int64_t epoch, State state, const std::string& trace) {
+    // Without the lease this worker owns nothing for sure: its report would be fenced anyway, and
+    // a worker that lost its lease under load must not add thousands of events to the log.
+    if (!member_->leaseValid()) return;
     Event e;
     e.type = EventType::kStatus;
     e.worker = member_->workerId();

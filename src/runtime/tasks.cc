@@ -17,6 +17,9 @@ namespace ferry::runtime {
 namespace {
 
 using namespace std::chrono_literals;
+// How long a poll may wait for data. Only idle tasks wait it out; at thousands of idle tasks per
+// worker it sets the wake-ups per second, and it bounds how long a stop waits for a poll.
+constexpr std::chrono::milliseconds kSourcePollWait = 500ms;
 using store::State;
 
 std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
@@ -336,7 +339,7 @@ class SourceRunner final : public TaskRunner {
       }
       batch.clear();
       auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
         const Status& s = polled.status();
@@ -617,7 +620,7 @@ class TransactionalSourceRunner final : public TaskRunner {
       reportState(State::kRunning);
       batch.clear();
       auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
         const Status& s = polled.status();
@@ -842,7 +845,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
       }
       reportState(State::kRunning);
       messages.clear();
-      auto polled = consumer_->poll(messages, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+      auto polled = consumer_->poll(messages, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       if (!polled.isOk()) {
         if (!polled.status().isRetriable()) return polled.status().withContext("backbone poll");
         idleWait(100);
@@ -1027,7 +1030,7 @@ class DirectRunner final : public TaskRunner {
       reportState(State::kRunning);
       batch.clear();
       auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return sourceTask_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), 100ms);
+        return sourceTask_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
         if (!polled.status().isRetriable()) return polled.status().withContext("poll");
