@@ -1,6 +1,8 @@
 // The cluster state machine (see state_machine.h).
 #include "cluster/state_machine.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace ferry::cluster {
@@ -12,14 +14,19 @@ double unitCost(const ConnectorInfo& c, const Unit& u, const std::map<std::strin
   if (auto a = assignment.find(u); a != assignment.end())
     if (auto m = members.find(a->second.owner); m != members.end())
       if (auto l = m->second.loads.find(u.toString()); l != m->second.loads.end()) return std::max(0.0, l->second);
-  if (u.task >= 0 && u.task < static_cast<int>(c.tasks.size())) {
-    auto it = c.tasks[static_cast<std::size_t>(u.task)].find("task.cost");
-    if (it != c.tasks[static_cast<std::size_t>(u.task)].end()) {
-      char* end = nullptr;
-      const double v = std::strtod(it->second.c_str(), &end);
-      if (end != it->second.c_str() && v >= 0) return v;
-    }
-  }
+  // Declared: the task config's task.cost, else the connector config's (for its tasks).
+  auto declared = [](const StringMap& m) -> std::optional<double> {
+    auto it = m.find("task.cost");
+    if (it == m.end()) return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str() || v < 0) return std::nullopt;
+    return v;
+  };
+  if (u.task >= 0 && u.task < static_cast<int>(c.tasks.size()))
+    if (auto v = declared(c.tasks[static_cast<std::size_t>(u.task)])) return *v;
+  if (u.task >= 0)
+    if (auto v = declared(c.config)) return *v;
   return 1.0;
 }
 

@@ -23,6 +23,9 @@ ConfigDef commonDef() {
   d.define("pipeline.role", ConfigType::kString, "", Importance::kLow,
            "This connector's part in its pipeline: direct, source or sink:<n> (set by /pipelines).");
   d.define("tasks.max", ConfigType::kInt, "1", Importance::kHigh, "Most tasks this connector runs.", atLeast(1));
+  d.define("task.cost", ConfigType::kDouble, "1", Importance::kLow,
+           "Declared cost of each task of this connector for the load-weighted assignment strategy "
+           "(cluster.assignment.strategy=load-weighted; a task config may set its own).", atLeast(0));
   d.define("key.converter", ConfigType::kClass, "", Importance::kLow,
            "Converter for keys at the backbone boundary (default: the worker's).");
   d.define("value.converter", ConfigType::kClass, "", Importance::kLow,

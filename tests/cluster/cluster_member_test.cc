@@ -209,29 +209,35 @@ TEST(ClusterMember, LargeSnapshotsAreWrittenInPartsAndReadBack) {
   const std::string topic = "ferry-cluster-test-" + std::to_string(rd() % 1000000000);
   Node a(*backbone, topic, "a", 3);
   ASSERT_TRUE(a.member->start().isOk());
-  cluster::Event put;
-  put.type = cluster::EventType::kConnectorPut;
-  put.connector = "big";
-  put.config = {{"connector.class", "X"}};
-  put.target = "STARTED";
-  ASSERT_TRUE(a.member->append(put).isOk());
-  ASSERT_TRUE(waitFor([&] { return a.member->state()->connectors().count("big") == 1; }, 10000));
-  cluster::Event tasks;
-  tasks.type = cluster::EventType::kTaskConfigs;
-  tasks.connector = "big";
-  tasks.generation = a.member->state()->connectors().at("big").generation;
-  for (int i = 0; i < 300; ++i) tasks.taskConfigs.push_back({{"task", std::to_string(i)}, {"pad", std::string(4000, 'x')}});
-  auto off = a.member->append(tasks);
-  ASSERT_TRUE(off.isOk());
-  ASSERT_TRUE(a.member->waitApplied(*off, std::chrono::seconds(10)));
+  // Two connectors of 250 task configs of ~2.5 KB: each event stays under Kafka's 1 MB message
+  // limit, the state (~1.3 MB) does not.
+  for (const std::string name : {"big1", "big2"}) {
+    cluster::Event put;
+    put.type = cluster::EventType::kConnectorPut;
+    put.connector = name;
+    put.config = {{"connector.class", "X"}};
+    put.target = "STARTED";
+    ASSERT_TRUE(a.member->append(put).isOk());
+    ASSERT_TRUE(waitFor([&] { return a.member->state()->connectors().count(name) == 1; }, 10000));
+    cluster::Event tasks;
+    tasks.type = cluster::EventType::kTaskConfigs;
+    tasks.connector = name;
+    tasks.generation = a.member->state()->connectors().at(name).generation;
+    for (int i = 0; i < 250; ++i) tasks.taskConfigs.push_back({{"task", std::to_string(i)}, {"pad", std::string(2500, 'x')}});
+    auto off = a.member->append(tasks);
+    ASSERT_TRUE(off.isOk()) << off.status().toString();
+    ASSERT_TRUE(a.member->waitApplied(*off, std::chrono::seconds(10)));
+  }
   // A few more events make the snapshot due (every 3 events); parts are 512 KiB: >= 3 of them.
   ASSERT_TRUE(waitFor([&] { return a.snaps->endOffset().valueOr(0) >= 3; }, 10000)) << "snapshot parts written";
   Node b(*backbone, topic, "b");
   ASSERT_TRUE(b.member->start().isOk());
   auto s = b.member->state();
-  ASSERT_EQ(s->connectors().count("big"), 1u);
-  ASSERT_EQ(s->connectors().at("big").tasks.size(), 300u);
-  EXPECT_EQ(s->connectors().at("big").tasks[299].at("pad").size(), 4000u);
+  for (const std::string name : {"big1", "big2"}) {
+    ASSERT_EQ(s->connectors().count(name), 1u);
+    ASSERT_EQ(s->connectors().at(name).tasks.size(), 250u);
+    EXPECT_EQ(s->connectors().at(name).tasks[249].at("pad").size(), 2500u);
+  }
   b.member->stop(true);
   a.member->stop(true);
 }
@@ -245,7 +251,8 @@ TEST(ClusterMember, ForeignRecordsInTheLogAreSkipped) {
   ASSERT_TRUE(a.log->append(Bytes("not an event"), std::chrono::seconds(10)).isOk());
   ASSERT_TRUE(a.log->append(Bytes(R"({"type":"heartbeat"})"), std::chrono::seconds(10)).isOk());
   ASSERT_TRUE(a.member->start().isOk());
-  EXPECT_EQ(a.member->skippedEvents(), 2);
+  // Skipped at bootstrap, or by the tailer when the broker had not yet made them readable.
+  EXPECT_TRUE(waitFor([&] { return a.member->skippedEvents() == 2; }, 5000)) << a.member->skippedEvents();
   ASSERT_TRUE(waitFor([&] { return a.member->leaseValid(); }, 5000));
   EXPECT_EQ(a.member->state()->members().count("a"), 1u);
   a.member->stop(true);

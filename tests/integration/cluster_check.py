@@ -6,7 +6,7 @@ import os
 import random
 import subprocess
 
-from harness import wait_until
+from harness import Worker, tmpdir, wait_until
 
 
 def topic_values(kind, topic, workdir, bootstrap, namesrv):
@@ -67,3 +67,15 @@ def check_delivery(seen, runs, tasks, n):
     assert not lost, f"{len(lost)} lost, first {lost[:10]} ({summary})"
     assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
     return summary
+
+
+def make_workers(label, base, n, extra=None, prefix=None):
+    """n `ferry distributed` workers with worker.id w1..wn (not started yet). extra(i) adds worker
+    keys, prefix(i) a command prefix (e.g. a network namespace) for worker i (0-based)."""
+    workers = []
+    for i in range(n):
+        props = dict(base, **(extra(i) if extra else {}))
+        props["worker.id"] = f"w{i + 1}"
+        workers.append(Worker(tmpdir(f"{label}-w{i + 1}"), props, mode="distributed",
+                              prefix=prefix(i) if prefix else ()))
+    return workers

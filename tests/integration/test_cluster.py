@@ -35,8 +35,8 @@ import signal
 import sys
 import time
 
-from cluster_check import check_delivery, wait_complete
-from harness import Worker, run, tmpdir, wait_until
+from cluster_check import check_delivery, make_workers, wait_complete
+from harness import run, wait_until
 
 KIND = sys.argv[1] if len(sys.argv) > 1 else "kafka"
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
@@ -69,12 +69,7 @@ def main():
         base["backbone.kafka.bootstrap.servers"] = BOOTSTRAP
     else:
         base["backbone.rocketmq.namesrv"] = NAMESRV
-    workers = []
-    for i in range(3):
-        w = Worker(tmpdir(f"cluster-w{i + 1}"), dict(base), mode="distributed")
-        with open(w.props, "a") as f:
-            f.write(f"worker.id=w{i + 1}\n")
-        workers.append(w)
+    workers = make_workers("cluster", base, 3)
     for w in workers:
         w.start(timeout=60)
     w1, w2, w3 = workers

@@ -23,8 +23,8 @@ import re
 import sys
 import time
 
-from cluster_check import check_delivery, wait_complete
-from harness import Worker, run, tmpdir, wait_until
+from cluster_check import check_delivery, make_workers, wait_complete
+from harness import run, wait_until
 from netpart import Partition
 
 KIND = sys.argv[1] if len(sys.argv) > 1 else "kafka"
@@ -74,13 +74,7 @@ def body(run_id, part):
         ports = [int(NAMESRV.rsplit(":", 1)[1]), BROKER_PORT, BROKER_PORT - 2]
     for p in ports:
         part.forward(p)
-    workers = []
-    for i in range(3):
-        w = Worker(tmpdir(f"partition-w{i + 1}"), dict(base), mode="distributed",
-                   prefix=part.prefix() if i == 2 else ())
-        with open(w.props, "a") as f:
-            f.write(f"worker.id=w{i + 1}\n")
-        workers.append(w)
+    workers = make_workers("partition", base, 3, prefix=lambda i: part.prefix() if i == 2 else ())
     w1, w2, w3 = workers
     part.expose(w3.port)
     for w in workers:
