@@ -1,0 +1,1 @@
+SELECT payload.temp AS t, topic FROM "sensors/+/data" WHERE payload.temp > 30

@@ -1,0 +1,1 @@
+FOREACH payload.sensors AS s DO s.name AS n, s.v * 2 AS v INCASE s.v > 0 FROM "devices/+/batch", "a/#" WHERE clientid != 'test'
