@@ -8,6 +8,7 @@
 #include "transforms/field_transforms.h"
 #include "transforms/predicates.h"
 #include "transforms/record_transforms.h"
+#include "transforms/rules/rule_transform.h"
 
 namespace ferry::transforms {
 namespace {
@@ -37,6 +38,7 @@ FERRY_KAFKA_ALIAS(kRecordIsTombstone, "org.apache.kafka.connect.transforms.predi
 FERRY_KAFKA_ALIAS(kByteArray, "org.apache.kafka.connect.converters.ByteArrayConverter");
 FERRY_KAFKA_ALIAS(kString, "org.apache.kafka.connect.storage.StringConverter");
 FERRY_KAFKA_ALIAS(kJson, "org.apache.kafka.connect.json.JsonConverter");
+FERRY_KAFKA_ALIAS(kRule, "io.ferry.transforms.Rule");  // no Kafka Connect counterpart
 #undef FERRY_KAFKA_ALIAS
 
 template <typename Impl>
@@ -83,6 +85,9 @@ constexpr PluginEntry kEntries[] = {
     transform<InsertHeader>("InsertHeader", kInsertHeader, "Adds a header with a fixed value"),
     transform<DropHeaders>("DropHeaders", kDropHeaders, "Removes headers by name"),
     transform<Filter>("Filter", kFilter, "Drops records (use with a predicate)"),
+    transform<RuleTransform>("Rule", kRule,
+                             "An EMQX-style rule: SELECT ... FROM \"<MQTT topic filter>\" WHERE ...; "
+                             "keeps matching records with the selected fields as a JSON value"),
     predicate<TopicNameMatches>("TopicNameMatches", kTopicNameMatches,
                                 "True when the topic matches a regex"),
     predicate<HasHeaderKey>("HasHeaderKey", kHasHeaderKey, "True when a header is present"),

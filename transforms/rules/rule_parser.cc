@@ -348,6 +348,8 @@ class Parser {
         const Token at = next();
         FERRY_ASSIGN_OR_RETURN(std::string field, name());
         NodeP f = make(NodeKind::kField, at);
+        f->line = n->line;  // a path is where it starts: payload.a.b at "payload"
+        f->column = n->column;
         f->text = field;
         f->kids.push_back(std::move(n));
         n = std::move(f);
@@ -357,6 +359,8 @@ class Parser {
         if (!isSym("]")) return expected("]");
         next();
         NodeP f = make(NodeKind::kIndex, at);
+        f->line = n->line;
+        f->column = n->column;
         f->kids.push_back(std::move(n));
         f->kids.push_back(std::move(index));
         n = std::move(f);

@@ -24,7 +24,7 @@ TEST(TransformDescriptor, ListsEveryClassOnce) {
       "ReplaceField$Value", "ReplaceField$Key", "MaskField$Value", "MaskField$Key",
       "ExtractField$Value", "ExtractField$Key", "ValueToKey", "RegexRouter", "TimestampRouter",
       "InsertHeader", "DropHeaders", "Filter", "TopicNameMatches", "HasHeaderKey",
-      "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter"};
+      "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter", "Rule"};
   EXPECT_EQ(std::set<std::string>(classes.begin(), classes.end()), expected);
   EXPECT_EQ(classes.size(), expected.size());
 }

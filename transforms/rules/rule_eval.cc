@@ -1,0 +1,500 @@
+// Rule compilation and evaluation (see rule_eval.h).
+#include "transforms/rules/rule_eval.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+
+#include "transforms/rules/rule_parser.h"
+
+namespace ferry::transforms::rules {
+namespace {
+
+Status at(const Node& n, const std::string& what) {
+  return Status::invalidArgument("line " + std::to_string(n.line) + ", column " + std::to_string(n.column) + ": " + what);
+}
+
+std::string typeName(const Value& v) {
+  switch (v.type()) {
+    case Value::value_t::null: return "null";
+    case Value::value_t::boolean: return "a boolean";
+    case Value::value_t::number_integer:
+    case Value::value_t::number_unsigned:
+    case Value::value_t::number_float: return "a number";
+    case Value::value_t::string: return "a string";
+    case Value::value_t::array: return "an array";
+    default: return "an object";
+  }
+}
+
+bool truthy(const Value& v) { return v.is_boolean() ? v.get<bool>() : false; }
+
+std::string text(const Value& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  return v.dump();
+}
+
+using Fn = std::function<Result<Value>(const Node& call, std::vector<Value>& args)>;
+struct Function {
+  int minArgs;
+  int maxArgs;
+  Fn fn;
+};
+
+Result<double> num(const Node& n, const Value& v, const std::string& fn) {
+  if (v.is_number()) return v.get<double>();
+  return at(n, fn + " needs a number, got " + typeName(v));
+}
+
+Result<std::string> str(const Node& n, const Value& v, const std::string& fn) {
+  if (v.is_string()) return v.get<std::string>();
+  return at(n, fn + " needs a string, got " + typeName(v));
+}
+
+Value numberValue(double d) {
+  if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return Value(static_cast<std::int64_t>(d));
+  return Value(d);
+}
+
+const std::map<std::string, Function>& functions() {
+  static const std::map<std::string, Function> f = [] {
+    std::map<std::string, Function> m;
+    auto s1 = [](std::function<std::string(std::string)> op, const char* name) {
+      return Function{1, 1, [op, name](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                        FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], name));
+                        return Value(op(std::move(s)));
+                      }};
+    };
+    m["upper"] = s1([](std::string s) { for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch))); return s; }, "upper");
+    m["lower"] = s1([](std::string s) { for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch))); return s; }, "lower");
+    m["trim"] = s1([](std::string s) {
+      const auto b = s.find_first_not_of(" \t\r\n");
+      if (b == std::string::npos) return std::string();
+      return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+    }, "trim");
+    m["concat"] = {1, 64, [](const Node&, std::vector<Value>& a) -> Result<Value> {
+                     std::string out;
+                     for (const auto& v : a) out += text(v);
+                     return Value(out);
+                   }};
+    m["strlen"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                     FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "strlen"));
+                     return Value(static_cast<std::int64_t>(s.size()));
+                   }};
+    m["length"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                     if (a[0].is_array() || a[0].is_object() || a[0].is_string())
+                       return Value(static_cast<std::int64_t>(a[0].is_string() ? a[0].get<std::string>().size() : a[0].size()));
+                     return at(c, "length needs an array, object or string, got " + typeName(a[0]));
+                   }};
+    m["substr"] = {2, 3, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                     FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "substr"));
+                     FERRY_ASSIGN_OR_RETURN(double start, num(c, a[1], "substr"));
+                     const auto b = static_cast<std::size_t>(std::clamp(start, 0.0, static_cast<double>(s.size())));
+                     std::size_t len = std::string::npos;
+                     if (a.size() == 3) {
+                       FERRY_ASSIGN_OR_RETURN(double l, num(c, a[2], "substr"));
+                       len = static_cast<std::size_t>(std::max(0.0, l));
+                     }
+                     return Value(s.substr(b, len));
+                   }};
+    m["replace"] = {3, 3, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                      FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "replace"));
+                      FERRY_ASSIGN_OR_RETURN(auto from, str(c, a[1], "replace"));
+                      FERRY_ASSIGN_OR_RETURN(auto to, str(c, a[2], "replace"));
+                      if (from.empty()) return Value(s);
+                      std::string out;
+                      for (std::size_t i = 0;;) {
+                        const auto j = s.find(from, i);
+                        if (j == std::string::npos) return Value(out + s.substr(i));
+                        out += s.substr(i, j - i) + to;
+                        i = j + from.size();
+                      }
+                    }};
+    m["split"] = {2, 2, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                    FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "split"));
+                    FERRY_ASSIGN_OR_RETURN(auto sep, str(c, a[1], "split"));
+                    Value out = Value::array();
+                    if (sep.empty()) return at(c, "split needs a non-empty separator");
+                    for (std::size_t i = 0;;) {
+                      const auto j = s.find(sep, i);
+                      out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
+                      if (j == std::string::npos) return out;
+                      i = j + sep.size();
+                    }
+                  }};
+    m["regex_match"] = {2, 2, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                          FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "regex_match"));
+                          FERRY_ASSIGN_OR_RETURN(auto re, str(c, a[1], "regex_match"));
+                          try {
+                            return Value(std::regex_search(s, std::regex(re)));
+                          } catch (const std::regex_error& e) {
+                            return at(c, "regex_match: bad regular expression '" + re + "': " + e.what());
+                          }
+                        }};
+    auto n1 = [](double (*op)(double), const char* name) {
+      return Function{1, 1, [op, name](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                        FERRY_ASSIGN_OR_RETURN(double d, num(c, a[0], name));
+                        return numberValue(op(d));
+                      }};
+    };
+    m["abs"] = n1([](double d) { return std::fabs(d); }, "abs");
+    m["floor"] = n1([](double d) { return std::floor(d); }, "floor");
+    m["ceil"] = n1([](double d) { return std::ceil(d); }, "ceil");
+    m["round"] = n1([](double d) { return std::round(d); }, "round");
+    m["sqrt"] = n1([](double d) { return std::sqrt(d); }, "sqrt");
+    m["power"] = {2, 2, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                    FERRY_ASSIGN_OR_RETURN(double x, num(c, a[0], "power"));
+                    FERRY_ASSIGN_OR_RETURN(double y, num(c, a[1], "power"));
+                    return numberValue(std::pow(x, y));
+                  }};
+    m["str"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> { return Value(text(a[0])); }};
+    auto toNumber = [](const Node& c, const Value& v, const char* name) -> Result<double> {
+      if (v.is_number()) return v.get<double>();
+      if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+      if (v.is_string()) {
+        const std::string s = v.get<std::string>();
+        char* end = nullptr;
+        const double d = std::strtod(s.c_str(), &end);
+        if (!s.empty() && end == s.c_str() + s.size()) return d;
+      }
+      return at(c, std::string("cannot cast ") + typeName(v) + " " + text(v) + " to " + name);
+    };
+    m["int"] = {1, 1, [toNumber](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                  FERRY_ASSIGN_OR_RETURN(double d, toNumber(c, a[0], "int"));
+                  return Value(static_cast<std::int64_t>(std::trunc(d)));
+                }};
+    m["float"] = {1, 1, [toNumber](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                    FERRY_ASSIGN_OR_RETURN(double d, toNumber(c, a[0], "float"));
+                    return Value(d);
+                  }};
+    m["bool"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                   if (a[0].is_boolean()) return a[0];
+                   if (a[0].is_string() && (a[0] == "true" || a[0] == "false")) return Value(a[0] == "true");
+                   if (a[0].is_number()) return Value(a[0].get<double>() != 0);
+                   return at(c, "cannot cast " + typeName(a[0]) + " to bool");
+                 }};
+    m["is_null"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> { return Value(a[0].is_null()); }};
+    m["is_num"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> { return Value(a[0].is_number()); }};
+    m["is_str"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> { return Value(a[0].is_string()); }};
+    m["coalesce"] = {1, 64, [](const Node&, std::vector<Value>& a) -> Result<Value> {
+                       for (auto& v : a)
+                         if (!v.is_null()) return v;
+                       return Value();
+                     }};
+    m["nth"] = {2, 2, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                  FERRY_ASSIGN_OR_RETURN(double i, num(c, a[0], "nth"));
+                  if (!a[1].is_array()) return at(c, "nth needs an array, got " + typeName(a[1]));
+                  const auto k = static_cast<std::int64_t>(i);
+                  if (k < 1 || k > static_cast<std::int64_t>(a[1].size())) return Value();
+                  return a[1][static_cast<std::size_t>(k - 1)];
+                }};
+    m["json_decode"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                          FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "json_decode"));
+                          auto j = Value::parse(s, nullptr, false);
+                          if (j.is_discarded()) return at(c, "json_decode: not JSON");
+                          return j;
+                        }};
+    m["json_encode"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> {
+                          return Value(a[0].dump(-1, ' ', false, Value::error_handler_t::replace));
+                        }};
+    m["now_timestamp"] = {0, 0, [](const Node&, std::vector<Value>&) -> Result<Value> {
+                            return Value(static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count()));
+                          }};
+    m["unix_ts_to_rfc3339"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                                 FERRY_ASSIGN_OR_RETURN(double ms, num(c, a[0], "unix_ts_to_rfc3339"));
+                                 const auto t = static_cast<std::time_t>(std::floor(ms / 1000));
+                                 std::tm tm{};
+                                 gmtime_r(&t, &tm);
+                                 char buf[96];
+                                 std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                                               tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                                               static_cast<int>(std::fmod(std::fmod(ms, 1000) + 1000, 1000)));
+                                 return Value(std::string(buf));
+                               }};
+    return m;
+  }();
+  return f;
+}
+
+const char* const kNames[] = {"payload", "topic", "levels", "key", "headers", "timestamp", "qos", "clientid"};
+
+Status check(const Node& n, const std::vector<std::string>& aliases) {
+  switch (n.kind) {
+    case NodeKind::kName: {
+      for (const char* k : kNames)
+        if (n.text == k) return Status::ok();
+      for (const auto& a : aliases)
+        if (n.text == a) return Status::ok();
+      return at(n, "unknown name '" + n.text + "' (payload, topic, levels, key, headers, timestamp, qos, clientid" +
+                       (aliases.empty() ? std::string() : ", " + aliases.front()) + ")");
+    }
+    case NodeKind::kCall: {
+      auto it = functions().find(n.text);
+      if (it == functions().end()) return at(n, "unknown function '" + n.text + "'");
+      const int argc = static_cast<int>(n.kids.size());
+      if (argc < it->second.minArgs || argc > it->second.maxArgs)
+        return at(n, n.text + " takes " +
+                         (it->second.minArgs == it->second.maxArgs
+                              ? std::to_string(it->second.minArgs)
+                              : std::to_string(it->second.minArgs) + " to " + std::to_string(it->second.maxArgs)) +
+                         " argument(s), not " + std::to_string(argc));
+      break;
+    }
+    default:
+      break;
+  }
+  for (const auto& k : n.kids) FERRY_RETURN_IF_ERROR(check(*k, aliases));
+  return Status::ok();
+}
+
+// One evaluation: the record, the payload parsed at most once, the FOREACH element.
+class Eval {
+ public:
+  explicit Eval(const Record& r) : r_(r) {}
+  std::string alias;
+  const Value* element = nullptr;
+
+  const std::string& topic() {
+    if (!topic_) {
+      const Header* h = r_.headers.last("mqtt.topic");
+      topic_ = h ? std::string(h->value.view()) : r_.topic;
+    }
+    return *topic_;
+  }
+
+  Result<Value> name(const Node& n) {
+    const std::string& k = n.text;
+    if (element && k == alias) return *element;
+    if (k == "payload") {
+      if (!payload_) {
+        if (r_.value.isNull()) {
+          payload_ = Value();
+        } else {
+          auto j = Value::parse(r_.value.view(), nullptr, false);
+          payload_ = j.is_discarded() ? Value(std::string(r_.value.view())) : std::move(j);
+        }
+      }
+      return *payload_;
+    }
+    if (k == "topic") return Value(topic());
+    if (k == "levels") {
+      Value out = Value::array();
+      const std::string& t = topic();
+      for (std::size_t i = 0;;) {
+        const auto j = t.find('/', i);
+        out.push_back(t.substr(i, j == std::string::npos ? std::string::npos : j - i));
+        if (j == std::string::npos) return out;
+        i = j + 1;
+      }
+    }
+    if (k == "key") return r_.key.isNull() ? Value() : Value(std::string(r_.key.view()));
+    if (k == "timestamp") return Value(r_.timestampMs);
+    if (k == "headers") {
+      Value out = Value::object();
+      for (const auto& h : r_.headers) out[h.key] = std::string(h.value.view());
+      return out;
+    }
+    if (k == "qos") {
+      const Header* h = r_.headers.last("mqtt.qos");
+      if (!h) return Value();
+      return Value(static_cast<std::int64_t>(std::atoi(std::string(h->value.view()).c_str())));
+    }
+    if (k == "clientid") {
+      const Header* h = r_.headers.last("mqtt.client.id");
+      if (!h) h = r_.headers.last("clientid");
+      return h ? Value(std::string(h->value.view())) : Value();
+    }
+    return at(n, "unknown name '" + k + "'");
+  }
+
+  Result<Value> eval(const Node& n) {
+    switch (n.kind) {
+      case NodeKind::kNull: return Value();
+      case NodeKind::kBool: return Value(n.boolean);
+      case NodeKind::kNumber: return n.integral ? Value(n.integer) : Value(n.number);
+      case NodeKind::kString: return Value(n.text);
+      case NodeKind::kName: return name(n);
+      case NodeKind::kField: {
+        FERRY_ASSIGN_OR_RETURN(Value base, eval(*n.kids[0]));
+        if (!base.is_object()) return Value();  // a missing path is null (WHERE on it is false)
+        auto it = base.find(n.text);
+        return it == base.end() ? Value() : *it;
+      }
+      case NodeKind::kIndex: {
+        FERRY_ASSIGN_OR_RETURN(Value base, eval(*n.kids[0]));
+        FERRY_ASSIGN_OR_RETURN(Value idx, eval(*n.kids[1]));
+        if (base.is_array() && idx.is_number_integer()) {
+          const auto i = idx.get<std::int64_t>();  // 1-based, as in EMQX
+          if (i < 1 || i > static_cast<std::int64_t>(base.size())) return Value();
+          return base[static_cast<std::size_t>(i - 1)];
+        }
+        if (base.is_object() && idx.is_string()) {
+          auto it = base.find(idx.get<std::string>());
+          return it == base.end() ? Value() : *it;
+        }
+        return Value();
+      }
+      case NodeKind::kCall: {
+        std::vector<Value> args;
+        args.reserve(n.kids.size());
+        for (const auto& k : n.kids) {
+          FERRY_ASSIGN_OR_RETURN(Value v, eval(*k));
+          args.push_back(std::move(v));
+        }
+        return functions().at(n.text).fn(n, args);
+      }
+      case NodeKind::kUnary: {
+        FERRY_ASSIGN_OR_RETURN(Value v, eval(*n.kids[0]));
+        if (n.text == "not") return Value(!truthy(v));
+        if (v.is_number_integer()) return Value(-v.get<std::int64_t>());
+        if (v.is_number()) return Value(-v.get<double>());
+        return at(n, "cannot negate " + typeName(v));
+      }
+      case NodeKind::kBinary: return binary(n);
+      case NodeKind::kCase: {
+        std::size_t i = 0;
+        Value subject;
+        if (n.hasSubject) {
+          FERRY_ASSIGN_OR_RETURN(subject, eval(*n.kids[0]));
+          i = 1;
+        }
+        const std::size_t pairsEnd = n.kids.size() - (n.hasElse ? 1 : 0);
+        for (; i + 1 < pairsEnd; i += 2) {
+          FERRY_ASSIGN_OR_RETURN(Value w, eval(*n.kids[i]));
+          if (n.hasSubject ? w == subject : truthy(w)) return eval(*n.kids[i + 1]);
+        }
+        if (n.hasElse) return eval(*n.kids.back());
+        return Value();
+      }
+    }
+    return Value();
+  }
+
+ private:
+  Result<Value> binary(const Node& n) {
+    const std::string& op = n.text;
+    if (op == "and" || op == "or") {  // short-circuit
+      FERRY_ASSIGN_OR_RETURN(Value l, eval(*n.kids[0]));
+      if (op == "and" && !truthy(l)) return Value(false);
+      if (op == "or" && truthy(l)) return Value(true);
+      FERRY_ASSIGN_OR_RETURN(Value r, eval(*n.kids[1]));
+      return Value(truthy(r));
+    }
+    FERRY_ASSIGN_OR_RETURN(Value l, eval(*n.kids[0]));
+    FERRY_ASSIGN_OR_RETURN(Value r, eval(*n.kids[1]));
+    if (op == "=" || op == "!=") {
+      bool eq = (l.is_number() && r.is_number()) ? l.get<double>() == r.get<double>() : l == r;
+      return Value(op == "=" ? eq : !eq);
+    }
+    if (op == "<" || op == "<=" || op == ">" || op == ">=") {
+      int c;
+      if (l.is_number() && r.is_number()) {
+        const double a = l.get<double>(), b = r.get<double>();
+        c = a < b ? -1 : a > b ? 1 : 0;
+      } else if (l.is_string() && r.is_string()) {
+        c = l.get<std::string>().compare(r.get<std::string>());
+      } else {
+        return Value(false);  // null or mixed types compare false (a missing field filters out)
+      }
+      return Value(op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0);
+    }
+    if (op == "+" && l.is_string() && r.is_string()) return Value(l.get<std::string>() + r.get<std::string>());
+    if (!l.is_number() || !r.is_number())
+      return at(n, "'" + op + "' needs numbers, got " + typeName(l) + " and " + typeName(r));
+    const bool ints = l.is_number_integer() && r.is_number_integer();
+    if (op == "+") return ints ? Value(l.get<std::int64_t>() + r.get<std::int64_t>()) : Value(l.get<double>() + r.get<double>());
+    if (op == "-") return ints ? Value(l.get<std::int64_t>() - r.get<std::int64_t>()) : Value(l.get<double>() - r.get<double>());
+    if (op == "*") return ints ? Value(l.get<std::int64_t>() * r.get<std::int64_t>()) : Value(l.get<double>() * r.get<double>());
+    if (op == "/") {
+      if (r.get<double>() == 0) return at(n, "division by zero");
+      return Value(l.get<double>() / r.get<double>());
+    }
+    if (!ints) return at(n, "'" + op + "' needs integers");
+    if (r.get<std::int64_t>() == 0) return at(n, "division by zero");
+    if (op == "div") return Value(l.get<std::int64_t>() / r.get<std::int64_t>());
+    return Value(l.get<std::int64_t>() % r.get<std::int64_t>());
+  }
+
+  const Record& r_;
+  std::optional<std::string> topic_;
+  std::optional<Value> payload_;
+};
+
+Result<Value> selectRow(Eval& e, const std::vector<SelectItem>& items) {
+  Value row = Value::object();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto& item = items[i];
+    if (!item.expr) {  // '*': the event's fields
+      for (const char* k : {"payload", "topic", "key", "headers", "timestamp", "qos", "clientid"}) {
+        Node n;
+        n.kind = NodeKind::kName;
+        n.text = k;
+        FERRY_ASSIGN_OR_RETURN(Value v, e.name(n));
+        row[k] = std::move(v);
+      }
+      continue;
+    }
+    FERRY_ASSIGN_OR_RETURN(Value v, e.eval(*item.expr));
+    row[item.alias.empty() ? "col" + std::to_string(i + 1) : item.alias] = std::move(v);
+  }
+  return row;
+}
+
+}  // namespace
+
+Result<CompiledRule> CompiledRule::compile(std::string_view text) {
+  FERRY_ASSIGN_OR_RETURN(Rule r, parseRule(text));
+  const std::vector<std::string> none;
+  const std::vector<std::string> alias{r.foreachAlias};
+  for (const auto& item : r.select)
+    if (item.expr) FERRY_RETURN_IF_ERROR(check(*item.expr, r.foreach ? alias : none));
+  if (r.foreachExpr) FERRY_RETURN_IF_ERROR(check(*r.foreachExpr, none));
+  if (r.incase) FERRY_RETURN_IF_ERROR(check(*r.incase, alias));
+  if (r.where) FERRY_RETURN_IF_ERROR(check(*r.where, none));
+  CompiledRule c;
+  c.rule_ = std::make_shared<const Rule>(std::move(r));
+  return c;
+}
+
+Result<RuleOutput> CompiledRule::evaluate(const Record& record) const {
+  RuleOutput out;
+  Eval e(record);
+  bool from = false;
+  for (const auto& f : rule_->from) from = from || topicMatches(f, e.topic());
+  if (!from) return out;
+  if (rule_->where) {
+    FERRY_ASSIGN_OR_RETURN(Value w, e.eval(*rule_->where));
+    if (!truthy(w)) return out;
+  }
+  out.matched = true;
+  if (!rule_->foreach) {
+    FERRY_ASSIGN_OR_RETURN(Value row, selectRow(e, rule_->select));
+    out.rows.push_back(std::move(row));
+    return out;
+  }
+  FERRY_ASSIGN_OR_RETURN(Value list, e.eval(*rule_->foreachExpr));
+  if (!list.is_array()) return at(*rule_->foreachExpr, "FOREACH needs an array, got " + typeName(list));
+  e.alias = rule_->foreachAlias;
+  for (const auto& el : list) {
+    e.element = &el;
+    if (rule_->incase) {
+      FERRY_ASSIGN_OR_RETURN(Value keep, e.eval(*rule_->incase));
+      if (!truthy(keep)) continue;
+    }
+    if (rule_->select.empty()) {
+      out.rows.push_back(el);
+      continue;
+    }
+    FERRY_ASSIGN_OR_RETURN(Value row, selectRow(e, rule_->select));
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace ferry::transforms::rules
