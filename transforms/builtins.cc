@@ -9,6 +9,7 @@
 #include "transforms/predicates.h"
 #include "transforms/record_transforms.h"
 #include "transforms/rules/rule_transform.h"
+#include "transforms/structure_transforms.h"
 
 namespace ferry::transforms {
 namespace {
@@ -32,6 +33,10 @@ FERRY_KAFKA_ALIAS(kTimestampRouter, "org.apache.kafka.connect.transforms.Timesta
 FERRY_KAFKA_ALIAS(kInsertHeader, "org.apache.kafka.connect.transforms.InsertHeader");
 FERRY_KAFKA_ALIAS(kDropHeaders, "org.apache.kafka.connect.transforms.DropHeaders");
 FERRY_KAFKA_ALIAS(kFilter, "org.apache.kafka.connect.transforms.Filter");
+FERRY_KAFKA_ALIAS(kFlattenValue, "org.apache.kafka.connect.transforms.Flatten$Value");
+FERRY_KAFKA_ALIAS(kFlattenKey, "org.apache.kafka.connect.transforms.Flatten$Key");
+FERRY_KAFKA_ALIAS(kCastValue, "org.apache.kafka.connect.transforms.Cast$Value");
+FERRY_KAFKA_ALIAS(kCastKey, "org.apache.kafka.connect.transforms.Cast$Key");
 FERRY_KAFKA_ALIAS(kTopicNameMatches, "org.apache.kafka.connect.transforms.predicates.TopicNameMatches");
 FERRY_KAFKA_ALIAS(kHasHeaderKey, "org.apache.kafka.connect.transforms.predicates.HasHeaderKey");
 FERRY_KAFKA_ALIAS(kRecordIsTombstone, "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone");
@@ -85,6 +90,10 @@ constexpr PluginEntry kEntries[] = {
     transform<InsertHeader>("InsertHeader", kInsertHeader, "Adds a header with a fixed value"),
     transform<DropHeaders>("DropHeaders", kDropHeaders, "Removes headers by name"),
     transform<Filter>("Filter", kFilter, "Drops records (use with a predicate)"),
+    transform<Sided<Flatten, false>>("Flatten$Value", kFlattenValue, "Flattens nested JSON objects of the value"),
+    transform<Sided<Flatten, true>>("Flatten$Key", kFlattenKey, "Flattens nested JSON objects of the key"),
+    transform<Sided<Cast, false>>("Cast$Value", kCastValue, "Casts the value or fields of it to another type"),
+    transform<Sided<Cast, true>>("Cast$Key", kCastKey, "Casts the key or fields of it to another type"),
     transform<RuleTransform>("Rule", kRule,
                              "An EMQX-style rule: SELECT ... FROM \"<MQTT topic filter>\" WHERE ...; "
                              "keeps matching records with the selected fields as a JSON value"),

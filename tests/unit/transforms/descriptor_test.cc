@@ -24,7 +24,8 @@ TEST(TransformDescriptor, ListsEveryClassOnce) {
       "ReplaceField$Value", "ReplaceField$Key", "MaskField$Value", "MaskField$Key",
       "ExtractField$Value", "ExtractField$Key", "ValueToKey", "RegexRouter", "TimestampRouter",
       "InsertHeader", "DropHeaders", "Filter", "TopicNameMatches", "HasHeaderKey",
-      "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter", "Rule"};
+      "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter", "Rule",
+      "Flatten$Value", "Flatten$Key", "Cast$Value", "Cast$Key"};
   EXPECT_EQ(std::set<std::string>(classes.begin(), classes.end()), expected);
   EXPECT_EQ(classes.size(), expected.size());
 }
