@@ -10,6 +10,7 @@
 #include "transforms/record_transforms.h"
 #include "transforms/rules/rule_transform.h"
 #include "transforms/structure_transforms.h"
+#include "transforms/iot_transforms.h"
 
 namespace ferry::transforms {
 namespace {
@@ -37,6 +38,12 @@ FERRY_KAFKA_ALIAS(kFlattenValue, "org.apache.kafka.connect.transforms.Flatten$Va
 FERRY_KAFKA_ALIAS(kFlattenKey, "org.apache.kafka.connect.transforms.Flatten$Key");
 FERRY_KAFKA_ALIAS(kCastValue, "org.apache.kafka.connect.transforms.Cast$Value");
 FERRY_KAFKA_ALIAS(kCastKey, "org.apache.kafka.connect.transforms.Cast$Key");
+FERRY_KAFKA_ALIAS(kHeaderFromValue, "org.apache.kafka.connect.transforms.HeaderFrom$Value");
+FERRY_KAFKA_ALIAS(kHeaderFromKey, "org.apache.kafka.connect.transforms.HeaderFrom$Key");
+FERRY_KAFKA_ALIAS(kDecodeValue, "io.ferry.transforms.DecodePayload$Value");  // no Kafka Connect counterpart
+FERRY_KAFKA_ALIAS(kDecodeKey, "io.ferry.transforms.DecodePayload$Key");
+FERRY_KAFKA_ALIAS(kTopicLevelRouter, "io.ferry.transforms.TopicLevelRouter");
+FERRY_KAFKA_ALIAS(kSample, "io.ferry.transforms.Sample");
 FERRY_KAFKA_ALIAS(kTopicNameMatches, "org.apache.kafka.connect.transforms.predicates.TopicNameMatches");
 FERRY_KAFKA_ALIAS(kHasHeaderKey, "org.apache.kafka.connect.transforms.predicates.HasHeaderKey");
 FERRY_KAFKA_ALIAS(kRecordIsTombstone, "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone");
@@ -94,6 +101,12 @@ constexpr PluginEntry kEntries[] = {
     transform<Sided<Flatten, true>>("Flatten$Key", kFlattenKey, "Flattens nested JSON objects of the key"),
     transform<Sided<Cast, false>>("Cast$Value", kCastValue, "Casts the value or fields of it to another type"),
     transform<Sided<Cast, true>>("Cast$Key", kCastKey, "Casts the key or fields of it to another type"),
+    transform<Sided<HeaderFrom, false>>("HeaderFrom$Value", kHeaderFromValue, "Copies or moves fields of the value into headers"),
+    transform<Sided<HeaderFrom, true>>("HeaderFrom$Key", kHeaderFromKey, "Copies or moves fields of the key into headers"),
+    transform<Sided<DecodePayload, false>>("DecodePayload$Value", kDecodeValue, "Decodes base64 or hex text in the value"),
+    transform<Sided<DecodePayload, true>>("DecodePayload$Key", kDecodeKey, "Decodes base64 or hex text in the key"),
+    transform<TopicLevelRouter>("TopicLevelRouter", kTopicLevelRouter, "Routes by levels of the MQTT topic"),
+    transform<Sample>("Sample", kSample, "Keeps one record in N"),
     transform<RuleTransform>("Rule", kRule,
                              "An EMQX-style rule: SELECT ... FROM \"<MQTT topic filter>\" WHERE ...; "
                              "keeps matching records with the selected fields as a JSON value"),

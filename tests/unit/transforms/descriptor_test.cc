@@ -25,7 +25,8 @@ TEST(TransformDescriptor, ListsEveryClassOnce) {
       "ExtractField$Value", "ExtractField$Key", "ValueToKey", "RegexRouter", "TimestampRouter",
       "InsertHeader", "DropHeaders", "Filter", "TopicNameMatches", "HasHeaderKey",
       "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter", "Rule",
-      "Flatten$Value", "Flatten$Key", "Cast$Value", "Cast$Key"};
+      "Flatten$Value", "Flatten$Key", "Cast$Value", "Cast$Key", "HeaderFrom$Value", "HeaderFrom$Key",
+      "DecodePayload$Value", "DecodePayload$Key", "TopicLevelRouter", "Sample"};
   EXPECT_EQ(std::set<std::string>(classes.begin(), classes.end()), expected);
   EXPECT_EQ(classes.size(), expected.size());
 }

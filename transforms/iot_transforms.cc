@@ -1,0 +1,231 @@
+// HeaderFrom, DecodePayload, TopicLevelRouter, Sample (see iot_transforms.h).
+#include "transforms/iot_transforms.h"
+
+#include <cstdlib>
+
+namespace ferry::transforms {
+namespace {
+
+Result<std::string> decodeBase64(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  std::size_t i = 0;
+  for (; i < in.size() && in[i] != '='; ++i) {
+    if (in[i] == '\n' || in[i] == '\r') continue;
+    const int v = val(in[i]);
+    if (v < 0) return Status::invalidArgument("not base64 (character " + std::to_string(i + 1) + ")");
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  for (; i < in.size(); ++i)
+    if (in[i] != '=' && in[i] != '\n' && in[i] != '\r') return Status::invalidArgument("not base64 (data after '=')");
+  if (bits >= 6) return Status::invalidArgument("not base64 (truncated)");
+  return out;
+}
+
+Result<std::string> decodeHex(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (in.size() % 2) return Status::invalidArgument("not hex (odd length)");
+  std::string out;
+  out.reserve(in.size() / 2);
+  for (std::size_t i = 0; i < in.size(); i += 2) {
+    const int a = val(in[i]), b = val(in[i + 1]);
+    if (a < 0 || b < 0) return Status::invalidArgument("not hex (character " + std::to_string(i + (a < 0 ? 1 : 2)) + ")");
+    out.push_back(static_cast<char>(a * 16 + b));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// HeaderFrom
+
+const ConfigDef& HeaderFrom::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("fields", ConfigType::kList, std::nullopt, Importance::kHigh, "Fields to copy or move into headers.",
+             validators::nonEmptyList());
+    d.define("headers", ConfigType::kList, std::nullopt, Importance::kHigh,
+             "Header names, one per field, in the same order.", validators::nonEmptyList());
+    d.define("operation", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "copy (the field stays) or move (the field is removed).", validators::oneOf({"copy", "move"}));
+    return d;
+  }();
+  return def;
+}
+
+Status HeaderFrom::configure(const StringMap& config) {
+  ParsedConfig p;
+  FERRY_RETURN_IF_ERROR(parse(definition(), config, p));
+  fields_ = p.getList("fields");
+  headers_ = p.getList("headers");
+  if (fields_.size() != headers_.size())
+    return Status::invalidArgument(name_ + ": 'fields' and 'headers' must have the same number of entries (" +
+                                   std::to_string(fields_.size()) + " and " + std::to_string(headers_.size()) + ")");
+  move_ = p.getString("operation") == "move";
+  return Status::ok();
+}
+
+Result<bool> HeaderFrom::apply(Record& record) {
+  Bytes& b = target(record);
+  if (b.isNull()) return true;
+  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  for (std::size_t i = 0; i < fields_.size(); ++i) {
+    auto it = obj.find(fields_[i]);
+    if (it == obj.end()) continue;
+    record.headers.add(headers_[i], std::string_view(it->is_string() ? it->get<std::string>() : dumpJson(*it)));
+    if (move_) obj.erase(it);
+  }
+  if (move_) b = toBytes(obj);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DecodePayload
+
+const ConfigDef& DecodePayload::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("encoding", ConfigType::kString, "base64", Importance::kHigh,
+             "base64 (standard or URL-safe alphabet, padding optional) or hex.", validators::oneOf({"base64", "hex"}));
+    return d;
+  }();
+  return def;
+}
+
+Status DecodePayload::configure(const StringMap& config) {
+  ParsedConfig p;
+  FERRY_RETURN_IF_ERROR(parse(definition(), config, p));
+  hex_ = p.getString("encoding") == "hex";
+  return Status::ok();
+}
+
+Result<bool> DecodePayload::apply(Record& record) {
+  Bytes& b = target(record);
+  if (b.isNull()) return true;
+  auto d = hex_ ? decodeHex(b.view()) : decodeBase64(b.view());
+  if (!d.isOk())
+    return Status::invalidArgument(name_ + ": the " + side() + " of a record in topic '" + record.topic +
+                                   "' is " + d.status().message());
+  b = Bytes(std::move(*d));
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TopicLevelRouter
+
+const ConfigDef& TopicLevelRouter::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("topic.format", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "The new topic: text with ${level1}, ${level2}, ... (levels of the MQTT topic) and ${topic}.",
+             validators::nonEmptyString());
+    return d;
+  }();
+  return def;
+}
+
+Status TopicLevelRouter::configure(const StringMap& config) {
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "TopicLevelRouter"));
+  const std::string f = p.getString("topic.format");
+  parts_.clear();
+  std::size_t i = 0;
+  while (i < f.size()) {
+    const std::size_t open = f.find("${", i);
+    if (open == std::string::npos) {
+      parts_.push_back({f.substr(i), 0});
+      break;
+    }
+    if (open > i) parts_.push_back({f.substr(i, open - i), 0});
+    const std::size_t close = f.find('}', open);
+    if (close == std::string::npos)
+      return Status::invalidArgument("TopicLevelRouter: topic.format: unterminated ${ at " + std::to_string(open + 1));
+    const std::string name = f.substr(open + 2, close - open - 2);
+    if (name == "topic") {
+      parts_.push_back({"", -1});
+    } else if (name.rfind("level", 0) == 0 && name.size() > 5 &&
+               name.find_first_not_of("0123456789", 5) == std::string::npos && std::atoi(name.c_str() + 5) >= 1) {
+      parts_.push_back({"", std::atoi(name.c_str() + 5)});
+    } else {
+      return Status::invalidArgument("TopicLevelRouter: topic.format: unknown placeholder ${" + name +
+                                     "} (${topic}, ${level1}, ${level2}, ...)");
+    }
+    i = close + 1;
+  }
+  return Status::ok();
+}
+
+Result<bool> TopicLevelRouter::apply(Record& record) {
+  const Header* h = record.headers.last("mqtt.topic");
+  const std::string_view mqtt = h ? h->value.view() : std::string_view(record.topic);
+  std::vector<std::string_view> levels;
+  for (std::size_t i = 0;;) {
+    const std::size_t j = mqtt.find('/', i);
+    levels.push_back(mqtt.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  std::string out;
+  for (const auto& p : parts_) {
+    if (p.level == 0) {
+      out += p.text;
+    } else if (p.level < 0) {
+      out += record.topic;
+    } else {
+      if (p.level > static_cast<int>(levels.size()))
+        return Status::invalidArgument("TopicLevelRouter: topic '" + std::string(mqtt) + "' has " +
+                                       std::to_string(levels.size()) + " level(s), the format needs level " +
+                                       std::to_string(p.level));
+      out += levels[static_cast<std::size_t>(p.level - 1)];
+    }
+  }
+  for (auto& c : out)
+    if (c == '/' || c == '+' || c == '#' || c == ' ') c = '_';
+  if (out.empty()) return Status::invalidArgument("TopicLevelRouter: the new topic is empty");
+  record.topic = std::move(out);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sample
+
+const ConfigDef& Sample::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("every", ConfigType::kLong, std::nullopt, Importance::kHigh,
+             "Keep one record in this many (the first, then every N-th after it); 1 keeps all.",
+             validators::atLeast(1));
+    return d;
+  }();
+  return def;
+}
+
+Status Sample::configure(const StringMap& config) {
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "Sample"));
+  every_ = p.getLong("every");
+  seen_ = 0;
+  return Status::ok();
+}
+
+Result<bool> Sample::apply(Record&) { return seen_++ % every_ == 0; }
+
+}  // namespace ferry::transforms
