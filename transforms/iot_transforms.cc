@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "transforms/mqtt_topic.h"
+
 namespace ferry::transforms {
 namespace {
 
@@ -175,15 +177,8 @@ Status TopicLevelRouter::configure(const StringMap& config) {
 }
 
 Result<bool> TopicLevelRouter::apply(Record& record) {
-  const Header* h = record.headers.last("mqtt.topic");
-  const std::string_view mqtt = h ? h->value.view() : std::string_view(record.topic);
-  std::vector<std::string_view> levels;
-  for (std::size_t i = 0;;) {
-    const std::size_t j = mqtt.find('/', i);
-    levels.push_back(mqtt.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
-    if (j == std::string_view::npos) break;
-    i = j + 1;
-  }
+  const std::string_view mqtt = mqttTopic(record);
+  const std::vector<std::string_view> levels = topicLevels(mqtt);
   std::string out;
   for (const auto& p : parts_) {
     if (p.level == 0) {

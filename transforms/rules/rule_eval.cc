@@ -260,13 +260,7 @@ class Eval {
   std::string alias;
   const Value* element = nullptr;
 
-  const std::string& topic() {
-    if (!topic_) {
-      const Header* h = r_.headers.last("mqtt.topic");
-      topic_ = h ? std::string(h->value.view()) : r_.topic;
-    }
-    return *topic_;
-  }
+  std::string_view topic() const { return mqttTopic(r_); }
 
   Result<Value> name(const Node& n) {
     const std::string& k = n.text;
@@ -282,16 +276,11 @@ class Eval {
       }
       return *payload_;
     }
-    if (k == "topic") return Value(topic());
+    if (k == "topic") return Value(std::string(topic()));
     if (k == "levels") {
       Value out = Value::array();
-      const std::string& t = topic();
-      for (std::size_t i = 0;;) {
-        const auto j = t.find('/', i);
-        out.push_back(t.substr(i, j == std::string::npos ? std::string::npos : j - i));
-        if (j == std::string::npos) return out;
-        i = j + 1;
-      }
+      for (std::string_view l : topicLevels(topic())) out.push_back(std::string(l));
+      return out;
     }
     if (k == "key") return r_.key.isNull() ? Value() : Value(std::string(r_.key.view()));
     if (k == "timestamp") return Value(r_.timestampMs);
@@ -422,7 +411,6 @@ class Eval {
   }
 
   const Record& r_;
-  std::optional<std::string> topic_;
   std::optional<Value> payload_;
 };
 
@@ -465,9 +453,8 @@ Result<CompiledRule> CompiledRule::compile(std::string_view text) {
 Result<RuleOutput> CompiledRule::evaluate(const Record& record) const {
   RuleOutput out;
   Eval e(record);
-  bool from = false;
-  for (const auto& f : rule_->from) from = from || topicMatches(f, e.topic());
-  if (!from) return out;
+  for (const auto& f : rule_->from) out.fromMatched = out.fromMatched || topicMatches(f, e.topic());
+  if (!out.fromMatched) return out;
   if (rule_->where) {
     FERRY_ASSIGN_OR_RETURN(Value w, e.eval(*rule_->where));
     if (!truthy(w)) return out;

@@ -24,7 +24,8 @@ namespace ferry::transforms::rules {
 using Value = nlohmann::ordered_json;
 
 struct RuleOutput {
-  bool matched = false;       // FROM matched and WHERE held
+  bool fromMatched = false;   // the topic matched a FROM filter
+  bool matched = false;       // ... and WHERE held
   std::vector<Value> rows;    // SELECT: one object; FOREACH: one per element kept by INCASE
 };
 

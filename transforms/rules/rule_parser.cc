@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -259,26 +260,35 @@ class Parser {
     if (depth_ > kMaxDepth) return tooDeep();
     return orExpr();
   }
-  Result<NodeP> binaryChain(Result<NodeP> (Parser::*sub)(), const std::vector<std::string>& ops, bool keywords) {
+  // A binary operator: a keyword (AND, DIV, ...) or a symbol, and the name the tree uses.
+  struct Op {
+    bool keyword;
+    const char* token;
+    const char* name;
+  };
+  // One precedence level: sub (op sub)*, left-associative; `chained` false allows one operator
+  // (comparisons: a < b < c is an error at the second '<').
+  Result<NodeP> binaryLevel(Result<NodeP> (Parser::*sub)(), std::initializer_list<Op> ops, bool chained = true) {
     FERRY_ASSIGN_OR_RETURN(NodeP left, (this->*sub)());
     for (;;) {
-      std::string op;
-      for (const auto& o : ops)
-        if ((keywords && isKw(o.c_str())) || (!keywords && isSym(o.c_str()))) op = o;
-      if (op.empty()) return left;
+      const Op* found = nullptr;
+      for (const Op& o : ops)
+        if (o.keyword ? isKw(o.token) : isSym(o.token)) found = &o;
+      if (found == nullptr) return left;
       const Token at = next();
       FERRY_ASSIGN_OR_RETURN(NodeP right, (this->*sub)());
       NodeP n = make(NodeKind::kBinary, at);
-      n->text = keywords ? std::string(op == "DIV" ? "div" : op == "MOD" ? "%" : op == "AND" ? "and" : "or") : op;
-      n->line = left->line;
+      n->text = found->name;
+      n->line = left->line;  // an expression is where it starts
       n->column = left->column;
       n->kids.push_back(std::move(left));
       n->kids.push_back(std::move(right));
       left = std::move(n);
+      if (!chained) return left;
     }
   }
-  Result<NodeP> orExpr() { return binaryChain(&Parser::andExpr, {"OR"}, true); }
-  Result<NodeP> andExpr() { return binaryChain(&Parser::notExpr, {"AND"}, true); }
+  Result<NodeP> orExpr() { return binaryLevel(&Parser::andExpr, {{true, "OR", "or"}}); }
+  Result<NodeP> andExpr() { return binaryLevel(&Parser::notExpr, {{true, "AND", "and"}}); }
   Result<NodeP> notExpr() {
     Depth guard(depth_);
     if (depth_ > kMaxDepth) return tooDeep();
@@ -293,40 +303,15 @@ class Parser {
     return comparison();
   }
   Result<NodeP> comparison() {
-    FERRY_ASSIGN_OR_RETURN(NodeP left, additive());
-    for (const char* op : {"=", "!=", "<", "<=", ">", ">="})
-      if (isSym(op)) {
-        const Token at = next();
-        FERRY_ASSIGN_OR_RETURN(NodeP right, additive());
-        NodeP n = make(NodeKind::kBinary, at);
-        n->text = op;
-        n->line = left->line;
-        n->column = left->column;
-        n->kids.push_back(std::move(left));
-        n->kids.push_back(std::move(right));
-        return n;
-      }
-    return left;
+    return binaryLevel(&Parser::additive,
+                       {{false, "=", "="}, {false, "!=", "!="}, {false, "<", "<"}, {false, "<=", "<="},
+                        {false, ">", ">"}, {false, ">=", ">="}},
+                       /*chained=*/false);
   }
-  Result<NodeP> additive() { return binaryChain(&Parser::multiplicative, {"+", "-"}, false); }
+  Result<NodeP> additive() { return binaryLevel(&Parser::multiplicative, {{false, "+", "+"}, {false, "-", "-"}}); }
   Result<NodeP> multiplicative() {
-    FERRY_ASSIGN_OR_RETURN(NodeP left, unary());
-    for (;;) {
-      std::string op;
-      if (isSym("*") || isSym("/") || isSym("%")) op = peek().text;
-      else if (isKw("DIV")) op = "div";
-      else if (isKw("MOD")) op = "%";
-      if (op.empty()) return left;
-      const Token at = next();
-      FERRY_ASSIGN_OR_RETURN(NodeP right, unary());
-      NodeP n = make(NodeKind::kBinary, at);
-      n->text = op;
-      n->line = left->line;
-      n->column = left->column;
-      n->kids.push_back(std::move(left));
-      n->kids.push_back(std::move(right));
-      left = std::move(n);
-    }
+    return binaryLevel(&Parser::unary, {{false, "*", "*"}, {false, "/", "/"}, {false, "%", "%"}, {true, "DIV", "div"},
+                                        {true, "MOD", "%"}});
   }
   Result<NodeP> unary() {
     Depth guard(depth_);
@@ -477,24 +462,6 @@ class Parser {
 Result<Rule> parseRule(std::string_view text) {
   FERRY_ASSIGN_OR_RETURN(auto tokens, Lexer(text).run());
   return Parser(std::move(tokens)).rule();
-}
-
-bool topicMatches(std::string_view filter, std::string_view topic) {
-  std::size_t f = 0, t = 0;
-  for (;;) {
-    const std::size_t fe = filter.find('/', f), te = topic.find('/', t);
-    const std::string_view fl = filter.substr(f, fe == std::string_view::npos ? std::string_view::npos : fe - f);
-    const std::string_view tl = topic.substr(t, te == std::string_view::npos ? std::string_view::npos : te - t);
-    if (fl == "#") return true;
-    if (fl != "+" && fl != tl) return false;
-    if (fe == std::string_view::npos || te == std::string_view::npos) {
-      if (fe == std::string_view::npos && te == std::string_view::npos) return true;
-      // "a/#" matches "a" too (MQTT: # includes the parent level).
-      return te == std::string_view::npos && filter.substr(fe + 1) == "#";
-    }
-    f = fe + 1;
-    t = te + 1;
-  }
 }
 
 }  // namespace ferry::transforms::rules

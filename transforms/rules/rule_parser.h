@@ -6,13 +6,13 @@
 #include <string_view>
 
 #include "ferry/result.h"
+#include "transforms/mqtt_topic.h"
 #include "transforms/rules/rule_ast.h"
 
 namespace ferry::transforms::rules {
 
 Result<Rule> parseRule(std::string_view text);
 
-// An MQTT topic filter matches a topic: + one level, # the rest (only as the last level).
-bool topicMatches(std::string_view filter, std::string_view topic);
+using transforms::topicMatches;  // transforms/mqtt_topic.h
 
 }  // namespace ferry::transforms::rules

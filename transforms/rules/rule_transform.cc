@@ -2,7 +2,6 @@
 #include "transforms/rules/rule_transform.h"
 
 #include "transforms/json_util.h"
-#include "transforms/rules/rule_parser.h"
 
 namespace ferry::transforms {
 
@@ -41,14 +40,8 @@ Result<bool> RuleTransform::apply(Record& record) {
   if (!rule_) return Status::failedPrecondition("Rule: not configured");
   auto out = rule_->evaluate(record);
   if (!out.isOk()) return Status::invalidArgument("Rule on a record of " + record.topic + ": " + out.status().message());
-  if (!out->matched) {
-    // Either FROM did not match (pass or drop as configured) or WHERE failed (drop).
-    bool from = false;
-    const Header* h = record.headers.last("mqtt.topic");
-    const std::string_view topic = h ? h->value.view() : std::string_view(record.topic);
-    for (const auto& f : rule_->from()) from = from || rules::topicMatches(f, topic);
-    return from ? false : !dropUnmatched_;
-  }
+  if (!out->fromMatched) return !dropUnmatched_;
+  if (!out->matched) return false;  // WHERE failed: the rule filters it out
   if (rule_->isForeach()) {
     if (out->rows.empty()) return false;
     rules::Value arr = rules::Value::array();
