@@ -1,21 +1,21 @@
 // Field transforms (see field_transforms.h).
 //
-// Values stay bytes between transforms; each transform that needs fields parses, edits and
-// re-serialises. HoistField avoids the round trip: a value that is valid JSON is spliced into
-// the new object as its original bytes.
+// Every transform here works on the chain's parsed document (json_cache.h): the first JSON step
+// parses, the following ones edit the same document, the bytes are written once. HoistField
+// needs no document: when none is parsed yet, a value that is valid JSON is spliced into the new
+// object as its original bytes.
 #include "transforms/field_transforms.h"
 
 namespace ferry::transforms {
 
-Result<Json> SidedTransform::objectOf(const Record& r) const {
-  const Bytes& b = onKey_ ? r.key : r.value;
-  auto j = parseJson(b.view());
+Result<Json*> SidedTransform::objectOf(Record& r, JsonCache& cache) const {
+  Json* j = cache.get(r, targetSide());
   if (!j || !j->is_object())
     return Status::invalidArgument(name_ + ": the " + side() + " of a record in topic '" +
                                    r.topic + "' is not a JSON object (" +
                                    (j ? std::string("a JSON ") + j->type_name() : "not JSON") +
                                    "); this transform needs one");
-  return std::move(*j);
+  return j;
 }
 
 Status SidedTransform::parse(const ConfigDef& def, const StringMap& config,
@@ -46,9 +46,17 @@ Status HoistField::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> HoistField::apply(Record& record) {
+Result<bool> HoistField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
+  if (cache.hasDocument(record, targetSide())) {  // a JSON step came before: wrap its document
+    Json* doc = cache.get(record, targetSide());
+    Json out = Json::object();
+    out[field_] = std::move(*doc);
+    cache.set(record, targetSide(), std::move(out));
+    return true;
+  }
+  FERRY_RETURN_IF_ERROR(cache.flush(record));
   const std::string_view v = b.view();
   std::string out;
   if (isJson(v)) {
@@ -112,10 +120,11 @@ Status InsertField::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> InsertField::apply(Record& record) {
+Result<bool> InsertField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
+  Json& obj = *doc;
   auto missing = [&](const Field& f, const char* what) {
     return Status::invalidArgument(name_ + ": " + f.name + "! is required but the record in topic '" +
                                    record.topic + "' has no " + what);
@@ -134,7 +143,7 @@ Result<bool> InsertField::apply(Record& record) {
     else if (timestamp_.required) return missing(timestamp_, "timestamp");
   }
   if (!static_.name.empty()) obj[static_.name] = staticValue_;
-  b = toBytes(obj);
+  cache.changed(targetSide());
   return true;
 }
 
@@ -176,10 +185,11 @@ Status ReplaceField::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> ReplaceField::apply(Record& record) {
+Result<bool> ReplaceField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
+  Json& obj = *doc;
   Json out = Json::object();
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string& k = it.key();
@@ -187,7 +197,8 @@ Result<bool> ReplaceField::apply(Record& record) {
     auto r = renames_.find(k);
     out[r == renames_.end() ? k : r->second] = std::move(it.value());
   }
-  b = toBytes(out);
+  obj = std::move(out);
+  cache.changed(targetSide());
   return true;
 }
 
@@ -221,10 +232,11 @@ Status MaskField::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> MaskField::apply(Record& record) {
+Result<bool> MaskField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
+  Json& obj = *doc;
   for (const auto& f : fields_) {
     auto it = obj.find(f);
     if (it == obj.end() || it->is_null()) continue;
@@ -246,7 +258,7 @@ Result<bool> MaskField::apply(Record& record) {
       v = Json::object();
     }
   }
-  b = toBytes(obj);
+  cache.changed(targetSide());
   return true;
 }
 
@@ -271,17 +283,18 @@ Status ExtractField::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> ExtractField::apply(Record& record) {
+Result<bool> ExtractField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
-  auto it = obj.find(field_);
-  if (it == obj.end() || it->is_null()) {
-    b = Bytes::null();
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
+  auto it = doc->find(field_);
+  if (it == doc->end() || it->is_null()) {
+    cache.setBytes(record, targetSide(), Bytes::null());
   } else if (it->is_string()) {
-    b = Bytes(it->get<std::string>());
+    cache.setBytes(record, targetSide(), Bytes(it->get<std::string>()));
   } else {
-    b = toBytes(*it);
+    Json field = std::move(*it);
+    cache.set(record, targetSide(), std::move(field));
   }
   return true;
 }
@@ -307,15 +320,15 @@ Status ValueToKey::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> ValueToKey::apply(Record& record) {
+Result<bool> ValueToKey::applyJson(Record& record, JsonCache& cache) {
   if (record.value.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
   Json key = Json::object();
   for (const auto& f : fields_) {
-    auto it = obj.find(f);
-    key[f] = it == obj.end() ? Json(nullptr) : std::move(*it);
+    auto it = doc->find(f);
+    key[f] = it == doc->end() ? Json(nullptr) : *it;  // the value keeps its fields
   }
-  record.key = toBytes(key);
+  cache.set(record, Side::kKey, std::move(key));
   return true;
 }
 

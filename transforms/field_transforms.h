@@ -12,20 +12,22 @@
 #include <vector>
 
 #include "ferry/transform.h"
-#include "transforms/json_util.h"
+#include "transforms/json_cache.h"
 
 namespace ferry::transforms {
 
 // Base of the $Key / $Value transforms: which side of the record they change, and their name.
-class SidedTransform : public Transform {
+class SidedTransform : public JsonTransform {
  protected:
   // `sided` false: the name is `base` alone (ValueToKey).
   SidedTransform(const char* base, bool onKey, bool sided = true)
       : onKey_(onKey), name_(std::string(base) + (sided ? (onKey ? "$Key" : "$Value") : "")) {}
   Bytes& target(Record& r) const { return onKey_ ? r.key : r.value; }
+  Side targetSide() const { return onKey_ ? Side::kKey : Side::kValue; }
   const char* side() const { return onKey_ ? "key" : "value"; }
-  // The target parsed as a JSON object, or an InvalidArgument naming the topic.
-  Result<Json> objectOf(const Record& r) const;
+  // The target parsed as a JSON object (shared through the chain's cache: edit it in place and
+  // call cache.changed(targetSide())), or an InvalidArgument naming the topic.
+  Result<Json*> objectOf(Record& r, JsonCache& cache) const;
   Status parse(const ConfigDef& def, const StringMap& config, ParsedConfig& out) const;
 
   const bool onKey_;
@@ -47,7 +49,7 @@ class HoistField : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::string field_;
@@ -63,7 +65,7 @@ class InsertField : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   struct Field {
@@ -82,7 +84,7 @@ class ReplaceField : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::set<std::string> include_, exclude_;
@@ -96,7 +98,7 @@ class MaskField : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::vector<std::string> fields_;
@@ -112,7 +114,7 @@ class ExtractField : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::string field_;
@@ -125,7 +127,7 @@ class ValueToKey final : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::vector<std::string> fields_;

@@ -1,8 +1,10 @@
 // HeaderFrom, DecodePayload, TopicLevelRouter, Sample (see iot_transforms.h).
 #include "transforms/iot_transforms.h"
 
+#include <algorithm>
 #include <cstdlib>
 
+#include "core/clock.h"
 #include "transforms/mqtt_topic.h"
 
 namespace ferry::transforms {
@@ -87,17 +89,17 @@ Status HeaderFrom::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> HeaderFrom::apply(Record& record) {
+Result<bool> HeaderFrom::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
   for (std::size_t i = 0; i < fields_.size(); ++i) {
-    auto it = obj.find(fields_[i]);
-    if (it == obj.end()) continue;
+    auto it = doc->find(fields_[i]);
+    if (it == doc->end()) continue;
     record.headers.add(headers_[i], std::string_view(it->is_string() ? it->get<std::string>() : dumpJson(*it)));
-    if (move_) obj.erase(it);
+    if (move_) doc->erase(it);
   }
-  if (move_) b = toBytes(obj);
+  if (move_) cache.changed(targetSide());
   return true;
 }
 
@@ -121,7 +123,8 @@ Status DecodePayload::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> DecodePayload::apply(Record& record) {
+Result<bool> DecodePayload::applyJson(Record& record, JsonCache& cache) {
+  FERRY_RETURN_IF_ERROR(cache.flush(record));  // decodes the current bytes
   Bytes& b = target(record);
   if (b.isNull()) return true;
   auto d = hex_ ? decodeHex(b.view()) : decodeBase64(b.view());
@@ -203,12 +206,20 @@ Result<bool> TopicLevelRouter::apply(Record& record) {
 // ---------------------------------------------------------------------------------------------
 // Sample
 
+Sample::Sample() : clock_([] { return core::monotonicMs(); }) {}
+
 const ConfigDef& Sample::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
-    d.define("every", ConfigType::kLong, std::nullopt, Importance::kHigh,
-             "Keep one record in this many (the first, then every N-th after it); 1 keeps all.",
-             validators::atLeast(1));
+    d.define("every", ConfigType::kLong, "0", Importance::kHigh,
+             "Keep one record in this many (the first, then every N-th after it); 1 keeps all. 0: not "
+             "set. Set exactly one of every and rate.",
+             validators::atLeast(0));
+    d.define("rate", ConfigType::kDouble, "0", Importance::kHigh,
+             "Keep at most this many records per second per task (token bucket: bursts of up to "
+             "max(rate, 1), refilled continuously; fractions allowed). 0: not set. Set exactly one of "
+             "every and rate.",
+             validators::atLeast(0));
     return d;
   }();
   return def;
@@ -217,10 +228,32 @@ const ConfigDef& Sample::definition() {
 Status Sample::configure(const StringMap& config) {
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "Sample"));
   every_ = p.getLong("every");
+  rate_ = p.getDouble("rate");
+  if ((every_ > 0) == (rate_ > 0))
+    return Status::invalidArgument(std::string("Sample: set exactly one of 'every' (keep one in N) and 'rate' ") +
+                                   "(at most N records per second), with a value above 0" +
+                                   (every_ > 0 ? "; both are set" : ""));
   seen_ = 0;
+  tokens_ = rate_ > 1 ? rate_ : 1;  // the bucket starts full
+  lastMs_.reset();
   return Status::ok();
 }
 
-Result<bool> Sample::apply(Record&) { return seen_++ % every_ == 0; }
+Result<bool> Sample::apply(Record&) {
+  if (every_ > 0) return seen_++ % every_ == 0;
+  const std::int64_t now = clock_();
+  const double capacity = rate_ > 1 ? rate_ : 1;
+  if (lastMs_ && now > *lastMs_) {
+    // Capped elapsed time: a long pause refills the bucket, no more (and cannot overflow).
+    const double elapsed = static_cast<double>(std::min<std::int64_t>(now - *lastMs_, 86'400'000));
+    tokens_ = std::min(capacity, tokens_ + elapsed * rate_ / 1000.0);
+  }
+  if (!lastMs_ || now > *lastMs_) lastMs_ = now;  // a clock that goes back refills nothing
+  if (tokens_ >= 1.0 - 1e-9) {
+    tokens_ -= 1.0;
+    return true;
+  }
+  return false;
+}
 
 }  // namespace ferry::transforms

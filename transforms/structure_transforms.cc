@@ -125,13 +125,13 @@ Status Flatten::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> Flatten::apply(Record& record) {
+Result<bool> Flatten::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
   Json out = Json::object();
-  flattenInto(obj, "", delimiter_, out);
-  b = toBytes(out);
+  flattenInto(*doc, "", delimiter_, out);
+  cache.set(record, targetSide(), std::move(out));
   return true;
 }
 
@@ -168,29 +168,31 @@ Status Cast::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> Cast::apply(Record& record) {
+Result<bool> Cast::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
   auto fail = [&](const Status& s, const std::string& what) {
     return Status::invalidArgument(name_ + ": " + what + " of a record in topic '" + record.topic + "': " + s.message());
   };
   if (!whole_.empty()) {
-    auto j = parseJson(b.view());
-    const Json v = j ? *j : Json(std::string(b.view()));  // text that is not JSON is a string
-    auto c = castTo(v, whole_);
+    const Json* j = cache.get(record, targetSide());
+    // Text that is not JSON is a string. get() flushed nothing: a null j means the bytes are
+    // current (a pending document is always JSON).
+    auto c = castTo(j ? *j : Json(std::string(b.view())), whole_);
     if (!c.isOk()) return fail(c.status(), std::string("the ") + side());
-    b = c->is_string() ? Bytes(c->get<std::string>()) : toBytes(*c);
+    if (c->is_string()) cache.setBytes(record, targetSide(), Bytes(c->get<std::string>()));
+    else cache.set(record, targetSide(), std::move(*c));
     return true;
   }
-  FERRY_ASSIGN_OR_RETURN(Json obj, objectOf(record));
+  FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
   for (const auto& [field, type] : fields_) {
-    auto it = obj.find(field);
-    if (it == obj.end()) continue;
+    auto it = doc->find(field);
+    if (it == doc->end()) continue;
     auto c = castTo(*it, type);
     if (!c.isOk()) return fail(c.status(), "field " + field);
     *it = std::move(*c);
   }
-  b = toBytes(obj);
+  cache.changed(targetSide());
   return true;
 }
 

@@ -19,7 +19,7 @@ class Flatten : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::string delimiter_ = ".";
@@ -36,7 +36,7 @@ class Cast : public SidedTransform {
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
   std::string whole_;                                      // whole-value type, or empty

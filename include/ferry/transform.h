@@ -20,6 +20,18 @@
 
 namespace ferry {
 
+// What the steps of one chain share about the record passing through it, so that consecutive
+// transforms which read the value as a structure (JSON) parse it once and write it once. The
+// runtime creates one per record and chain; its contents are the business of the transforms that
+// understand it (the built-in ones use transforms::JsonCache). While a step holds a changed
+// parsed form, the record's bytes are stale until flush().
+class TransformCache {
+ public:
+  virtual ~TransformCache() = default;
+  // Writes every parsed form changed since the last flush back into `record`'s bytes.
+  virtual Status flush(Record& record) = 0;
+};
+
 class Transform {
  public:
   virtual ~Transform() = default;
@@ -28,6 +40,12 @@ class Transform {
   // Transforms `record` in place. Returns false to drop it, true to keep it. An error follows
   // errors.tolerance (the record may go to the dead-letter topic).
   virtual Result<bool> apply(Record& record) = 0;
+  // What a chain calls. A transform that shares parsed forms through `cache` overrides it; the
+  // default makes the record's bytes current and calls apply(record).
+  virtual Result<bool> apply(Record& record, TransformCache& cache) {
+    if (Status s = cache.flush(record); !s.isOk()) return s;
+    return apply(record);
+  }
   virtual void close() {}
 };
 

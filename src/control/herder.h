@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "runtime/plugins.h"
+#include "runtime/transform_chain.h"
 #include "store/store.h"
 
 namespace ferry::control {
@@ -127,6 +129,9 @@ class Herder {
   // Validates a full connector config for `pluginClass` without creating anything. NotFound when
   // the class is unknown (the message lists the known ones).
   virtual Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const = 0;
+  // A transform chain built from `config` (transforms=..., predicates=...) with this worker's
+  // plugins, for trying transforms and rules out (POST /rules/test); it touches no connector.
+  virtual Result<std::unique_ptr<runtime::TransformChain>> buildTransformChain(const StringMap& config) const = 0;
 
   // Snapshot of the worker's metrics (Prometheus rendering is REST's job).
   virtual std::vector<MetricSample> metrics() const = 0;

@@ -348,6 +348,9 @@ class HerderImpl final : public StandaloneHerder {
   // Plugins
 
   std::vector<runtime::PluginInfo> plugins() const override { return o_.registry->list(); }
+  Result<std::unique_ptr<runtime::TransformChain>> buildTransformChain(const StringMap& config) const override {
+    return runtime::TransformChain::build(*o_.registry, config);
+  }
 
   Result<std::vector<ConfigKey>> pluginConfig(const std::string& pluginClass) const override {
     return pluginConfigKeys(*o_.registry, pluginClass);

@@ -32,21 +32,37 @@ std::string sinkName(const std::string& pipeline, std::size_t i) {
   return pipeline + "-sink-" + std::to_string(i + 1);
 }
 
-void addTransforms(const PipelineSpec& spec, StringMap& out) {
-  if (spec.transforms.empty()) return;
+// The transforms of a connector: the filter rule (`filter` non-empty), the route rule (`route`
+// non-empty), then the pipeline's transforms (when `withTransforms`).
+void addTransforms(const PipelineSpec& spec, StringMap& out, const std::string& filter, const std::string& route,
+                   bool withTransforms) {
+  std::vector<PipelineTransform> all;
+  if (!filter.empty())
+    all.push_back({kFilterAlias, {{"type", "Rule"}, {"sql", filter}, {"unmatched", "drop"}, {"output", "unchanged"}}});
+  if (!route.empty()) all.push_back({kRouteAlias, {{"type", "Rule"}, {"sql", route}, {"unmatched", "drop"}}});
+  if (withTransforms) all.insert(all.end(), spec.transforms.begin(), spec.transforms.end());
+  if (all.empty()) return;
   std::string list;
-  for (const auto& t : spec.transforms) {
+  for (const auto& t : all) {
     list += (list.empty() ? "" : ",") + t.alias;
     for (const auto& [k, v] : t.config) out["transforms." + t.alias + "." + k] = v;
   }
   out["transforms"] = list;
 }
 
-// The transforms of a materialised connector, back as the pipeline's list.
-std::vector<PipelineTransform> transformsOf(const StringMap& config) {
-  std::vector<PipelineTransform> out;
-  for (const auto& alias : runtime::configList(config, "transforms"))
-    out.push_back({alias, runtime::configWithPrefix(config, "transforms." + alias + ".")});
+// What a materialised connector's transforms say, back in the pipeline's terms.
+struct ChainParts {
+  std::vector<PipelineTransform> transforms;
+  std::string filter, route;
+};
+ChainParts transformsOf(const StringMap& config) {
+  ChainParts out;
+  for (const auto& alias : runtime::configList(config, "transforms")) {
+    StringMap c = runtime::configWithPrefix(config, "transforms." + alias + ".");
+    if (alias == kFilterAlias) out.filter = runtime::configValue(c, "sql");
+    else if (alias == kRouteAlias) out.route = runtime::configValue(c, "sql");
+    else out.transforms.push_back({alias, std::move(c)});
+  }
   return out;
 }
 
@@ -82,10 +98,11 @@ Status validatePipelineName(std::string_view name) {
 Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<std::string>& pathName) {
   FERRY_ASSIGN_OR_RETURN(Json j, parseJson(body));
   if (!j.is_object()) return Status::invalidArgument("a pipeline must be a JSON object");
-  static const std::set<std::string> kFields = {"name", "mode", "source", "transforms", "sink", "sinks", "topic"};
+  static const std::set<std::string> kFields = {"name", "mode", "source", "transforms", "sink", "sinks", "topic",
+                                                "filter"};
   for (const auto& [k, v] : j.items())
     if (!kFields.count(k))
-      return fieldError(k, "unknown pipeline field (known: name, mode, source, transforms, sinks, sink, topic)");
+      return fieldError(k, "unknown pipeline field (known: name, mode, source, filter, transforms, sinks, sink, topic)");
   PipelineSpec spec;
   if (auto n = j.find("name"); n != j.end() && !n->is_null()) {
     if (!n->is_string()) return fieldError("name", "must be a string");
@@ -127,6 +144,8 @@ Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<st
       }
       if (tr.alias.empty() || tr.alias.find_first_of(", .") != std::string::npos)
         return fieldError(field + ".alias", "must be a non-empty name without ',', '.' or spaces");
+      if (tr.alias == kFilterAlias || tr.alias == kRouteAlias)
+        return fieldError(field + ".alias", "'" + tr.alias + "' is reserved for the pipeline's filter and rules");
       if (!aliases.insert(tr.alias).second) return fieldError(field + ".alias", "'" + tr.alias + "' is used twice");
       if (runtime::configValue(cfg, "type").empty())
         return fieldError(field + ".type", "required (a transform class or alias)");
@@ -151,9 +170,22 @@ Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<st
   } else {
     return fieldError("sinks", "required (one sink config or more)");
   }
-  for (std::size_t i = 0; i < spec.sinks.size(); ++i)
+  for (std::size_t i = 0; i < spec.sinks.size(); ++i) {
     if (runtime::configValue(spec.sinks[i], "connector.class").empty())
       return fieldError("sinks[" + std::to_string(i) + "].connector.class", "required");
+    std::string rule;
+    if (auto r = spec.sinks[i].find("rule"); r != spec.sinks[i].end()) {
+      if (r->second.empty()) return fieldError("sinks[" + std::to_string(i) + "].rule", "must be a non-empty rule");
+      rule = r->second;
+      spec.sinks[i].erase(r);
+    }
+    spec.sinkRules.push_back(std::move(rule));
+  }
+  if (auto f = j.find("filter"); f != j.end() && !f->is_null()) {
+    if (!f->is_string() || f->get<std::string>().empty())
+      return fieldError("filter", "must be a rule (SELECT ... FROM \"<topic filter>\" WHERE ...)");
+    spec.filter = f->get<std::string>();
+  }
 
   if (auto t = j.find("topic"); t != j.end() && !t->is_null()) {
     if (!t->is_string() || t->get<std::string>().empty()) return fieldError("topic", "must be a non-empty string");
@@ -192,7 +224,7 @@ std::vector<PipelineConnector> materialisePipeline(const PipelineSpec& spec) {
   if (spec.mode == PipelineMode::kDirect) {
     StringMap c = spec.source;
     for (const auto& [k, v] : spec.sinks.front()) c["sink." + k] = v;
-    addTransforms(spec, c);
+    addTransforms(spec, c, spec.filter, spec.sinkRules.empty() ? "" : spec.sinkRules.front(), true);
     c[kPipelineKey] = spec.name;
     c[kPipelineRoleKey] = "direct";
     out.push_back({spec.name, std::move(c)});
@@ -200,13 +232,14 @@ std::vector<PipelineConnector> materialisePipeline(const PipelineSpec& spec) {
   }
   StringMap src = spec.source;
   src["topic"] = spec.topic;
+  addTransforms(spec, src, spec.filter, "", false);
   src[kPipelineKey] = spec.name;
   src[kPipelineRoleKey] = "source";
   out.push_back({spec.name + "-source", std::move(src)});
   for (std::size_t i = 0; i < spec.sinks.size(); ++i) {
     StringMap s = spec.sinks[i];
     s["topics"] = spec.topic;
-    addTransforms(spec, s);
+    addTransforms(spec, s, "", i < spec.sinkRules.size() ? spec.sinkRules[i] : "", true);
     s[kPipelineKey] = spec.name;
     s[kPipelineRoleKey] = "sink:" + std::to_string(i + 1);
     out.push_back({sinkName(spec.name, i), std::move(s)});
@@ -215,6 +248,12 @@ std::vector<PipelineConnector> materialisePipeline(const PipelineSpec& spec) {
 }
 
 std::string pipelineField(const PipelineSpec& spec, const std::string& connector, const std::string& key) {
+  if (startsWith(key, std::string("transforms.") + kFilterAlias + ".")) return "filter";
+  if (startsWith(key, std::string("transforms.") + kRouteAlias + ".")) {
+    if (spec.mode == PipelineMode::kDirect) return "sinks[0].rule";
+    for (std::size_t i = 0; i < spec.sinks.size(); ++i)
+      if (connector == sinkName(spec.name, i)) return "sinks[" + std::to_string(i) + "].rule";
+  }
   if (startsWith(key, "transforms.")) return key;
   if (spec.mode == PipelineMode::kDirect) {
     if (startsWith(key, "sink.")) return "sinks[0]." + key.substr(5);
@@ -256,9 +295,12 @@ Result<PipelineSpec> pipelineFromConnectors(const std::string& name, const std::
     if (source != nullptr || !sinks.empty() || connectors.size() != 1)
       return Status::failedPrecondition("pipeline '" + name + "' mixes a direct connector with others");
     spec.mode = PipelineMode::kDirect;
-    spec.transforms = transformsOf(direct->config);
+    ChainParts parts = transformsOf(direct->config);
+    spec.transforms = std::move(parts.transforms);
+    spec.filter = std::move(parts.filter);
     spec.source = without(direct->config, own, {"transforms.", "sink."});
     spec.sinks.push_back(runtime::configWithPrefix(direct->config, "sink."));
+    spec.sinkRules.push_back(std::move(parts.route));
     return spec;
   }
   if (source == nullptr || sinks.empty())
@@ -267,12 +309,16 @@ Result<PipelineSpec> pipelineFromConnectors(const std::string& name, const std::
                                       " (deleted by hand?); PUT the pipeline again or DELETE it");
   spec.mode = PipelineMode::kBackbone;
   spec.topic = runtime::configValue(source->config, "topic");
-  spec.source = without(source->config, {"name", kPipelineKey, kPipelineRoleKey, "topic"}, {});
+  spec.source = without(source->config, {"name", kPipelineKey, kPipelineRoleKey, "topic", "transforms"},
+                        {"transforms."});
+  spec.filter = transformsOf(source->config).filter;
   std::sort(sinks.begin(), sinks.end());
-  spec.transforms = transformsOf(sinks.front().second->config);
-  for (const auto& [i, c] : sinks)
+  spec.transforms = transformsOf(sinks.front().second->config).transforms;
+  for (const auto& [i, c] : sinks) {
     spec.sinks.push_back(without(c->config, {"name", kPipelineKey, kPipelineRoleKey, "transforms", "topics"},
                                  {"transforms."}));
+    spec.sinkRules.push_back(transformsOf(c->config).route);
+  }
   return spec;
 }
 
@@ -289,7 +335,14 @@ Json pipelineJson(const PipelineSpec& spec) {
     ts.push_back(std::move(o));
   }
   j["transforms"] = std::move(ts);
-  j["sinks"] = spec.sinks;
+  if (!spec.filter.empty()) j["filter"] = spec.filter;
+  Json sinks = Json::array();
+  for (std::size_t i = 0; i < spec.sinks.size(); ++i) {
+    Json s = spec.sinks[i];
+    if (i < spec.sinkRules.size() && !spec.sinkRules[i].empty()) s["rule"] = spec.sinkRules[i];
+    sinks.push_back(std::move(s));
+  }
+  j["sinks"] = std::move(sinks);
   if (spec.mode == PipelineMode::kBackbone) j["topic"] = spec.topic;
   return j;
 }

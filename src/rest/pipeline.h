@@ -7,15 +7,25 @@
 //    "mode": "direct" | "backbone",                      default "direct"
 //    "source": {"connector.class": "MQTTSource", ...},   a source connector's config
 //    "transforms": [{"alias": "bridge", "type": "MqttRocketMQBridge", ...}, ...],   optional
-//    "sinks": [{"connector.class": "RocketMQSink", ...}, ...]   ("sink": {...} for just one)
+//    "sinks": [{"connector.class": "RocketMQSink", ..., "rule": "SELECT ..."}, ...]
+//                                                        ("sink": {...} for just one)
+//    "filter": "SELECT * FROM \"sensors/#\" WHERE payload.temp > 30",   optional
 //    "topic": "..."}                                     backbone only; default "pipeline-<name>"
 //
+// Rules (transforms/rules/README.md) filter and route: `filter` decides which records enter the
+// pipeline at all (its FROM and WHERE; the record passes unchanged); a sink's `rule` decides which
+// records reach that sink and shapes them (its SELECT becomes the value), as an EMQX rule feeds
+// its action. Both are materialised as Rule transforms with the reserved aliases
+// `pipeline-filter` and `pipeline-route`, ahead of the pipeline's transforms; records matching no
+// FROM filter are dropped.
+//
 // Materialisation (every connector carries pipeline=<name> and pipeline.role):
-//   direct    one direct connector <name>: the source's keys, the transforms, the sink's keys
-//             under sink.* (a direct task: no backbone hop; exactly one sink).
-//   backbone  <name>-source writes to the backbone topic (its `topic` key); <name>-sink-<i>
-//             (i = 1..N) each read it (`topics`) and apply the transforms, so the backbone holds
-//             the source's records as they came and every sink maps them itself.
+//   direct    one direct connector <name>: the source's keys, filter + rule + transforms, the sink's
+//             keys under sink.* (a direct task: no backbone hop; exactly one sink).
+//   backbone  <name>-source applies the filter and writes to the backbone topic (its `topic` key);
+//             <name>-sink-<i> (i = 1..N) each read it (`topics`) and apply their rule and the
+//             transforms, so the backbone holds the filtered records as they came and every sink
+//             selects and maps them itself.
 // The connectors keep their names across PUTs that keep the mode, so a source keeps its positions.
 //
 // Thread-safety: free functions without shared state.
@@ -50,7 +60,12 @@ struct PipelineSpec {
   std::vector<PipelineTransform> transforms;
   std::vector<StringMap> sinks;
   std::string topic;  // backbone mode only
+  std::string filter;                 // a rule; empty = every record
+  std::vector<std::string> sinkRules;  // one per sink; empty = every record, unchanged
 };
+
+inline constexpr const char* kFilterAlias = "pipeline-filter";
+inline constexpr const char* kRouteAlias = "pipeline-route";
 
 // One materialised connector: its name, full config and the pipeline field it came from (for
 // naming validation errors in the pipeline's own terms).

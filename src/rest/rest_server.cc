@@ -11,6 +11,7 @@
 #include "core/logging.h"
 #include "rest/json_mapping.h"
 #include "rest/pipeline.h"
+#include "rest/rule_trial.h"
 #include "rest/prometheus.h"
 
 namespace ferry::rest {
@@ -148,6 +149,7 @@ class RestServer::Routes {
     add("GET", "pipelines/*", &Routes::getPipeline);
     add("PUT", "pipelines/*", &Routes::putPipeline);
     add("DELETE", "pipelines/*", &Routes::deletePipeline);
+    add("POST", "rules/test", &Routes::testRules);
     add("GET", "connector-plugins", &Routes::plugins);
     add("GET", "connector-plugins/*/config", &Routes::pluginConfig);
     add("PUT", "connector-plugins/*/config/validate", &Routes::validate);
@@ -639,6 +641,18 @@ class RestServer::Routes {
     auto report = herder_.validateConfig(p[0], *config);
     if (!report.isOk()) return sendStatus(res, report.status());
     sendJson(res, 200, configReportJson(*report));
+  }
+
+  // --- rules
+
+  void testRules(const Request& req, Response& res, const Params&) {
+    auto trial = parseRuleTrial(req.body);
+    if (!trial.isOk()) return sendStatus(res, trial.status());
+    auto chain = herder_.buildTransformChain(trial->chainConfig);
+    if (!chain.isOk()) return sendError(res, 400, chain.status().message());
+    std::vector<std::vector<runtime::TransformChain::StepTrace>> traces;
+    for (auto& r : trial->records) traces.push_back((*chain)->trace(r));
+    sendJson(res, 200, ruleTrialJson(traces, trial->records));
   }
 
   // --- loggers

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "runtime/config_util.h"
+#include "transforms/json_cache.h"
 
 namespace ferry::runtime {
 namespace {
@@ -47,7 +48,7 @@ Result<std::unique_ptr<TransformChain>> TransformChain::build(const PluginRegist
     FERRY_ASSIGN_OR_RETURN(auto t, registry.createTransform(typeIt->second));
     FERRY_RETURN_IF_ERROR(
         t->configure(withPrefix(config, prefix, {"type", "predicate", "negate"})).withContext("transform " + alias));
-    Step step{alias, std::move(t), nullptr, false};
+    Step step{alias, typeIt->second, std::move(t), nullptr, false};
     if (auto it = config.find(prefix + "predicate"); it != config.end() && !it->second.empty()) {
       auto p = byAlias.find(it->second);
       if (p == byAlias.end())
@@ -61,20 +62,63 @@ Result<std::unique_ptr<TransformChain>> TransformChain::build(const PluginRegist
 }
 
 Result<bool> TransformChain::apply(Record& record) {
+  // One cache per record: JSON steps share its parsed value; the bytes are written at most once
+  // per run of consecutive JSON steps (json_cache.h).
+  transforms::JsonCache cache;
+  auto result = run(record, cache, nullptr);
+  if (result.isOk() && *result) FERRY_RETURN_IF_ERROR(cache.flush(record));
+  jsonParses_ += cache.parses();
+  jsonWrites_ += cache.writes();
+  return result;
+}
+
+std::vector<TransformChain::StepTrace> TransformChain::trace(Record& record) {
+  std::vector<StepTrace> out;
+  transforms::JsonCache cache;
+  (void)run(record, cache, &out);
+  return out;
+}
+
+Result<bool> TransformChain::run(Record& record, TransformCache& cache, std::vector<StepTrace>* trace) {
   for (auto& step : steps_) {
+    StepTrace* t = nullptr;
+    if (trace) {
+      trace->push_back(StepTrace{step.alias, step.type, false, false, Status::ok(), Record{}});
+      t = &trace->back();
+    }
     if (step.predicate) {
+      FERRY_RETURN_IF_ERROR(cache.flush(record));  // predicates read bytes
       auto matches = step.predicate->test(record);
-      if (!matches.isOk()) return matches.status().withContext("predicate of transform " + step.alias);
-      if (*matches == step.negate) continue;  // the predicate says: skip this transform
+      if (!matches.isOk()) {
+        Status s = matches.status().withContext("predicate of transform " + step.alias);
+        if (t) t->error = s;
+        return s;
+      }
+      if (*matches == step.negate) {  // the predicate says: skip this transform
+        if (t) {
+          t->skipped = true;
+          t->after = record;
+        }
+        continue;
+      }
     }
     Result<bool> kept = [&]() -> Result<bool> {
       try {
-        return step.transform->apply(record);
+        return step.transform->apply(record, cache);
       } catch (const std::exception& e) {
         return Status::internal(std::string("exception: ") + e.what());
       }
     }();
-    if (!kept.isOk()) return kept.status().withContext("transform " + step.alias);
+    if (!kept.isOk()) {
+      Status s = kept.status().withContext("transform " + step.alias);
+      if (t) t->error = s;
+      return s;
+    }
+    if (t) {
+      FERRY_RETURN_IF_ERROR(cache.flush(record));
+      t->dropped = !*kept;
+      t->after = record;
+    }
     if (!*kept) return false;
   }
   return true;

@@ -36,6 +36,10 @@ struct Node {
   int line = 1;
   int column = 1;
   std::vector<std::unique_ptr<Node>> kids;
+  // Set by compilation (rule_eval.cc), so evaluation looks nothing up by name: kName's index in
+  // the list of names (the FOREACH alias after them), kCall's function.
+  int nameId = -1;
+  const void* function = nullptr;
 };
 
 struct SelectItem {

@@ -222,17 +222,23 @@ const std::map<std::string, Function>& functions() {
   return f;
 }
 
+enum NameId { kPayload, kTopic, kLevels, kKey, kHeaders, kTimestamp, kQos, kClientId, kAlias };
 const char* const kNames[] = {"payload", "topic", "levels", "key", "headers", "timestamp", "qos", "clientid"};
 
-Status check(const Node& n, const std::vector<std::string>& aliases) {
+// Resolves names and functions into the nodes and checks arities; `usesPayload` is set when the
+// expression reads the payload.
+Status check(Node& n, const std::vector<std::string>& aliases, bool& usesPayload) {
   switch (n.kind) {
     case NodeKind::kName: {
-      for (const char* k : kNames)
-        if (n.text == k) return Status::ok();
-      for (const auto& a : aliases)
-        if (n.text == a) return Status::ok();
-      return at(n, "unknown name '" + n.text + "' (payload, topic, levels, key, headers, timestamp, qos, clientid" +
-                       (aliases.empty() ? std::string() : ", " + aliases.front()) + ")");
+      for (const auto& a : aliases)  // the FOREACH alias shadows the record's names
+        if (n.text == a) n.nameId = kAlias;
+      for (int i = 0; i < kAlias; ++i)
+        if (n.nameId < 0 && n.text == kNames[i]) n.nameId = i;
+      if (n.nameId < 0)
+        return at(n, "unknown name '" + n.text + "' (payload, topic, levels, key, headers, timestamp, qos, clientid" +
+                         (aliases.empty() ? std::string() : ", " + aliases.front()) + ")");
+      usesPayload = usesPayload || n.nameId == kPayload;
+      return Status::ok();
     }
     case NodeKind::kCall: {
       auto it = functions().find(n.text);
@@ -244,142 +250,183 @@ Status check(const Node& n, const std::vector<std::string>& aliases) {
                               ? std::to_string(it->second.minArgs)
                               : std::to_string(it->second.minArgs) + " to " + std::to_string(it->second.maxArgs)) +
                          " argument(s), not " + std::to_string(argc));
+      n.function = &it->second;
       break;
     }
     default:
       break;
   }
-  for (const auto& k : n.kids) FERRY_RETURN_IF_ERROR(check(*k, aliases));
+  for (auto& k : n.kids) FERRY_RETURN_IF_ERROR(check(*k, aliases, usesPayload));
   return Status::ok();
 }
 
-// One evaluation: the record, the payload parsed at most once, the FOREACH element.
+// A value during evaluation: borrowed (a part of the payload, of a FOREACH element, of a value
+// this evaluation already built) or owned (computed). Reading a path, comparing and doing
+// arithmetic borrow or build scalars, which nlohmann keeps inline: no allocation.
+class Val {
+ public:
+  Val() = default;
+  Val(Value v) : own_(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+  static Val ref(const Value& v) {
+    Val out;
+    out.ref_ = &v;
+    return out;
+  }
+  const Value& operator*() const { return ref_ ? *ref_ : own_; }
+  const Value* operator->() const { return &**this; }
+  // A part of this value: borrowed when this one is, copied out of it otherwise.
+  Val part(const Value& child) const { return ref_ ? ref(child) : Val(child); }
+  Value take() && { return ref_ ? *ref_ : std::move(own_); }
+
+ private:
+  const Value* ref_ = nullptr;
+  Value own_;
+};
+
+// One evaluation: the record, the payload (parsed at most once, or handed in parsed), the record
+// fields built at most once, the FOREACH element.
 class Eval {
  public:
-  explicit Eval(const Record& r) : r_(r) {}
-  std::string alias;
+  Eval(const Record& r, const Value* payload) : r_(r), payload_(payload) {}
   const Value* element = nullptr;
 
   std::string_view topic() const { return mqttTopic(r_); }
 
-  Result<Value> name(const Node& n) {
-    const std::string& k = n.text;
-    if (element && k == alias) return *element;
-    if (k == "payload") {
-      if (!payload_) {
-        if (r_.value.isNull()) {
-          payload_ = Value();
-        } else {
-          auto j = Value::parse(r_.value.view(), nullptr, false);
-          payload_ = j.is_discarded() ? Value(std::string(r_.value.view())) : std::move(j);
+  Result<Val> name(int id) {
+    switch (id) {
+      case kAlias: return Val::ref(*element);
+      case kPayload:
+        if (!payload_) {
+          if (r_.value.isNull()) {
+            ownPayload_ = Value();
+          } else {
+            auto j = Value::parse(r_.value.view(), nullptr, false);
+            ownPayload_ = j.is_discarded() ? Value(std::string(r_.value.view())) : std::move(j);
+          }
+          payload_ = &*ownPayload_;
         }
+        return Val::ref(*payload_);
+      case kTopic: return Val::ref(once(topic_, [&] { return Value(std::string(topic())); }));
+      case kLevels:
+        return Val::ref(once(levels_, [&] {
+          Value out = Value::array();
+          for (std::string_view l : topicLevels(topic())) out.push_back(std::string(l));
+          return out;
+        }));
+      case kKey: return r_.key.isNull() ? Val() : Val(Value(std::string(r_.key.view())));
+      case kTimestamp: return Val(Value(r_.timestampMs));
+      case kHeaders:
+        return Val::ref(once(headers_, [&] {
+          Value out = Value::object();
+          for (const auto& h : r_.headers) out[h.key] = std::string(h.value.view());
+          return out;
+        }));
+      case kQos: {
+        const Header* h = r_.headers.last("mqtt.qos");
+        if (!h) return Val();
+        std::int64_t q = 0;
+        for (char c : h->value.view()) {
+          if (c < '0' || c > '9') break;
+          q = q * 10 + (c - '0');
+        }
+        return Val(Value(q));
       }
-      return *payload_;
+      case kClientId: {
+        const Header* h = r_.headers.last("mqtt.client.id");
+        if (!h) h = r_.headers.last("clientid");
+        return h ? Val(Value(std::string(h->value.view()))) : Val();
+      }
     }
-    if (k == "topic") return Value(std::string(topic()));
-    if (k == "levels") {
-      Value out = Value::array();
-      for (std::string_view l : topicLevels(topic())) out.push_back(std::string(l));
-      return out;
-    }
-    if (k == "key") return r_.key.isNull() ? Value() : Value(std::string(r_.key.view()));
-    if (k == "timestamp") return Value(r_.timestampMs);
-    if (k == "headers") {
-      Value out = Value::object();
-      for (const auto& h : r_.headers) out[h.key] = std::string(h.value.view());
-      return out;
-    }
-    if (k == "qos") {
-      const Header* h = r_.headers.last("mqtt.qos");
-      if (!h) return Value();
-      return Value(static_cast<std::int64_t>(std::atoi(std::string(h->value.view()).c_str())));
-    }
-    if (k == "clientid") {
-      const Header* h = r_.headers.last("mqtt.client.id");
-      if (!h) h = r_.headers.last("clientid");
-      return h ? Value(std::string(h->value.view())) : Value();
-    }
-    return at(n, "unknown name '" + k + "'");
+    return Status::internal("rule: unresolved name");
   }
 
-  Result<Value> eval(const Node& n) {
+  Result<Val> eval(const Node& n) {
     switch (n.kind) {
-      case NodeKind::kNull: return Value();
-      case NodeKind::kBool: return Value(n.boolean);
-      case NodeKind::kNumber: return n.integral ? Value(n.integer) : Value(n.number);
-      case NodeKind::kString: return Value(n.text);
-      case NodeKind::kName: return name(n);
+      case NodeKind::kNull: return Val();
+      case NodeKind::kBool: return Val(Value(n.boolean));
+      case NodeKind::kNumber: return Val(n.integral ? Value(n.integer) : Value(n.number));
+      case NodeKind::kString: return Val(Value(n.text));
+      case NodeKind::kName: return name(n.nameId);
       case NodeKind::kField: {
-        FERRY_ASSIGN_OR_RETURN(Value base, eval(*n.kids[0]));
-        if (!base.is_object()) return Value();  // a missing path is null (WHERE on it is false)
-        auto it = base.find(n.text);
-        return it == base.end() ? Value() : *it;
+        FERRY_ASSIGN_OR_RETURN(Val base, eval(*n.kids[0]));
+        if (!base->is_object()) return Val();  // a missing path is null (WHERE on it is false)
+        auto it = base->find(n.text);
+        return it == base->end() ? Val() : base.part(*it);
       }
       case NodeKind::kIndex: {
-        FERRY_ASSIGN_OR_RETURN(Value base, eval(*n.kids[0]));
-        FERRY_ASSIGN_OR_RETURN(Value idx, eval(*n.kids[1]));
-        if (base.is_array() && idx.is_number_integer()) {
-          const auto i = idx.get<std::int64_t>();  // 1-based, as in EMQX
-          if (i < 1 || i > static_cast<std::int64_t>(base.size())) return Value();
-          return base[static_cast<std::size_t>(i - 1)];
+        FERRY_ASSIGN_OR_RETURN(Val base, eval(*n.kids[0]));
+        FERRY_ASSIGN_OR_RETURN(Val idx, eval(*n.kids[1]));
+        if (base->is_array() && idx->is_number_integer()) {
+          const auto i = idx->get<std::int64_t>();  // 1-based, as in EMQX
+          if (i < 1 || i > static_cast<std::int64_t>(base->size())) return Val();
+          return base.part((*base)[static_cast<std::size_t>(i - 1)]);
         }
-        if (base.is_object() && idx.is_string()) {
-          auto it = base.find(idx.get<std::string>());
-          return it == base.end() ? Value() : *it;
+        if (base->is_object() && idx->is_string()) {
+          auto it = base->find(idx->get_ref<const std::string&>());
+          return it == base->end() ? Val() : base.part(*it);
         }
-        return Value();
+        return Val();
       }
       case NodeKind::kCall: {
         std::vector<Value> args;
         args.reserve(n.kids.size());
         for (const auto& k : n.kids) {
-          FERRY_ASSIGN_OR_RETURN(Value v, eval(*k));
-          args.push_back(std::move(v));
+          FERRY_ASSIGN_OR_RETURN(Val v, eval(*k));
+          args.push_back(std::move(v).take());
         }
-        return functions().at(n.text).fn(n, args);
+        FERRY_ASSIGN_OR_RETURN(Value out, static_cast<const Function*>(n.function)->fn(n, args));
+        return Val(std::move(out));
       }
       case NodeKind::kUnary: {
-        FERRY_ASSIGN_OR_RETURN(Value v, eval(*n.kids[0]));
-        if (n.text == "not") return Value(!truthy(v));
-        if (v.is_number_integer()) return Value(-v.get<std::int64_t>());
-        if (v.is_number()) return Value(-v.get<double>());
-        return at(n, "cannot negate " + typeName(v));
+        FERRY_ASSIGN_OR_RETURN(Val v, eval(*n.kids[0]));
+        if (n.text == "not") return Val(Value(!truthy(*v)));
+        if (v->is_number_integer()) return Val(Value(-v->get<std::int64_t>()));
+        if (v->is_number()) return Val(Value(-v->get<double>()));
+        return at(n, "cannot negate " + typeName(*v));
       }
       case NodeKind::kBinary: return binary(n);
       case NodeKind::kCase: {
         std::size_t i = 0;
-        Value subject;
+        Val subject;
         if (n.hasSubject) {
           FERRY_ASSIGN_OR_RETURN(subject, eval(*n.kids[0]));
           i = 1;
         }
         const std::size_t pairsEnd = n.kids.size() - (n.hasElse ? 1 : 0);
         for (; i + 1 < pairsEnd; i += 2) {
-          FERRY_ASSIGN_OR_RETURN(Value w, eval(*n.kids[i]));
-          if (n.hasSubject ? w == subject : truthy(w)) return eval(*n.kids[i + 1]);
+          FERRY_ASSIGN_OR_RETURN(Val w, eval(*n.kids[i]));
+          if (n.hasSubject ? *w == *subject : truthy(*w)) return eval(*n.kids[i + 1]);
         }
         if (n.hasElse) return eval(*n.kids.back());
-        return Value();
+        return Val();
       }
     }
-    return Value();
+    return Val();
   }
 
  private:
-  Result<Value> binary(const Node& n) {
+  template <typename Make>
+  const Value& once(std::optional<Value>& slot, Make make) {
+    if (!slot) slot = make();
+    return *slot;
+  }
+
+  Result<Val> binary(const Node& n) {
     const std::string& op = n.text;
     if (op == "and" || op == "or") {  // short-circuit
-      FERRY_ASSIGN_OR_RETURN(Value l, eval(*n.kids[0]));
-      if (op == "and" && !truthy(l)) return Value(false);
-      if (op == "or" && truthy(l)) return Value(true);
-      FERRY_ASSIGN_OR_RETURN(Value r, eval(*n.kids[1]));
-      return Value(truthy(r));
+      FERRY_ASSIGN_OR_RETURN(Val l, eval(*n.kids[0]));
+      if (op == "and" && !truthy(*l)) return Val(Value(false));
+      if (op == "or" && truthy(*l)) return Val(Value(true));
+      FERRY_ASSIGN_OR_RETURN(Val r, eval(*n.kids[1]));
+      return Val(Value(truthy(*r)));
     }
-    FERRY_ASSIGN_OR_RETURN(Value l, eval(*n.kids[0]));
-    FERRY_ASSIGN_OR_RETURN(Value r, eval(*n.kids[1]));
+    FERRY_ASSIGN_OR_RETURN(Val lv, eval(*n.kids[0]));
+    FERRY_ASSIGN_OR_RETURN(Val rv, eval(*n.kids[1]));
+    const Value& l = *lv;
+    const Value& r = *rv;
     if (op == "=" || op == "!=") {
       bool eq = (l.is_number() && r.is_number()) ? l.get<double>() == r.get<double>() : l == r;
-      return Value(op == "=" ? eq : !eq);
+      return Val(Value(op == "=" ? eq : !eq));
     }
     if (op == "<" || op == "<=" || op == ">" || op == ">=") {
       int c;
@@ -387,31 +434,33 @@ class Eval {
         const double a = l.get<double>(), b = r.get<double>();
         c = a < b ? -1 : a > b ? 1 : 0;
       } else if (l.is_string() && r.is_string()) {
-        c = l.get<std::string>().compare(r.get<std::string>());
+        c = l.get_ref<const std::string&>().compare(r.get_ref<const std::string&>());
       } else {
-        return Value(false);  // null or mixed types compare false (a missing field filters out)
+        return Val(Value(false));  // null or mixed types compare false (a missing field filters out)
       }
-      return Value(op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0);
+      return Val(Value(op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0));
     }
-    if (op == "+" && l.is_string() && r.is_string()) return Value(l.get<std::string>() + r.get<std::string>());
+    if (op == "+" && l.is_string() && r.is_string())
+      return Val(Value(l.get_ref<const std::string&>() + r.get_ref<const std::string&>()));
     if (!l.is_number() || !r.is_number())
       return at(n, "'" + op + "' needs numbers, got " + typeName(l) + " and " + typeName(r));
     const bool ints = l.is_number_integer() && r.is_number_integer();
-    if (op == "+") return ints ? Value(l.get<std::int64_t>() + r.get<std::int64_t>()) : Value(l.get<double>() + r.get<double>());
-    if (op == "-") return ints ? Value(l.get<std::int64_t>() - r.get<std::int64_t>()) : Value(l.get<double>() - r.get<double>());
-    if (op == "*") return ints ? Value(l.get<std::int64_t>() * r.get<std::int64_t>()) : Value(l.get<double>() * r.get<double>());
+    if (op == "+") return Val(ints ? Value(l.get<std::int64_t>() + r.get<std::int64_t>()) : Value(l.get<double>() + r.get<double>()));
+    if (op == "-") return Val(ints ? Value(l.get<std::int64_t>() - r.get<std::int64_t>()) : Value(l.get<double>() - r.get<double>()));
+    if (op == "*") return Val(ints ? Value(l.get<std::int64_t>() * r.get<std::int64_t>()) : Value(l.get<double>() * r.get<double>()));
     if (op == "/") {
       if (r.get<double>() == 0) return at(n, "division by zero");
-      return Value(l.get<double>() / r.get<double>());
+      return Val(Value(l.get<double>() / r.get<double>()));
     }
     if (!ints) return at(n, "'" + op + "' needs integers");
     if (r.get<std::int64_t>() == 0) return at(n, "division by zero");
-    if (op == "div") return Value(l.get<std::int64_t>() / r.get<std::int64_t>());
-    return Value(l.get<std::int64_t>() % r.get<std::int64_t>());
+    if (op == "div") return Val(Value(l.get<std::int64_t>() / r.get<std::int64_t>()));
+    return Val(Value(l.get<std::int64_t>() % r.get<std::int64_t>()));
   }
 
   const Record& r_;
-  std::optional<Value> payload_;
+  const Value* payload_;
+  std::optional<Value> ownPayload_, topic_, levels_, headers_;
 };
 
 Result<Value> selectRow(Eval& e, const std::vector<SelectItem>& items) {
@@ -419,17 +468,14 @@ Result<Value> selectRow(Eval& e, const std::vector<SelectItem>& items) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     const auto& item = items[i];
     if (!item.expr) {  // '*': the event's fields
-      for (const char* k : {"payload", "topic", "key", "headers", "timestamp", "qos", "clientid"}) {
-        Node n;
-        n.kind = NodeKind::kName;
-        n.text = k;
-        FERRY_ASSIGN_OR_RETURN(Value v, e.name(n));
-        row[k] = std::move(v);
+      for (int id : {kPayload, kTopic, kKey, kHeaders, kTimestamp, kQos, kClientId}) {
+        FERRY_ASSIGN_OR_RETURN(Val v, e.name(id));
+        row[kNames[id]] = std::move(v).take();
       }
       continue;
     }
-    FERRY_ASSIGN_OR_RETURN(Value v, e.eval(*item.expr));
-    row[item.alias.empty() ? "col" + std::to_string(i + 1) : item.alias] = std::move(v);
+    FERRY_ASSIGN_OR_RETURN(Val v, e.eval(*item.expr));
+    row[item.alias.empty() ? "col" + std::to_string(i + 1) : item.alias] = std::move(v).take();
   }
   return row;
 }
@@ -440,24 +486,28 @@ Result<CompiledRule> CompiledRule::compile(std::string_view text) {
   FERRY_ASSIGN_OR_RETURN(Rule r, parseRule(text));
   const std::vector<std::string> none;
   const std::vector<std::string> alias{r.foreachAlias};
-  for (const auto& item : r.select)
-    if (item.expr) FERRY_RETURN_IF_ERROR(check(*item.expr, r.foreach ? alias : none));
-  if (r.foreachExpr) FERRY_RETURN_IF_ERROR(check(*r.foreachExpr, none));
-  if (r.incase) FERRY_RETURN_IF_ERROR(check(*r.incase, alias));
-  if (r.where) FERRY_RETURN_IF_ERROR(check(*r.where, none));
+  bool usesPayload = false;
+  for (auto& item : r.select) {
+    if (item.expr) FERRY_RETURN_IF_ERROR(check(*item.expr, r.foreach ? alias : none, usesPayload));
+    else usesPayload = true;  // '*'
+  }
+  if (r.foreachExpr) FERRY_RETURN_IF_ERROR(check(*r.foreachExpr, none, usesPayload));
+  if (r.incase) FERRY_RETURN_IF_ERROR(check(*r.incase, alias, usesPayload));
+  if (r.where) FERRY_RETURN_IF_ERROR(check(*r.where, none, usesPayload));
   CompiledRule c;
   c.rule_ = std::make_shared<const Rule>(std::move(r));
+  c.usesPayload_ = usesPayload;
   return c;
 }
 
-Result<RuleOutput> CompiledRule::evaluate(const Record& record) const {
+Result<RuleOutput> CompiledRule::evaluate(const Record& record, const Value* payload) const {
   RuleOutput out;
-  Eval e(record);
+  Eval e(record, payload);
   for (const auto& f : rule_->from) out.fromMatched = out.fromMatched || topicMatches(f, e.topic());
   if (!out.fromMatched) return out;
   if (rule_->where) {
-    FERRY_ASSIGN_OR_RETURN(Value w, e.eval(*rule_->where));
-    if (!truthy(w)) return out;
+    FERRY_ASSIGN_OR_RETURN(Val w, e.eval(*rule_->where));
+    if (!truthy(*w)) return out;
   }
   out.matched = true;
   if (!rule_->foreach) {
@@ -465,14 +515,13 @@ Result<RuleOutput> CompiledRule::evaluate(const Record& record) const {
     out.rows.push_back(std::move(row));
     return out;
   }
-  FERRY_ASSIGN_OR_RETURN(Value list, e.eval(*rule_->foreachExpr));
-  if (!list.is_array()) return at(*rule_->foreachExpr, "FOREACH needs an array, got " + typeName(list));
-  e.alias = rule_->foreachAlias;
-  for (const auto& el : list) {
+  FERRY_ASSIGN_OR_RETURN(Val list, e.eval(*rule_->foreachExpr));
+  if (!list->is_array()) return at(*rule_->foreachExpr, "FOREACH needs an array, got " + typeName(*list));
+  for (const auto& el : *list) {
     e.element = &el;
     if (rule_->incase) {
-      FERRY_ASSIGN_OR_RETURN(Value keep, e.eval(*rule_->incase));
-      if (!truthy(keep)) continue;
+      FERRY_ASSIGN_OR_RETURN(Val keep, e.eval(*rule_->incase));
+      if (!truthy(*keep)) continue;
     }
     if (rule_->select.empty()) {
       out.rows.push_back(el);

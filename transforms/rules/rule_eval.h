@@ -35,10 +35,16 @@ class CompiledRule {
   // The topic filters of FROM, as written.
   const std::vector<std::string>& from() const { return rule_->from; }
   bool isForeach() const { return rule_->foreach; }
-  Result<RuleOutput> evaluate(const Record& record) const;
+  // True when the rule reads the payload (a caller holding it parsed passes it to evaluate).
+  bool usesPayload() const { return usesPayload_; }
+  // `payload`: the record's value already parsed as JSON (a chain's cache), or nullptr to let the
+  // evaluation parse it when the rule reads it. Reading paths, comparing, arithmetic and boolean
+  // logic allocate nothing; function calls and the selected rows do.
+  Result<RuleOutput> evaluate(const Record& record, const Value* payload = nullptr) const;
 
  private:
   std::shared_ptr<const Rule> rule_;
+  bool usesPayload_ = false;
 };
 
 }  // namespace ferry::transforms::rules

@@ -22,6 +22,10 @@ const ConfigDef& RuleTransform::definition() {
     d.define("unmatched", ConfigType::kString, "pass", Importance::kMedium,
              "What happens to a record whose topic matches no FROM filter: pass (unchanged) or drop.",
              validators::oneOf({"pass", "drop"}));
+    d.define("output", ConfigType::kString, "row", Importance::kMedium,
+             "row: a record the rule keeps gets the selected row as its value; unchanged: the rule only "
+             "decides (FROM and WHERE) and the record passes as it was (a pipeline's filter).",
+             validators::oneOf({"row", "unchanged"}));
     return d;
   }();
   return def;
@@ -33,23 +37,29 @@ Status RuleTransform::configure(const StringMap& config) {
   if (!c.isOk()) return Status::invalidArgument("Rule: sql: " + c.status().message());
   rule_ = std::move(*c);
   dropUnmatched_ = p.getString("unmatched") == "drop";
+  keepValue_ = p.getString("output") == "unchanged";
   return Status::ok();
 }
 
-Result<bool> RuleTransform::apply(Record& record) {
+Result<bool> RuleTransform::applyJson(Record& record, JsonCache& cache) {
   if (!rule_) return Status::failedPrecondition("Rule: not configured");
-  auto out = rule_->evaluate(record);
+  // A pending change by an earlier step is only in the cache: the rule must read that document.
+  cache.flush(record, Side::kKey);  // the rule reads the key's bytes
+  const Json* payload = rule_->usesPayload() ? cache.get(record, Side::kValue) : nullptr;
+  if (!payload) cache.flush(record, Side::kValue);  // ... and the value's when not parsed
+  auto out = rule_->evaluate(record, payload);
   if (!out.isOk()) return Status::invalidArgument("Rule on a record of " + record.topic + ": " + out.status().message());
   if (!out->fromMatched) return !dropUnmatched_;
   if (!out->matched) return false;  // WHERE failed: the rule filters it out
+  if (keepValue_) return true;
   if (rule_->isForeach()) {
     if (out->rows.empty()) return false;
-    rules::Value arr = rules::Value::array();
+    Json arr = Json::array();
     for (auto& row : out->rows) arr.push_back(std::move(row));
-    record.value = Bytes(arr.dump(-1, ' ', false, rules::Value::error_handler_t::replace));
+    cache.set(record, Side::kValue, std::move(arr));
     return true;
   }
-  record.value = Bytes(out->rows.front().dump(-1, ' ', false, rules::Value::error_handler_t::replace));
+  cache.set(record, Side::kValue, std::move(out->rows.front()));
   return true;
 }
 

@@ -189,6 +189,15 @@ class FakeHerder : public control::Herder {
             {"Filter", {}, PluginKind::kTransform, "1.0", "drops records", "builtin"},
             {"JsonConverter", {}, PluginKind::kConverter, "1.0", "json", "builtin"}};
   }
+  // The real built-in transforms: trying rules out needs nothing else from a worker.
+  Result<std::unique_ptr<runtime::TransformChain>> buildTransformChain(const StringMap& config) const override {
+    static const runtime::PluginRegistry* registry = [] {
+      auto* r = new runtime::PluginRegistry();
+      (void)runtime::registerBuiltins(*r);
+      return r;
+    }();
+    return runtime::TransformChain::build(*registry, config);
+  }
   Result<std::vector<ConfigKey>> pluginConfig(const std::string& cls) const override {
     if (cls != "FileStreamSource") return Status::notFound("unknown plugin " + cls);
     return keys();

@@ -173,5 +173,72 @@ TEST(Pipeline, FieldsOfConnectorKeys) {
   EXPECT_EQ(pipelineField(*backbone, "fan-sink-1", "topics"), "topic");
 }
 
+const char* kRouted = R"({
+  "name": "alarms",
+  "mode": "backbone",
+  "source": {"connector.class": "MQTTSource", "mqtt.server.uri": "tcp://h:1883", "mqtt.topics": "sensors/#"},
+  "filter": "SELECT * FROM \"sensors/#\" WHERE payload.temp > 30",
+  "transforms": [{"alias": "tag", "type": "InsertHeader", "header": "x", "value.literal": "1"}],
+  "sinks": [{"connector.class": "RocketMQSink", "rocketmq.namesrv": "h:9876",
+             "rule": "SELECT payload.temp AS t FROM \"sensors/+/data\""},
+            {"connector.class": "FileStreamSink", "file": "/tmp/all"}]
+})";
+
+TEST(Pipeline, FilterGoesToTheSourceAndEachSinkRuleToItsSink) {
+  auto spec = parsePipeline(kRouted, std::nullopt);
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  auto cs = materialisePipeline(*spec);
+  ASSERT_EQ(cs.size(), 3u);
+  // The source filters before the backbone: only records passing the filter are stored.
+  EXPECT_EQ(cs[0].config.at("transforms"), "pipeline-filter");
+  EXPECT_EQ(cs[0].config.at("transforms.pipeline-filter.type"), "Rule");
+  EXPECT_EQ(cs[0].config.at("transforms.pipeline-filter.output"), "unchanged");
+  EXPECT_EQ(cs[0].config.at("transforms.pipeline-filter.unmatched"), "drop");
+  EXPECT_THAT(cs[0].config.at("transforms.pipeline-filter.sql"), HasSubstr("payload.temp > 30"));
+  // Sink 1 routes by its rule (ahead of the pipeline's transforms); sink 2 takes everything.
+  EXPECT_EQ(cs[1].config.at("transforms"), "pipeline-route,tag");
+  EXPECT_EQ(cs[1].config.at("transforms.pipeline-route.sql"), "SELECT payload.temp AS t FROM \"sensors/+/data\"");
+  EXPECT_EQ(cs[1].config.at("transforms.pipeline-route.unmatched"), "drop");
+  EXPECT_EQ(cs[1].config.count("rule"), 0u);
+  EXPECT_EQ(cs[2].config.at("transforms"), "tag");
+  // And back: GET /pipelines/{name} shows the filter and the sinks' rules where they were given.
+  for (auto& c : cs) c.config["name"] = c.name;
+  auto back = pipelineFromConnectors("alarms", cs);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(pipelineJson(*back), pipelineJson(*spec));
+  EXPECT_EQ(pipelineJson(*back)["sinks"][0]["rule"], "SELECT payload.temp AS t FROM \"sensors/+/data\"");
+  EXPECT_EQ(pipelineJson(*back)["sinks"][1].count("rule"), 0u);
+  EXPECT_EQ(pipelineField(*spec, "alarms-sink-1", "transforms.pipeline-route.sql"), "sinks[0].rule");
+  EXPECT_EQ(pipelineField(*spec, "alarms-source", "transforms.pipeline-filter.sql"), "filter");
+}
+
+TEST(Pipeline, DirectPipelineChainsFilterRuleThenTransforms) {
+  const char* body = R"({"name": "d", "source": {"connector.class": "MQTTSource"},
+    "filter": "SELECT * FROM \"a/#\"",
+    "transforms": [{"alias": "x", "type": "InsertHeader", "header": "h", "value.literal": "v"}],
+    "sink": {"connector.class": "FileStreamSink", "file": "/tmp/f", "rule": "SELECT payload FROM \"a/b\""}})";
+  auto spec = parsePipeline(body, std::nullopt);
+  ASSERT_TRUE(spec.isOk()) << spec.status().message();
+  auto cs = materialisePipeline(*spec);
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].config.at("transforms"), "pipeline-filter,pipeline-route,x");
+  EXPECT_EQ(cs[0].config.count("sink.rule"), 0u);
+  EXPECT_EQ(pipelineField(*spec, "d", "transforms.pipeline-route.sql"), "sinks[0].rule");
+  cs[0].config["name"] = "d";
+  auto back = pipelineFromConnectors("d", cs);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(pipelineJson(*back), pipelineJson(*spec));
+}
+
+TEST(Pipeline, BadFilterOrRuleFieldsAreNamed) {
+  EXPECT_THAT(parseError(R"({"name":"p","source":{"connector.class":"S"},"sink":{"connector.class":"K"},"filter":7})"),
+              HasSubstr("filter: must be a rule"));
+  EXPECT_THAT(parseError(R"({"name":"p","source":{"connector.class":"S"},"sink":{"connector.class":"K","rule":""}})"),
+              HasSubstr("sinks[0].rule: must be a non-empty rule"));
+  EXPECT_THAT(parseError(R"({"name":"p","source":{"connector.class":"S"},"sink":{"connector.class":"K"},
+                             "transforms":[{"alias":"pipeline-route","type":"Filter"}]})"),
+              HasSubstr("is reserved"));
+}
+
 }  // namespace
 }  // namespace ferry::rest

@@ -507,5 +507,73 @@ TEST_F(RestServerTest, ABadPipelineIsRefusedWholeNamingItsFields) {
   EXPECT_EQ(call("GET", "/connectors/q-source/config").json.count("pipeline"), 0u);
 }
 
+TEST_F(RestServerTest, RulesTestRunsARuleOnSampleRecords) {
+  auto a = call("POST", "/rules/test", R"({
+    "rule": "SELECT payload.temp AS t, topic FROM \"sensors/+/data\" WHERE payload.temp > 30",
+    "records": [{"mqtt_topic": "sensors/d1/data", "value": {"temp": 31.5}},
+                {"mqtt_topic": "sensors/d2/data", "value": {"temp": 12}},
+                {"mqtt_topic": "other/x", "value": {"temp": 99}},
+                {"mqtt_topic": "sensors/d3/data", "value": "not json"}]})");
+  ASSERT_EQ(a.status, 200) << a.body;
+  const Json& r = a.json["records"];
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0]["result"], "kept");
+  EXPECT_EQ(r[0]["output"]["value"], Json::parse(R"({"t":31.5,"topic":"sensors/d1/data"})"));
+  EXPECT_EQ(r[0]["steps"][0]["alias"], "rule");
+  EXPECT_EQ(r[0]["steps"][0]["result"], "ok");
+  EXPECT_EQ(r[1]["result"], "dropped");  // WHERE
+  EXPECT_EQ(r[1].count("output"), 0u);
+  EXPECT_EQ(r[2]["result"], "dropped");  // FROM
+  EXPECT_EQ(r[3]["result"], "dropped");  // a text payload has no temp: WHERE is false
+}
+
+TEST_F(RestServerTest, RulesTestTracesAChainStepByStep) {
+  auto a = call("POST", "/rules/test", R"({
+    "transforms": [{"alias": "rename", "type": "ReplaceField$Value", "renames": "temperature:temp"},
+                   {"alias": "cast", "type": "Cast$Value", "spec": "temp:int32"},
+                   {"alias": "hdr", "type": "InsertHeader", "header": "seen", "value.literal": "yes",
+                    "predicate": "isData"}],
+    "predicates": [{"alias": "isData", "type": "TopicNameMatches", "pattern": "data"}],
+    "records": [{"topic": "data", "key": "k1", "value": {"temperature": 21.7}, "headers": {"a": "b"},
+                 "timestamp": 1764800000000},
+                {"topic": "other", "value": {"temperature": 5}},
+                {"topic": "data", "value": {"temperature": "hot"}}]})");
+  ASSERT_EQ(a.status, 200) << a.body;
+  const Json& r = a.json["records"];
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]["result"], "kept");
+  EXPECT_EQ(r[0]["steps"][0]["record"]["value"], Json::parse(R"({"temp":21.7})"));
+  EXPECT_EQ(r[0]["steps"][1]["record"]["value"], Json::parse(R"({"temp":21})"));
+  EXPECT_EQ(r[0]["output"]["headers"], Json::parse(R"({"a":"b","seen":"yes"})"));
+  EXPECT_EQ(r[0]["output"]["key"], "k1");
+  EXPECT_EQ(r[0]["output"]["timestamp"], 1764800000000);
+  EXPECT_EQ(r[1]["steps"][2]["result"], "skipped");  // the predicate said no
+  EXPECT_EQ(r[1]["output"]["headers"], Json::object());
+  EXPECT_EQ(r[2]["result"], "error");
+  EXPECT_EQ(r[2]["steps"][1]["result"], "error");
+  EXPECT_THAT(r[2]["error"].get<std::string>(), HasSubstr("transform cast"));
+  EXPECT_EQ(r[2]["steps"].size(), 2u);  // the record stops at the failing step
+}
+
+TEST_F(RestServerTest, RulesTestRefusesBadRulesAndBodies) {
+  auto a = call("POST", "/rules/test", R"({"rule": "SELECT payload.t FROM \"a\" WHERE", "records": [{"value": 1}]})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_THAT(a.json["message"].get<std::string>(), HasSubstr("line 1, column"));
+  a = call("POST", "/rules/test", R"({"rule": "SELECT 1 FROM \"a\"", "transforms": [], "records": [{}]})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_THAT(a.json["message"].get<std::string>(), HasSubstr("exactly one of"));
+  a = call("POST", "/rules/test", R"({"rule": "SELECT 1 FROM \"a\"", "records": []})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_THAT(a.json["message"].get<std::string>(), HasSubstr("records"));
+  a = call("POST", "/rules/test", R"({"rule": "SELECT 1 FROM \"a\"", "records": [{"headers": {"h": 1}}]})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_THAT(a.json["message"].get<std::string>(), HasSubstr("records[0].headers.h: must be a string"));
+  a = call("POST", "/rules/test", R"({"transforms": [{"type": "NoSuchTransform"}], "records": [{}]})");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_THAT(a.json["message"].get<std::string>(), HasSubstr("NoSuchTransform"));
+  a = call("POST", "/rules/test", "{not json");
+  EXPECT_EQ(a.status, 400);
+}
+
 }  // namespace
 }  // namespace ferry::rest

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "transforms/iot_transforms.h"
 
 namespace ferry::transforms {
 namespace {
@@ -85,6 +86,88 @@ TEST(Sample, KeepsOneInN) {
   EXPECT_TRUE(*all->apply(r));
   auto bad = create<Transform>("Sample");
   EXPECT_FALSE(bad->configure({{"every", "0"}}).isOk());
+}
+
+// The clock a Sample reads, settable by the test (no sleeping).
+struct FakeClock {
+  std::int64_t now = 0;
+  int reads = 0;
+};
+
+Sample* asSample(Owned<Transform>& t, FakeClock& clock) {
+  auto* s = dynamic_cast<Sample*>(t.get());
+  EXPECT_NE(s, nullptr);
+  if (s) s->setClock([&clock] { ++clock.reads; return clock.now; });
+  return s;
+}
+
+TEST(Sample, RateKeepsAtMostNPerSecondByTokenBucket) {
+  auto t = transform("io.ferry.transforms.Sample", {{"rate", "2"}});
+  FakeClock clock;
+  ASSERT_NE(asSample(t, clock), nullptr);
+  auto pass = [&](std::int64_t at) {
+    clock.now = at;
+    Record r = record("t", "x");
+    return *t->apply(r);
+  };
+  clock.now = 1'000'000;  // any monotonic origin
+  EXPECT_TRUE(pass(1'000'000)) << "the bucket starts full: a burst of 2";
+  EXPECT_TRUE(pass(1'000'000));
+  EXPECT_FALSE(pass(1'000'000)) << "the third in the same instant is dropped";
+  EXPECT_FALSE(pass(1'000'499)) << "499 ms refill 0.998 of a token";
+  EXPECT_TRUE(pass(1'000'500)) << "500 ms at 2/s refill one";
+  EXPECT_FALSE(pass(1'000'500));
+  EXPECT_TRUE(pass(1'001'000));
+  EXPECT_FALSE(pass(1'001'000));
+  // A long pause refills up to the capacity (2), no more.
+  EXPECT_TRUE(pass(5'000'000));
+  EXPECT_TRUE(pass(5'000'000));
+  EXPECT_FALSE(pass(5'000'000));
+  // A clock that goes back refills nothing.
+  EXPECT_FALSE(pass(4'000'000));
+  // Steady 100 records/s in, 2/s out over 10 s: 2 (burst) + 20.
+  auto steady = transform("Sample", {{"rate", "2"}});
+  FakeClock c2;
+  ASSERT_NE(asSample(steady, c2), nullptr);
+  int kept = 0;
+  for (int i = 0; i <= 1000; ++i) {
+    c2.now = i * 10;
+    Record r = record("t", "x");
+    if (*steady->apply(r)) ++kept;
+  }
+  EXPECT_EQ(kept, 22);
+}
+
+TEST(Sample, FractionalRateAndEveryDoesNotReadTheClock) {
+  auto slow = transform("Sample", {{"rate", "0.5"}});  // one per 2 s, bursts of 1
+  FakeClock clock;
+  ASSERT_NE(asSample(slow, clock), nullptr);
+  std::string kept;
+  for (int s = 0; s <= 6; ++s) {
+    clock.now = s * 1000;
+    Record r = record("t", std::to_string(s));
+    if (*slow->apply(r)) kept += r.value.str();
+  }
+  EXPECT_EQ(kept, "0246");
+  auto every = transform("Sample", {{"every", "2"}});
+  FakeClock unused;
+  ASSERT_NE(asSample(every, unused), nullptr);
+  Record r = record("t", "x");
+  EXPECT_TRUE(*every->apply(r));
+  EXPECT_EQ(unused.reads, 0);
+}
+
+TEST(Sample, ExactlyOneOfEveryAndRate) {
+  auto bad = create<Transform>("Sample");
+  EXPECT_THAT(bad->configure({}).message(),
+              HasSubstr("Sample: set exactly one of 'every' (keep one in N) and 'rate' (at most N records per "
+                        "second), with a value above 0"));
+  EXPECT_THAT(bad->configure({{"every", "3"}, {"rate", "5"}}).message(), HasSubstr("; both are set"));
+  EXPECT_FALSE(bad->configure({{"rate", "-1"}}).isOk());
+  EXPECT_FALSE(bad->configure({{"rate", "fast"}}).isOk());
+  EXPECT_FALSE(bad->configure({{"every", "-1"}}).isOk());
+  EXPECT_TRUE(bad->configure({{"rate", "100"}}).isOk());
+  EXPECT_TRUE(bad->configure({{"every", "1"}, {"rate", "0"}}).isOk()) << "0 is not set";
 }
 
 }  // namespace

@@ -1,0 +1,71 @@
+// SetSchemaMetadata (see schema_transforms.h).
+//
+// Why headers outside an envelope: a transform must not change what a schemaless value means, and
+// a header is the one place every ferry sink and the backbone carry without touching the data.
+#include "transforms/schema_transforms.h"
+
+namespace ferry::transforms {
+
+const ConfigDef& SetSchemaMetadata::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("schema.name", ConfigType::kString, "", Importance::kHigh,
+             "Schema name to set (empty: not set): the envelope schema's `name`, else the "
+             "schema.name header (key.schema.name for $Key).");
+    d.define("schema.version", ConfigType::kInt, "-1", Importance::kHigh,
+             "Schema version to set (-1: not set): the envelope schema's `version`, else the "
+             "schema.version header (key.schema.version for $Key).");
+    d.define("replace.null.with.default", ConfigType::kBool, "true", Importance::kLow,
+             "Kafka's switch for schema defaults of null fields; accepted for compatibility, no effect "
+             "(ferry never rewrites the payload, so a null stays null).");
+    return d;
+  }();
+  return def;
+}
+
+Status SetSchemaMetadata::configure(const StringMap& config) {
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, name_));
+  schemaName_.reset();
+  schemaVersion_.reset();
+  if (std::string n = p.getString("schema.name"); !n.empty()) schemaName_ = std::move(n);
+  const std::int32_t v = p.getInt("schema.version");
+  if (v < -1)
+    return Status::invalidArgument(name_ + ": schema.version must be a version (>= 0), or -1 for none; got " +
+                                   std::to_string(v));
+  if (v >= 0) schemaVersion_ = v;
+  if (!schemaName_ && !schemaVersion_)
+    return Status::invalidArgument(name_ + ": neither schema.name nor schema.version is configured; set one or both");
+  return Status::ok();
+}
+
+std::optional<Json> SetSchemaMetadata::envelopeOf(const Bytes& bytes) {
+  // Cheap test first: most values are not envelopes and need no parse.
+  const std::string_view v = bytes.view();
+  const std::size_t first = v.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || v[first] != '{' || v.find("\"payload\"") == std::string_view::npos)
+    return std::nullopt;
+  std::optional<Json> doc = parseJson(v);
+  if (!doc || !doc->is_object() || doc->size() != 2 || !doc->contains("payload")) return std::nullopt;
+  auto schema = doc->find("schema");
+  if (schema == doc->end() || !schema->is_object()) return std::nullopt;
+  return doc;
+}
+
+Result<bool> SetSchemaMetadata::apply(Record& record) {
+  Bytes& b = onKey_ ? record.key : record.value;
+  if (!b.isNull()) {
+    if (std::optional<Json> env = envelopeOf(b)) {
+      Json& schema = (*env)["schema"];
+      if (schemaName_) schema["name"] = *schemaName_;
+      if (schemaVersion_) schema["version"] = *schemaVersion_;
+      b = toBytes(*env);
+      return true;
+    }
+  }
+  const std::string prefix = onKey_ ? "key." : "";
+  if (schemaName_) record.headers.set(prefix + "schema.name", Bytes(*schemaName_));
+  if (schemaVersion_) record.headers.set(prefix + "schema.version", Bytes(std::to_string(*schemaVersion_)));
+  return true;
+}
+
+}  // namespace ferry::transforms
