@@ -126,15 +126,16 @@ Status JsonPathExtract::configure(const StringMap& config) {
   return Status::ok();
 }
 
-Result<bool> JsonPathExtract::apply(Record& record) {
+Result<bool> JsonPathExtract::applyJson(Record& record, JsonCache& cache) {
+  const Side target = onKey_ ? Side::kKey : Side::kValue;
   Bytes& b = onKey_ ? record.key : record.value;
   if (b.isNull()) return true;
   const char* side = onKey_ ? "key" : "value";
-  std::optional<Json> doc = documentOf(b);
+  Json* doc = cache.get(record, target);
   if (!doc)
     return Status::invalidArgument(name_ + ": the " + side + " of a record in topic '" + record.topic +
                                    "' is not JSON; path '" + path_ + "' needs it");
-  const Json* cur = &*doc;
+  Json* cur = doc;
   std::size_t n = 0;
   for (; n < steps_.size(); ++n) {
     const Step& s = steps_[n];
@@ -160,25 +161,26 @@ Result<bool> JsonPathExtract::apply(Record& record) {
                                        ")");
       case Missing::kNull:
         if (field_.empty()) {
-          b = Bytes();
+          cache.setBytes(record, target, Bytes());
         } else {
           Json out = Json::object();
           out[field_] = nullptr;
-          b = toBytes(out);
+          cache.set(record, target, std::move(out));
         }
         return true;
     }
   }
   if (!field_.empty()) {
     Json out = Json::object();
-    out[field_] = *cur;
-    b = toBytes(out);
+    out[field_] = std::move(*cur);  // the document is replaced by `out`
+    cache.set(record, target, std::move(out));
   } else if (cur->is_null()) {
-    b = Bytes();  // as ExtractField: a null result is a null value
+    cache.setBytes(record, target, Bytes());  // as ExtractField: a null result is a null value
   } else if (cur->is_string()) {
-    b = Bytes(cur->get<std::string>());
+    cache.setBytes(record, target, Bytes(cur->get<std::string>()));
   } else {
-    b = toBytes(*cur);
+    Json out = std::move(*cur);
+    cache.set(record, target, std::move(out));
   }
   return true;
 }

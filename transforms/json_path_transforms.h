@@ -21,18 +21,18 @@
 #include <vector>
 
 #include "ferry/transform.h"
-#include "transforms/json_util.h"
+#include "transforms/json_cache.h"
 
 namespace ferry::transforms {
 
-class JsonPathExtract : public Transform {
+class JsonPathExtract : public JsonTransform {
  public:
   explicit JsonPathExtract(bool onKey)
       : onKey_(onKey), name_(std::string("JsonPathExtract") + (onKey ? "$Key" : "$Value")) {}
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
   // One step of a compiled path: a field name, or an array index when `index` is set.
   struct Step {
@@ -44,9 +44,6 @@ class JsonPathExtract : public Transform {
 
  private:
   enum class Missing { kNull, kDrop, kFail };
-  // The key/value parsed as JSON (nullopt when it is not JSON). Kept apart so the chain's JSON
-  // cache can take its place later.
-  static std::optional<Json> documentOf(const Bytes& bytes) { return parseJson(bytes.view()); }
 
   bool onKey_;
   std::string name_;

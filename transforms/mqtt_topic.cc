@@ -1,6 +1,8 @@
 // MQTT topics of records (see mqtt_topic.h).
 #include "transforms/mqtt_topic.h"
 
+#include "mqtt/codec.h"
+
 namespace ferry::transforms {
 
 std::string_view mqttTopic(const Record& record) {
@@ -19,21 +21,7 @@ std::vector<std::string_view> topicLevels(std::string_view topic) {
 }
 
 bool topicMatches(std::string_view filter, std::string_view topic) {
-  std::size_t f = 0, t = 0;
-  for (;;) {
-    const std::size_t fe = filter.find('/', f), te = topic.find('/', t);
-    const std::string_view fl = filter.substr(f, fe == std::string_view::npos ? std::string_view::npos : fe - f);
-    const std::string_view tl = topic.substr(t, te == std::string_view::npos ? std::string_view::npos : te - t);
-    if (fl == "#") return true;
-    if (fl != "+" && fl != tl) return false;
-    if (fe == std::string_view::npos || te == std::string_view::npos) {
-      if (fe == std::string_view::npos && te == std::string_view::npos) return true;
-      // "a/#" matches "a" too (MQTT: # includes the parent level).
-      return te == std::string_view::npos && filter.substr(fe + 1) == "#";
-    }
-    f = fe + 1;
-    t = te + 1;
-  }
+  return mqtt::topicMatches(filter, topic);  // the broker's rules: '$' topics, shared filters
 }
 
 }  // namespace ferry::transforms

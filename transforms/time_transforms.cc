@@ -332,7 +332,8 @@ Result<Json> TimestampConverter::convert(const Json& in) const {
   return Status::internal("unknown target type");
 }
 
-Result<bool> TimestampConverter::apply(Record& record) {
+Result<bool> TimestampConverter::applyJson(Record& record, JsonCache& cache) {
+  const Side target = onKey_ ? Side::kKey : Side::kValue;
   Bytes& b = onKey_ ? record.key : record.value;
   if (b.isNull()) return true;
   const char* side = onKey_ ? "key" : "value";
@@ -340,15 +341,16 @@ Result<bool> TimestampConverter::apply(Record& record) {
     return Status::invalidArgument(name_ + ": cannot convert " + where + " of a record in topic '" + record.topic +
                                    "': " + why.message());
   };
-  std::optional<Json> doc = documentOf(b);
+  Json* doc = cache.get(record, target);  // null: not JSON (the bytes are then current)
   if (field_.empty()) {
     // The whole key/value: JSON when it parses, else its text is the timestamp string.
     const bool quoted = doc && doc->is_string();
-    const Json in = doc ? std::move(*doc) : Json(b.str());
+    const Json in = doc ? *doc : Json(b.str());
     if (in.is_null()) return true;
     auto out = convert(in);
     if (!out.isOk()) return fail(std::string("the ") + side, out.status());
-    b = out->is_string() && !quoted ? Bytes(out->get<std::string>()) : toBytes(*out);
+    if (out->is_string() && !quoted) cache.setBytes(record, target, Bytes(out->get<std::string>()));
+    else cache.set(record, target, std::move(*out));
     return true;
   }
   if (!doc || !doc->is_object())
@@ -361,7 +363,7 @@ Result<bool> TimestampConverter::apply(Record& record) {
   auto out = convert(*it);
   if (!out.isOk()) return fail("field '" + field_ + "' of the " + side, out.status());
   *it = std::move(*out);
-  b = toBytes(*doc);
+  cache.changed(target);
   return true;
 }
 

@@ -24,19 +24,19 @@
 #include <vector>
 
 #include "ferry/transform.h"
-#include "transforms/json_util.h"
+#include "transforms/json_cache.h"
 #include "transforms/record_transforms.h"
 
 namespace ferry::transforms {
 
-class TimestampConverter : public Transform {
+class TimestampConverter : public JsonTransform {
  public:
   explicit TimestampConverter(bool onKey)
       : onKey_(onKey), name_(std::string("TimestampConverter") + (onKey ? "$Key" : "$Value")) {}
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
   // Parses `text` as ISO-8601 (see above) into epoch milliseconds; the error says what is wrong.
   static Result<std::int64_t> parseIso8601(std::string_view text);
@@ -49,9 +49,6 @@ class TimestampConverter : public Transform {
   enum class Target { kString, kUnix, kDate, kTime, kTimestamp };
   enum class Precision { kSeconds, kMillis, kMicros, kNanos };
 
-  // The key/value parsed as JSON (nullopt when it is not JSON). Kept apart so the chain's JSON
-  // cache can take its place later.
-  static std::optional<Json> documentOf(const Bytes& bytes) { return parseJson(bytes.view()); }
   // `in` (a JSON number or string) converted to the target; the error says why not.
   Result<Json> convert(const Json& in) const;
   Result<std::int64_t> toMillis(const Json& in) const;

@@ -56,6 +56,13 @@ Result<std::string> str(const Node& n, const Value& v, const std::string& fn) {
   return at(n, fn + " needs a string, got " + typeName(v));
 }
 
+// Characters (code points) of UTF-8 text: bytes that do not continue a sequence.
+std::int64_t utf8Length(const std::string& s) {
+  std::int64_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+  return n;
+}
+
 Value numberValue(double d) {
   if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return Value(static_cast<std::int64_t>(d));
   return Value(d);
@@ -84,11 +91,12 @@ const std::map<std::string, Function>& functions() {
                    }};
     m["strlen"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
                      FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "strlen"));
-                     return Value(static_cast<std::int64_t>(s.size()));
+                     return Value(utf8Length(s));
                    }};
     m["length"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
                      if (a[0].is_array() || a[0].is_object() || a[0].is_string())
-                       return Value(static_cast<std::int64_t>(a[0].is_string() ? a[0].get<std::string>().size() : a[0].size()));
+                       return Value(a[0].is_string() ? utf8Length(a[0].get_ref<const std::string&>())
+                                                     : static_cast<std::int64_t>(a[0].size()));
                      return at(c, "length needs an array, object or string, got " + typeName(a[0]));
                    }};
     m["substr"] = {2, 3, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
@@ -120,9 +128,10 @@ const std::map<std::string, Function>& functions() {
                     FERRY_ASSIGN_OR_RETURN(auto sep, str(c, a[1], "split"));
                     Value out = Value::array();
                     if (sep.empty()) return at(c, "split needs a non-empty separator");
-                    for (std::size_t i = 0;;) {
+                    for (std::size_t i = 0;;) {  // empty parts are dropped, as in EMQX
                       const auto j = s.find(sep, i);
-                      out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
+                      std::string part = s.substr(i, j == std::string::npos ? std::string::npos : j - i);
+                      if (!part.empty()) out.push_back(std::move(part));
                       if (j == std::string::npos) return out;
                       i = j + sep.size();
                     }
@@ -142,15 +151,27 @@ const std::map<std::string, Function>& functions() {
                         return numberValue(op(d));
                       }};
     };
-    m["abs"] = n1([](double d) { return std::fabs(d); }, "abs");
+    m["abs"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {  // keeps int / float
+                  if (a[0].is_number_integer() && a[0].get<std::int64_t>() != INT64_MIN)
+                    return Value(std::abs(a[0].get<std::int64_t>()));
+                  FERRY_ASSIGN_OR_RETURN(double d, num(c, a[0], "abs"));
+                  return Value(std::fabs(d));
+                }};
     m["floor"] = n1([](double d) { return std::floor(d); }, "floor");
     m["ceil"] = n1([](double d) { return std::ceil(d); }, "ceil");
     m["round"] = n1([](double d) { return std::round(d); }, "round");
-    m["sqrt"] = n1([](double d) { return std::sqrt(d); }, "sqrt");
+    // sqrt and power give floats (EMQX); a result that is no number is an error, not NaN.
+    m["sqrt"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
+                   FERRY_ASSIGN_OR_RETURN(double d, num(c, a[0], "sqrt"));
+                   if (d < 0) return at(c, "sqrt of a negative number (" + text(a[0]) + ")");
+                   return Value(std::sqrt(d));
+                 }};
     m["power"] = {2, 2, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
                     FERRY_ASSIGN_OR_RETURN(double x, num(c, a[0], "power"));
                     FERRY_ASSIGN_OR_RETURN(double y, num(c, a[1], "power"));
-                    return numberValue(std::pow(x, y));
+                    const double r = std::pow(x, y);
+                    if (!std::isfinite(r)) return at(c, "power(" + text(a[0]) + ", " + text(a[1]) + ") is not a finite number");
+                    return Value(r);
                   }};
     m["str"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> { return Value(text(a[0])); }};
     auto toNumber = [](const Node& c, const Value& v, const char* name) -> Result<double> {
@@ -425,6 +446,8 @@ class Eval {
     const Value& l = *lv;
     const Value& r = *rv;
     if (op == "=" || op == "!=") {
+      // A null (a missing field) against a value makes both false: the record is filtered out.
+      if (l.is_null() != r.is_null()) return Val(Value(false));
       bool eq = (l.is_number() && r.is_number()) ? l.get<double>() == r.get<double>() : l == r;
       return Val(Value(op == "=" ? eq : !eq));
     }
@@ -463,12 +486,34 @@ class Eval {
   std::optional<Value> ownPayload_, topic_, levels_, headers_;
 };
 
+// A part of a rule that reads nothing of the record (and not the clock) has one value for every
+// record: compute it once at compile time, so a type error in it ('a' + 1, upper(5), 1/0) is
+// reported with its position when the rule is validated, not at the first record.
+bool constant(const Node& n) {
+  if (n.kind == NodeKind::kName) return false;
+  if (n.kind == NodeKind::kCall && n.text == "now_timestamp") return false;
+  for (const auto& k : n.kids)
+    if (!constant(*k)) return false;
+  return true;
+}
+
+Status checkConstants(const Node& n) {
+  if (constant(n)) {
+    static const Record kNoRecord;
+    Eval e(kNoRecord, nullptr);
+    auto v = e.eval(n);
+    return v.isOk() ? Status::ok() : v.status();
+  }
+  for (const auto& k : n.kids) FERRY_RETURN_IF_ERROR(checkConstants(*k));
+  return Status::ok();
+}
+
 Result<Value> selectRow(Eval& e, const std::vector<SelectItem>& items) {
   Value row = Value::object();
   for (std::size_t i = 0; i < items.size(); ++i) {
     const auto& item = items[i];
     if (!item.expr) {  // '*': the event's fields
-      for (int id : {kPayload, kTopic, kKey, kHeaders, kTimestamp, kQos, kClientId}) {
+      for (int id : {kPayload, kTopic, kLevels, kKey, kHeaders, kTimestamp, kQos, kClientId}) {
         FERRY_ASSIGN_OR_RETURN(Val v, e.name(id));
         row[kNames[id]] = std::move(v).take();
       }
@@ -494,6 +539,10 @@ Result<CompiledRule> CompiledRule::compile(std::string_view text) {
   if (r.foreachExpr) FERRY_RETURN_IF_ERROR(check(*r.foreachExpr, none, usesPayload));
   if (r.incase) FERRY_RETURN_IF_ERROR(check(*r.incase, alias, usesPayload));
   if (r.where) FERRY_RETURN_IF_ERROR(check(*r.where, none, usesPayload));
+  for (const auto& item : r.select)
+    if (item.expr) FERRY_RETURN_IF_ERROR(checkConstants(*item.expr));
+  for (const Node* n : {r.foreachExpr.get(), r.incase.get(), r.where.get()})
+    if (n) FERRY_RETURN_IF_ERROR(checkConstants(*n));
   CompiledRule c;
   c.rule_ = std::make_shared<const Rule>(std::move(r));
   c.usesPayload_ = usesPayload;
