@@ -11,6 +11,9 @@
 #include "transforms/rules/rule_transform.h"
 #include "transforms/structure_transforms.h"
 #include "transforms/iot_transforms.h"
+#include "transforms/json_path_transforms.h"
+#include "transforms/schema_transforms.h"
+#include "transforms/time_transforms.h"
 
 namespace ferry::transforms {
 namespace {
@@ -44,12 +47,25 @@ FERRY_KAFKA_ALIAS(kDecodeValue, "io.ferry.transforms.DecodePayload$Value");  // 
 FERRY_KAFKA_ALIAS(kDecodeKey, "io.ferry.transforms.DecodePayload$Key");
 FERRY_KAFKA_ALIAS(kTopicLevelRouter, "io.ferry.transforms.TopicLevelRouter");
 FERRY_KAFKA_ALIAS(kSample, "io.ferry.transforms.Sample");
+FERRY_KAFKA_ALIAS(kTimestampConverterValue, "org.apache.kafka.connect.transforms.TimestampConverter$Value");
+FERRY_KAFKA_ALIAS(kTimestampConverterKey, "org.apache.kafka.connect.transforms.TimestampConverter$Key");
+FERRY_KAFKA_ALIAS(kSetSchemaMetadataValue, "org.apache.kafka.connect.transforms.SetSchemaMetadata$Value");
+FERRY_KAFKA_ALIAS(kSetSchemaMetadataKey, "org.apache.kafka.connect.transforms.SetSchemaMetadata$Key");
+FERRY_KAFKA_ALIAS(kJsonPathValue, "io.ferry.transforms.JsonPathExtract$Value");  // no Kafka Connect counterpart
+FERRY_KAFKA_ALIAS(kJsonPathKey, "io.ferry.transforms.JsonPathExtract$Key");
 FERRY_KAFKA_ALIAS(kTopicNameMatches, "org.apache.kafka.connect.transforms.predicates.TopicNameMatches");
 FERRY_KAFKA_ALIAS(kHasHeaderKey, "org.apache.kafka.connect.transforms.predicates.HasHeaderKey");
 FERRY_KAFKA_ALIAS(kRecordIsTombstone, "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone");
 FERRY_KAFKA_ALIAS(kByteArray, "org.apache.kafka.connect.converters.ByteArrayConverter");
 FERRY_KAFKA_ALIAS(kString, "org.apache.kafka.connect.storage.StringConverter");
 FERRY_KAFKA_ALIAS(kJson, "org.apache.kafka.connect.json.JsonConverter");
+FERRY_KAFKA_ALIAS(kSimpleHeader, "org.apache.kafka.connect.storage.SimpleHeaderConverter");
+FERRY_KAFKA_ALIAS(kShortConv, "org.apache.kafka.connect.converters.ShortConverter");
+FERRY_KAFKA_ALIAS(kIntegerConv, "org.apache.kafka.connect.converters.IntegerConverter");
+FERRY_KAFKA_ALIAS(kLongConv, "org.apache.kafka.connect.converters.LongConverter");
+FERRY_KAFKA_ALIAS(kFloatConv, "org.apache.kafka.connect.converters.FloatConverter");
+FERRY_KAFKA_ALIAS(kDoubleConv, "org.apache.kafka.connect.converters.DoubleConverter");
+FERRY_KAFKA_ALIAS(kBooleanConv, "org.apache.kafka.connect.converters.BooleanConverter");
 FERRY_KAFKA_ALIAS(kRule, "io.ferry.transforms.Rule");  // no Kafka Connect counterpart
 #undef FERRY_KAFKA_ALIAS
 
@@ -106,7 +122,19 @@ constexpr PluginEntry kEntries[] = {
     transform<Sided<DecodePayload, false>>("DecodePayload$Value", kDecodeValue, "Decodes base64 or hex text in the value"),
     transform<Sided<DecodePayload, true>>("DecodePayload$Key", kDecodeKey, "Decodes base64 or hex text in the key"),
     transform<TopicLevelRouter>("TopicLevelRouter", kTopicLevelRouter, "Routes by levels of the MQTT topic"),
-    transform<Sample>("Sample", kSample, "Keeps one record in N"),
+    transform<Sample>("Sample", kSample, "Keeps one record in N, or at most N records per second"),
+    transform<Sided<TimestampConverter, false>>("TimestampConverter$Value", kTimestampConverterValue,
+                                                "Converts a timestamp in the value between unix, string and epoch-millisecond forms"),
+    transform<Sided<TimestampConverter, true>>("TimestampConverter$Key", kTimestampConverterKey,
+                                               "Converts a timestamp in the key between unix, string and epoch-millisecond forms"),
+    transform<Sided<SetSchemaMetadata, false>>("SetSchemaMetadata$Value", kSetSchemaMetadataValue,
+                                               "Sets the schema name/version of the value (its JSON envelope, else headers)"),
+    transform<Sided<SetSchemaMetadata, true>>("SetSchemaMetadata$Key", kSetSchemaMetadataKey,
+                                              "Sets the schema name/version of the key (its JSON envelope, else headers)"),
+    transform<Sided<JsonPathExtract, false>>("JsonPathExtract$Value", kJsonPathValue,
+                                             "Replaces a JSON value by what a path (a.b[0].c) selects in it"),
+    transform<Sided<JsonPathExtract, true>>("JsonPathExtract$Key", kJsonPathKey,
+                                            "Replaces a JSON key by what a path (a.b[0].c) selects in it"),
     transform<RuleTransform>("Rule", kRule,
                              "An EMQX-style rule: SELECT ... FROM \"<MQTT topic filter>\" WHERE ...; "
                              "keeps matching records with the selected fields as a JSON value"),
@@ -119,6 +147,14 @@ constexpr PluginEntry kEntries[] = {
     converter<StringConverter>("StringConverter", kString, "Passes UTF-8 text through"),
     converter<JsonConverter>("JsonConverter", kJson,
                              "Checks JSON; optionally wraps it in a schema/payload envelope"),
+    converter<SimpleHeaderConverter>("SimpleHeaderConverter", kSimpleHeader,
+                                     "Passes header values through as text (the default header converter)"),
+    converter<ShortConverter>("ShortConverter", kShortConv, "Decimal text <-> 2-byte big-endian integer"),
+    converter<IntegerConverter>("IntegerConverter", kIntegerConv, "Decimal text <-> 4-byte big-endian integer"),
+    converter<LongConverter>("LongConverter", kLongConv, "Decimal text <-> 8-byte big-endian integer"),
+    converter<FloatConverter>("FloatConverter", kFloatConv, "Number text <-> 4-byte IEEE 754 float"),
+    converter<DoubleConverter>("DoubleConverter", kDoubleConv, "Number text <-> 8-byte IEEE 754 double"),
+    converter<BooleanConverter>("BooleanConverter", kBooleanConv, "true/false <-> one byte 1/0"),
 };
 
 }  // namespace

@@ -2,9 +2,28 @@
 // not change; JsonConverter only validates (SAX, no document) unless it must wrap or unwrap.
 #include "transforms/converters.h"
 
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <system_error>
+
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
+namespace {
+
+// The role the runtime gave this instance (converter.type, as Kafka Connect passes it), else the
+// one `isKey` implies.
+Result<std::string> roleOf(const StringMap& config, bool isKey, const char* converter) {
+  auto it = config.find("converter.type");
+  if (it == config.end()) return std::string(isKey ? "key" : "value");
+  if (it->second == "key" || it->second == "value" || it->second == "header") return it->second;
+  return Status::invalidArgument(std::string(converter) + ": converter.type must be key, value or header, not '" +
+                                 it->second + "'");
+}
+
+}  // namespace
 
 const ConfigDef& ByteArrayConverter::definition() {
   static const ConfigDef def;
@@ -72,15 +91,14 @@ const ConfigDef& JsonConverter::definition() {
 
 Status JsonConverter::configure(const StringMap& config, bool isKey) {
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "JsonConverter"));
+  FERRY_ASSIGN_OR_RETURN(role_, roleOf(config, isKey, "JsonConverter"));
   schemasEnable_ = p.getBool("schemas.enable");
-  isKey_ = isKey;
   return Status::ok();
 }
 
 Status JsonConverter::notJson(const std::string& topic, const Bytes& data,
                               const char* direction) const {
-  return Status::invalidArgument(std::string("JsonConverter: the ") + (isKey_ ? "key" : "value") +
-                                 " " + direction + " topic '" + topic +
+  return Status::invalidArgument("JsonConverter: the " + role_ + " " + direction + " topic '" + topic +
                                  "' is not valid JSON: " + jsonError(data.view()));
 }
 
@@ -105,12 +123,228 @@ Result<Bytes> JsonConverter::toRecord(const std::string& topic, const Bytes& dat
   if (!j) return notJson(topic, data, "from");
   if (!j->is_object() || !j->contains("payload") || !j->contains("schema"))
     return Status::invalidArgument(
-        std::string("JsonConverter: the ") + (isKey_ ? "key" : "value") + " from topic '" +
+        "JsonConverter: the " + role_ + " from topic '" +
         topic + "' has no {\"schema\": ..., \"payload\": ...} envelope; with schemas.enable=true "
         "it must have one (set schemas.enable=false to read plain JSON)");
   const Json& payload = j->at("payload");
   if (payload.is_null()) return Bytes::null();
   return toBytes(payload);
+}
+
+const ConfigDef& SimpleHeaderConverter::definition() {
+  static const ConfigDef def;
+  return def;
+}
+
+Status SimpleHeaderConverter::configure(const StringMap& config, bool isKey) {
+  return roleOf(config, isKey, "SimpleHeaderConverter").status();
+}
+
+Result<Bytes> SimpleHeaderConverter::fromRecord(const std::string& topic, const Bytes& data) {
+  (void)topic;
+  return data;
+}
+
+Result<Bytes> SimpleHeaderConverter::toRecord(const std::string& topic, const Bytes& data) {
+  (void)topic;
+  return data;
+}
+
+// ----- numeric converters ------------------------------------------------------------------
+
+namespace {
+
+struct NumberTraits {
+  const char* converter;  // class name, for messages
+  std::size_t width;      // bytes on the wire
+  const char* what;       // "a 32-bit integer (-2147483648..2147483647)"
+};
+
+const NumberTraits& traitsOf(NumberKind kind) {
+  static constexpr NumberTraits kTraits[] = {
+      {"ShortConverter", 2, "a 16-bit integer (-32768..32767)"},
+      {"IntegerConverter", 4, "a 32-bit integer (-2147483648..2147483647)"},
+      {"LongConverter", 8, "a 64-bit integer (-9223372036854775808..9223372036854775807)"},
+      {"FloatConverter", 4, "a 32-bit float"},
+      {"DoubleConverter", 8, "a 64-bit float"},
+      {"BooleanConverter", 1, "a boolean (true or false)"},
+  };
+  return kTraits[static_cast<std::size_t>(kind)];
+}
+
+std::string_view trimAscii(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n\f\v";
+  const auto first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// A leading '+' (Java's parsers accept it; std::from_chars does not) before a digit or '.'.
+std::string_view dropPlus(std::string_view s) {
+  if (s.size() >= 2 && s[0] == '+' && (s[1] == '.' || (s[1] >= '0' && s[1] <= '9'))) s.remove_prefix(1);
+  return s;
+}
+
+template <typename U>
+std::string bigEndian(U bits) {
+  std::string out(sizeof(U), '\0');
+  for (std::size_t i = 0; i < sizeof(U); ++i)
+    out[sizeof(U) - 1 - i] = static_cast<char>(static_cast<unsigned char>(bits >> (8 * i)));
+  return out;
+}
+
+template <typename U>
+U fromBigEndian(std::string_view b) {
+  U bits = 0;
+  for (unsigned char c : b) bits = static_cast<U>((bits << 8) | c);
+  return bits;
+}
+
+enum class ParseError { kNone, kNotANumber, kOutOfRange };
+
+template <typename T>
+ParseError parseInteger(std::string_view text, T& out) {
+  text = dropPlus(text);
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 10);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) return ParseError::kOutOfRange;
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return ParseError::kNotANumber;
+  return ParseError::kNone;
+}
+
+template <typename T>
+ParseError parseFloating(std::string_view text, T& out) {
+  // Java's spellings first; from_chars accepts inf/nan/infinity in any case as well.
+  if (text == "NaN") {
+    out = std::numeric_limits<T>::quiet_NaN();
+    return ParseError::kNone;
+  }
+  if (text == "Infinity" || text == "+Infinity" || text == "-Infinity") {
+    out = text[0] == '-' ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    return ParseError::kNone;
+  }
+  text = dropPlus(text);
+  const auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), out, std::chars_format::general);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) return ParseError::kOutOfRange;
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return ParseError::kNotANumber;
+  return ParseError::kNone;
+}
+
+template <typename T>
+Bytes integerText(std::string_view wire) {
+  using U = std::make_unsigned_t<T>;
+  const T v = static_cast<T>(fromBigEndian<U>(wire));  // two's complement (C++20)
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return Bytes(std::string(buf, r.ptr));
+}
+
+template <typename T, typename U>
+Bytes floatingText(std::string_view wire) {
+  const T v = std::bit_cast<T>(fromBigEndian<U>(wire));
+  if (std::isnan(v)) return Bytes(std::string("NaN"));
+  if (std::isinf(v)) return Bytes(std::string(v < 0 ? "-Infinity" : "Infinity"));
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round trip
+  return Bytes(std::string(buf, r.ptr));
+}
+
+}  // namespace
+
+const ConfigDef& NumberConverter::definition() {
+  static const ConfigDef def;
+  return def;
+}
+
+Status NumberConverter::configure(const StringMap& config, bool isKey) {
+  FERRY_ASSIGN_OR_RETURN(role_, roleOf(config, isKey, traitsOf(kind_).converter));
+  return Status::ok();
+}
+
+Status NumberConverter::bad(const std::string& topic, const char* direction, const std::string& what) const {
+  return Status::invalidArgument(std::string(traitsOf(kind_).converter) + ": the " + role_ + " " + direction +
+                                 " topic '" + topic + "' " + what);
+}
+
+Result<Bytes> NumberConverter::fromRecord(const std::string& topic, const Bytes& data) {
+  if (data.isNull()) return data;
+  const NumberTraits& t = traitsOf(kind_);
+  const std::string_view text = trimAscii(data.view());
+  ParseError err = ParseError::kNone;
+  std::string wire;
+  switch (kind_) {
+    case NumberKind::kShort: {
+      std::int16_t v = 0;
+      if ((err = parseInteger(text, v)) == ParseError::kNone) wire = bigEndian(static_cast<std::uint16_t>(v));
+      break;
+    }
+    case NumberKind::kInteger: {
+      std::int32_t v = 0;
+      if ((err = parseInteger(text, v)) == ParseError::kNone) wire = bigEndian(static_cast<std::uint32_t>(v));
+      break;
+    }
+    case NumberKind::kLong: {
+      std::int64_t v = 0;
+      if ((err = parseInteger(text, v)) == ParseError::kNone) wire = bigEndian(static_cast<std::uint64_t>(v));
+      break;
+    }
+    case NumberKind::kFloat: {
+      float v = 0;
+      if ((err = parseFloating(text, v)) == ParseError::kNone) wire = bigEndian(std::bit_cast<std::uint32_t>(v));
+      break;
+    }
+    case NumberKind::kDouble: {
+      double v = 0;
+      if ((err = parseFloating(text, v)) == ParseError::kNone) wire = bigEndian(std::bit_cast<std::uint64_t>(v));
+      break;
+    }
+    case NumberKind::kBoolean:
+      if (equalsIgnoreCase(text, "true")) {
+        wire.assign(1, '\x01');
+      } else if (equalsIgnoreCase(text, "false")) {
+        wire.assign(1, '\0');
+      } else {
+        err = ParseError::kNotANumber;
+      }
+      break;
+  }
+  if (err == ParseError::kOutOfRange) return bad(topic, "for", std::string("is out of range for ") + t.what);
+  if (err != ParseError::kNone)
+    return bad(topic, "for", std::string("is not ") + t.what + " in text (" + std::to_string(data.size()) +
+                                 " bytes)");
+  return Bytes(std::move(wire));
+}
+
+Result<Bytes> NumberConverter::toRecord(const std::string& topic, const Bytes& data) {
+  if (data.isNull()) return data;
+  const NumberTraits& t = traitsOf(kind_);
+  if (data.size() != t.width)
+    return bad(topic, "from", "has " + std::to_string(data.size()) + " bytes; " + t.converter + " reads exactly " +
+                                  std::to_string(t.width) + " (" + t.what + ", big-endian)");
+  const std::string_view wire = data.view();
+  switch (kind_) {
+    case NumberKind::kShort: return integerText<std::int16_t>(wire);
+    case NumberKind::kInteger: return integerText<std::int32_t>(wire);
+    case NumberKind::kLong: return integerText<std::int64_t>(wire);
+    case NumberKind::kFloat: return floatingText<float, std::uint32_t>(wire);
+    case NumberKind::kDouble: return floatingText<double, std::uint64_t>(wire);
+    case NumberKind::kBoolean: {
+      const auto b = static_cast<unsigned char>(wire[0]);
+      if (b > 1)
+        return bad(topic, "from", "has the byte " + std::to_string(b) + "; a boolean is 0 (false) or 1 (true)");
+      return Bytes(std::string(b ? "true" : "false"));
+    }
+  }
+  return Status::internal("NumberConverter: unknown kind");
 }
 
 }  // namespace ferry::transforms

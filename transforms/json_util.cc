@@ -1,17 +1,154 @@
 // JSON helpers (see json_util.h). nlohmann's exceptions are caught here, at the adapter.
 #include "transforms/json_util.h"
 
+#include <simdjson.h>
+
+#include <charconv>
 #include <regex>
 
 namespace ferry::transforms {
+namespace {
+
+// simdjson parses and validates several times faster than nlohmann's lexer; the document is then
+// built as nlohmann's ordered_json (what the transforms edit), node by node with the same
+// types nlohmann's own parser gives: non-negative integers unsigned, duplicate keys the last wins
+// in the place of the first. Text simdjson refuses for a reason nlohmann may not (an integer
+// beyond 64 bits, deeper than 1024 levels) goes to nlohmann's parser, so what is JSON does not
+// change.
+simdjson::dom::parser& fastParser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
+}
+
+void build(simdjson::dom::element e, Json& out) {
+  using T = simdjson::dom::element_type;
+  switch (e.type()) {
+    case T::ARRAY: {
+      out = Json::array();
+      auto& arr = out.get_ref<Json::array_t&>();
+      const simdjson::dom::array items = e.get_array().value_unsafe();
+      arr.reserve(items.size());
+      for (simdjson::dom::element c : items) {
+        arr.emplace_back();
+        build(c, arr.back());
+      }
+      return;
+    }
+    case T::OBJECT: {
+      out = Json::object();
+      const simdjson::dom::object fields = e.get_object().value_unsafe();
+      out.get_ref<Json::object_t&>().reserve(fields.size());
+      for (simdjson::dom::key_value_pair kv : fields) build(kv.value, out[std::string(kv.key)]);
+      return;
+    }
+    case T::INT64: {
+      const std::int64_t v = e.get_int64().value_unsafe();
+      if (v >= 0) out = static_cast<std::uint64_t>(v);
+      else out = v;
+      return;
+    }
+    case T::UINT64: out = e.get_uint64().value_unsafe(); return;
+    case T::DOUBLE: out = e.get_double().value_unsafe(); return;
+    case T::STRING: out = std::string(e.get_string().value_unsafe()); return;
+    case T::BOOL: out = e.get_bool().value_unsafe(); return;
+    case T::NULL_VALUE: out = nullptr; return;
+  }
+}
+
+// Errors after which nlohmann's parser may still accept the text.
+bool nlohmannMayAccept(simdjson::error_code e) {
+  return e == simdjson::NUMBER_ERROR || e == simdjson::DEPTH_ERROR ||
+         e == simdjson::NUMBER_OUT_OF_RANGE || e == simdjson::CAPACITY || e == simdjson::MEMALLOC;
+}
+
+// Strings of printable ASCII without quote or backslash are written as they are; anything else
+// (escapes, UTF-8 to check and repair) takes nlohmann's serializer.
+void writeString(const std::string& s, std::string& out) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+      out += Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+      return;
+    }
+  }
+  out.push_back('"');
+  out.append(s);
+  out.push_back('"');
+}
+
+void write(const Json& j, std::string& out) {
+  char buf[64];
+  switch (j.type()) {
+    case Json::value_t::null: out.append("null"); return;
+    case Json::value_t::boolean: out.append(j.get<bool>() ? "true" : "false"); return;
+    case Json::value_t::number_integer: {
+      auto r = std::to_chars(buf, buf + sizeof buf, j.get<std::int64_t>());
+      out.append(buf, r.ptr);
+      return;
+    }
+    case Json::value_t::number_unsigned: {
+      auto r = std::to_chars(buf, buf + sizeof buf, j.get<std::uint64_t>());
+      out.append(buf, r.ptr);
+      return;
+    }
+    case Json::value_t::number_float: {
+      const double d = j.get<double>();
+      if (!std::isfinite(d)) {
+        out.append("null");  // as nlohmann writes it
+        return;
+      }
+      char* end = nlohmann::detail::to_chars(buf, buf + sizeof buf, d);  // nlohmann's own digits
+      out.append(buf, end);
+      return;
+    }
+    case Json::value_t::string: writeString(j.get_ref<const std::string&>(), out); return;
+    case Json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& v : j) {
+        if (!first) out.push_back(',');
+        first = false;
+        write(v, out);
+      }
+      out.push_back(']');
+      return;
+    }
+    case Json::value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) out.push_back(',');
+        first = false;
+        writeString(it.key(), out);
+        out.push_back(':');
+        write(it.value(), out);
+      }
+      out.push_back('}');
+      return;
+    }
+    default: out += j.dump(-1, ' ', false, Json::error_handler_t::replace); return;
+  }
+}
+
+}  // namespace
 
 std::optional<Json> parseJson(std::string_view text) {
+  auto doc = fastParser().parse(text.data(), text.size());
+  if (!doc.error()) {
+    Json j;
+    build(doc.value_unsafe(), j);
+    return j;
+  }
+  if (!nlohmannMayAccept(doc.error())) return std::nullopt;
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   return j;
 }
 
-bool isJson(std::string_view text) { return Json::accept(text.begin(), text.end()); }
+bool isJson(std::string_view text) {
+  auto doc = fastParser().parse(text.data(), text.size());
+  if (!doc.error()) return true;
+  return nlohmannMayAccept(doc.error()) && Json::accept(text.begin(), text.end());
+}
 
 std::string jsonError(std::string_view text) {
   try {
@@ -24,7 +161,10 @@ std::string jsonError(std::string_view text) {
 }
 
 std::string dumpJson(const Json& j) {
-  return j.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
+  std::string out;
+  out.reserve(256);
+  write(j, out);
+  return out;
 }
 
 Result<ParsedConfig> parseConfig(const ConfigDef& def, const StringMap& config,

@@ -63,7 +63,9 @@ class Converter {
  public:
   virtual ~Converter() = default;
   virtual const ConfigDef& configDef() const = 0;
-  // `isKey` says whether this instance converts keys or values.
+  // `isKey` says whether this instance converts keys or values. As in Kafka Connect, the runtime
+  // also passes `converter.type` = key, value or header in `config`: a converter that refuses
+  // unknown keys must accept that one.
   virtual Status configure(const StringMap& config, bool isKey) = 0;
   // Record data -> bytes written to the backbone.
   virtual Result<Bytes> fromRecord(const std::string& topic, const Bytes& data) = 0;

@@ -31,7 +31,8 @@ ConfigDef commonDef() {
   d.define("value.converter", ConfigType::kClass, "", Importance::kLow,
            "Converter for values at the backbone boundary (default: the worker's).");
   d.define("header.converter", ConfigType::kClass, "", Importance::kLow,
-           "Accepted for Kafka Connect compatibility; headers travel as bytes.");
+           "Converter for every header value at the backbone boundary (default: the worker's, "
+           "SimpleHeaderConverter unless set).");
   d.define("transforms", ConfigType::kList, "", Importance::kMedium,
            "Aliases of the transforms applied in order (transforms.<alias>.type=...).");
   d.define("predicates", ConfigType::kList, "", Importance::kMedium,
@@ -183,7 +184,7 @@ void validateChain(const PluginRegistry& registry, const StringMap& config, Conf
         addError(out, k, "'" + alias + "' is not listed in '" + g.substr(0, g.size() - 1) + "'");
     }
   }
-  for (const char* side : {"key", "value"}) {
+  for (const char* side : {"key", "value", "header"}) {
     const std::string key = std::string(side) + ".converter";
     const std::string cls = get(config, key);
     if (cls.empty()) continue;
@@ -192,7 +193,16 @@ void validateChain(const PluginRegistry& registry, const StringMap& config, Conf
       addError(out, key, c.status().message());
       continue;
     }
-    validatePluginKeys((*c)->configDef(), withPrefix(config, key + "."), key + ".", {}, out);
+    const std::size_t before = out.errorCount();
+    const StringMap own = withPrefix(config, key + ".");
+    validatePluginKeys((*c)->configDef(), own, key + ".", {}, out);
+    // Keys well-formed: configure it as a task would, for what only the converter checks.
+    if (out.errorCount() == before) {
+      StringMap cfg = own;
+      cfg["converter.type"] = side;
+      if (Status st = (*c)->configure(cfg, std::string_view(side) == "key"); !st.isOk())
+        addError(out, key, st.message());
+    }
   }
 }
 
@@ -217,7 +227,8 @@ const ConfigDef& frameworkConfigDef(ConnectorShape shape) {
 }
 
 std::vector<std::string> frameworkPrefixes(ConnectorShape shape) {
-  std::vector<std::string> p{"transforms.", "predicates.", "key.converter.", "value.converter."};
+  std::vector<std::string> p{"transforms.", "predicates.", "key.converter.", "value.converter.",
+                             "header.converter."};
   if (shape == ConnectorShape::kDirect) p.push_back("sink.");
   return p;
 }

@@ -6,6 +6,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/logging.h"
@@ -25,31 +26,6 @@ using store::State;
 std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
 StringMap withPrefix(const StringMap& m, const std::string& prefix) { return configWithPrefix(m, prefix); }
 std::vector<std::string> listOf(const StringMap& m, const std::string& key) { return configList(m, key); }
-
-// Key and value converters of a task: the connector's, else the worker's defaults.
-struct Converters {
-  PluginPtr<Converter> key;
-  PluginPtr<Converter> value;
-};
-
-Result<Converters> makeConverters(const PluginRegistry& registry, const WorkerConfig& worker, const StringMap& config) {
-  Converters c;
-  for (bool isKey : {true, false}) {
-    const std::string side = isKey ? "key.converter" : "value.converter";
-    std::string cls = get(config, side);
-    StringMap cfg;
-    if (cls.empty()) {
-      cls = isKey ? worker.keyConverter : worker.valueConverter;
-      cfg = isKey ? worker.keyConverterConfig : worker.valueConverterConfig;
-    } else {
-      cfg = withPrefix(config, side + ".");
-    }
-    FERRY_ASSIGN_OR_RETURN(auto conv, registry.createConverter(cls));
-    FERRY_RETURN_IF_ERROR(conv->configure(cfg, isKey).withContext(side));
-    (isKey ? c.key : c.value) = std::move(conv);
-  }
-  return c;
-}
 
 // errors.tolerance, retries and the dead-letter topic of one task.
 class ErrorReporter {
@@ -215,7 +191,7 @@ std::size_t countIn(TaskMetrics& metrics, Record& record) {
 // record is dropped: by a filter, or after a tolerated error (reported already).
 class SourceEncoder {
  public:
-  SourceEncoder(TransformChain& chain, Converters& converters, ErrorReporter& errors,
+  SourceEncoder(TransformChain& chain, TaskConverters& converters, ErrorReporter& errors,
                 TaskMetrics& metrics)
       : chain_(chain), converters_(converters), errors_(errors), metrics_(metrics) {}
 
@@ -237,13 +213,22 @@ class SourceEncoder {
     auto key = record.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->fromRecord(record.topic, record.key);
     auto value = converters_.value->fromRecord(record.topic, record.value);
     if (!key.isOk() || !value.isOk()) {
-      FERRY_RETURN_IF_ERROR(errors_.report("VALUE_CONVERTER", key.isOk() ? value.status() : key.status(),
-                                           record.topic, -1, -1, record.key, record.value, record.headers));
+      FERRY_RETURN_IF_ERROR(errors_.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
+                                           key.isOk() ? value.status() : key.status(), record.topic, -1, -1,
+                                           record.key, record.value, record.headers));
       return Out();
     }
     m.key = std::move(*key);
     m.value = std::move(*value);
     m.headers = record.headers;
+    if (!m.headers.empty()) {
+      if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kToBackbone, record.topic, m.headers);
+          !hs.isOk()) {
+        FERRY_RETURN_IF_ERROR(
+            errors_.report("HEADER_CONVERTER", hs, record.topic, -1, -1, record.key, record.value, record.headers));
+        return Out();
+      }
+    }
     m.timestampMs = record.timestampMs;
     if (m.queue < 0 && m.key.isNull() && !record.position.partition.empty()) {
       // One source partition (a file, a datagen task) keeps its order: route it to one queue.
@@ -264,7 +249,7 @@ class SourceEncoder {
 
  private:
   TransformChain& chain_;
-  Converters& converters_;
+  TaskConverters& converters_;
   ErrorReporter& errors_;
   TaskMetrics& metrics_;
   StringMap lastPartition_;  // cache of the routing hint of the last partition
@@ -294,7 +279,7 @@ class SourceRunner final : public TaskRunner {
     task_ = connector_->createTask();
     if (!task_) return Status::internal(cls + " created no task");
     FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, *env_.worker, env_.config));
     FERRY_ASSIGN_OR_RETURN(producer_, env_.producers ? env_.producers->view() : env_.backbone->createProducer({}));
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
@@ -523,7 +508,7 @@ class SourceRunner final : public TaskRunner {
   PluginPtr<SourceConnector> connector_;
   std::unique_ptr<SourceTask> task_;
   std::unique_ptr<TransformChain> chain_;
-  Converters converters_;
+  TaskConverters converters_;
   std::unique_ptr<backbone::Producer> producer_;
   std::unique_ptr<ErrorReporter> errors_;
   bool started_ = false;
@@ -578,7 +563,7 @@ class TransactionalSourceRunner final : public TaskRunner {
     task_ = connector_->createTask();
     if (!task_) return Status::internal(cls + " created no task");
     FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, w, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, w, env_.config));
     intervalBoundary_ = get(env_.config, "transaction.boundary") == "interval";
     const std::string iv = get(env_.config, "transaction.boundary.interval.ms");
     intervalMs_ = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
@@ -722,7 +707,7 @@ class TransactionalSourceRunner final : public TaskRunner {
   PluginPtr<SourceConnector> connector_;
   std::unique_ptr<SourceTask> task_;
   std::unique_ptr<TransformChain> chain_;
-  Converters converters_;
+  TaskConverters converters_;
   std::unique_ptr<backbone::TransactionalProducer> producer_;
   std::unique_ptr<ErrorReporter> errors_;
   std::unique_ptr<SourceEncoder> encoder_;
@@ -799,7 +784,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     task_ = connector_->createTask();
     if (!task_) return Status::internal(cls + " created no task");
     FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeConverters(reg, *env_.worker, env_.config));
+    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, *env_.worker, env_.config));
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     context_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
@@ -881,6 +866,14 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
         r.key = std::move(*key);
         r.value = std::move(*value);
         r.headers = std::move(m.headers);
+        if (!r.headers.empty()) {
+          if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kFromBackbone, m.topic, r.headers);
+              !hs.isOk()) {
+            FERRY_RETURN_IF_ERROR(
+                errors_->report("HEADER_CONVERTER", hs, m.topic, m.queue, m.offset, m.key, m.value, r.headers));
+            continue;
+          }
+        }
         if (!chain_->empty()) {
           auto kept = chain_->apply(r);
           if (!kept.isOk()) {
@@ -960,7 +953,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   PluginPtr<SinkConnector> connector_;
   std::unique_ptr<SinkTask> task_;
   std::unique_ptr<TransformChain> chain_;
-  Converters converters_;
+  TaskConverters converters_;
   std::unique_ptr<ErrorReporter> errors_;
   std::unique_ptr<SinkContextImpl> context_;
   std::unique_ptr<backbone::Consumer> consumer_;
@@ -1142,6 +1135,56 @@ class DirectRunner final : public TaskRunner {
 };
 
 }  // namespace
+
+Result<TaskConverters> makeTaskConverters(const PluginRegistry& registry, const WorkerConfig& worker,
+                                          const StringMap& connectorConfig) {
+  TaskConverters c;
+  struct Side {
+    const char* role;
+    const std::string& workerClass;
+    const StringMap& workerConfig;
+    PluginPtr<Converter>& out;
+  };
+  for (const Side& side : {Side{"key", worker.keyConverter, worker.keyConverterConfig, c.key},
+                           Side{"value", worker.valueConverter, worker.valueConverterConfig, c.value},
+                           Side{"header", worker.headerConverter, worker.headerConverterConfig, c.header}}) {
+    const std::string key = std::string(side.role) + ".converter";
+    std::string cls = get(connectorConfig, key);
+    StringMap cfg;
+    if (cls.empty()) {
+      cls = side.workerClass;
+      cfg = side.workerConfig;
+    } else {
+      cfg = withPrefix(connectorConfig, key + ".");
+    }
+    cfg["converter.type"] = side.role;  // Kafka Connect's convention; the runtime's word wins
+    auto conv = registry.createConverter(cls);
+    if (!conv.isOk()) return conv.status().withContext(key);
+    FERRY_RETURN_IF_ERROR((*conv)->configure(cfg, std::string_view(side.role) == "key").withContext(key));
+    side.out = std::move(*conv);
+  }
+  return c;
+}
+
+Status convertHeaders(Converter& converter, HeaderDirection direction, const std::string& topic, Headers& headers) {
+  // Copy-on-first-change: identity converters return the same buffer, so nothing is rebuilt.
+  std::optional<Headers> changed;
+  const auto& items = headers.items();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Header& h = items[i];
+    auto out = direction == HeaderDirection::kToBackbone ? converter.fromRecord(topic, h.value)
+                                                          : converter.toRecord(topic, h.value);
+    if (!out.isOk()) return out.status().withContext("header '" + h.key + "'");
+    if (!changed && out->buffer() == h.value.buffer()) continue;
+    if (!changed) {
+      changed.emplace();
+      for (std::size_t j = 0; j < i; ++j) changed->add(items[j].key, items[j].value);
+    }
+    changed->add(h.key, std::move(*out));
+  }
+  if (changed) headers = std::move(*changed);
+  return Status::ok();
+}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -36,6 +36,28 @@
 
 namespace ferry::runtime {
 
+// The converters of one task. Each of key, value and header is the connector's
+// `<side>.converter` configured with the connector's `<side>.converter.*` keys, else the worker's
+// (configured with the worker's keys); the two are never mixed. Each is configured with
+// `converter.type` = key|value|header added, as Kafka Connect does, so it can name its role.
+// InvalidArgument/NotFound name the side ("header.converter: ...") when a class is unknown or
+// its config is refused.
+struct TaskConverters {
+  PluginPtr<Converter> key;
+  PluginPtr<Converter> value;
+  PluginPtr<Converter> header;
+};
+Result<TaskConverters> makeTaskConverters(const PluginRegistry& registry, const WorkerConfig& worker,
+                                          const StringMap& connectorConfig);
+
+// Applies a header converter to every header value of a record, in place: towards the backbone
+// (Converter::fromRecord; source tasks, after the transforms) or from it (toRecord; sink tasks,
+// before the transforms). Null values stay null; names and order are kept; the list is rebuilt
+// only when a value changes (an identity converter costs no allocation). The first failure is
+// returned with the header's name as context, and `headers` is left unchanged.
+enum class HeaderDirection { kToBackbone, kFromBackbone };
+Status convertHeaders(Converter& converter, HeaderDirection direction, const std::string& topic, Headers& headers);
+
 // Counters and gauges of one task (read by /metrics while the task runs).
 struct TaskMetrics {
   std::atomic<std::uint64_t> recordsIn{0};     // polled from the source / read from the backbone

@@ -108,6 +108,9 @@ const ConfigDef& workerConfigDef() {
              "Default converter for record keys.");
     d.define("value.converter", ConfigType::kClass, "ByteArrayConverter", Importance::kMedium,
              "Default converter for record values.");
+    d.define("header.converter", ConfigType::kClass, "SimpleHeaderConverter", Importance::kLow,
+             "Default converter applied to every header value at the backbone boundary "
+             "(SimpleHeaderConverter: as they are; header.converter.* configures it).");
     d.define("task.restart.enable", ConfigType::kBool, "true", Importance::kMedium,
              "Restart failed tasks and connectors automatically, with exponential backoff.");
     d.define("task.restart.backoff.initial.ms", ConfigType::kLong, "1000", Importance::kLow,
@@ -130,7 +133,7 @@ const ConfigDef& workerConfigDef() {
 Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
                          workerConfigDef().parse(props, /*rejectUnknown=*/true,
-                                                 {"key.converter.", "value.converter.", "backbone.kafka.client.",
+                                                 {"key.converter.", "value.converter.", "header.converter.", "backbone.kafka.client.",
                                                   "backbone.kafka.producer.", "backbone.kafka.consumer."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
@@ -185,8 +188,10 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.offsetFlushTimeoutMs = p.getLong("offset.flush.timeout.ms");
   c.keyConverter = p.getString("key.converter");
   c.valueConverter = p.getString("value.converter");
+  c.headerConverter = p.getString("header.converter");
   c.keyConverterConfig = p.originalsWithPrefix("key.converter.");
   c.valueConverterConfig = p.originalsWithPrefix("value.converter.");
+  c.headerConverterConfig = p.originalsWithPrefix("header.converter.");
   c.taskRestartEnable = p.getBool("task.restart.enable");
   c.taskRestartBackoffInitialMs = p.getLong("task.restart.backoff.initial.ms");
   c.taskRestartBackoffMaxMs = p.getLong("task.restart.backoff.max.ms");

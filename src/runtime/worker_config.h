@@ -63,8 +63,10 @@ struct WorkerConfig {
   std::int64_t offsetFlushTimeoutMs = 5000;
   std::string keyConverter = "ByteArrayConverter";
   std::string valueConverter = "ByteArrayConverter";
-  StringMap keyConverterConfig;    // key.converter.* with the prefix stripped
-  StringMap valueConverterConfig;  // value.converter.*
+  std::string headerConverter = "SimpleHeaderConverter";  // Kafka Connect's default
+  StringMap keyConverterConfig;     // key.converter.* with the prefix stripped
+  StringMap valueConverterConfig;   // value.converter.*
+  StringMap headerConverterConfig;  // header.converter.*
 
   bool taskRestartEnable = true;
   std::int64_t taskRestartBackoffInitialMs = 1000;

@@ -184,6 +184,7 @@ class HeldProducer : public backbone::Producer {
  public:
   Status send(backbone::Message m, backbone::SendCallback cb) override {
     std::lock_guard l(mu);
+    sent.push_back(std::move(m));
     held.push_back(std::move(cb));
     cv.notify_all();
     return Status::ok();
@@ -204,6 +205,7 @@ class HeldProducer : public backbone::Producer {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<backbone::SendCallback> held;
+  std::vector<backbone::Message> sent;  // what send() was given, in order
   std::size_t acked = 0;
 };
 
@@ -269,6 +271,7 @@ class ExecutorTest : public ::testing::Test {
       std::lock_guard l(stateMu_);
       states_.push_back(s);
       if (!trace.empty()) trace_ = trace;
+      stateCv_.notify_all();
     };
     return e;
   }
@@ -283,6 +286,7 @@ class ExecutorTest : public ::testing::Test {
   std::unique_ptr<store::PositionStore> positions_ = store::makeMemoryPositionStore();
   WorkerConfig worker_;
   std::mutex stateMu_;
+  std::condition_variable stateCv_;  // notified on every state change
   std::vector<store::State> states_;
   std::string trace_;
 };
@@ -383,6 +387,54 @@ TEST_F(ExecutorTest, FailingTaskReportsFailedWithTrace) {
   ASSERT_FALSE(states_.empty());
   EXPECT_EQ(states_.back(), store::State::kFailed);
   EXPECT_NE(trace_.find("Nope"), std::string::npos) << trace_;
+}
+
+// header.converter is applied to every header after the transforms, before the producer: the
+// connector's IntegerConverter overrides the worker's SimpleHeaderConverter.
+TEST_F(ExecutorTest, SourceAppliesTheHeaderConverterAfterTransforms) {
+  ASSERT_EQ(worker_.headerConverter, "SimpleHeaderConverter");
+  auto runner = TaskRunner::create(env(
+      ConnectorShape::kSource,
+      {{"connector.class", "SeqSource"}, {"count", "2"}, {"transforms", "h"}, {"transforms.h.type", "InsertHeader"},
+       {"transforms.h.header", "n"}, {"transforms.h.value.literal", "42"},
+       {"header.converter", "org.apache.kafka.connect.converters.IntegerConverter"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; }));
+  }
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(backbone_.producer.mu);
+  for (const auto& m : backbone_.producer.sent) {
+    const Header* h = m.headers.last("n");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->value.str(), std::string("\0\0\0\x2a", 4));
+    EXPECT_EQ(m.value.str().substr(0, 1), "v");  // the value converter (worker's, bytes) is untouched
+  }
+}
+
+TEST_F(ExecutorTest, SourceFailsOnAHeaderTheConverterRefuses) {
+  worker_.headerConverter = "IntegerConverter";  // the worker's default, no connector override
+  auto runner = TaskRunner::create(env(
+      ConnectorShape::kSource,
+      {{"connector.class", "SeqSource"}, {"count", "1"}, {"transforms", "h"}, {"transforms.h.type", "InsertHeader"},
+       {"transforms.h.header", "n"}, {"transforms.h.value.literal", "forty-two"}}));
+  runner->start();
+  {
+    std::unique_lock l(stateMu_);
+    ASSERT_TRUE(stateCv_.wait_for(l, 20s, [&] { return !states_.empty() && states_.back() == store::State::kFailed; }));
+  }
+  runner->join();
+  EXPECT_TRUE(runner->failed());
+  std::lock_guard sl(stateMu_);
+  EXPECT_NE(trace_.find("HEADER_CONVERTER"), std::string::npos) << trace_;
+  EXPECT_NE(trace_.find("header 'n'"), std::string::npos) << trace_;
+  std::lock_guard l(backbone_.producer.mu);
+  EXPECT_TRUE(backbone_.producer.sent.empty());
 }
 
 }  // namespace

@@ -26,7 +26,11 @@ TEST(TransformDescriptor, ListsEveryClassOnce) {
       "InsertHeader", "DropHeaders", "Filter", "TopicNameMatches", "HasHeaderKey",
       "RecordIsTombstone", "ByteArrayConverter", "StringConverter", "JsonConverter", "Rule",
       "Flatten$Value", "Flatten$Key", "Cast$Value", "Cast$Key", "HeaderFrom$Value", "HeaderFrom$Key",
-      "DecodePayload$Value", "DecodePayload$Key", "TopicLevelRouter", "Sample"};
+      "DecodePayload$Value", "DecodePayload$Key", "TopicLevelRouter", "Sample",
+      "SimpleHeaderConverter", "ShortConverter", "IntegerConverter", "LongConverter",
+      "FloatConverter", "DoubleConverter", "BooleanConverter",
+      "TimestampConverter$Value", "TimestampConverter$Key", "SetSchemaMetadata$Value",
+      "SetSchemaMetadata$Key", "JsonPathExtract$Value", "JsonPathExtract$Key"};
   EXPECT_EQ(std::set<std::string>(classes.begin(), classes.end()), expected);
   EXPECT_EQ(classes.size(), expected.size());
 }
