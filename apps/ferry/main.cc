@@ -33,6 +33,7 @@
 #include "ctl.h"
 #include "rest/rest_server.h"
 #include "runtime/plugins.h"
+#include "runtime/tasks.h"
 #include "runtime/worker_config.h"
 #include "store/store.h"
 
@@ -106,6 +107,18 @@ ferry::Result<std::unique_ptr<ferry::backbone::Backbone>> openBackbone(const fer
 }
 
 // Reads and parses the worker properties file.
+// The built-in plugins and those of plugin.path; then the worker's default converters are built
+// once, so a misspelt key/value/header converter class or config stops the worker at start rather
+// than failing every task later.
+ferry::Status loadPlugins(ferry::runtime::PluginRegistry& registry, const ferry::runtime::WorkerConfig& worker) {
+  if (auto s = ferry::runtime::registerBuiltins(registry); !s.isOk()) return s.withContext("built-in plugins");
+  for (const auto& err : registry.loadPath(worker.pluginPath))
+    ferry::core::logger("worker")->error("plugin not loaded: {}", err.message());
+  auto converters = ferry::runtime::makeTaskConverters(registry, worker, {});
+  if (!converters.isOk()) return converters.status().withContext("worker converters");
+  return ferry::Status::ok();
+}
+
 ferry::Result<ferry::runtime::WorkerConfig> loadWorkerConfig(const char* path) {
   using namespace ferry;
   auto text = core::readFile(path);
@@ -219,8 +232,7 @@ int runStandalone(int argc, char** argv) {
   }
 
   runtime::PluginRegistry registry;
-  if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());
-  for (const auto& err : registry.loadPath(worker.pluginPath)) log->error("plugin not loaded: {}", err.message());
+  if (auto s = loadPlugins(registry, worker); !s.isOk()) return fail(s.toString());
 
   control::StandaloneOptions hopts;
   hopts.worker = worker;
@@ -275,8 +287,7 @@ int runDistributed(int argc, char** argv) {
   if (!positions.isOk()) return fail("position store " + positionsTopic + ": " + positions.status().toString());
 
   runtime::PluginRegistry registry;
-  if (auto s = runtime::registerBuiltins(registry); !s.isOk()) return fail("built-in plugins: " + s.toString());
-  for (const auto& err : registry.loadPath(worker.pluginPath)) log->error("plugin not loaded: {}", err.message());
+  if (auto s = loadPlugins(registry, worker); !s.isOk()) return fail(s.toString());
 
   control::DistributedOptions dopts;
   dopts.worker = worker;

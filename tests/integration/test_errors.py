@@ -1,10 +1,12 @@
 """Error handling on a real worker: errors.tolerance=all skips a bad record and sends its original
 bytes to the dead-letter topic; tolerance none fails the task with a trace; a failed task shows
-FAILED with the trace and restarts by itself with backoff once its cause is gone."""
+FAILED with the trace and restarts by itself with backoff once its cause is gone; a worker whose
+default converters are misconfigured does not start and says which one."""
 import os
 import re
+import subprocess
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import FERRY_BIN, Worker, run, tmpdir, wait_until
 
 
 def metric(w, name, connector):
@@ -72,6 +74,16 @@ def main():
     wait_until(lambda: os.path.exists(os.path.join(missing, "out.txt")) and
                len(open(os.path.join(missing, "out.txt")).read().splitlines()) == 3, 30, "late sink caught up")
     assert w.stop() == 0
+
+    # A bad worker-level converter stops the worker at start, naming the key.
+    for bad, words in (({"value.converter": "NoSuchConverter"}, ["value.converter", "NoSuchConverter"]),
+                       ({"header.converter": "JsonConverter", "header.converter.schemas.enable": "maybe"},
+                        ["header.converter", "schemas.enable"])):
+        bw = Worker(tmpdir("errors-conv"), bad)
+        p = subprocess.run([FERRY_BIN, "standalone", bw.props], cwd=bw.workdir, capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode != 0, (bad, p.returncode)
+        assert all(x in p.stderr for x in words), (bad, p.stderr)
 
 
 if __name__ == "__main__":
