@@ -1,7 +1,7 @@
 // JSON helpers (see json_util.h). nlohmann's exceptions are caught here, at the adapter.
 #include "transforms/json_util.h"
 
-#include <simdjson.h>
+#include "transforms/json_fast.h"
 
 #include <charconv>
 #include <regex>
@@ -18,41 +18,6 @@ namespace {
 simdjson::dom::parser& fastParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
-}
-
-void build(simdjson::dom::element e, Json& out) {
-  using T = simdjson::dom::element_type;
-  switch (e.type()) {
-    case T::ARRAY: {
-      out = Json::array();
-      auto& arr = out.get_ref<Json::array_t&>();
-      const simdjson::dom::array items = e.get_array().value_unsafe();
-      arr.reserve(items.size());
-      for (simdjson::dom::element c : items) {
-        arr.emplace_back();
-        build(c, arr.back());
-      }
-      return;
-    }
-    case T::OBJECT: {
-      out = Json::object();
-      const simdjson::dom::object fields = e.get_object().value_unsafe();
-      out.get_ref<Json::object_t&>().reserve(fields.size());
-      for (simdjson::dom::key_value_pair kv : fields) build(kv.value, out[std::string(kv.key)]);
-      return;
-    }
-    case T::INT64: {
-      const std::int64_t v = e.get_int64().value_unsafe();
-      if (v >= 0) out = static_cast<std::uint64_t>(v);
-      else out = v;
-      return;
-    }
-    case T::UINT64: out = e.get_uint64().value_unsafe(); return;
-    case T::DOUBLE: out = e.get_double().value_unsafe(); return;
-    case T::STRING: out = std::string(e.get_string().value_unsafe()); return;
-    case T::BOOL: out = e.get_bool().value_unsafe(); return;
-    case T::NULL_VALUE: out = nullptr; return;
-  }
 }
 
 // Errors after which nlohmann's parser may still accept the text.
@@ -131,11 +96,46 @@ void write(const Json& j, std::string& out) {
 
 }  // namespace
 
+void toJson(simdjson::dom::element e, Json& out) {
+  using T = simdjson::dom::element_type;
+  switch (e.type()) {
+    case T::ARRAY: {
+      out = Json::array();
+      auto& arr = out.get_ref<Json::array_t&>();
+      const simdjson::dom::array items = e.get_array().value_unsafe();
+      arr.reserve(items.size());
+      for (simdjson::dom::element c : items) {
+        arr.emplace_back();
+        toJson(c, arr.back());
+      }
+      return;
+    }
+    case T::OBJECT: {
+      out = Json::object();
+      const simdjson::dom::object fields = e.get_object().value_unsafe();
+      out.get_ref<Json::object_t&>().reserve(fields.size());
+      for (simdjson::dom::key_value_pair kv : fields) toJson(kv.value, out[std::string(kv.key)]);
+      return;
+    }
+    case T::INT64: {
+      const std::int64_t v = e.get_int64().value_unsafe();
+      if (v >= 0) out = static_cast<std::uint64_t>(v);
+      else out = v;
+      return;
+    }
+    case T::UINT64: out = e.get_uint64().value_unsafe(); return;
+    case T::DOUBLE: out = e.get_double().value_unsafe(); return;
+    case T::STRING: out = std::string(e.get_string().value_unsafe()); return;
+    case T::BOOL: out = e.get_bool().value_unsafe(); return;
+    case T::NULL_VALUE: out = nullptr; return;
+  }
+}
+
 std::optional<Json> parseJson(std::string_view text) {
   auto doc = fastParser().parse(text.data(), text.size());
   if (!doc.error()) {
     Json j;
-    build(doc.value_unsafe(), j);
+    toJson(doc.value_unsafe(), j);
     return j;
   }
   if (!nlohmannMayAccept(doc.error())) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <regex>
 
+#include "transforms/json_fast.h"
 #include "transforms/rules/rule_parser.h"
 
 namespace ferry::transforms::rules {
@@ -308,7 +309,10 @@ class Val {
 // fields built at most once, the FOREACH element.
 class Eval {
  public:
-  Eval(const Record& r, const Value* payload) : r_(r), payload_(payload) {}
+  // `fast`: the payload parsed by simdjson (read-only, no nlohmann document built), used when
+  // `payload` is null: paths are looked up in it and only what they find is converted.
+  Eval(const Record& r, const Value* payload, const simdjson::dom::element* fast = nullptr)
+      : r_(r), payload_(payload), fast_(fast) {}
   const Value* element = nullptr;
 
   std::string_view topic() const { return mqttTopic(r_); }
@@ -317,6 +321,11 @@ class Eval {
     switch (id) {
       case kAlias: return Val::ref(*element);
       case kPayload:
+        if (!payload_ && fast_) {  // the whole payload is asked for: build it once
+          ownPayload_.emplace();
+          toJson(*fast_, *ownPayload_);
+          payload_ = &*ownPayload_;
+        }
         if (!payload_) {
           if (r_.value.isNull()) {
             ownPayload_ = Value();
@@ -369,12 +378,20 @@ class Eval {
       case NodeKind::kString: return Val(Value(n.text));
       case NodeKind::kName: return name(n.nameId);
       case NodeKind::kField: {
+        if (fast_ && !payload_) {
+          FERRY_ASSIGN_OR_RETURN(Fast f, fastLookup(n));
+          if (f.applies) return f.found ? converted(f.el) : Val();
+        }
         FERRY_ASSIGN_OR_RETURN(Val base, eval(*n.kids[0]));
         if (!base->is_object()) return Val();  // a missing path is null (WHERE on it is false)
         auto it = base->find(n.text);
         return it == base->end() ? Val() : base.part(*it);
       }
       case NodeKind::kIndex: {
+        if (fast_ && !payload_) {
+          FERRY_ASSIGN_OR_RETURN(Fast f, fastLookup(n));
+          if (f.applies) return f.found ? converted(f.el) : Val();
+        }
         FERRY_ASSIGN_OR_RETURN(Val base, eval(*n.kids[0]));
         FERRY_ASSIGN_OR_RETURN(Val idx, eval(*n.kids[1]));
         if (base->is_array() && idx->is_number_integer()) {
@@ -426,6 +443,52 @@ class Eval {
   }
 
  private:
+  // A path into the simdjson payload: `applies` when the path starts at payload, `found` when
+  // every step exists (a missing step gives null, as on a document).
+  struct Fast {
+    bool applies = false;
+    bool found = false;
+    simdjson::dom::element el;
+  };
+  Result<Fast> fastLookup(const Node& n) {
+    Fast f;
+    if (n.kind == NodeKind::kName) {
+      if (n.nameId == kPayload) f = Fast{true, true, *fast_};
+      return f;
+    }
+    if (n.kind != NodeKind::kField && n.kind != NodeKind::kIndex) return f;
+    FERRY_ASSIGN_OR_RETURN(Fast base, fastLookup(*n.kids[0]));
+    if (!base.applies) return f;
+    f.applies = true;
+    if (!base.found) return f;
+    auto field = [&](std::string_view name) {  // the last of duplicate keys, as nlohmann keeps it
+      const simdjson::dom::object obj = base.el.get_object().value_unsafe();
+      for (simdjson::dom::key_value_pair kv : obj)
+        if (kv.key == name) f = Fast{true, true, kv.value};
+    };
+    if (n.kind == NodeKind::kField) {
+      if (base.el.is_object()) field(n.text);
+      return f;
+    }
+    FERRY_ASSIGN_OR_RETURN(Val idx, eval(*n.kids[1]));
+    if (base.el.is_array() && idx->is_number_integer()) {
+      const auto i = idx->get<std::int64_t>();  // 1-based, as in EMQX
+      const simdjson::dom::array arr = base.el.get_array().value_unsafe();
+      if (i >= 1 && static_cast<std::uint64_t>(i) <= arr.size()) {
+        auto at = arr.at(static_cast<std::size_t>(i - 1));
+        if (!at.error()) f = Fast{true, true, at.value_unsafe()};
+      }
+    } else if (base.el.is_object() && idx->is_string()) {
+      field(idx->get_ref<const std::string&>());
+    }
+    return f;
+  }
+  static Val converted(simdjson::dom::element e) {
+    Value v;
+    toJson(e, v);
+    return Val(std::move(v));
+  }
+
   template <typename Make>
   const Value& once(std::optional<Value>& slot, Make make) {
     if (!slot) slot = make();
@@ -483,6 +546,7 @@ class Eval {
 
   const Record& r_;
   const Value* payload_;
+  const simdjson::dom::element* fast_;
   std::optional<Value> ownPayload_, topic_, levels_, headers_;
 };
 
@@ -551,9 +615,21 @@ Result<CompiledRule> CompiledRule::compile(std::string_view text) {
 
 Result<RuleOutput> CompiledRule::evaluate(const Record& record, const Value* payload) const {
   RuleOutput out;
-  Eval e(record, payload);
-  for (const auto& f : rule_->from) out.fromMatched = out.fromMatched || topicMatches(f, e.topic());
+  for (const auto& f : rule_->from) out.fromMatched = out.fromMatched || topicMatches(f, mqttTopic(record));
   if (!out.fromMatched) return out;
+  // No parsed payload handed in: simdjson reads it (no document is built for the paths the rule
+  // reads); text that is not JSON, or that simdjson refuses, takes the document path below.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element fast;
+  bool haveFast = false;
+  if (!payload && usesPayload_ && !record.value.isNull()) {
+    auto doc = parser.parse(record.value.data(), record.value.size());
+    if (!doc.error()) {
+      fast = doc.value_unsafe();
+      haveFast = true;
+    }
+  }
+  Eval e(record, payload, haveFast ? &fast : nullptr);
   if (rule_->where) {
     FERRY_ASSIGN_OR_RETURN(Val w, e.eval(*rule_->where));
     if (!truthy(*w)) return out;

@@ -45,8 +45,11 @@ Result<bool> RuleTransform::applyJson(Record& record, JsonCache& cache) {
   if (!rule_) return Status::failedPrecondition("Rule: not configured");
   // A pending change by an earlier step is only in the cache: the rule must read that document.
   cache.flush(record, Side::kKey);  // the rule reads the key's bytes
-  const Json* payload = rule_->usesPayload() ? cache.get(record, Side::kValue) : nullptr;
-  if (!payload) cache.flush(record, Side::kValue);  // ... and the value's when not parsed
+  // A document an earlier step parsed is read as it is; otherwise the evaluator reads the bytes
+  // (simdjson, building nothing but what the rule selects).
+  const Json* payload = rule_->usesPayload() && cache.hasDocument(record, Side::kValue)
+                            ? cache.get(record, Side::kValue) : nullptr;
+  if (!payload) cache.flush(record, Side::kValue);
   auto out = rule_->evaluate(record, payload);
   if (!out.isOk()) return Status::invalidArgument("Rule on a record of " + record.topic + ": " + out.status().message());
   if (!out->fromMatched) return !dropUnmatched_;
