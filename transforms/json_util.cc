@@ -14,14 +14,17 @@ namespace {
 // types nlohmann's own parser gives: non-negative integers unsigned, duplicate keys the last wins
 // in the place of the first. Text simdjson refuses for a reason nlohmann may not (an integer
 // beyond 64 bits, deeper than 1024 levels) goes to nlohmann's parser, so what is JSON does not
-// change.
+// change — with one exception on purpose: nlohmann takes a NUL byte outside a string for the end
+// of the input (it accepts "1\0garbage"); simdjson refuses that, and so do we.
 simdjson::dom::parser& fastParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
 }
 
 // Errors after which nlohmann's parser may still accept the text.
-bool nlohmannMayAccept(simdjson::error_code e) {
+bool nlohmannMayAccept(simdjson::error_code e, std::string_view text) {
+  // A raw NUL byte is never part of JSON (not even inside a string), but nlohmann would stop there.
+  if (text.find('\0') != std::string_view::npos) return false;
   return e == simdjson::NUMBER_ERROR || e == simdjson::DEPTH_ERROR ||
          e == simdjson::NUMBER_OUT_OF_RANGE || e == simdjson::CAPACITY || e == simdjson::MEMALLOC;
 }
@@ -138,7 +141,7 @@ std::optional<Json> parseJson(std::string_view text) {
     toJson(doc.value_unsafe(), j);
     return j;
   }
-  if (!nlohmannMayAccept(doc.error())) return std::nullopt;
+  if (!nlohmannMayAccept(doc.error(), text)) return std::nullopt;
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   return j;
@@ -147,7 +150,7 @@ std::optional<Json> parseJson(std::string_view text) {
 bool isJson(std::string_view text) {
   auto doc = fastParser().parse(text.data(), text.size());
   if (!doc.error()) return true;
-  return nlohmannMayAccept(doc.error()) && Json::accept(text.begin(), text.end());
+  return nlohmannMayAccept(doc.error(), text) && Json::accept(text.begin(), text.end());
 }
 
 std::string jsonError(std::string_view text) {

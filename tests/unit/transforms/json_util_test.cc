@@ -48,6 +48,13 @@ TEST(JsonUtil, RefusesWhatNlohmannRefuses) {
   }
 }
 
+TEST(JsonUtil, ANulByteDoesNotEndTheInput) {
+  const std::string text("1\0garbage", 9);
+  EXPECT_FALSE(reference(text).is_discarded());  // nlohmann stops reading at the NUL
+  EXPECT_FALSE(parseJson(text).has_value());
+  EXPECT_FALSE(isJson(text));
+}
+
 TEST(JsonUtil, WritesLikeNlohmann) {
   std::vector<Json> values;
   for (const auto& text : kDocuments) values.push_back(reference(text));

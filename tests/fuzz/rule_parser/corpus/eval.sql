@@ -1,0 +1,1 @@
+SELECT payload.a[1].b AS x, sqrt(4) AS r, upper(topic) FROM "#" WHERE payload.t > 1 or 2 = 2

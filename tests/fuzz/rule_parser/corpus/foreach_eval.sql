@@ -1,0 +1,1 @@
+FOREACH json_decode(str(payload)) AS e DO e.x, 7 div 2 INCASE e.x != 1 FROM "+/#"
