@@ -1,7 +1,7 @@
 // MQTT topics of records (see mqtt_topic.h).
 #include "transforms/mqtt_topic.h"
 
-#include "mqtt/codec.h"
+#include "core/topic_filter.h"
 
 namespace ferry::transforms {
 
@@ -21,7 +21,7 @@ std::vector<std::string_view> topicLevels(std::string_view topic) {
 }
 
 bool topicMatches(std::string_view filter, std::string_view topic) {
-  return mqtt::topicMatches(filter, topic);  // the broker's rules: '$' topics, shared filters
+  return core::mqttTopicMatches(filter, topic);
 }
 
 }  // namespace ferry::transforms

@@ -14,7 +14,7 @@ std::string_view mqttTopic(const Record& record);
 // "a/b/c" -> {"a", "b", "c"}; "" -> {""}; views into `topic`.
 std::vector<std::string_view> topicLevels(std::string_view topic);
 // An MQTT topic filter matches a topic exactly as a broker matches a subscription
-// (mqtt::topicMatches: + one level, # the rest and the parent level, no wildcard in the first level
+// (core::mqttTopicMatches: + one level, # the rest and the parent level, no wildcard in the first level
 // matches a topic starting with '$').
 bool topicMatches(std::string_view filter, std::string_view topic);
 
