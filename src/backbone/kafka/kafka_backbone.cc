@@ -166,14 +166,19 @@ class KafkaProducer final : public TransactionalProducer {
   std::thread poller_;
 };
 
-void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+void onDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void*) {
   auto* p = static_cast<KafkaProducer::Pending*>(m->_private);
   if (p == nullptr) return;
   if (p->cb) {
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       p->cb(Status::ok(), m->partition, m->offset);
-    else
+    } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {  // the reason (fenced, ...) is the fatal error's
+      char fatal[512];
+      rd_kafka_fatal_error(rk, fatal, sizeof fatal);
+      p->cb(Status::internal(std::string("Kafka did not take the message: fatal error: ") + fatal), -1, -1);
+    } else {
       p->cb(Status::unavailable("Kafka did not take the message: " + errText(m->err)), -1, -1);
+    }
   }
   KafkaProducer::State* s = p->state;
   delete p;
@@ -746,6 +751,10 @@ Status KafkaProducer::send(Message m, SendCallback cb) {
     {
       std::lock_guard lock(state_.mu);
       if (--state_.outstanding == 0) state_.cv.notify_all();
+    }
+    if (e == RD_KAFKA_RESP_ERR__FATAL) {  // raised since the check above: say what it is (fenced, ...)
+      rd_kafka_fatal_error(rk_, fatal, sizeof fatal);
+      return Status::internal(std::string("kafka backbone producer: fatal error: ") + fatal);
     }
     return Status::unavailable("kafka backbone: cannot send to " + topic + ": " + errText(e));
   }
