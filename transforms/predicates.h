@@ -18,6 +18,7 @@ class TopicNameMatches final : public Predicate {
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
   Result<bool> test(const Record& record) override;
+  bool readsKeyOrValueBytes() const override { return false; }
 
  private:
   std::regex pattern_;
@@ -29,6 +30,7 @@ class HasHeaderKey final : public Predicate {
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
   Result<bool> test(const Record& record) override;
+  bool readsKeyOrValueBytes() const override { return false; }
 
  private:
   std::string name_;
@@ -40,6 +42,7 @@ class RecordIsTombstone final : public Predicate {
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
   Result<bool> test(const Record& record) override;
+  bool readsKeyOrValueBytes() const override { return false; }
 };
 
 }  // namespace ferry::transforms

@@ -38,27 +38,29 @@ Status SetSchemaMetadata::configure(const StringMap& config) {
   return Status::ok();
 }
 
-std::optional<Json> SetSchemaMetadata::envelopeOf(const Bytes& bytes) {
-  // Cheap test first: most values are not envelopes and need no parse.
-  const std::string_view v = bytes.view();
-  const std::size_t first = v.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || v[first] != '{' || v.find("\"payload\"") == std::string_view::npos)
-    return std::nullopt;
-  std::optional<Json> doc = parseJson(v);
-  if (!doc || !doc->is_object() || doc->size() != 2 || !doc->contains("payload")) return std::nullopt;
+Json* SetSchemaMetadata::envelopeOf(Record& record, Side side, JsonCache& cache) {
+  if (!cache.hasDocument(record, side)) {
+    // Cheap test first: most values are not envelopes and need no parse.
+    const std::string_view v = (side == Side::kKey ? record.key : record.value).view();
+    const std::size_t first = v.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || v[first] != '{' || v.find("\"payload\"") == std::string_view::npos)
+      return nullptr;
+  }
+  Json* doc = cache.get(record, side);
+  if (!doc || !doc->is_object() || doc->size() != 2 || !doc->contains("payload")) return nullptr;
   auto schema = doc->find("schema");
-  if (schema == doc->end() || !schema->is_object()) return std::nullopt;
+  if (schema == doc->end() || !schema->is_object()) return nullptr;
   return doc;
 }
 
-Result<bool> SetSchemaMetadata::apply(Record& record) {
-  Bytes& b = onKey_ ? record.key : record.value;
-  if (!b.isNull()) {
-    if (std::optional<Json> env = envelopeOf(b)) {
+Result<bool> SetSchemaMetadata::applyJson(Record& record, JsonCache& cache) {
+  const Side side = onKey_ ? Side::kKey : Side::kValue;
+  if (!(onKey_ ? record.key : record.value).isNull()) {
+    if (Json* env = envelopeOf(record, side, cache)) {
       Json& schema = (*env)["schema"];
       if (schemaName_) schema["name"] = *schemaName_;
       if (schemaVersion_) schema["version"] = *schemaVersion_;
-      b = toBytes(*env);
+      cache.changed(side);
       return true;
     }
   }

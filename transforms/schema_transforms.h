@@ -18,23 +18,23 @@
 #include <string>
 
 #include "ferry/transform.h"
-#include "transforms/json_util.h"
+#include "transforms/json_cache.h"
 
 namespace ferry::transforms {
 
-class SetSchemaMetadata : public Transform {
+class SetSchemaMetadata : public JsonTransform {
  public:
   explicit SetSchemaMetadata(bool onKey)
       : onKey_(onKey), name_(std::string("SetSchemaMetadata") + (onKey ? "$Key" : "$Value")) {}
   static const ConfigDef& definition();
   const ConfigDef& configDef() const override { return definition(); }
   Status configure(const StringMap& config) override;
-  Result<bool> apply(Record& record) override;
+  Result<bool> applyJson(Record& record, JsonCache& cache) override;
 
  private:
-  // The key/value parsed as JSON when it may be an envelope (nullopt otherwise). Kept apart so
-  // the chain's JSON cache can take its place later.
-  static std::optional<Json> envelopeOf(const Bytes& bytes);
+  // The key/value's document when it is a JsonConverter envelope (null otherwise): the chain's
+  // document when an earlier step parsed it, else parsed only when the bytes may be one.
+  static Json* envelopeOf(Record& record, Side side, JsonCache& cache);
 
   bool onKey_;
   std::string name_;

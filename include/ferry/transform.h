@@ -55,6 +55,10 @@ class Predicate {
   virtual const ConfigDef& configDef() const = 0;
   virtual Status configure(const StringMap& config) = 0;
   virtual Result<bool> test(const Record& record) = 0;
+  // False when test() reads neither the key's nor the value's bytes (only the topic, headers,
+  // whether the value is null, ...): a chain then tests it without writing a pending parsed
+  // value first. True by default: a predicate that reads the bytes must see them current.
+  virtual bool readsKeyOrValueBytes() const { return true; }
 };
 
 // Turns record keys/values into backbone bytes and back (json, string, bytes, ...). ferry keeps

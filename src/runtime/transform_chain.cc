@@ -87,7 +87,9 @@ Result<bool> TransformChain::run(Record& record, TransformCache& cache, std::vec
       t = &trace->back();
     }
     if (step.predicate) {
-      FERRY_RETURN_IF_ERROR(cache.flush(record));  // predicates read bytes
+      // A pending parsed value is written first only for a predicate that reads bytes. (Whether
+      // the value is null is always current: a step that makes it null writes that at once.)
+      if (step.predicate->readsKeyOrValueBytes()) FERRY_RETURN_IF_ERROR(cache.flush(record));
       auto matches = step.predicate->test(record);
       if (!matches.isOk()) {
         Status s = matches.status().withContext("predicate of transform " + step.alias);

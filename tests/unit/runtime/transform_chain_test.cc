@@ -151,6 +151,30 @@ TEST_F(TransformChainTest, PredicateSkipsAndErrorsNameTheStep) {
   EXPECT_EQ(bad.value.str(), "not json");  // nothing half-written
 }
 
+TEST_F(TransformChainTest, PredicatesThatReadNoBytesDoNotForceAWrite) {
+  auto chain = build({{"transforms", "insert,mask,tomb"},
+                      {"transforms.insert.type", "InsertField$Value"},
+                      {"transforms.insert.static.field", "a"},
+                      {"transforms.insert.static.value", "1"},
+                      {"transforms.mask.type", "MaskField$Value"},
+                      {"transforms.mask.fields", "p"},
+                      {"transforms.mask.predicate", "isA"},
+                      {"transforms.tomb.type", "Filter"},
+                      {"transforms.tomb.predicate", "isTombstone"},
+                      {"predicates", "isA,isTombstone"},
+                      {"predicates.isA.type", "TopicNameMatches"},
+                      {"predicates.isA.pattern", "a"},
+                      {"predicates.isTombstone.type", "RecordIsTombstone"}});
+  ASSERT_TRUE(chain);
+  Record r = record(R"({"p":5})", "a");
+  auto kept = chain->apply(r);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+  ASSERT_TRUE(*kept);
+  EXPECT_EQ(r.value.str(), R"({"p":0,"a":"1"})");
+  EXPECT_EQ(chain->jsonParses(), 1u);
+  EXPECT_EQ(chain->jsonWrites(), 1u);  // the predicates between the steps wrote nothing
+}
+
 TEST_F(TransformChainTest, TraceReportsEveryStep) {
   auto chain = build(kJsonChain);
   ASSERT_TRUE(chain);
