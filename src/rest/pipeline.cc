@@ -41,13 +41,7 @@ void addTransforms(const PipelineSpec& spec, StringMap& out, const std::string& 
     all.push_back({kFilterAlias, {{"type", "Rule"}, {"sql", filter}, {"unmatched", "drop"}, {"output", "unchanged"}}});
   if (!route.empty()) all.push_back({kRouteAlias, {{"type", "Rule"}, {"sql", route}, {"unmatched", "drop"}}});
   if (withTransforms) all.insert(all.end(), spec.transforms.begin(), spec.transforms.end());
-  if (all.empty()) return;
-  std::string list;
-  for (const auto& t : all) {
-    list += (list.empty() ? "" : ",") + t.alias;
-    for (const auto& [k, v] : t.config) out["transforms." + t.alias + "." + k] = v;
-  }
-  out["transforms"] = list;
+  addAliasedKeys(all, "transforms", out);
 }
 
 // What a materialised connector's transforms say, back in the pipeline's terms.
@@ -80,6 +74,41 @@ StringMap without(const StringMap& config, const std::vector<std::string>& keys,
 const char* modeText(PipelineMode m) { return m == PipelineMode::kDirect ? "direct" : "backbone"; }
 
 }  // namespace
+
+Result<std::vector<PipelineTransform>> parseAliasedList(const Json& list, const std::string& field,
+                                                        const std::string& defaultPrefix) {
+  if (!list.is_array()) return fieldError(field, "must be a list of {\"alias\", \"type\", ...} objects");
+  std::vector<PipelineTransform> out;
+  std::set<std::string> aliases;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item = field + "[" + std::to_string(i) + "]";
+    FERRY_ASSIGN_OR_RETURN(StringMap cfg, toStringMap(list[i], item));
+    PipelineTransform tr;
+    if (auto a = cfg.find("alias"); a != cfg.end()) {
+      tr.alias = a->second;
+      cfg.erase(a);
+    } else {
+      tr.alias = defaultPrefix + std::to_string(i + 1);
+    }
+    if (tr.alias.empty() || tr.alias.find_first_of(", .") != std::string::npos)
+      return fieldError(item + ".alias", "must be a non-empty name without ',', '.' or spaces");
+    if (!aliases.insert(tr.alias).second) return fieldError(item + ".alias", "'" + tr.alias + "' is used twice");
+    if (runtime::configValue(cfg, "type").empty()) return fieldError(item + ".type", "required (a class or alias)");
+    tr.config = std::move(cfg);
+    out.push_back(std::move(tr));
+  }
+  return out;
+}
+
+void addAliasedKeys(const std::vector<PipelineTransform>& items, const std::string& kind, StringMap& out) {
+  if (items.empty()) return;
+  std::string list;
+  for (const auto& t : items) {
+    list += (list.empty() ? "" : ",") + t.alias;
+    for (const auto& [k, v] : t.config) out[kind + "." + t.alias + "." + k] = v;
+  }
+  out[kind] = list;
+}
 
 Status validatePipelineName(std::string_view name) {
   if (name.empty()) return Status::invalidArgument("pipeline name must not be empty");
@@ -130,28 +159,11 @@ Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<st
     return fieldError("source.connector.class", "required");
 
   if (auto t = j.find("transforms"); t != j.end() && !t->is_null()) {
-    if (!t->is_array()) return fieldError("transforms", "must be a list of {\"alias\", \"type\", ...} objects");
-    std::set<std::string> aliases;
-    for (std::size_t i = 0; i < t->size(); ++i) {
-      const std::string field = "transforms[" + std::to_string(i) + "]";
-      FERRY_ASSIGN_OR_RETURN(StringMap cfg, toStringMap((*t)[i], field));
-      PipelineTransform tr;
-      if (auto a = cfg.find("alias"); a != cfg.end()) {
-        tr.alias = a->second;
-        cfg.erase(a);
-      } else {
-        tr.alias = "t" + std::to_string(i + 1);
-      }
-      if (tr.alias.empty() || tr.alias.find_first_of(", .") != std::string::npos)
-        return fieldError(field + ".alias", "must be a non-empty name without ',', '.' or spaces");
-      if (tr.alias == kFilterAlias || tr.alias == kRouteAlias)
-        return fieldError(field + ".alias", "'" + tr.alias + "' is reserved for the pipeline's filter and rules");
-      if (!aliases.insert(tr.alias).second) return fieldError(field + ".alias", "'" + tr.alias + "' is used twice");
-      if (runtime::configValue(cfg, "type").empty())
-        return fieldError(field + ".type", "required (a transform class or alias)");
-      tr.config = std::move(cfg);
-      spec.transforms.push_back(std::move(tr));
-    }
+    FERRY_ASSIGN_OR_RETURN(spec.transforms, parseAliasedList(*t, "transforms", "t"));
+    for (std::size_t i = 0; i < spec.transforms.size(); ++i)
+      if (spec.transforms[i].alias == kFilterAlias || spec.transforms[i].alias == kRouteAlias)
+        return fieldError("transforms[" + std::to_string(i) + "].alias",
+                          "'" + spec.transforms[i].alias + "' is reserved for the pipeline's filter and rules");
   }
 
   const auto one = j.find("sink");

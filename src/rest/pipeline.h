@@ -74,6 +74,15 @@ struct PipelineConnector {
   StringMap config;
 };
 
+// A JSON list of {"alias": "a", "type": "T", ...} objects (transforms or predicates), as pipelines
+// and POST /rules/test take them. A missing alias becomes <defaultPrefix><n> (1-based); aliases
+// are non-empty, without ',', '.' or spaces, and unique; "type" is required. Errors name the field
+// ("transforms[1].alias: ...").
+Result<std::vector<PipelineTransform>> parseAliasedList(const Json& list, const std::string& field,
+                                                        const std::string& defaultPrefix);
+// The connector keys of such a list: <kind>=a,b and <kind>.a.type=T, ...
+void addAliasedKeys(const std::vector<PipelineTransform>& items, const std::string& kind, StringMap& out);
+
 // Pipeline names: 1-200 characters of [A-Za-z0-9._-] (they prefix connector and topic names).
 Status validatePipelineName(std::string_view name);
 

@@ -1,6 +1,8 @@
 // POST /rules/test (see rule_trial.h).
 #include "rest/rule_trial.h"
 
+#include "rest/pipeline.h"
+
 #include <set>
 
 namespace ferry::rest {
@@ -30,28 +32,12 @@ Json recordJson(const Record& r) {
           {"headers", std::move(headers)}, {"timestamp", r.timestampMs}};
 }
 
-// [{"alias": "a", "type": "T", ...}, ...] -> <kind>=a,... and <kind>.a.type=T, ...
+// [{"alias": "a", "type": "T", ...}, ...] -> <kind>=a,... and <kind>.a.type=T, ... (the pipelines' list).
 Status addAliased(const Json& list, const std::string& kind, StringMap& out) {
   if (!list.is_array() || list.empty())
     return fieldError(kind, "must be a non-empty list of {\"alias\", \"type\", ...} objects");
-  std::set<std::string> aliases;
-  std::string names;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string field = kind + "[" + std::to_string(i) + "]";
-    FERRY_ASSIGN_OR_RETURN(StringMap cfg, toStringMap(list[i], field));
-    std::string alias = kind.substr(0, 1) + std::to_string(i + 1);
-    if (auto a = cfg.find("alias"); a != cfg.end()) {
-      alias = a->second;
-      cfg.erase(a);
-    }
-    if (alias.empty() || alias.find_first_of(", .") != std::string::npos)
-      return fieldError(field + ".alias", "must be a non-empty name without ',', '.' or spaces");
-    if (!aliases.insert(alias).second) return fieldError(field + ".alias", "'" + alias + "' is used twice");
-    if (cfg.find("type") == cfg.end()) return fieldError(field + ".type", "required (a class or alias)");
-    names += (names.empty() ? "" : ",") + alias;
-    for (const auto& [k, v] : cfg) out[kind + "." + alias + "." + k] = v;
-  }
-  out[kind] = names;
+  FERRY_ASSIGN_OR_RETURN(auto items, parseAliasedList(list, kind, kind.substr(0, 1)));
+  addAliasedKeys(items, kind, out);
   return Status::ok();
 }
 
