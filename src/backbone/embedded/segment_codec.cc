@@ -1,25 +1,10 @@
 // The embedded log's record format (see segment_codec.h).
-//
-// CRC32C is computed here (a table-driven Castagnoli CRC, a few lines): no Debian package offers
-// it as a small library worth a dependency, and the format needs nothing else.
 #include "backbone/embedded/segment_codec.h"
 
-#include <array>
 #include <cstring>
 
 namespace ferry::backbone::segment {
 namespace {
-
-constexpr std::array<std::uint32_t, 256> makeTable() {
-  std::array<std::uint32_t, 256> t{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr auto kTable = makeTable();
 
 void putU32(std::string& out, std::uint32_t v) {
   char b[4];
@@ -84,12 +69,6 @@ struct Reader {
 };
 
 }  // namespace
-
-std::uint32_t crc32c(std::string_view data, std::uint32_t crc) noexcept {
-  crc = ~crc;
-  for (unsigned char c : data) crc = kTable[(crc ^ c) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 void encode(const Message& m, std::int64_t offset, std::string& out) {
   const std::size_t start = out.size();

@@ -15,13 +15,14 @@
 #include <string_view>
 
 #include "backbone/backbone.h"
+#include "core/crc32c.h"
 
 namespace ferry::backbone::segment {
 
 inline constexpr std::size_t kFrameHeader = 8;
 inline constexpr std::uint32_t kMaxPayload = 256u << 20;  // a frame claiming more is corrupt
 
-std::uint32_t crc32c(std::string_view data, std::uint32_t crc = 0) noexcept;
+using core::crc32c;  // core/crc32c.h
 
 // Appends the framed record to `out`.
 void encode(const Message& m, std::int64_t offset, std::string& out);
