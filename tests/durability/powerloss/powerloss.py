@@ -197,8 +197,15 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
                           (default);
               "random"    each 4 KiB page touched by such writes is kept with probability `keep`,
                           and the size is either the synced or the current one (seeded by `seed`).
-    Returns a report: {"gone": [...], "changed": [...], "restored": [...], "live_files": [...],
-    "random_pages": {path: [kept, total]}} with paths relative to root (str).
+    Returns a report, paths relative to root (str):
+      gone            paths the power loss removed
+      changed         files whose content or size went back: {path, size, durable_size}
+      restored        paths that came back (removed or renamed without a folder fsync)
+      live_files      files kept as they were because the layer could not see their writes
+      random_pages    unsynced="random": {path: [pages kept, unsynced pages]}
+      unsynced_names  folders whose names differed from their last fsynced listing:
+                      {dir, not_durable: [names], durable_only: [names]} (a diagnostic: it shows
+                      which folder fsync was missing, even when a parent's loss hides the effect)
     """
     if names not in NAMES_MODES:
         raise ValueError(f"names must be one of {NAMES_MODES}")
@@ -248,7 +255,7 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
     os.mkdir(staging)
     rng = random.Random(seed)
     produced = {}
-    report = {"gone": [], "changed": [], "restored": [], "live_files": [], "random_pages": {}}
+    report = {"gone": [], "changed": [], "restored": [], "live_files": [], "random_pages": {}, "unsynced_names": []}
 
     def rel(out):
         return os.fsdecode(os.path.relpath(out, staging))
@@ -328,6 +335,22 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
                 build_journaled(os.path.join(path, name), o)
             elif t == b"l":
                 os.symlink(target, o)
+
+    # Diagnostics: folders whose current names differ from their durable listing (what a folder
+    # fsync would have saved).
+    for (dev, ino), path in sorted(live.items(), key=lambda kv: kv[1]):
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        listing = os.path.join(shadow, b"dir", _key(dev, ino, gen_of(dev, ino)))
+        if not os.path.exists(listing):
+            continue
+        durable = {(e[4], e[0], e[1], e[2], e[3]) for e in _read_listing(listing)}
+        now = {(e[4], e[0], e[1], e[2], e[3]) for e in _entries_of(path, gen_of)}
+        if durable != now:
+            report["unsynced_names"].append({
+                "dir": os.fsdecode(os.path.relpath(path, root)),
+                "not_durable": sorted(os.fsdecode(e[0]) for e in now - durable),
+                "durable_only": sorted(os.fsdecode(e[0]) for e in durable - now)})
 
     try:
         if names == "strict":

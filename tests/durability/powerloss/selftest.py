@@ -206,6 +206,8 @@ def new_file_needs_its_folder_fsynced():
     r = b.crash()
     expect(b.exists("new.txt"), False, "file whose folder was never fsynced, after power loss")
     expect(r["gone"], ["new.txt"], "report")
+    expect(r["unsynced_names"], [{"dir": ".", "not_durable": ["new.txt"], "durable_only": []}],
+           "report: the folder fsync that was missing")
     b.close()
 
     b = Box("newfile-dir")

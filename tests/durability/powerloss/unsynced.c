@@ -929,7 +929,8 @@ ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off_t off, int fla
 }
 
 // ---------------------------------------------------------------------------------------------
-// Size changes.
+// Size changes. Each public wrapper calls ensure_init() before it reads a real_* pointer to pass
+// on: another library's constructor may call it before the layer's own constructor ran.
 
 static int do_ftruncate(int (*real)(int, off_t), int fd, off_t len) {
   ensure_init();
@@ -945,8 +946,8 @@ static int do_ftruncate(int (*real)(int, off_t), int fd, off_t len) {
   errno = e;
   return r;
 }
-int ftruncate(int fd, off_t len) { return do_ftruncate(real_ftruncate, fd, len); }
-int ftruncate64(int fd, off_t len) { return do_ftruncate(real_ftruncate64, fd, len); }
+int ftruncate(int fd, off_t len) { ensure_init(); return do_ftruncate(real_ftruncate, fd, len); }
+int ftruncate64(int fd, off_t len) { ensure_init(); return do_ftruncate(real_ftruncate64, fd, len); }
 
 static int do_truncate(int (*real)(const char*, off_t), const char* path, off_t len) {
   ensure_init();
@@ -964,8 +965,8 @@ static int do_truncate(int (*real)(const char*, off_t), const char* path, off_t 
   errno = e;
   return r;
 }
-int truncate(const char* path, off_t len) { return do_truncate(real_truncate, path, len); }
-int truncate64(const char* path, off_t len) { return do_truncate(real_truncate64, path, len); }
+int truncate(const char* path, off_t len) { ensure_init(); return do_truncate(real_truncate, path, len); }
+int truncate64(const char* path, off_t len) { ensure_init(); return do_truncate(real_truncate64, path, len); }
 
 static void note_fallocate(Inode* in, off_t old, int mode, off_t off, off_t len) {
   const off_t end = off + len;
@@ -993,8 +994,8 @@ static int do_fallocate(int (*real)(int, int, off_t, off_t), int fd, int mode, o
   errno = e;
   return r;
 }
-int fallocate(int fd, int mode, off_t off, off_t len) { return do_fallocate(real_fallocate, fd, mode, off, len); }
-int fallocate64(int fd, int mode, off_t off, off_t len) { return do_fallocate(real_fallocate64, fd, mode, off, len); }
+int fallocate(int fd, int mode, off_t off, off_t len) { ensure_init(); return do_fallocate(real_fallocate, fd, mode, off, len); }
+int fallocate64(int fd, int mode, off_t off, off_t len) { ensure_init(); return do_fallocate(real_fallocate64, fd, mode, off, len); }
 
 static int do_posix_fallocate(int (*real)(int, off_t, off_t), int fd, off_t off, off_t len) {
   ensure_init();
@@ -1008,8 +1009,9 @@ static int do_posix_fallocate(int (*real)(int, off_t, off_t), int fd, off_t off,
   unlock();
   return r;
 }
-int posix_fallocate(int fd, off_t off, off_t len) { return do_posix_fallocate(real_posix_fallocate, fd, off, len); }
+int posix_fallocate(int fd, off_t off, off_t len) { ensure_init(); return do_posix_fallocate(real_posix_fallocate, fd, off, len); }
 int posix_fallocate64(int fd, off_t off, off_t len) {
+  ensure_init();
   return do_posix_fallocate(real_posix_fallocate64, fd, off, len);
 }
 
@@ -1160,8 +1162,8 @@ static FILE* do_fopen(FILE* (*real)(const char*, const char*), const char* path,
   errno = e;
   return f;
 }
-FILE* fopen(const char* path, const char* mode) { return do_fopen(real_fopen, path, mode); }
-FILE* fopen64(const char* path, const char* mode) { return do_fopen(real_fopen64, path, mode); }
+FILE* fopen(const char* path, const char* mode) { ensure_init(); return do_fopen(real_fopen, path, mode); }
+FILE* fopen64(const char* path, const char* mode) { ensure_init(); return do_fopen(real_fopen64, path, mode); }
 
 static FILE* do_freopen(FILE* (*real)(const char*, const char*, FILE*), const char* path, const char* mode, FILE* s) {
   ensure_init();
@@ -1176,8 +1178,8 @@ static FILE* do_freopen(FILE* (*real)(const char*, const char*, FILE*), const ch
   errno = e;
   return f;
 }
-FILE* freopen(const char* path, const char* mode, FILE* s) { return do_freopen(real_freopen, path, mode, s); }
-FILE* freopen64(const char* path, const char* mode, FILE* s) { return do_freopen(real_freopen64, path, mode, s); }
+FILE* freopen(const char* path, const char* mode, FILE* s) { ensure_init(); return do_freopen(real_freopen, path, mode, s); }
+FILE* freopen64(const char* path, const char* mode, FILE* s) { ensure_init(); return do_freopen(real_freopen64, path, mode, s); }
 
 FILE* fdopen(int fd, const char* mode) {
   ensure_init();
