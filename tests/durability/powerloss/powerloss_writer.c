@@ -3,6 +3,7 @@
 // by a handle (a word of the script). Any failing call exits with status 2 and says which.
 //
 //   open H PATH FLAGS      FLAGS: comma list of rdonly,wronly,rdwr,creat,trunc,append,excl,dsync
+//   rawopen H PATH FLAGS   the same through syscall(SYS_openat): a descriptor the layer never sees
 //   write H TEXT | pwrite H OFF TEXT | writev H T1 T2 | pwritev H OFF T1 T2
 //   fill H OFF LEN CHAR    pwrite LEN bytes of CHAR at OFF
 //   ftruncate H LEN | truncate PATH LEN | fallocate H OFF LEN
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -141,6 +143,11 @@ int main(int argc, char** argv) {
     if (!strcmp(op, "open")) {
       int fd = open(ARG(2), parse_flags(ARG(3)), 0644);
       if (fd < 0) fail("open", ARG(2));
+      set_handle(ARG(1), fd);
+      i += 4;
+    } else if (!strcmp(op, "rawopen")) {
+      int fd = (int)syscall(SYS_openat, AT_FDCWD, ARG(2), parse_flags(ARG(3)), 0644);
+      if (fd < 0) fail("rawopen", ARG(2));
       set_handle(ARG(1), fd);
       i += 4;
     } else if (!strcmp(op, "write")) {

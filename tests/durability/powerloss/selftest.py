@@ -127,6 +127,19 @@ def sync_through_another_descriptor():
 
 
 @case
+def fsync_of_a_descriptor_opened_behind_the_layer():
+    # The layer did not see the open (nor, so, the writes): the fsync makes the whole file durable.
+    b = Box("rawfd")
+    b.put("a.txt", b"base")
+    # (Opened through the layer first, so the layer already follows this inode.)
+    b.init().run("open", "o", "a.txt", "rdonly", "close", "o",
+                 "rawopen", "h", "a.txt", "wronly", "pwrite", "h", "4", "XYZ", "fsync", "h")
+    b.crash()
+    expect(b.read("a.txt"), b"baseXYZ", "after power loss")
+    b.close()
+
+
+@case
 def append_keeps_exactly_the_synced_prefix():
     b = Box("append")
     b.put("log.txt", b"l0\n")

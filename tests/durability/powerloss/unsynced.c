@@ -638,6 +638,7 @@ static void track_open(int fd, const struct stat* st, int created, int truncated
     if (fd >= FD_MAX && fd_below_root(fd)) die("descriptor %d beyond the layer's table (%d)", fd, FD_MAX);
     return;
   }
+  untrack(fd);  // a stale entry (closed through a path the layer does not see, e.g. fclose)
   if (!fd_below_root(fd)) return;
   Inode* in = inode_get(st->st_dev, st->st_ino);
   if (S_ISDIR(st->st_mode)) {
