@@ -726,10 +726,16 @@ int openat64(int dirfd, const char* path, int flags, ...) {
   return do_openat(dirfd, path, flags | O_LARGEFILE, m);
 }
 int __open_2(const char* path, int flags) { return do_openat(AT_FDCWD, path, flags, 0); }
-int __open64_2(const char* path, int flags) { return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, 0); }
+int __open64_2(const char* path, int flags) {
+  return do_openat(AT_FDCWD, path, flags | O_LARGEFILE, 0);
+}
 int __openat_2(int dirfd, const char* path, int flags) { return do_openat(dirfd, path, flags, 0); }
-int __openat64_2(int dirfd, const char* path, int flags) { return do_openat(dirfd, path, flags | O_LARGEFILE, 0); }
-int creat(const char* path, mode_t mode) { return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
+int __openat64_2(int dirfd, const char* path, int flags) {
+  return do_openat(dirfd, path, flags | O_LARGEFILE, 0);
+}
+int creat(const char* path, mode_t mode) {
+  return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
 int creat64(const char* path, mode_t mode) {
   return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_LARGEFILE, mode);
 }
@@ -948,7 +954,10 @@ static int do_ftruncate(int (*real)(int, off_t), int fd, off_t len) {
   return r;
 }
 int ftruncate(int fd, off_t len) { ensure_init(); return do_ftruncate(real_ftruncate, fd, len); }
-int ftruncate64(int fd, off_t len) { ensure_init(); return do_ftruncate(real_ftruncate64, fd, len); }
+int ftruncate64(int fd, off_t len) {
+  ensure_init();
+  return do_ftruncate(real_ftruncate64, fd, len);
+}
 
 static int do_truncate(int (*real)(const char*, off_t), const char* path, off_t len) {
   ensure_init();
@@ -966,8 +975,14 @@ static int do_truncate(int (*real)(const char*, off_t), const char* path, off_t 
   errno = e;
   return r;
 }
-int truncate(const char* path, off_t len) { ensure_init(); return do_truncate(real_truncate, path, len); }
-int truncate64(const char* path, off_t len) { ensure_init(); return do_truncate(real_truncate64, path, len); }
+int truncate(const char* path, off_t len) {
+  ensure_init();
+  return do_truncate(real_truncate, path, len);
+}
+int truncate64(const char* path, off_t len) {
+  ensure_init();
+  return do_truncate(real_truncate64, path, len);
+}
 
 static void note_fallocate(Inode* in, off_t old, int mode, off_t off, off_t len) {
   const off_t end = off + len;
@@ -995,8 +1010,14 @@ static int do_fallocate(int (*real)(int, int, off_t, off_t), int fd, int mode, o
   errno = e;
   return r;
 }
-int fallocate(int fd, int mode, off_t off, off_t len) { ensure_init(); return do_fallocate(real_fallocate, fd, mode, off, len); }
-int fallocate64(int fd, int mode, off_t off, off_t len) { ensure_init(); return do_fallocate(real_fallocate64, fd, mode, off, len); }
+int fallocate(int fd, int mode, off_t off, off_t len) {
+  ensure_init();
+  return do_fallocate(real_fallocate, fd, mode, off, len);
+}
+int fallocate64(int fd, int mode, off_t off, off_t len) {
+  ensure_init();
+  return do_fallocate(real_fallocate64, fd, mode, off, len);
+}
 
 static int do_posix_fallocate(int (*real)(int, off_t, off_t), int fd, off_t off, off_t len) {
   ensure_init();
@@ -1010,7 +1031,10 @@ static int do_posix_fallocate(int (*real)(int, off_t, off_t), int fd, off_t off,
   unlock();
   return r;
 }
-int posix_fallocate(int fd, off_t off, off_t len) { ensure_init(); return do_posix_fallocate(real_posix_fallocate, fd, off, len); }
+int posix_fallocate(int fd, off_t off, off_t len) {
+  ensure_init();
+  return do_posix_fallocate(real_posix_fallocate, fd, off, len);
+}
 int posix_fallocate64(int fd, off_t off, off_t len) {
   ensure_init();
   return do_posix_fallocate(real_posix_fallocate64, fd, off, len);
@@ -1163,8 +1187,14 @@ static FILE* do_fopen(FILE* (*real)(const char*, const char*), const char* path,
   errno = e;
   return f;
 }
-FILE* fopen(const char* path, const char* mode) { ensure_init(); return do_fopen(real_fopen, path, mode); }
-FILE* fopen64(const char* path, const char* mode) { ensure_init(); return do_fopen(real_fopen64, path, mode); }
+FILE* fopen(const char* path, const char* mode) {
+  ensure_init();
+  return do_fopen(real_fopen, path, mode);
+}
+FILE* fopen64(const char* path, const char* mode) {
+  ensure_init();
+  return do_fopen(real_fopen64, path, mode);
+}
 
 static FILE* do_freopen(FILE* (*real)(const char*, const char*, FILE*), const char* path, const char* mode, FILE* s) {
   ensure_init();
@@ -1179,8 +1209,14 @@ static FILE* do_freopen(FILE* (*real)(const char*, const char*, FILE*), const ch
   errno = e;
   return f;
 }
-FILE* freopen(const char* path, const char* mode, FILE* s) { ensure_init(); return do_freopen(real_freopen, path, mode, s); }
-FILE* freopen64(const char* path, const char* mode, FILE* s) { ensure_init(); return do_freopen(real_freopen64, path, mode, s); }
+FILE* freopen(const char* path, const char* mode, FILE* s) {
+  ensure_init();
+  return do_freopen(real_freopen, path, mode, s);
+}
+FILE* freopen64(const char* path, const char* mode, FILE* s) {
+  ensure_init();
+  return do_freopen(real_freopen64, path, mode, s);
+}
 
 FILE* fdopen(int fd, const char* mode) {
   ensure_init();
