@@ -19,6 +19,7 @@ not come back. Not registered in CTest: it probes the worker's current fsync beh
 import argparse
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -154,7 +155,9 @@ def main():
                 x.proc.wait()
     print(json.dumps(result, indent=1))
     ok = result.get("restarted") and result.get("lost") == 0 and "error" not in result
-    print("PASS" if ok else "FAIL")
+    print("PASS" if ok else f"FAIL (files kept in {d})")
+    if ok:
+        shutil.rmtree(d, ignore_errors=True)
     return 0 if ok else 1
 
 
