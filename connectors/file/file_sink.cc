@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <optional>
 #include <cstring>
 
 #include "connectors/common.h"
+#include "core/crc32c.h"
 #include "core/logging.h"
 
 namespace ferry::connectors {
@@ -18,6 +21,7 @@ namespace {
 
 constexpr std::size_t kWriteThreshold = 1u << 20;  // 1 MiB
 constexpr std::size_t kScanChunk = 64 * 1024;
+constexpr std::uint64_t kTailWindow = 4096;  // bytes checksummed to recognise the sink's own file
 
 Status ioError(const char* what, const std::string& path, int err) {
   return Status::unavailable(std::string("FileStreamSink: cannot ") + what + " " + path + ": " +
@@ -65,35 +69,23 @@ FileStreamSinkTask::~FileStreamSinkTask() { stop(); }
 
 std::string FileStreamSinkTask::version() const { return kVersion; }
 
-Result<std::uint64_t> FileStreamSinkTask::repairTornTail(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return std::uint64_t{0};
-    return ioError("open", path, errno);
-  }
+Result<std::uint64_t> FileStreamSinkTask::repairTornTail(int fd, const std::string& path, std::uint64_t from) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return ioError("stat", path, err);
-  }
+  if (::fstat(fd, &st) != 0) return ioError("stat", path, errno);
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t keep = 0;  // bytes up to and including the last '\n'
+  if (size <= from) return std::uint64_t{0};
+  std::uint64_t keep = from;  // bytes up to and including the last '\n' after `from`
   std::string chunk(kScanChunk, '\0');
   std::uint64_t end = size;
   bool found = false;
-  while (end > 0 && !found) {
-    const std::uint64_t begin = end > kScanChunk ? end - kScanChunk : 0;
+  while (end > from && !found) {
+    const std::uint64_t begin = end - from > kScanChunk ? end - kScanChunk : from;
     const auto len = static_cast<std::size_t>(end - begin);
     ssize_t n;
     do {
       n = ::pread(fd, chunk.data(), len, static_cast<off_t>(begin));
     } while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(len)) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      return ioError("read", path, err);
-    }
+    if (n != static_cast<ssize_t>(len)) return ioError("read", path, n < 0 ? errno : EIO);
     for (std::size_t i = len; i > 0; --i) {
       if (chunk[i - 1] == '\n') {
         keep = begin + i;
@@ -103,32 +95,147 @@ Result<std::uint64_t> FileStreamSinkTask::repairTornTail(const std::string& path
     }
     end = begin;
   }
-  std::uint64_t dropped = size - keep;
-  if (dropped > 0) {
-    if (::ftruncate(fd, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return ioError("truncate", path, err);
-    }
-  }
-  ::close(fd);
+  const std::uint64_t dropped = size - keep;
+  if (dropped > 0 && (::ftruncate(fd, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd) != 0))
+    return ioError("truncate", path, errno);
   return dropped;
 }
+
+namespace {
+
+std::optional<std::uint64_t> parseU64(const StringMap& m, const char* key) {
+  auto it = m.find(key);
+  if (it == m.end() || it->second.empty()) return std::nullopt;
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || p != it->second.data() + it->second.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
 
 Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   FERRY_ASSIGN_OR_RETURN(auto parsed,
                          parseConfig(FileStreamSinkConnector::definition(), config, "FileStreamSink"));
   stop();
+  context_ = &context;
   path_ = parsed.getString("file");
   fsync_ = parsed.getBool("fsync");
-  FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, repairTornTail(path_));
-  if (dropped > 0)
-    log_->warn("{}: {} ended with an incomplete line (left by a crash); dropped its {} bytes",
-               context.connectorName(), path_, dropped);
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  FERRY_ASSIGN_OR_RETURN(std::optional<StringMap> state, context.loadState());
+  const bool existed = ::access(path_.c_str(), F_OK) == 0;
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd_ < 0) return ioError("open", path_, errno);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return ioError("stat", path_, errno);
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    return Status::invalidArgument("FileStreamSink: " + path_ + " is not a regular file");
+  }
+  if (!existed) {
+    // The new name must survive a power loss as well as the lines written under it.
+    const auto slash = path_.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  device_ = static_cast<std::uint64_t>(st.st_dev);
+  inode_ = static_cast<std::uint64_t>(st.st_ino);
+  birth_ = birthTime(fd_);
+  auto size = static_cast<std::uint64_t>(st.st_size);
+  // The file is the one this task wrote when its identity matches: device and inode (reused once
+  // a file is deleted, so also its birth time where the file system keeps one) and a checksum of
+  // the bytes just before the recorded length.
+  std::optional<std::uint64_t> ours;  // the file's length after this task's last flush
+  if (state && state->count("file") && state->at("file") == path_ && parseU64(*state, "device") == device_ &&
+      parseU64(*state, "inode") == inode_ &&
+      (!birth_ || !parseU64(*state, "birth_ns") || parseU64(*state, "birth_ns") == birth_)) {
+    ours = parseU64(*state, "length");
+    if (ours && *ours > size) {
+      log_->warn("{}: {} is shorter ({} bytes) than this sink left it ({} bytes): someone truncated it, or writes "
+                 "were lost; it is left as it is",
+                 context.connectorName(), path_, size, *ours);
+      ours.reset();
+    } else if (ours) {
+      auto crc = tailChecksum(*ours);
+      if (!crc.isOk()) return crc.status();
+      if (parseU64(*state, "tail_crc32c") != *crc) {
+        log_->warn("{}: {} no longer holds what this sink wrote before byte {} (replaced by another file?); it is "
+                   "left as it is",
+                   context.connectorName(), path_, *ours);
+        ours.reset();
+      }
+    }
+  }
+  if (ours) {
+    FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, repairTornTail(fd_, path_, *ours));
+    if (dropped > 0)
+      log_->warn("{}: {} ended with an incomplete line this sink wrote before a crash; dropped its {} bytes "
+                 "(its records are written again)",
+                 context.connectorName(), path_, dropped);
+    size -= dropped;
+  } else if (size > 0) {
+    char last = '\n';
+    if (::pread(fd_, &last, 1, static_cast<off_t>(size - 1)) != 1) return ioError("read", path_, errno);
+    if (last != '\n') {
+      log_->info("{}: {} does not end with a newline; it is kept as it is and the first record starts a new line",
+                 context.connectorName(), path_);
+      if (::write(fd_, "\n", 1) != 1) return ioError("write", path_, errno);
+      ++size;
+    }
+  }
+  written_ = size;
+  saved_.reset();
+  stateless_ = false;
+  Status s = saveLength(/*sync=*/true);
+  if (s.code() == StatusCode::kFailedPrecondition) {
+    stateless_ = true;
+    log_->warn("{}: the runtime keeps no sink task state; a line torn by a crash will not be cut off at restart",
+               context.connectorName());
+  } else if (!s.isOk()) {
+    return s;
+  }
   buf_.reserve(kWriteThreshold + 64 * 1024);
   return Status::ok();
+}
+
+// Records that the file is whole up to written_: every byte up to it was there before or was
+// written by this task, and (with fsync) is on disk.
+Status FileStreamSinkTask::saveLength(bool sync) {
+  if (stateless_ || saved_ == written_) return Status::ok();
+  if (sync && fsync_ && ::fdatasync(fd_) != 0) return ioError("fdatasync", path_, errno);
+  FERRY_ASSIGN_OR_RETURN(std::uint32_t crc, tailChecksum(written_));
+  StringMap state{{"file", path_},
+                  {"device", std::to_string(device_)},
+                  {"inode", std::to_string(inode_)},
+                  {"length", std::to_string(written_)},
+                  {"tail_crc32c", std::to_string(crc)}};
+  if (birth_) state["birth_ns"] = std::to_string(*birth_);
+  FERRY_RETURN_IF_ERROR(context_->saveState(state));
+  saved_ = written_;
+  return Status::ok();
+}
+
+// CRC32C of the (up to) 4 KiB before byte `end`.
+Result<std::uint32_t> FileStreamSinkTask::tailChecksum(std::uint64_t end) {
+  const std::uint64_t begin = end > kTailWindow ? end - kTailWindow : 0;
+  std::string window(static_cast<std::size_t>(end - begin), '\0');
+  std::size_t have = 0;
+  while (have < window.size()) {
+    const ssize_t n = ::pread(fd_, window.data() + have, window.size() - have, static_cast<off_t>(begin + have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ioError("read", path_, n < 0 ? errno : EIO);
+    have += static_cast<std::size_t>(n);
+  }
+  return core::crc32c(window);
+}
+
+std::optional<std::uint64_t> FileStreamSinkTask::birthTime(int fd) {
+  struct statx stx {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &stx) != 0 || (stx.stx_mask & STATX_BTIME) == 0) return std::nullopt;
+  return static_cast<std::uint64_t>(stx.stx_btime.tv_sec) * 1000000000u + stx.stx_btime.tv_nsec;
 }
 
 Status FileStreamSinkTask::writeBuffer() {
@@ -139,10 +246,12 @@ Status FileStreamSinkTask::writeBuffer() {
       if (errno == EINTR) continue;
       const int err = errno;
       buf_.erase(0, done);  // keep only what is not written yet
+      written_ += done;
       return ioError("write", path_, err);
     }
     done += static_cast<std::size_t>(n);
   }
+  written_ += done;
   buf_.clear();
   return Status::ok();
 }
@@ -165,7 +274,7 @@ Status FileStreamSinkTask::flush() {
   if (fd_ < 0) return Status::failedPrecondition("FileStreamSink: flush() before start()");
   FERRY_RETURN_IF_ERROR(writeBuffer());
   if (fsync_ && ::fdatasync(fd_) != 0) return ioError("fdatasync", path_, errno);
-  return Status::ok();
+  return saveLength(/*sync=*/false);
 }
 
 void FileStreamSinkTask::stop() {

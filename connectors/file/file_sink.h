@@ -4,15 +4,20 @@
 // - put() copies values into a user-space buffer, written with write(2) once it passes 1 MiB;
 //   flush() writes the rest and, with fsync=true, fdatasync()s, so a committed offset always
 //   means the lines before it are on disk. A null value (tombstone) writes nothing.
-// - At start, a file that does not end with '\n' is cut back to just after its last '\n': a line
-//   torn by a crash mid-write is dropped (it is written again, whole, when its records are
-//   redelivered). The number of bytes dropped is logged.
+// - It never changes a byte it did not write. The task keeps, in its state (SinkTaskContext::
+//   saveState), which file it writes (device, inode, birth time, a CRC32C of the 4 KiB before
+//   the length) and how long that file was after its last flush. At start, bytes past that length in the same file are the task's own unflushed writes:
+//   a line torn there by a crash is cut off (it is written again, whole, when its records are
+//   redelivered), and only there. A file the task does not recognise (new to it, replaced, or
+//   shorter than recorded) is left as it is; when it does not end with '\n', a '\n' is appended
+//   first so the first record starts a line of its own.
 // - One task per connector: several writers to one file would interleave.
 //
 // Threading: the connector and its task are called from their owner thread only.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,17 +50,27 @@ class FileStreamSinkTask final : public SinkTask {
   Status flush() override;
   void stop() override;
 
-  // Cuts `path` back to just after its last '\n' when it does not end with one. Returns the
-  // number of bytes dropped (0 when the file is missing, empty or whole).
-  static Result<std::uint64_t> repairTornTail(const std::string& path);
+  // Cuts the open file `fd` back to just after its last '\n' at or after byte `from`, or to
+  // `from` when there is none; never below `from`. Returns the number of bytes dropped.
+  static Result<std::uint64_t> repairTornTail(int fd, const std::string& path, std::uint64_t from);
 
  private:
   Status writeBuffer();
+  Status saveLength(bool sync);
+  Result<std::uint32_t> tailChecksum(std::uint64_t end);
+  static std::optional<std::uint64_t> birthTime(int fd);
 
   std::shared_ptr<spdlog::logger> log_;
+  SinkTaskContext* context_ = nullptr;
   std::string path_;
   bool fsync_ = true;
   int fd_ = -1;
+  std::uint64_t device_ = 0;
+  std::uint64_t inode_ = 0;
+  std::optional<std::uint64_t> birth_;  // birth time (ns), where the file system keeps one
+  std::uint64_t written_ = 0;  // file length after our last write
+  std::optional<std::uint64_t> saved_;  // length last saved in the task's state
+  bool stateless_ = false;     // the runtime keeps no state: nothing is ever cut
   std::string buf_;
 };
 

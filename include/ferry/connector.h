@@ -113,6 +113,16 @@ class SinkTaskContext {
   // Reports a record the task could not write; follows errors.tolerance and the dead-letter
   // topic. Returns an error when the tolerance forbids skipping it (the task should fail).
   virtual Status reportBadRecord(const Record& record, const Status& reason) = 0;
+  // A small state this task keeps about the outside system across restarts (FileStreamSink: how
+  // much of its file it wrote and flushed), stored by the runtime with the connector's source
+  // positions and removed with the connector. nullopt when none was saved.
+  virtual Result<std::optional<StringMap>> loadState() { return std::optional<StringMap>(); }
+  // Replaces the saved state; durable when it returns OK. FailedPrecondition when the runtime
+  // keeps no state for sink tasks (a task must then act as if nothing had been saved).
+  virtual Status saveState(const StringMap& state) {
+    (void)state;
+    return Status::failedPrecondition("this runtime keeps no state for sink tasks");
+  }
 };
 
 class SinkTask {

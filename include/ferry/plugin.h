@@ -20,7 +20,9 @@ namespace ferry {
 
 // Bump on any change to the SDK's classes or to the structs below.
 #ifndef FERRY_ABI_VERSION
-#define FERRY_ABI_VERSION 2  // 2: Transform::apply(record, cache), TransformCache, Predicate::readsKeyOrValueBytes
+// 2: Transform::apply(record, cache), TransformCache, Predicate::readsKeyOrValueBytes
+// 3: SinkTaskContext::loadState/saveState
+#define FERRY_ABI_VERSION 3
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

@@ -750,8 +750,19 @@ class SinkContextImpl final : public SinkTaskContext {
     return errors_.report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
                           record.value, record.headers);
   }
+  // The task's state is one position of the connector, under a partition no source uses.
+  Result<std::optional<StringMap>> loadState() override {
+    if (env_.positions == nullptr) return std::optional<StringMap>();
+    return env_.positions->get(env_.connector, statePartition());
+  }
+  Status saveState(const StringMap& state) override {
+    if (env_.positions == nullptr) return SinkTaskContext::saveState(state);
+    if (state.empty()) return Status::invalidArgument("a sink task's state must not be empty");
+    return env_.positions->put(env_.connector, {Position{statePartition(), state}});
+  }
 
  private:
+  StringMap statePartition() const { return {{"ferry.sink.task", std::to_string(env_.taskId)}}; }
   const TaskEnv& env_;
   ErrorReporter& errors_;
   std::atomic<bool>& commitRequested_;

@@ -2,6 +2,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "connectors/file/file_sink.h"
 #include "test_util.h"
 
@@ -66,39 +71,131 @@ TEST_F(FileSinkTest, StopWritesWhatIsBuffered) {
   EXPECT_EQ(readAll(path), "x\n");
 }
 
-TEST_F(FileSinkTest, TruncatesATornLastLineAtStart) {
-  const std::string path = dir_.file("out.txt");
-  writeFile(path, "0-1\n0-2\n0-");
-  FileStreamSinkTask task;
-  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
-  EXPECT_EQ(readAll(path), "0-1\n0-2\n");
-  std::vector<Record> batch{rec("0-3")};
-  ASSERT_TRUE(task.put(batch).isOk());
-  ASSERT_TRUE(task.flush().isOk());
-  EXPECT_EQ(readAll(path), "0-1\n0-2\n0-3\n");
+TEST_F(FileSinkTest, NeverChangesAFileItDidNotWrite) {
+  // A text file with an unterminated last line, and a binary file: they were there before the
+  // sink; every byte stays, the sink's records start on a line of their own after them.
+  std::string binary;
+  for (int i = 0; i < 3924; ++i) binary.push_back(static_cast<char>((i * 7919) % 251 + 1));
+  binary[100] = '\n';
+  for (const std::string& before : {std::string("keep these 63 bytes of a file nobody asked the sink to touch.."),
+                                    binary}) {
+    const std::string path = dir_.file("existing.bin");
+    writeFile(path, before);
+    FakeSinkContext ctx;
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx).isOk());
+    EXPECT_EQ(readAll(path), before + "\n");
+    std::vector<Record> batch{rec("0-3")};
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    task.stop();
+    EXPECT_EQ(readAll(path), before + "\n0-3\n");
+  }
 }
 
-TEST_F(FileSinkTest, RepairHandlesEdgeCases) {
+TEST_F(FileSinkTest, CutsOnlyTheTornLineItWroteItself) {
+  const std::string path = dir_.file("out.txt");
+  writeFile(path, "theirs, no newline");
+  {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    std::vector<Record> batch{rec("0-1"), rec("0-2")};
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    // A crash after more writes and before the next flush: a whole line and a torn one.
+    std::vector<Record> more{rec("0-3")};
+    ASSERT_TRUE(task.put(more).isOk());
+    task.stop();
+  }
+  appendFile(path, "0-");
+  FileStreamSinkTask task;
+  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
+  // With no whole line after the flushed part, only the torn bytes go, never the part before.
+  task.stop();
+  appendFile(path, "garbage without newline");
+  FileStreamSinkTask again;
+  ASSERT_TRUE(again.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
+}
+
+TEST_F(FileSinkTest, AReplacedOrShortenedFileIsNotItsOwn) {
+  const std::string path = dir_.file("out.txt");
+  {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    std::vector<Record> batch{rec("0-1"), rec("0-2")};
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    task.stop();
+  }
+  ASSERT_TRUE(ctx_.state.has_value());
+  // Rotated: a new file under the same name.
+  std::remove(path.c_str());
+  writeFile(path, "new file 0-");
+  {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    EXPECT_EQ(readAll(path), "new file 0-\n");
+    task.stop();
+  }
+  // Truncated below what the sink wrote: someone else's doing, left alone.
+  writeFile(path, "short 0-");
+  FileStreamSinkTask task;
+  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "short 0-\n");
+}
+
+TEST_F(FileSinkTest, WithoutSavedStateNothingIsEverCut) {
+  const std::string path = dir_.file("out.txt");
+  FakeSinkContext ctx;
+  ctx.stateless = true;
+  writeFile(path, "0-1\n0-");
+  FileStreamSinkTask task;
+  Status started = task.start({{"file", path}}, ctx);
+  ASSERT_TRUE(started.isOk()) << started.toString();
+  EXPECT_EQ(readAll(path), "0-1\n0-\n");
+}
+
+TEST_F(FileSinkTest, StateIsSavedOnlyWhenTheFileGrew) {
+  const std::string path = dir_.file("out.txt");
+  FileStreamSinkTask task;
+  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+  const int atStart = ctx_.saves;
+  EXPECT_EQ(atStart, 1);
+  ASSERT_TRUE(task.flush().isOk());
+  ASSERT_TRUE(task.flush().isOk());
+  EXPECT_EQ(ctx_.saves, atStart);
+  std::vector<Record> batch{rec("x")};
+  ASSERT_TRUE(task.put(batch).isOk());
+  ASSERT_TRUE(task.flush().isOk());
+  EXPECT_EQ(ctx_.saves, atStart + 1);
+  EXPECT_EQ(ctx_.state->at("length"), "2");
+}
+
+TEST_F(FileSinkTest, RepairNeverGoesBelowItsStart) {
   const std::string path = dir_.file("f.txt");
-  auto dropped = FileStreamSinkTask::repairTornTail(path);  // missing
-  ASSERT_TRUE(dropped.isOk());
-  EXPECT_EQ(*dropped, 0u);
+  auto cut = [&](std::uint64_t from) {
+    const int fd = ::open(path.c_str(), O_RDWR);
+    auto r = FileStreamSinkTask::repairTornTail(fd, path, from);
+    ::close(fd);
+    EXPECT_TRUE(r.isOk());
+    return r.isOk() ? *r : 0;
+  };
   writeFile(path, "no newline at all");
-  dropped = FileStreamSinkTask::repairTornTail(path);
-  ASSERT_TRUE(dropped.isOk());
-  EXPECT_EQ(*dropped, 17u);
+  EXPECT_EQ(cut(0), 17u);
   EXPECT_EQ(readAll(path), "");
-  writeFile(path, "whole\n");
-  dropped = FileStreamSinkTask::repairTornTail(path);
-  ASSERT_TRUE(dropped.isOk());
-  EXPECT_EQ(*dropped, 0u);
-  EXPECT_EQ(readAll(path), "whole\n");
+  writeFile(path, "theirs\nwhole\n");
+  EXPECT_EQ(cut(7), 0u);
+  EXPECT_EQ(readAll(path), "theirs\nwhole\n");
+  writeFile(path, "theirs no newline, then ours torn");
+  EXPECT_EQ(cut(18), 15u);
+  EXPECT_EQ(readAll(path), "theirs no newline,");
   // The last newline lies more than one scan chunk (64 KiB) before the end.
   writeFile(path, "keep\n" + std::string(200000, 'y'));
-  dropped = FileStreamSinkTask::repairTornTail(path);
-  ASSERT_TRUE(dropped.isOk());
-  EXPECT_EQ(*dropped, 200000u);
+  EXPECT_EQ(cut(2), 200000u);
   EXPECT_EQ(readAll(path), "keep\n");
+  EXPECT_EQ(cut(100), 0u);
 }
 
 TEST_F(FileSinkTest, OneTaskAndRequiredFile) {

@@ -82,6 +82,17 @@ class FakeSinkContext : public SinkTaskContext {
   int taskId() const override { return 0; }
   void requestCommit() override {}
   Status reportBadRecord(const Record&, const Status& reason) override { return reason; }
+  // The task's saved state, kept in memory (what the runtime keeps with the positions).
+  Result<std::optional<StringMap>> loadState() override { return state; }
+  Status saveState(const StringMap& s) override {
+    if (stateless) return SinkTaskContext::saveState(s);
+    state = s;
+    ++saves;
+    return Status::ok();
+  }
+  std::optional<StringMap> state;
+  bool stateless = false;  // act as a runtime that keeps no sink state
+  int saves = 0;
 
  private:
   std::string name_ = "test-sink";
