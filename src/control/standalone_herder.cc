@@ -15,6 +15,7 @@
 #include "core/logging.h"
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
+#include "runtime/task_stopper.h"
 #include "runtime/tasks.h"
 #include "control/herder_common.h"
 
@@ -81,7 +82,8 @@ class HerderImpl final : public StandaloneHerder {
     }
     cv_.notify_all();
     if (control_.joinable()) control_.join();
-    // Stop every task at once (each commits what is safe), then wait for all.
+    // Stop every task at once (each commits what is safe), then wait for all, up to
+    // task.shutdown.graceful.timeout.ms; the rest are abandoned.
     std::vector<std::unique_ptr<TaskRunner>> all;
     {
       std::lock_guard lock(runtimeMu_);
@@ -89,9 +91,8 @@ class HerderImpl final : public StandaloneHerder {
         for (auto& t : rt.tasks)
           if (t) all.push_back(std::move(t));
     }
-    for (auto& t : all) t->requestStop();
-    for (auto& t : all) t->join();
-    all.clear();
+    if (const std::size_t n = stopper_.stop(std::move(all)))
+      log_->error("{} task(s) abandoned at shutdown", n);
     std::lock_guard lock(runtimeMu_);
     for (auto& [name, rt] : runtimes_) stopInstances(rt);
     runtimes_.clear();
@@ -101,6 +102,7 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
+  std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -403,6 +405,11 @@ class HerderImpl final : public StandaloneHerder {
     }
     add("ferry_worker_connectors", "gauge", "Connectors with a runtime on this worker.", {}, static_cast<double>(connectors));
     add("ferry_worker_tasks", "gauge", "Tasks running on this worker.", {}, static_cast<double>(tasks));
+    add("ferry_tasks_abandoned_total", "counter",
+        "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned (cancelled).", {},
+        static_cast<double>(stopper_.abandonedTotal()));
+    add("ferry_tasks_abandoned_running", "gauge", "Abandoned tasks whose threads still run.", {},
+        static_cast<double>(stopper_.abandonedRunning()));
     return out;
   }
 
@@ -563,6 +570,7 @@ class HerderImpl final : public StandaloneHerder {
         names.insert(queue_.begin(), queue_.end());
         queue_.clear();
       }
+      stopper_.reap();  // abandoned tasks whose threads ended at last
       // Failed tasks and connectors due for an automatic restart.
       const std::int64_t now = core::monotonicMs();
       for (auto& [name, rt] : runtimes_) {
@@ -608,8 +616,7 @@ class HerderImpl final : public StandaloneHerder {
         rt.runningTaskConfigs.clear();
       }
     }
-    for (auto& t : victims) t->requestStop();
-    for (auto& t : victims) t->join();
+    stopper_.stop(std::move(victims));
   }
 
   void stopInstances(Runtime& rt) {
@@ -661,6 +668,9 @@ class HerderImpl final : public StandaloneHerder {
 
   mutable std::mutex runtimeMu_;
   std::map<std::string, Runtime> runtimes_;  // control thread (writes under runtimeMu_)
+
+  // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
+  runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
 
   std::atomic<bool> running_{false};
   std::thread control_;
