@@ -14,10 +14,14 @@ std::size_t TaskStopper::stop(std::unique_ptr<TaskRunner> runner) {
 }
 
 std::size_t TaskStopper::stop(std::vector<std::unique_ptr<TaskRunner>> runners) {
+  return stop(std::move(runners), std::chrono::steady_clock::now() + timeout_);
+}
+
+std::size_t TaskStopper::stop(std::vector<std::unique_ptr<TaskRunner>> runners,
+                              std::chrono::steady_clock::time_point deadline) {
   using Clock = std::chrono::steady_clock;
   for (auto& r : runners)
     if (r) r->requestStop();
-  const auto deadline = Clock::now() + timeout_;
   std::size_t abandoned = 0;
   for (auto& r : runners) {
     if (!r) continue;

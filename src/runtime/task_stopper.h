@@ -36,6 +36,9 @@ class TaskStopper {
   // abandoned.
   std::size_t stop(std::vector<std::unique_ptr<TaskRunner>> runners);
   std::size_t stop(std::unique_ptr<TaskRunner> runner);
+  // The same with the deadline given: for runners whose stop was requested earlier (queued),
+  // so that the wait counts from the request.
+  std::size_t stop(std::vector<std::unique_ptr<TaskRunner>> runners, std::chrono::steady_clock::time_point deadline);
   // Frees the abandoned runners whose threads have ended.
   void reap();
 
