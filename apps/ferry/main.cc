@@ -98,8 +98,9 @@ ferry::Result<std::unique_ptr<ferry::backbone::Backbone>> openBackbone(const fer
     backbone::EmbeddedOptions bopts;
     bopts.dir = worker.dataDir + "/backbone";
     bopts.segmentBytes = worker.embeddedSegmentBytes;
-    bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kInterval);
+    bopts.fsync = backbone::parseFsyncPolicy(worker.embeddedFsync).value_or(backbone::FsyncPolicy::kAlways);
     bopts.fsyncIntervalMs = worker.embeddedFsyncIntervalMs;
+    bopts.maxRecordBytes = worker.embeddedMaxRecordBytes;
     bopts.retentionBytes = worker.embeddedRetentionBytes;
     bopts.retentionMs = worker.embeddedRetentionMs;
     bopts.defaultQueues = worker.defaultQueues;

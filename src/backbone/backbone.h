@@ -54,6 +54,27 @@ class Producer {
   virtual Status send(Message message, SendCallback cb) = 0;
   // Waits until every message sent so far got its callback, or the timeout passes.
   virtual Status flush(std::chrono::milliseconds timeout) = 0;
+  // Makes every message acknowledged so far durable on the backbone's storage, where its
+  // acknowledgement does not already mean that (the embedded log with fsync=interval). Called
+  // before a position that covers them is committed. The default has nothing to do.
+  virtual Status sync() { return Status::ok(); }
+};
+
+// Damage or loss a backbone found in its own storage (only the embedded log, which keeps its data
+// on the worker's disk, reports any). Offsets are inclusive; -1 when not known.
+struct StorageIssue {
+  std::string topic;
+  std::int32_t queue = -1;
+  // "damaged": bad bytes between intact records (the records around them stay readable, the bad
+  //   ones are skipped); "torn-tail": an incomplete last write (truncated; kept in quarantine/);
+  //   "missing": offsets whose records are gone (a deleted segment file, writes lost with a power
+  //   failure); "group-ahead": a group committed an offset beyond the log's end (the log continues
+  //   from that offset, so no offset is handed out twice).
+  std::string kind;
+  std::int64_t firstOffset = -1;
+  std::int64_t lastOffset = -1;
+  std::int64_t bytes = 0;
+  std::string detail;  // one sentence for the log and the operator
 };
 
 // Exactly-once writes: every send between beginTransaction() and commitTransaction() becomes
@@ -93,6 +114,9 @@ class Consumer {
   virtual std::vector<TopicQueue> assignment() const = 0;
   // Leaves the group (revoking its queues first). Idempotent.
   virtual void close() = 0;
+  // Ranges of the assigned queues that poll() stepped over since the last call because their
+  // records were damaged or missing in storage (the embedded log only). Taken once.
+  virtual std::vector<StorageIssue> takeSkipped() { return {}; }
 };
 
 struct TopicInfo {
@@ -149,6 +173,14 @@ class Backbone {
                                                            const std::string& memberId,
                                                            const StringMap& overrides) = 0;
   virtual Admin& admin() = 0;
+  // What the backbone found damaged or missing in its storage since it opened (see
+  // StorageIssue); empty for backbones whose storage is a broker's.
+  virtual std::vector<StorageIssue> storageIssues() const { return {}; }
+  // Checks a topic name against the backbone's rules before anything is created with it.
+  virtual Status validateTopicName(const std::string& name) const {
+    (void)name;
+    return Status::ok();
+  }
   // Opens (creating when missing) the shared log `topic`: see SharedLog.
   virtual Result<std::unique_ptr<SharedLog>> openSharedLog(const std::string& topic) {
     (void)topic;

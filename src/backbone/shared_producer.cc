@@ -33,6 +33,8 @@ class ProducerView final : public Producer {
     return Status::ok();
   }
 
+  Status sync() override { return shared_->sync(); }
+
  private:
   struct State {
     std::mutex mu;

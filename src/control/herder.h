@@ -39,6 +39,9 @@ struct TaskStateInfo {
   store::State state = store::State::kUnassigned;
   std::string workerId;
   std::string trace;
+  // Records the task could not read because the backbone's storage lost them (the state stays
+  // RUNNING, as Kafka Connect clients expect; this says what happened). "" when none.
+  std::string dataLoss;
 };
 
 struct ConnectorStateInfo {

@@ -145,6 +145,13 @@ class HerderImpl final : public StandaloneHerder {
       if (it == entries_.end()) return notFound(name);
       type = it->second.known ? typeOf(it->second.shape) : ConnectorType::kUnknown;
     }
+    std::map<int, std::string> dataLoss;
+    {
+      std::lock_guard lock(runtimeMu_);
+      if (auto rt = runtimes_.find(name); rt != runtimes_.end())
+        for (const auto& t : rt->second.tasks)
+          if (t) dataLoss[t->env().taskId] = t->dataLossNote();
+    }
     std::lock_guard lock(statusMu_);
     ConnectorStateInfo out;
     out.name = name;
@@ -155,7 +162,7 @@ class HerderImpl final : public StandaloneHerder {
       out.state = st->second.connector.state;
       out.trace = st->second.connector.trace;
       for (const auto& [id, t] : st->second.tasks)
-        out.tasks.push_back(TaskStateInfo{id, t.state, o_.worker.workerId, t.trace});
+        out.tasks.push_back(TaskStateInfo{id, t.state, o_.worker.workerId, t.trace, dataLoss[id]});
     }
     return out;
   }
@@ -407,8 +414,25 @@ class HerderImpl final : public StandaloneHerder {
               ld(m.commitLagRecords));
           add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", l,
               ld(m.lastCommitMs));
+          add("ferry_task_records_lost_in_storage_total", "counter",
+              "Records the task could not read because the backbone's storage lost them.", l,
+              ld(m.recordsLostInStorage));
         }
       }
+    }
+    // What the backbone found damaged or missing in its own storage (the embedded log).
+    std::map<std::string, std::pair<double, double>> byKind;  // kind -> (issues, offsets lost)
+    for (const auto& i : o_.backbone->storageIssues()) {
+      auto& k = byKind[i.kind];
+      k.first += 1;
+      if (i.firstOffset >= 0 && i.lastOffset >= i.firstOffset) k.second += static_cast<double>(i.lastOffset - i.firstOffset + 1);
+    }
+    for (const char* kind : {"damaged", "torn-tail", "missing", "group-ahead"}) {
+      add("ferry_backbone_storage_issues", "gauge",
+          "Damage or loss the backbone found in its storage since the worker started, by kind (see the log).",
+          {{"kind", kind}}, byKind[kind].first);
+      add("ferry_backbone_storage_lost_records", "gauge",
+          "Offsets whose records the backbone's storage lost, by kind of damage.", {{"kind", kind}}, byKind[kind].second);
     }
     add("ferry_worker_connectors", "gauge", "Connectors with a runtime on this worker.", {}, static_cast<double>(connectors));
     add("ferry_worker_tasks", "gauge", "Tasks running on this worker.", {}, static_cast<double>(tasks));

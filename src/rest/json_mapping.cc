@@ -313,6 +313,7 @@ Json connectorInfoJson(const control::ConnectorInfo& info) {
 Json taskStatusJson(const control::TaskStateInfo& task) {
   Json j = {{"id", task.id}, {"state", stateText(task.state)}, {"worker_id", task.workerId}};
   if (!task.trace.empty()) j["trace"] = task.trace;
+  if (!task.dataLoss.empty()) j["data_loss"] = task.dataLoss;
   return j;
 }
 

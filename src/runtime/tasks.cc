@@ -495,6 +495,9 @@ class SourceRunner final : public TaskRunner {
   Status commitPositions() {
     if (uncommitted_ == 0) return Status::ok();
     FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+    // The records behind these positions reach the backbone's disk first, where an acknowledgement
+    // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
+    if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
     {
       auto allowed = effect();
       if (!allowed) return cancelledError();
@@ -871,6 +874,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
         continue;
       }
       if (!failure_.isOk()) return failure_;
+      if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) noteSkipped(skipped);
       if (messages.empty()) continue;
       if (!leaseHeld())
         return Status::unavailable("this worker lost its lease (or the task) while reading; the batch was not put");
@@ -1347,6 +1351,33 @@ void TaskRunner::reportState(State s, const std::string& trace) {
   if (!allowed) return;
   lastState_ = s;
   if (env_.onState) env_.onState(s, trace);
+}
+
+void TaskRunner::noteSkipped(const std::vector<backbone::StorageIssue>& skipped) {
+  std::uint64_t lost = 0;
+  std::string ranges;
+  for (const auto& i : skipped) {
+    if (i.firstOffset < 0 || i.lastOffset < i.firstOffset) continue;
+    const auto n = static_cast<std::uint64_t>(i.lastOffset - i.firstOffset + 1);
+    lost += n;
+    core::logger("runtime")->error("task {}-{}: {} record(s) of {}-{} (offsets {}..{}) cannot be read, the backbone "
+                                   "lost them ({}: {}); continuing after them",
+                                   env_.connector, env_.taskId, n, i.topic, i.queue, i.firstOffset, i.lastOffset,
+                                   i.kind, i.detail);
+    if (!ranges.empty()) ranges += ", ";
+    ranges += i.topic + "-" + std::to_string(i.queue) + " " + std::to_string(i.firstOffset) + ".." +
+              std::to_string(i.lastOffset) + " (" + i.kind + ")";
+  }
+  if (lost == 0) return;
+  const std::uint64_t total = metrics_.recordsLostInStorage.fetch_add(lost, std::memory_order_relaxed) + lost;
+  std::lock_guard lock(noteMu_);
+  dataLossNote_ = std::to_string(total) + " record(s) could not be read because the backbone's storage lost them; "
+                  "latest: " + ranges + " (see the worker log)";
+}
+
+std::string TaskRunner::dataLossNote() const {
+  std::lock_guard lock(noteMu_);
+  return dataLossNote_;
 }
 
 void TaskRunner::noteTopic(const std::string& topic) {

@@ -80,6 +80,9 @@ struct TaskMetrics {
   std::atomic<std::int64_t> inflightBytes{0};
   std::atomic<std::int64_t> commitLagRecords{0}; // taken in, position/offset not yet committed
   std::atomic<std::int64_t> lastCommitMs{0};
+  // Records a sink could not read because the backbone's storage lost them (damaged or missing
+  // on the embedded log's disk); the backbone's own report names the bytes and offsets.
+  std::atomic<std::uint64_t> recordsLostInStorage{0};
 };
 
 struct TaskEnv {
@@ -131,6 +134,9 @@ class TaskRunner {
   bool failed() const noexcept { return failed_.load(); }
   std::int64_t startedAtMs() const noexcept { return startedAtMs_; }
   const TaskMetrics& metrics() const noexcept { return metrics_; }
+  // A sentence for the task's status when the backbone lost records this task should have read
+  // ("" when none). Any thread.
+  std::string dataLossNote() const;
   const TaskEnv& env() const noexcept { return env_; }
 
  protected:
@@ -164,6 +170,9 @@ class TaskRunner {
   // Sleeps up to `ms` or until stop/pause changes.
   void idleWait(std::int64_t ms);
   void reportState(store::State s, const std::string& trace = {});
+  // Logs and counts ranges the consumer stepped over (Consumer::takeSkipped) and keeps a note
+  // for the task's status.
+  void noteSkipped(const std::vector<backbone::StorageIssue>& skipped);
   void noteTopic(const std::string& topic);
 
   TaskEnv env_;
@@ -184,6 +193,8 @@ class TaskRunner {
   std::mutex waitMu_;
   std::condition_variable waitCv_;
   std::set<std::string> topics_;  // task thread only
+  mutable std::mutex noteMu_;
+  std::string dataLossNote_;  // guarded by noteMu_
   store::State lastState_ = store::State::kUnassigned;  // task thread only
 };
 

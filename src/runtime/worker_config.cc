@@ -87,13 +87,22 @@ const ConfigDef& workerConfigDef() {
              "Bounds the resends (duplicates) after a broker restart.", atLeast(1));
     d.define("backbone.embedded.segment.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kLow,
              "Size at which the embedded log rolls a new segment file.", atLeast(4096));
-    d.define("backbone.embedded.fsync", ConfigType::kString, "interval", Importance::kMedium,
-             "When the embedded log fsyncs: always (before acknowledging a write), interval, never. "
-             "Writes are acknowledged once written to the file, so they survive a crash of the process "
-             "under every policy; fsync decides what survives a crash of the machine.",
+    d.define("backbone.embedded.fsync", ConfigType::kString, "always", Importance::kMedium,
+             "When the embedded log fsyncs. always: a write is acknowledged only once fdatasync()ed (one "
+             "fdatasync per queue per write batch), so nothing acknowledged is lost when the machine loses "
+             "power. interval: acknowledged once written to the file (survives a crash of the process), "
+             "fdatasync()ed every fsync.interval.ms and before any source position or sink offset that "
+             "covers it is committed; a power loss can lose up to one interval of acknowledged records "
+             "(sources that resume from positions send them again; sources that acknowledged upstream do "
+             "not). never: the kernel writes back when it likes.",
              oneOf({"always", "interval", "never"}));
     d.define("backbone.embedded.fsync.interval.ms", ConfigType::kLong, "1000", Importance::kLow,
-             "fsync period for backbone.embedded.fsync=interval.", atLeast(1));
+             "fsync period for backbone.embedded.fsync=interval, and how often the embedded log writes its "
+             "end-offset checkpoint (every policy).", atLeast(1));
+    d.define("backbone.embedded.max.record.bytes", ConfigType::kLong, std::to_string(16ll << 20), Importance::kLow,
+             "The largest record (key, value and headers, framed) the embedded log accepts; a larger one is "
+             "refused at send, with errors.tolerance deciding what the task does.",
+             between(1024, (256ll << 20) - 64));
     d.define("backbone.embedded.retention.bytes", ConfigType::kLong, "-1", Importance::kMedium,
              "Bytes kept per queue (-1 = no limit).", atLeast(-1));
     d.define("backbone.embedded.retention.ms", ConfigType::kLong, std::to_string(7ll * 24 * 3600 * 1000),
@@ -155,6 +164,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedSegmentBytes = p.getLong("backbone.embedded.segment.bytes");
   c.embeddedFsync = p.getString("backbone.embedded.fsync");
   c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
+  c.embeddedMaxRecordBytes = p.getLong("backbone.embedded.max.record.bytes");
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");

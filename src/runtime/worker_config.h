@@ -24,8 +24,9 @@ struct WorkerConfig {
 
   std::string backbone = "embedded";
   std::int64_t embeddedSegmentBytes = 64ll << 20;
-  std::string embeddedFsync = "interval";
+  std::string embeddedFsync = "always";
   std::int64_t embeddedFsyncIntervalMs = 1000;
+  std::int64_t embeddedMaxRecordBytes = 16ll << 20;
   std::int64_t embeddedRetentionBytes = -1;
   std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
   std::int32_t defaultQueues = 4;

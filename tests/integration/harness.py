@@ -37,7 +37,7 @@ def wait_until(cond, timeout, what, interval=0.05):
 class Worker:
     """One standalone ferry worker process with its own data folder and REST port."""
 
-    def __init__(self, workdir, extra=None, connector_files=(), mode="standalone", prefix=()):
+    def __init__(self, workdir, extra=None, connector_files=(), mode="standalone", prefix=(), env=None):
         self.workdir = workdir
         self.port = free_port()
         self.data = os.path.join(workdir, "data")
@@ -56,13 +56,18 @@ class Worker:
         self.connector_files = list(connector_files)
         self.mode = mode
         self.prefix = list(prefix)  # e.g. ["ip", "netns", "exec", NAME]: it execs, the pid stays ferry's
+        self.env = env  # extra environment variables for the process (e.g. LD_PRELOAD), or None
         self.proc = None
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout=30):
+    def start(self, timeout=30, env=None):
+        """Starts the worker. `env` (a dict) replaces the constructor's extra variables for this start;
+        an empty dict starts it with the plain environment."""
+        extra = self.env if env is None else env
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([*self.prefix, FERRY_BIN, self.mode, self.props, *self.connector_files],
-                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                     env={**os.environ, **extra} if extra else None)
         if self not in _started:
             _started.append(self)
         log.close()

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <functional>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -26,6 +28,7 @@
 #include "core/allocation.h"
 #include "backbone/embedded/segment_codec.h"
 #include "core/clock.h"
+#include "core/crc32c.h"
 #include "core/fs.h"
 #include "core/logging.h"
 
@@ -46,6 +49,8 @@ constexpr std::size_t kFlushNowBytes = 256u << 10;     // pending bytes that wak
 constexpr std::size_t kFirstReadChunk = 64u << 10;      // a poll reads this much first, then doubles
 constexpr std::size_t kMaxReadChunk = 1u << 20;
 constexpr std::int64_t kHandoverTimeoutMs = 30000;     // then a queue is taken from a silent owner
+constexpr std::int64_t kMaxRaise = 1ll << 40;          // a group offset further beyond the end is implausible
+constexpr std::size_t kMaxIssues = 10000;              // storage issues kept for reports
 
 std::string segmentName(std::int64_t base) {
   char buf[32];
@@ -76,6 +81,35 @@ std::string fileSafe(const std::string& s) {
   return out;
 }
 
+// The file name of a group's offsets: its name made file-safe, or, when that would not fit a
+// file name, a prefix and a 64-bit hash of the whole name (the file holds the full name).
+std::string groupFileName(const std::string& group) {
+  std::string safe = fileSafe(group);
+  if (safe.size() <= 200) return safe + ".json";
+  char hash[32];
+  std::snprintf(hash, sizeof(hash), "~%08x%08x", core::crc32c(group), core::crc32c(group, 0x9e3779b9u));
+  return safe.substr(0, 180) + hash + ".json";
+}
+
+// The embedded backbone's small state files (topics.json, groups/*.json, checkpoint.json).
+Status writeStateFile(const std::string& path, const nlohmann::json& j) { return core::atomicWriteFile(path, j.dump()); }
+Result<nlohmann::json> readStateFile(const std::string& path) {
+  FERRY_ASSIGN_OR_RETURN(std::string text, core::readFile(path));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::dataLoss(path + " is damaged (not valid JSON)");
+  return j;
+}
+
+// Bytes of a segment that did not decode, found at open or by a reader. Readers step over them;
+// the records around them stay readable. Offsets firstLost..lastLost (inclusive; none when
+// firstLost > lastLost) are the ones whose records were in these bytes.
+struct DamagedRange {
+  std::int64_t pos = 0;
+  std::int64_t len = 0;
+  std::int64_t firstLost = 0;
+  std::int64_t lastLost = -1;
+};
+
 // One segment file. Shared so that a reader keeps the descriptor open while retention deletes it.
 struct Segment {
   std::int64_t base = 0;
@@ -83,6 +117,7 @@ struct Segment {
   int fd = -1;
   std::int64_t size = 0;  // bytes written (readable)
   std::vector<std::pair<std::int64_t, std::int64_t>> index;  // sparse (offset, file position)
+  std::vector<DamagedRange> damaged;                           // sorted by pos
   ~Segment() {
     if (fd >= 0) ::close(fd);
   }
@@ -95,61 +130,133 @@ struct PendingCallback {
   std::int64_t offset;
 };
 
+// What the last checkpoint said about a queue (see EmbeddedBackbone::writeCheckpoint).
+struct QueueCheckpoint {
+  std::int64_t start = 0;  // first offset stored then
+  std::int64_t end = 0;    // next offset to assign then
+};
+
+using IssueSink = std::function<void(StorageIssue)>;
+
+std::string offsetsText(std::int64_t first, std::int64_t last) {
+  if (first > last) return "no record";
+  if (first == last) return "the record at offset " + std::to_string(first);
+  return std::to_string(last - first + 1) + " records (offsets " + std::to_string(first) + ".." + std::to_string(last) + ")";
+}
+
+std::optional<std::int64_t> segmentBase(const std::string& name) {
+  if (name.size() != 24 || name.compare(20, 4, ".log") != 0) return std::nullopt;
+  std::int64_t base = 0;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + 20, base);
+  if (ec != std::errc() || p != name.data() + 20 || base < 0) return std::nullopt;
+  return base;
+}
+
 // One queue of a topic: its segments, the offsets it assigned and the bytes waiting to be written.
 class QueueLog {
  public:
-  QueueLog(std::string dir, std::int32_t queue, const EmbeddedOptions& o)
-      : dir_(std::move(dir)), queue_(queue), o_(o) {}
+  QueueLog(std::string dir, std::string topic, std::int32_t queue, const EmbeddedOptions& o, std::string quarantine,
+           IssueSink report)
+      : dir_(std::move(dir)),
+        topic_(std::move(topic)),
+        queue_(queue),
+        o_(o),
+        quarantine_(std::move(quarantine)),
+        report_(std::move(report)) {}
 
-  Status open() {
+  // Scans every segment (see ../README.md, "Recovery"): intact records are indexed whatever lies
+  // between them; bad bytes followed by intact records are kept and skipped by readers; bad bytes
+  // after the last intact record of the newest segment are a torn write: copied to quarantine/
+  // and cut off. The end never goes below what `checkpoint` recorded, so no offset is handed out
+  // twice.
+  Status open(const std::optional<QueueCheckpoint>& checkpoint) {
     FERRY_RETURN_IF_ERROR(core::ensureDir(dir_));
-    std::vector<std::string> files;
+    std::vector<std::pair<std::int64_t, std::string>> files;
     if (DIR* d = ::opendir(dir_.c_str())) {
       while (dirent* e = ::readdir(d)) {
         std::string n = e->d_name;
-        if (n.size() == 24 && n.compare(20, 4, ".log") == 0) files.push_back(n);
+        if (auto base = segmentBase(n)) files.emplace_back(*base, n);
       }
       ::closedir(d);
     }
     std::sort(files.begin(), files.end());
+    std::int64_t expect = -1;  // next offset the previous segment leads us to expect
     for (std::size_t i = 0; i < files.size(); ++i) {
+      const bool last = i + 1 == files.size();
       auto seg = std::make_shared<Segment>();
-      seg->base = std::stoll(files[i].substr(0, 20));
-      seg->path = dir_ + "/" + files[i];
+      seg->base = files[i].first;
+      seg->path = dir_ + "/" + files[i].second;
       seg->fd = ::open(seg->path.c_str(), O_RDWR | O_CLOEXEC);
       if (seg->fd < 0) return core::errnoStatus("open", seg->path, errno);
       FERRY_ASSIGN_OR_RETURN(std::string data, core::readFile(seg->path));
-      // Index every segment; the last one is where a crash can leave a torn tail.
-      std::size_t pos = 0, n = 0;
-      std::int64_t next = seg->base;
-      while (pos < data.size()) {
-        segment::DecodeState st;
-        std::int64_t off = 0;
-        const std::size_t sz = segment::checkFrame(std::string_view(data).substr(pos), st, &off);
-        if (sz == 0) break;
-        if (n % kIndexEvery == 0) seg->index.emplace_back(off, static_cast<std::int64_t>(pos));
-        next = off + 1;
-        pos += sz;
-        ++n;
+      const segment::Recovered rec = segment::recoverSegment(data, seg->base, kIndexEvery);
+      for (const auto& [off, pos] : rec.index) seg->index.emplace_back(off, static_cast<std::int64_t>(pos));
+      if (expect >= 0 && seg->base > expect)
+        report("missing", expect, seg->base - 1, 0,
+               seg->path + " starts at offset " + std::to_string(seg->base) + " but the segment before it ends at " +
+                   std::to_string(expect) + " (a segment file was deleted, or a write failed)");
+      if (rec.firstOffset > seg->base && (expect < 0 || rec.firstOffset > std::max(expect, seg->base)))
+        report("missing", std::max(expect, seg->base), rec.firstOffset - 1, 0,
+               seg->path + ": its first record has offset " + std::to_string(rec.firstOffset));
+      for (const auto& d : rec.damage) {
+        DamagedRange r{static_cast<std::int64_t>(d.pos), static_cast<std::int64_t>(d.len), d.afterOffset + 1,
+                       d.nextOffset - 1};
+        seg->damaged.push_back(r);
+        report("damaged", r.firstLost, r.lastLost, r.len,
+               seg->path + ": " + std::to_string(d.len) + " damaged bytes at byte " + std::to_string(d.pos) + " (" +
+                   d.error + ") are skipped; the records after them are kept");
       }
-      if (pos < data.size()) {
-        if (i + 1 != files.size())
-          core::logger("backbone")->warn("{}: damaged record at byte {} inside an older segment; {} bytes after it "
-                                         "are skipped", seg->path, pos, data.size() - pos);
-        else
-          core::logger("backbone")->warn("{}: torn tail after a crash: truncated {} bytes after the last good record "
-                                         "(byte {})", seg->path, data.size() - pos, pos);
-        if (::ftruncate(seg->fd, static_cast<off_t>(pos)) != 0)
-          return core::errnoStatus("truncate", seg->path, errno);
-        ::fdatasync(seg->fd);
+      seg->size = static_cast<std::int64_t>(data.size());
+      std::int64_t segEnd = rec.lastOffset + 1;
+      if (rec.tail) {
+        const auto& t = *rec.tail;
+        if (last) {
+          FERRY_RETURN_IF_ERROR(quarantineTail(*seg, t.pos, std::string_view(data).substr(t.pos)));
+          if (::ftruncate(seg->fd, static_cast<off_t>(t.pos)) != 0) return core::errnoStatus("truncate", seg->path, errno);
+          ::fdatasync(seg->fd);
+          seg->size = static_cast<std::int64_t>(t.pos);
+          report("torn-tail", -1, -1, static_cast<std::int64_t>(t.len),
+                 seg->path + ": an incomplete last write (" + std::to_string(t.len) + " bytes after byte " +
+                     std::to_string(t.pos) + ", " + t.error + ") was cut off");
+        } else {
+          const std::int64_t nextBase = files[i + 1].first;
+          DamagedRange r{static_cast<std::int64_t>(t.pos), static_cast<std::int64_t>(t.len), t.afterOffset + 1,
+                         nextBase - 1};
+          seg->damaged.push_back(r);
+          report("damaged", r.firstLost, r.lastLost, r.len,
+                 seg->path + ": its last " + std::to_string(t.len) + " bytes (from byte " + std::to_string(t.pos) +
+                     ", " + t.error + ") are damaged and skipped");
+          segEnd = std::max(segEnd, nextBase);
+        }
       }
-      seg->size = static_cast<std::int64_t>(pos);
-      next_ = std::max(next_, next);
+      expect = std::max(segEnd, seg->base);
+      next_ = std::max(next_, expect);
+      activeNext_ = std::max(segEnd, seg->base);
       segs_.push_back(std::move(seg));
     }
-    if (!segs_.empty()) next_ = std::max(next_, segs_.back()->base);
+    if (checkpoint) {
+      const std::int64_t first = segs_.empty() ? next_ : segs_.front()->base;
+      if (first > checkpoint->start && checkpoint->start < std::max(next_, checkpoint->end))
+        report("missing", checkpoint->start, std::min(first, std::max(next_, checkpoint->end)) - 1, 0,
+               dir_ + ": the log starts at offset " + std::to_string(first) + " but started at " +
+                   std::to_string(checkpoint->start) + " at the last checkpoint (segment files were deleted)");
+      if (checkpoint->end > next_) {
+        report("missing", std::max(next_, first), checkpoint->end - 1, 0,
+               dir_ + ": the log ends at offset " + std::to_string(next_) + " but ended at " +
+                   std::to_string(checkpoint->end) + " at the last checkpoint; it continues from there");
+        next_ = checkpoint->end;
+      }
+    }
     flushed_ = next_;
     return Status::ok();
+  }
+
+  // Never hands out an offset below `to` (a group committed up to it). Before any append.
+  void raiseEnd(std::int64_t to) {
+    std::lock_guard lock(mu_);
+    if (to <= next_ || !pendingCbs_.empty()) return;
+    next_ = to;
+    flushed_ = to;
   }
 
   // Assigns the next offset and queues the framed record. Returns the pending byte count, or
@@ -197,19 +304,28 @@ class QueueLog {
     }
   }
 
-  void sync() {
+  // fdatasyncs what was written since the last sync. Any thread; concurrent calls are safe.
+  Status sync() {
     SegmentPtr active;
     {
       std::lock_guard lock(mu_);
-      if (!dirty_ || segs_.empty()) return;
+      if (!dirty_ || segs_.empty()) return Status::ok();
       dirty_ = false;
       active = segs_.back();
     }
-    ::fdatasync(active->fd);
+    if (::fdatasync(active->fd) != 0) {
+      const int err = errno;
+      std::lock_guard lock(mu_);
+      dirty_ = true;
+      return core::errnoStatus("fsync", active->path, err);
+    }
+    return Status::ok();
   }
 
   // Reads messages from `from` on (only bytes already written). Sets `from` to the next offset.
-  Status read(std::int64_t& from, std::size_t max, std::vector<Message>& out, const std::string& topic) {
+  // Damaged bytes and offsets without records are stepped over; each range stepped over is
+  // appended to `skipped` (when given).
+  Status read(std::int64_t& from, std::size_t max, std::vector<Message>& out, std::vector<StorageIssue>* skipped) {
     std::vector<SegmentPtr> segs;
     std::int64_t end;
     {
@@ -217,7 +333,7 @@ class QueueLog {
       end = flushed_;
       if (from >= end || segs_.empty()) return Status::ok();
       if (from < segs_.front()->base) {
-        core::logger("backbone")->warn("{}-{}: offset {} was deleted by retention; continuing at {}", topic, queue_,
+        core::logger("backbone")->warn("{}-{}: offset {} was deleted by retention; continuing at {}", topic_, queue_,
                                        from, segs_.front()->base);
         from = segs_.front()->base;
       }
@@ -226,54 +342,100 @@ class QueueLog {
       if (it != segs_.begin()) --it;
       segs.assign(it, segs_.end());
     }
+    auto skip = [&](const char* kind, std::int64_t first, std::int64_t last, std::int64_t bytes, std::string why) {
+      first = std::max(first, from);
+      if (first > last) return;
+      if (skipped) skipped->push_back(StorageIssue{topic_, queue_, kind, first, last, bytes, std::move(why)});
+    };
     std::size_t taken = 0;
     for (std::size_t si = 0; si < segs.size() && taken < max && from < end; ++si) {
       const SegmentPtr& seg = segs[si];
       std::int64_t segSize;
       std::int64_t pos = 0;
+      std::int64_t lastSeen;  // offset of the last intact record before `pos`
+      std::vector<DamagedRange> damaged;
       {
         std::lock_guard lock(mu_);
         segSize = seg->size;
+        damaged = seg->damaged;
+        lastSeen = seg->base - 1;
         auto ix = std::upper_bound(seg->index.begin(), seg->index.end(), std::make_pair(from, INT64_MAX));
-        if (ix != seg->index.begin()) pos = std::prev(ix)->second;
+        if (ix != seg->index.begin()) {
+          pos = std::prev(ix)->second;
+          lastSeen = std::prev(ix)->first - 1;
+        }
+      }
+      if (si > 0 && seg->base > from) {
+        skip("missing", from, seg->base - 1, 0, "no records stored at these offsets");
+        from = seg->base;
       }
       std::string buf;
       std::size_t chunk = kFirstReadChunk;
       while (pos < segSize && taken < max && from < end) {
-        std::size_t want = static_cast<std::size_t>(std::min<std::int64_t>(segSize - pos, static_cast<std::int64_t>(chunk)));
+        // Step over a damaged range that starts here (or that `pos` fell into).
+        auto dmg = std::find_if(damaged.begin(), damaged.end(),
+                                [&](const DamagedRange& d) { return pos >= d.pos && pos < d.pos + d.len; });
+        if (dmg != damaged.end()) {
+          skip("damaged", dmg->firstLost, dmg->lastLost, dmg->len,
+               seg->path + ": damaged bytes " + std::to_string(dmg->pos) + ".." +
+                   std::to_string(dmg->pos + dmg->len - 1));
+          if (dmg->lastLost >= from) from = dmg->lastLost + 1;
+          pos = dmg->pos + dmg->len;
+          continue;
+        }
+        // Read up to the next damaged range.
+        std::int64_t limit = segSize;
+        for (const auto& d : damaged)
+          if (d.pos > pos) limit = std::min(limit, d.pos);
+        std::size_t want = static_cast<std::size_t>(std::min<std::int64_t>(limit - pos, static_cast<std::int64_t>(chunk)));
         chunk = std::min(chunk * 2, kMaxReadChunk);
         buf.resize(want);
         ssize_t got = ::pread(seg->fd, buf.data(), want, pos);
         if (got <= 0) return core::errnoStatus("read", seg->path, got < 0 ? errno : EIO);
         buf.resize(static_cast<std::size_t>(got));
         std::size_t p = 0;
+        bool bad = false;
         while (p < buf.size() && taken < max) {
           auto d = segment::decodeOne(std::string_view(buf).substr(p));
           if (d.state == segment::DecodeState::kTruncated) {
-            if (p == 0) {  // one record larger than the chunk: read exactly its frame
-              if (buf.size() < segment::kFrameHeader) return Status::dataLoss(seg->path + ": short read");
-              std::uint32_t len = 0;
-              std::memcpy(&len, buf.data(), 4);
-              buf.resize(segment::kFrameHeader + len);
-              got = ::pread(seg->fd, buf.data(), buf.size(), pos);
-              if (got != static_cast<ssize_t>(buf.size())) return Status::dataLoss(seg->path + ": short read");
-              continue;
+            if (p != 0) break;  // the next chunk starts with it
+            // One record larger than the chunk: read exactly its frame, when it fits before `limit`.
+            std::uint32_t len = 0;
+            if (buf.size() >= segment::kFrameHeader) std::memcpy(&len, buf.data(), 4);
+            if (buf.size() < segment::kFrameHeader || len > segment::kMaxPayload ||
+                pos + static_cast<std::int64_t>(segment::kFrameHeader + len) > limit) {
+              bad = true;
+              break;
             }
+            buf.resize(segment::kFrameHeader + len);
+            got = ::pread(seg->fd, buf.data(), buf.size(), pos);
+            if (got != static_cast<ssize_t>(buf.size())) return Status::dataLoss(seg->path + ": short read");
+            continue;
+          }
+          if (d.state == segment::DecodeState::kCorrupt || d.message.offset <= lastSeen) {
+            bad = true;
             break;
           }
-          if (d.state == segment::DecodeState::kCorrupt)
-            return Status::dataLoss(seg->path + " at byte " + std::to_string(pos + static_cast<std::int64_t>(p)) +
-                                    ": " + d.error);
           p += d.consumed;
+          lastSeen = d.message.offset;
           if (d.message.offset < from) continue;
           if (d.message.offset >= end) break;
-          d.message.topic = topic;
+          if (d.message.offset > from)
+            skip("missing", from, d.message.offset - 1, 0, "no records stored at these offsets");
+          d.message.topic = topic_;
           d.message.queue = queue_;
           from = d.message.offset + 1;
           out.push_back(std::move(d.message));
           ++taken;
         }
         pos += static_cast<std::int64_t>(p);
+        if (bad) {
+          // Damage that appeared after open (a bad sector, a write by someone else): find where
+          // the intact records resume, remember the range and step over it from now on.
+          FERRY_ASSIGN_OR_RETURN(DamagedRange r, discoverDamage(*seg, pos, limit, lastSeen));
+          damaged.push_back(r);
+          continue;
+        }
         if (p == 0) break;
       }
     }
@@ -288,32 +450,33 @@ class QueueLog {
     std::lock_guard lock(mu_);
     return segs_.empty() ? flushed_ : segs_.front()->base;
   }
+  QueueCheckpoint checkpoint() {
+    std::lock_guard lock(mu_);
+    return QueueCheckpoint{segs_.empty() ? flushed_ : segs_.front()->base, flushed_};
+  }
 
-  void applyRetention(std::int64_t nowMs) {
+  // Takes the segments retention wants gone out of the list; the caller records the new start
+  // (checkpoint) before it deletes their files.
+  std::vector<SegmentPtr> takeExpired(std::int64_t nowMs) {
     std::vector<SegmentPtr> victims;
-    {
-      std::lock_guard lock(mu_);
-      std::int64_t total = 0;
-      for (const auto& s : segs_) total += s->size;
-      while (segs_.size() > 1) {
-        const SegmentPtr& oldest = segs_.front();
-        bool expired = false;
-        if (o_.retentionMs >= 0) {
-          struct stat st {};
-          if (::fstat(oldest->fd, &st) == 0)
-            expired = static_cast<std::int64_t>(st.st_mtime) * 1000 < nowMs - o_.retentionMs;
-        }
-        const bool tooBig = o_.retentionBytes >= 0 && total - oldest->size >= o_.retentionBytes;
-        if (!expired && !tooBig) break;
-        total -= oldest->size;
-        victims.push_back(oldest);
-        segs_.erase(segs_.begin());
+    std::lock_guard lock(mu_);
+    std::int64_t total = 0;
+    for (const auto& s : segs_) total += s->size;
+    while (segs_.size() > 1) {
+      const SegmentPtr& oldest = segs_.front();
+      bool expired = false;
+      if (o_.retentionMs >= 0) {
+        struct stat st {};
+        if (::fstat(oldest->fd, &st) == 0)
+          expired = static_cast<std::int64_t>(st.st_mtime) * 1000 < nowMs - o_.retentionMs;
       }
+      const bool tooBig = o_.retentionBytes >= 0 && total - oldest->size >= o_.retentionBytes;
+      if (!expired && !tooBig) break;
+      total -= oldest->size;
+      victims.push_back(oldest);
+      segs_.erase(segs_.begin());
     }
-    for (const auto& v : victims) {
-      core::logger("backbone")->info("retention: deleting {}", v->path);
-      ::unlink(v->path.c_str());
-    }
+    return victims;
   }
 
  private:
@@ -325,15 +488,76 @@ class QueueLog {
     std::int64_t end = 0;    // one past the last
   };
 
-  // Appends a batch to the active segment (rolling first when it is full). Only one thread
-  // writes at a time, so the segment list's tail and its size change only here.
+  void report(const char* kind, std::int64_t first, std::int64_t last, std::int64_t bytes, std::string detail) {
+    if (first <= last) detail += "; lost: " + offsetsText(first, last);
+    report_(StorageIssue{topic_, queue_, kind, first, last, bytes, std::move(detail)});
+  }
+
+  // Copies a torn tail to quarantine/ (unless it is only zeros, what a file system leaves for
+  // blocks it never wrote) and makes the copy durable before the segment is cut.
+  Status quarantineTail(const Segment& seg, std::size_t pos, std::string_view tail) {
+    if (tail.find_first_not_of('\0') == std::string_view::npos) return Status::ok();
+    FERRY_RETURN_IF_ERROR(core::ensureDir(quarantine_));
+    return core::atomicWriteFile(quarantine_ + "/" + segmentName(seg.base) + "." + std::to_string(pos) + ".torn", tail);
+  }
+
+  // A reader met bytes at `pos` that do not decode: finds the next intact record before `limit`,
+  // records the range on the segment (so later reads step over it at once) and reports it.
+  Result<DamagedRange> discoverDamage(Segment& seg, std::int64_t pos, std::int64_t limit, std::int64_t lastSeen) {
+    std::string data(static_cast<std::size_t>(limit - pos), '\0');
+    std::size_t have = 0;
+    while (have < data.size()) {
+      ssize_t got = ::pread(seg.fd, data.data() + have, data.size() - have, pos + static_cast<std::int64_t>(have));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return core::errnoStatus("read", seg.path, got < 0 ? errno : EIO);
+      have += static_cast<std::size_t>(got);
+    }
+    std::int64_t nextOff = -1;
+    const std::size_t next = segment::findNextFrame(data, 1, lastSeen, &nextOff);
+    DamagedRange r{pos, static_cast<std::int64_t>(next), lastSeen + 1, next < data.size() ? nextOff - 1 : -1};
+    if (next >= data.size()) {
+      // Nothing intact up to `limit`: the offsets lost run to the first record after it.
+      std::lock_guard lock(mu_);
+      r.lastLost = flushed_ - 1;
+      for (const auto& s : segs_)
+        if (s->base > seg.base) {
+          r.lastLost = s->base - 1;
+          break;
+        }
+      for (const auto& d : seg.damaged)
+        if (d.pos == limit) r.lastLost = std::min(r.lastLost, d.firstLost - 1);
+      for (const auto& [off, ipos] : seg.index)
+        if (ipos >= limit) {
+          r.lastLost = std::min(r.lastLost, off - 1);
+          break;
+        }
+    }
+    {
+      std::lock_guard lock(mu_);
+      bool known = false;
+      for (const auto& d : seg.damaged) known = known || d.pos == r.pos;
+      if (!known) {
+        seg.damaged.push_back(r);
+        std::sort(seg.damaged.begin(), seg.damaged.end(),
+                  [](const DamagedRange& a, const DamagedRange& b) { return a.pos < b.pos; });
+      }
+    }
+    report("damaged", r.firstLost, r.lastLost, r.len,
+           seg.path + ": " + std::to_string(r.len) + " damaged bytes at byte " + std::to_string(pos) +
+               " met while reading; they are skipped");
+    return r;
+  }
+
+  // Appends a batch to the active segment (rolling first when it is full, or when the batch does
+  // not continue it: offsets inside a segment are contiguous). Only one thread writes at a time,
+  // so the segment list's tail and its size change only here.
   Status writeBatch(const Batch& batch) {
     SegmentPtr seg;
     {
       std::lock_guard lock(mu_);
       if (!segs_.empty()) seg = segs_.back();
     }
-    if (!seg || seg->size >= o_.segmentBytes) {
+    if (!seg || seg->size >= o_.segmentBytes || batch.first != activeNext_) {
       // The previous segment must reach the disk before a later one can (no holes after a power
       // loss), unless fsync=never.
       if (seg && o_.fsync != FsyncPolicy::kNever) {
@@ -348,12 +572,21 @@ class QueueLog {
       auto fresh = std::make_shared<Segment>();
       fresh->base = batch.first;
       fresh->path = dir_ + "/" + segmentName(fresh->base);
-      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
       if (fresh->fd < 0) return failBatch(batch, core::errnoStatus("create", fresh->path, errno));
+      SegmentPtr empty;
+      {
+        std::lock_guard lock(mu_);
+        // An empty segment left behind by a gap would only make the next open report the gap twice.
+        if (seg && seg->size == 0 && seg->path != fresh->path) {
+          empty = seg;
+          segs_.pop_back();
+        }
+        segs_.push_back(fresh);
+      }
+      if (empty) ::unlink(empty->path.c_str());
       core::syncDir(dir_).isOk();
       seg = fresh;
-      std::lock_guard lock(mu_);
-      segs_.push_back(std::move(fresh));
     }
     const char* p = batch.bytes.data();
     std::size_t left = batch.bytes.size();
@@ -379,12 +612,13 @@ class QueueLog {
     for (const auto& [off, rel] : batch.index) seg->index.emplace_back(off, seg->size + rel);
     seg->size = at;
     flushed_ = batch.end;
+    activeNext_ = batch.end;
     if (o_.fsync != FsyncPolicy::kAlways) dirty_ = true;
     return Status::ok();
   }
 
   // A batch that could not be written: its offsets are handed out again when nothing was
-  // appended since; otherwise they stay a gap (readers skip it).
+  // appended since; otherwise they stay a gap (readers skip it; the next batch starts a segment).
   Status failBatch(const Batch& batch, Status s) {
     std::lock_guard lock(mu_);
     if (next_ == batch.end && pendingCbs_.empty()) {
@@ -397,12 +631,16 @@ class QueueLog {
   }
 
   const std::string dir_;
+  const std::string topic_;
   const std::int32_t queue_;
   const EmbeddedOptions& o_;
+  const std::string quarantine_;
+  const IssueSink report_;
   std::mutex mu_;
   std::vector<SegmentPtr> segs_;
-  std::int64_t next_ = 0;     // next offset to assign
-  std::int64_t flushed_ = 0;  // offsets below are written and readable
+  std::int64_t next_ = 0;        // next offset to assign
+  std::int64_t flushed_ = 0;     // offsets below are written and readable
+  std::int64_t activeNext_ = 0;  // flusher only: the offset that continues the active segment
   std::string pending_;
   std::vector<PendingCallback> pendingCbs_;
   std::vector<std::pair<std::int64_t, std::int64_t>> pendingIndex_;  // (offset, position in pending_)
@@ -434,6 +672,7 @@ class EmbeddedConsumer final : public Consumer {
   }
   std::vector<TopicQueue> assignment() const override { return assignment_; }
   void close() override;
+  std::vector<StorageIssue> takeSkipped() override { return std::exchange(skipped_, {}); }
 
   // Guarded by the backbone's mutex.
   std::vector<std::string> topics;
@@ -456,6 +695,7 @@ class EmbeddedConsumer final : public Consumer {
   bool evicted_ = false;
   std::size_t rr_ = 0;
   bool joined_ = false;
+  std::vector<StorageIssue> skipped_;  // ranges poll() stepped over, until takeSkipped()
 };
 
 struct Group {
@@ -483,39 +723,44 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     FERRY_RETURN_IF_ERROR(core::ensureDir(o_.dir));
     FERRY_RETURN_IF_ERROR(core::ensureDir(o_.dir + "/topics"));
     FERRY_RETURN_IF_ERROR(core::ensureDir(o_.dir + "/groups"));
-    auto meta = core::readFile(o_.dir + "/topics.json");
-    if (meta.isOk()) {
-      try {
-        auto j = nlohmann::json::parse(*meta);
-        for (auto& [name, queues] : j.at("topics").items())
-          FERRY_RETURN_IF_ERROR(createTopicLocked(name, queues.get<std::int32_t>(), /*persist=*/false));
-      } catch (const std::exception& e) {
-        return Status::dataLoss(o_.dir + "/topics.json: " + e.what());
-      }
-    }
-    if (DIR* d = ::opendir((o_.dir + "/groups").c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n.size() < 6 || n.compare(n.size() - 5, 5, ".json") != 0) continue;
-        auto text = core::readFile(o_.dir + "/groups/" + n);
-        if (!text.isOk()) continue;
-        try {
-          auto j = nlohmann::json::parse(*text);
-          Group& g = groups_[j.at("group").get<std::string>()];
-          for (auto& o : j.at("offsets"))
-            g.committed[TopicQueue{o.at("topic").get<std::string>(), o.at("queue").get<std::int32_t>()}] =
-                o.at("offset").get<std::int64_t>();
-        } catch (const std::exception& e) {
-          ::closedir(d);
-          return Status::dataLoss(o_.dir + "/groups/" + n + ": " + e.what());
+    FERRY_RETURN_IF_ERROR(loadCheckpoint());
+    FERRY_RETURN_IF_ERROR(loadTopics());
+    FERRY_RETURN_IF_ERROR(loadGroups());
+    // A group that committed beyond a queue's end read records that are gone now (lost with
+    // unsynced writes, cut off as a torn tail, or a deleted segment): the queue continues from the
+    // group's offset, so an offset the group has passed is never given to a new record.
+    for (auto& [group, g] : groups_) {
+      for (auto& [tq, off] : g.committed) {
+        auto t = topics_.find(tq.topic);
+        if (t == topics_.end() || tq.queue < 0 || tq.queue >= static_cast<std::int32_t>(t->second->queues.size()))
+          continue;
+        QueueLog& log = *t->second->queues[static_cast<std::size_t>(tq.queue)];
+        const std::int64_t end = log.endOffset();
+        if (off <= end) continue;
+        if (off - end > kMaxRaise) {
+          report(StorageIssue{tq.topic, tq.queue, "group-ahead", end, off - 1, 0,
+                              "group " + group + " committed offset " + std::to_string(off) + " but the log ends at " +
+                                  std::to_string(end) + "; that is implausible, so the group continues at the end"});
+          off = end;
+          continue;
         }
+        report(StorageIssue{tq.topic, tq.queue, "group-ahead", end, off - 1, 0,
+                            "group " + group + " committed offset " + std::to_string(off) + " but the log ends at " +
+                                std::to_string(end) + "; the log continues at " + std::to_string(off)});
+        log.raiseEnd(off);
       }
-      ::closedir(d);
     }
+    FERRY_RETURN_IF_ERROR(writeCheckpoint(/*force=*/true));
     retention(core::nowMs());
     flusher_ = std::thread([this] { flushLoop(); });
     return Status::ok();
   }
+
+  std::vector<StorageIssue> storageIssues() const override {
+    std::lock_guard lock(issuesMu_);
+    return issues_;
+  }
+  Status validateTopicName(const std::string& name) const override { return validTopicName(name); }
 
   std::string kind() const override { return "embedded"; }
   Result<std::unique_ptr<Producer>> createProducer(const StringMap& overrides) override;
@@ -538,7 +783,8 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     flushCv_.notify_all();
     if (flusher_.joinable()) flusher_.join();
     flushAll(/*closing=*/true);
-    syncAll();
+    syncAll().isOk();
+    writeCheckpoint(/*force=*/false).isOk();
     dataCv_.notify_all();
   }
 
@@ -617,6 +863,9 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     }
   }
   bool closed() const { return closed_; }
+  std::size_t maxRecordBytes() const { return static_cast<std::size_t>(o_.maxRecordBytes); }
+  // Producer::sync(): with fsync=interval, every queue's written bytes reach the disk now.
+  Status syncAcknowledged() { return o_.fsync == FsyncPolicy::kInterval ? syncAll() : Status::ok(); }
 
   // Group membership (consumer side).
   // Joins (or, for a member already in, changes its topics); rebalances the group.
@@ -690,6 +939,15 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   // outside mu_ (other groups and readers go on); persistMu_ orders the writes, and each writes
   // the state as of its own update, so the file never goes back in time.
   Status commitGroup(const std::string& group, const OffsetMap& offsets) {
+    // With fsync=interval the records a group has read may still be only in the page cache: they
+    // reach the disk before an offset that passes them does.
+    if (o_.fsync == FsyncPolicy::kInterval) {
+      for (const auto& [tq, o] : offsets) {
+        Topic* t = findTopic(tq.topic);
+        if (t && tq.queue >= 0 && tq.queue < static_cast<std::int32_t>(t->queues.size()))
+          FERRY_RETURN_IF_ERROR(t->queues[static_cast<std::size_t>(tq.queue)]->sync());
+      }
+    }
     std::lock_guard persist(persistMu_);
     OffsetMap snapshot;
     {
@@ -721,28 +979,171 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     auto t = std::make_unique<Topic>();
     t->name = name;
     for (std::int32_t q = 0; q < queues; ++q) {
-      auto log = std::make_unique<QueueLog>(o_.dir + "/topics/" + name + "/" + std::to_string(q), q, o_);
-      FERRY_RETURN_IF_ERROR(log->open().withContext("topic " + name));
+      auto log = std::make_unique<QueueLog>(o_.dir + "/topics/" + name + "/" + std::to_string(q), name, q, o_,
+                                            o_.dir + "/quarantine/" + name + "/" + std::to_string(q),
+                                            [this](StorageIssue i) { report(std::move(i)); });
+      std::optional<QueueCheckpoint> cp;
+      if (auto c = checkpoint_.find(name); c != checkpoint_.end())
+        if (auto qc = c->second.find(q); qc != c->second.end()) cp = qc->second;
+      FERRY_RETURN_IF_ERROR(log->open(cp).withContext("topic " + name));
       t->queues.push_back(std::move(log));
     }
     topics_[name] = std::move(t);
     if (!persist) return Status::ok();
+    return persistTopicsLocked();
+  }
+
+  Status persistTopicsLocked() {
     nlohmann::json j;
+    j["topics"] = nlohmann::json::object();
     for (const auto& [n, tp] : topics_) j["topics"][n] = tp->queues.size();
-    return core::atomicWriteFile(o_.dir + "/topics.json", j.dump());
+    return writeStateFile(o_.dir + "/topics.json", j);
+  }
+
+  // topics.json names every topic and its queue count. When it is missing or damaged (and no
+  // good previous copy exists), the topics are found again from their folders, so a damaged
+  // metadata file never hides the records below it.
+  Status loadTopics() {
+    auto meta = readStateFile(o_.dir + "/topics.json");
+    std::map<std::string, std::int32_t> found;
+    bool fromFolders = false;
+    if (meta.isOk()) {
+      try {
+        for (auto& [name, queues] : meta->at("topics").items()) found[name] = queues.get<std::int32_t>();
+      } catch (const std::exception& e) {
+        core::logger("backbone")->warn("{}/topics.json: {}; finding the topics from their folders", o_.dir, e.what());
+        found.clear();
+        fromFolders = true;
+      }
+    } else {
+      if (meta.status().code() != StatusCode::kNotFound)
+        core::logger("backbone")->warn("{}; finding the topics from their folders", meta.status().message());
+      fromFolders = true;
+    }
+    // Folders not listed (a topic created just before a crash, or a lost topics.json).
+    std::map<std::string, std::int32_t> onDisk;
+    if (DIR* d = ::opendir((o_.dir + "/topics").c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        const std::string n = e->d_name;
+        if (n == "." || n == ".." || !validTopicName(n).isOk()) continue;
+        std::int32_t queues = 0;
+        while (queues < 4096 && ::access((o_.dir + "/topics/" + n + "/" + std::to_string(queues)).c_str(), F_OK) == 0)
+          ++queues;
+        if (queues > 0) onDisk[n] = queues;
+      }
+      ::closedir(d);
+    }
+    bool changed = false;
+    for (const auto& [n, q] : onDisk) {
+      auto it = found.find(n);
+      if (it == found.end() || it->second < q) {
+        if (!fromFolders)
+          core::logger("backbone")->warn("{}/topics/{} holds {} queue(s) that topics.json does not list; keeping them",
+                                         o_.dir, n, q);
+        found[n] = q;
+        changed = true;
+      }
+    }
+    for (const auto& [name, queues] : found)
+      FERRY_RETURN_IF_ERROR(createTopicLocked(name, queues, /*persist=*/false));
+    if (changed || fromFolders) {
+      if (!found.empty()) FERRY_RETURN_IF_ERROR(persistTopicsLocked());
+    }
+    return Status::ok();
+  }
+
+  Status loadGroups() {
+    DIR* d = ::opendir((o_.dir + "/groups").c_str());
+    if (d == nullptr) return Status::ok();
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() >= 6 && n.compare(n.size() - 5, 5, ".json") == 0) names.push_back(n);
+    }
+    ::closedir(d);
+    for (const auto& n : names) {
+      const std::string path = o_.dir + "/groups/" + n;
+      auto j = readStateFile(path);
+      if (!j.isOk()) {
+        if (j.status().code() == StatusCode::kNotFound) continue;
+        return Status::dataLoss(j.status().message() +
+                                ": the group's committed offsets are unknown; move the file away to let the group "
+                                "start again from the earliest records (duplicates), or restore it");
+      }
+      try {
+        Group& g = groups_[j->at("group").get<std::string>()];
+        for (auto& o : j->at("offsets"))
+          g.committed[TopicQueue{o.at("topic").get<std::string>(), o.at("queue").get<std::int32_t>()}] =
+              o.at("offset").get<std::int64_t>();
+      } catch (const std::exception& e) {
+        return Status::dataLoss(path + ": " + e.what() +
+                                "; move the file away to let the group start again from the earliest records");
+      }
+    }
+    return Status::ok();
   }
 
   Status persistGroup(const std::string& group, const OffsetMap& committed) {
-    const std::string path = o_.dir + "/groups/" + fileSafe(group) + ".json";
+    const std::string path = o_.dir + "/groups/" + groupFileName(group);
     if (committed.empty()) {
       ::unlink(path.c_str());
+      ::unlink((path + ".prev").c_str());
       return core::syncDir(o_.dir + "/groups");
     }
     nlohmann::json j;
     j["group"] = group;
     j["offsets"] = nlohmann::json::array();
     for (const auto& [tq, o] : committed) j["offsets"].push_back({{"topic", tq.topic}, {"queue", tq.queue}, {"offset", o}});
-    return core::atomicWriteFile(path, j.dump());
+    return writeStateFile(path, j);
+  }
+
+  // checkpoint.json: each queue's first and next offset as of the last write (every
+  // fsync.interval.ms, before retention deletes a segment, at close). At open a queue whose files
+  // end below its checkpoint continues from the checkpoint, and missing segments are reported.
+  Status loadCheckpoint() {
+    auto j = readStateFile(o_.dir + "/checkpoint.json");
+    if (!j.isOk()) {
+      if (j.status().code() != StatusCode::kNotFound)
+        core::logger("backbone")->warn("{}; offsets will not be checked against it this time", j.status().message());
+      return Status::ok();
+    }
+    try {
+      for (auto& [topic, queues] : j->at("queues").items())
+        for (auto& [q, v] : queues.items())
+          checkpoint_[topic][std::stoi(q)] = QueueCheckpoint{v.at("start").get<std::int64_t>(), v.at("end").get<std::int64_t>()};
+    } catch (const std::exception& e) {
+      checkpoint_.clear();
+      core::logger("backbone")->warn("{}/checkpoint.json: {}; offsets will not be checked against it this time", o_.dir,
+                                     e.what());
+    }
+    return Status::ok();
+  }
+
+  Status writeCheckpoint(bool force) {
+    nlohmann::json j;
+    j["queues"] = nlohmann::json::object();
+    for (Topic* t : allTopics())
+      for (std::size_t q = 0; q < t->queues.size(); ++q) {
+        const QueueCheckpoint c = t->queues[q]->checkpoint();
+        j["queues"][t->name][std::to_string(q)] = {{"start", c.start}, {"end", c.end}};
+      }
+    std::lock_guard lock(checkpointMu_);
+    std::string text = j.dump();
+    if (!force && text == lastCheckpoint_) return Status::ok();
+    Status s = writeStateFile(o_.dir + "/checkpoint.json", j);
+    if (s.isOk()) lastCheckpoint_ = std::move(text);
+    else core::logger("backbone")->warn("could not write the checkpoint: {}", s.toString());
+    return s;
+  }
+
+  void report(StorageIssue issue) {
+    if (issue.kind == "group-ahead" && issue.firstOffset <= issue.lastOffset)
+      issue.detail += "; lost: " + offsetsText(issue.firstOffset, issue.lastOffset);
+    const bool loss = issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset;
+    core::logger("backbone")->log(loss ? spdlog::level::err : spdlog::level::warn, "{}-{} {}: {}", issue.topic,
+                                  issue.queue, issue.kind, issue.detail);
+    std::lock_guard lock(issuesMu_);
+    if (issues_.size() < kMaxIssues) issues_.push_back(std::move(issue));
   }
 
   void rebalanceLocked(const std::string& group) {
@@ -787,14 +1188,30 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     for (auto& [cb, s] : done)
       if (cb.cb) cb.cb(s, cb.queue, cb.offset);
   }
-  void syncAll() {
+  Status syncAll() {
+    Status first;
     for (Topic* t : allTopics())
-      for (auto& q : t->queues) q->sync();
+      for (auto& q : t->queues) {
+        Status s = q->sync();
+        if (!s.isOk() && first.isOk()) first = s;
+      }
+    return first;
   }
   void retention(std::int64_t now) {
     if (o_.retentionBytes < 0 && o_.retentionMs < 0) return;
+    std::vector<SegmentPtr> victims;
     for (Topic* t : allTopics())
-      for (auto& q : t->queues) q->applyRetention(now);
+      for (auto& q : t->queues) {
+        auto v = q->takeExpired(now);
+        victims.insert(victims.end(), v.begin(), v.end());
+      }
+    if (victims.empty()) return;
+    // The new start is recorded first: a crash between the two never looks like lost segments.
+    writeCheckpoint(/*force=*/false).isOk();
+    for (const auto& v : victims) {
+      core::logger("backbone")->info("retention: deleting {}", v->path);
+      ::unlink(v->path.c_str());
+    }
   }
 
   void flushLoop() {
@@ -814,8 +1231,9 @@ class EmbeddedBackbone final : public Backbone, public Admin {
       hasPending_.store(false);
       flushAll();
       const std::int64_t now = core::monotonicMs();
-      if (o_.fsync == FsyncPolicy::kInterval && now - lastSync >= o_.fsyncIntervalMs) {
-        syncAll();
+      if (now - lastSync >= o_.fsyncIntervalMs) {
+        if (o_.fsync == FsyncPolicy::kInterval) syncAll().isOk();
+        writeCheckpoint(/*force=*/false).isOk();
         lastSync = now;
       }
       if (now - lastRetention >= 30000) {
@@ -839,6 +1257,13 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   std::atomic<bool> hasPending_{false};
   std::thread flusher_;
 
+  std::mutex checkpointMu_;  // orders checkpoint writes
+  std::map<std::string, std::map<std::int32_t, QueueCheckpoint>> checkpoint_;  // as loaded at open
+  std::string lastCheckpoint_;                                                 // guarded by checkpointMu_
+
+  mutable std::mutex issuesMu_;
+  std::vector<StorageIssue> issues_;  // guarded by issuesMu_
+
   std::mutex dataMu_;
   std::condition_variable dataCv_;
   std::atomic<std::uint64_t> dataVersion_{0};
@@ -853,6 +1278,10 @@ class EmbeddedProducer final : public Producer {
 
   Status send(Message m, SendCallback cb) override {
     if (b_.closed()) return Status::unavailable("backbone closed");
+    if (const std::size_t size = segment::encodedSize(m); size > b_.maxRecordBytes())
+      return Status::invalidArgument("a record of " + std::to_string(size) + " bytes for topic " + m.topic +
+                                     " is larger than backbone.embedded.max.record.bytes (" +
+                                     std::to_string(b_.maxRecordBytes()) + ")");
     Topic* t = nullptr;
     {
       std::lock_guard lock(cacheMu_);
@@ -905,6 +1334,8 @@ class EmbeddedProducer final : public Producer {
       return Status::timeout(std::to_string(state_->outstanding) + " message(s) not yet acknowledged");
     return Status::ok();
   }
+
+  Status sync() override { return b_.syncAcknowledged(); }
 
  private:
   struct State {
@@ -1006,7 +1437,7 @@ Result<std::size_t> EmbeddedConsumer::poll(std::vector<Message>& out, std::size_
       if (!t) continue;
       std::int64_t& pos = positions_[q];
       const std::size_t before = out.size();
-      FERRY_RETURN_IF_ERROR(t->queues[static_cast<std::size_t>(q.queue)]->read(pos, maxMessages - taken, out, q.topic));
+      FERRY_RETURN_IF_ERROR(t->queues[static_cast<std::size_t>(q.queue)]->read(pos, maxMessages - taken, out, &skipped_));
       taken += out.size() - before;
     }
     if (n) rr_ = (rr_ + 1) % n;
@@ -1078,7 +1509,7 @@ class EmbeddedSharedLog final : public SharedLog {
       if (t == nullptr) return Status::notFound("embedded shared log " + topic_ + " is gone");
       std::int64_t pos = from;
       msgs.clear();
-      FERRY_RETURN_IF_ERROR(t->queues[0]->read(pos, max, msgs, topic_));
+      FERRY_RETURN_IF_ERROR(t->queues[0]->read(pos, max, msgs, nullptr));
       if (!msgs.empty()) {
         for (auto& m : msgs) out.push_back(Entry{m.offset, m.timestampMs, std::move(m.value)});
         return msgs.size();

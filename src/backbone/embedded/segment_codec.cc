@@ -70,6 +70,12 @@ struct Reader {
 
 }  // namespace
 
+std::size_t encodedSize(const Message& m) {
+  std::size_t n = kMinFrame + m.key.size() + m.value.size();
+  for (const auto& h : m.headers) n += 8 + h.key.size() + h.value.size();
+  return n;
+}
+
 void encode(const Message& m, std::int64_t offset, std::string& out) {
   const std::size_t start = out.size();
   out.append(kFrameHeader, '\0');
@@ -142,6 +148,62 @@ Decoded decodeOne(std::string_view data) {
   }
   d.consumed = size;
   return d;
+}
+
+std::size_t findNextFrame(std::string_view data, std::size_t from, std::int64_t after, std::int64_t* offset,
+                          std::int64_t gapSlack) {
+  const std::size_t n = data.size();
+  for (std::size_t q = from; q + kMinFrame <= n; ++q) {
+    const std::uint32_t len = getU32(data.data() + q);
+    if (len < kMinFrame - kFrameHeader || len > kMaxPayload || len > n - q - kFrameHeader) continue;
+    const std::int64_t off = getI64(data.data() + q + kFrameHeader);
+    const auto most = static_cast<std::int64_t>((q - std::min(q, from)) / kMinFrame) + 1 + gapSlack;
+    if (off <= after || static_cast<std::uint64_t>(off) - static_cast<std::uint64_t>(after) >
+                            static_cast<std::uint64_t>(most))
+      continue;
+    if (crc32c(data.substr(q + kFrameHeader, len)) != getU32(data.data() + q + 4)) continue;
+    if (offset) *offset = off;
+    return q;
+  }
+  return n;
+}
+
+Recovered recoverSegment(std::string_view data, std::int64_t base, std::size_t indexEvery) {
+  Recovered r;
+  r.lastOffset = base - 1;
+  if (indexEvery == 0) indexEvery = 1;
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    DecodeState st;
+    std::int64_t off = 0;
+    const std::size_t sz = checkFrame(data.substr(pos), st, &off);
+    if (sz != 0 && off > r.lastOffset) {
+      if (r.records % indexEvery == 0) r.index.emplace_back(off, pos);
+      if (r.firstOffset < 0) r.firstOffset = off;
+      r.lastOffset = off;
+      ++r.records;
+      pos += sz;
+      r.goodEnd = pos;
+      continue;
+    }
+    Damage d;
+    d.pos = pos;
+    d.afterOffset = r.lastOffset;
+    d.error = sz != 0 ? "offset " + std::to_string(off) + " does not follow " + std::to_string(r.lastOffset)
+              : st == DecodeState::kTruncated ? "record cut short"
+                                              : "bad length or CRC mismatch";
+    std::int64_t nextOff = -1;
+    const std::size_t next = findNextFrame(data, pos + 1, r.lastOffset, &nextOff);
+    d.len = next - pos;
+    if (next >= data.size()) {
+      r.tail = std::move(d);
+      break;
+    }
+    d.nextOffset = nextOff;
+    r.damage.push_back(std::move(d));
+    pos = next;
+  }
+  return r;
 }
 
 ScanResult scan(std::string_view data) {

@@ -226,6 +226,9 @@ TEST_F(EmbeddedTest, CutAtEveryByteOfTheLastRecordDropsOnlyThatRecord) {
   ASSERT_GT(full, two);
   for (std::uintmax_t cut = two; cut < full; ++cut) {
     fs::resize_file(segment, cut);
+    // A crash tears the write that came after the last checkpoint: no checkpoint and no group
+    // says that offset 2 was handed out, so it is handed out again (recovery_test covers the rest).
+    fs::remove(dir_.path() + "/checkpoint.json");
     auto b = open();
     EXPECT_EQ(fs::file_size(segment), two) << "cut at " << cut;
     EXPECT_EQ(b->admin().endOffsets("t")->at({"t", 0}), 2) << "cut at " << cut;

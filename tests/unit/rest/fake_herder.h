@@ -110,7 +110,7 @@ class FakeHerder : public control::Herder {
     s.workerId = "w1";
     s.type = typeOf(it->second.config);
     control::TaskStateInfo t{0, s.state, "w1",
-                             it->second.failed ? "java.lang.Boom: it broke\n\tat x" : ""};
+                             it->second.failed ? "java.lang.Boom: it broke\n\tat x" : "", ""};
     s.tasks.push_back(t);
     return s;
   }

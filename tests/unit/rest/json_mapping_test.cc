@@ -188,13 +188,18 @@ TEST(Render, StatusOmitsEmptyTrace) {
   s.state = store::State::kRunning;
   s.workerId = "w1";
   s.type = control::ConnectorType::kSink;
-  s.tasks.push_back({0, store::State::kFailed, "w2", "boom"});
+  s.tasks.push_back({0, store::State::kFailed, "w2", "boom", ""});
+  s.tasks.push_back({1, store::State::kRunning, "w1", "", "3 record(s) could not be read"});
   Json j = connectorStatusJson(s);
   EXPECT_EQ(j["connector"]["state"], "RUNNING");
   EXPECT_FALSE(j["connector"].contains("trace"));
   EXPECT_EQ(j["tasks"][0]["state"], "FAILED");
   EXPECT_EQ(j["tasks"][0]["trace"], "boom");
   EXPECT_EQ(j["tasks"][0]["worker_id"], "w2");
+  EXPECT_FALSE(j["tasks"][0].contains("data_loss"));
+  EXPECT_EQ(j["tasks"][1]["state"], "RUNNING");  // Kafka's state, with what was lost beside it
+  EXPECT_FALSE(j["tasks"][1].contains("trace"));
+  EXPECT_EQ(j["tasks"][1]["data_loss"], "3 record(s) could not be read");
   EXPECT_EQ(j["type"], "sink");
 }
 
