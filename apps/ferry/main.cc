@@ -7,8 +7,11 @@
 //
 // Standalone start-up order: worker config -> data.dir lock -> stores -> embedded backbone ->
 // plugins -> herder (brings stored connectors back) -> connector files -> REST. SIGINT/SIGTERM
-// shut down in reverse: REST stops, every task commits what is safe and stops, the backbone
-// flushes; the exit code is 0.
+// shut down in reverse: REST stops, every task commits what is safe and stops (within
+// task.shutdown.graceful.timeout.ms; the others are abandoned), the backbone flushes; the exit
+// code is 0. With abandoned task threads still running the process leaves through _exit(0) right
+// after the backbone is closed, without running destructors those threads may still use (see
+// src/runtime/README.md, "Stopping tasks").
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -142,9 +145,11 @@ sigset_t blockSignals() {
   return signals;
 }
 
-// Serves REST until SIGINT/SIGTERM, then shuts down in reverse order.
+// Serves REST until SIGINT/SIGTERM, then shuts down in reverse order. `stopHerder` returns the
+// number of abandoned task threads still running.
 int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, const ferry::runtime::WorkerConfig& worker,
-          sigset_t signals, const char* mode, const std::string& where, const std::function<void()>& stopHerder) {
+          sigset_t signals, const char* mode, const std::string& where,
+          const std::function<std::size_t()>& stopHerder) {
   using namespace ferry;
   auto log = core::logger("worker");
   rest::RestOptions ropts;
@@ -155,7 +160,7 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   ropts.webRoot = worker.webRoot;
   rest::RestServer server(herder, ropts);
   if (auto s = server.start(); !s.isOk()) {
-    stopHerder();
+    (void)stopHerder();
     backbone.close();
     return fail("REST: " + s.toString());
   }
@@ -165,8 +170,20 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   sigwait(&signals, &sig);
   log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   server.stop();
-  stopHerder();
+  const std::size_t abandoned = stopHerder();
   backbone.close();
+  if (abandoned > 0) {
+    // Abandoned task threads are still running (cancelled: they send, commit and report nothing
+    // more). The herder, the plugin registry (its dlopen()ed libraries), the backbone and the
+    // stores they may still touch are destroyed by the normal return path, and static
+    // destructors run after it: leave now. Stores write synchronously (nothing is buffered) and
+    // the backbone is closed, so nothing is lost; the data.dir lock goes with the process.
+    log->error("stopped with {} abandoned task thread(s) still running; exiting without running destructors",
+               abandoned);
+    spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
   log->info("stopped");
   spdlog::shutdown();
   return 0;
@@ -252,7 +269,10 @@ int runStandalone(int argc, char** argv) {
   }
 
   const int rc = serve(*herder, *backbone, worker, signals, "standalone", "data in " + worker.dataDir,
-                       [&] { herder->stop(); });
+                       [&] {
+                         herder->stop();
+                         return herder->abandonedTasksRunning();
+                       });
   ::close(lockFd);
   return rc;
 }
@@ -312,7 +332,10 @@ int runDistributed(int argc, char** argv) {
     return fail(s.message());
   }
   return serve(*herder, *backbone, worker, signals, "distributed",
-               "cluster " + worker.clusterName + " on the " + worker.backbone + " backbone", [&] { herder->stop(); });
+               "cluster " + worker.clusterName + " on the " + worker.backbone + " backbone", [&] {
+                 herder->stop();
+                 return herder->abandonedTasksRunning();
+               });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // FileStreamSource (see file_source.h). Reads in 64 KiB chunks with read(2) and splits lines with
-// memchr: no per-byte system calls. Rotation and truncation are checked only at EOF (one stat(2)
-// and one fstat(2) per idle poll), so a busy file costs nothing extra.
+// memchr from a scan cursor: no per-byte system calls, and no byte is searched twice. Rotation
+// and truncation are checked only at EOF (one stat(2) and one fstat(2) per idle poll), so a busy
+// file costs nothing extra.
 #include "connectors/file/file_source.h"
 
 #include <fcntl.h>
@@ -21,6 +22,14 @@ namespace ferry::connectors {
 namespace {
 
 constexpr std::size_t kChunk = 64 * 1024;
+
+Status notRegular(const std::string& path, const char* what) {
+  return Status::invalidArgument(
+      "FileStreamSource: " + path + " is " + what +
+      ", not a regular file; FileStreamSource reads regular files only (it resumes at a byte "
+      "position and follows rotation by inode, which pipes and devices do not have). Point "
+      "'file'/'files' at a regular file");
+}
 
 std::optional<std::uint64_t> parseU64(const std::string& s) {
   std::uint64_t v = 0;
@@ -54,6 +63,15 @@ ConfigDef makeDefinition() {
   d.define("read.from", ConfigType::kString, "beginning", Importance::kMedium,
            "Where to start a file that has no committed position: 'beginning' or 'end'.",
            validators::oneOf({"beginning", "end"}));
+  d.define("max.line.bytes", ConfigType::kLong, "1048576", Importance::kMedium,
+           "The longest line, in bytes before its newline. A longer line fails the task, naming "
+           "the file and the byte where the line starts; nothing from there on is taken, so a "
+           "restart with a larger value resumes at that line. Bounds the memory a file can take.",
+           validators::atLeast(1));
+  d.define("max.poll.bytes", ConfigType::kLong, "1048576", Importance::kLow,
+           "The most bytes one poll reads (over all files of the task), so a poll ends soon "
+           "whatever the files hold.",
+           validators::atLeast(1));
   return d;
 }
 
@@ -147,6 +165,8 @@ Status FileStreamSourceTask::start(const StringMap& config, SourceTaskContext& c
   batchSize_ = static_cast<std::size_t>(parsed.getInt("batch.size"));
   pollInterval_ = std::chrono::milliseconds(parsed.getLong("poll.interval.ms"));
   readFromEnd_ = parsed.getString("read.from") == "end";
+  maxLineBytes_ = static_cast<std::size_t>(parsed.getLong("max.line.bytes"));
+  maxPollBytes_ = static_cast<std::size_t>(parsed.getLong("max.poll.bytes"));
   stop();
   files_.clear();
   files_.resize(paths.size());
@@ -163,12 +183,15 @@ void FileStreamSourceTask::closeFile(Tailed& f) {
   f.fd = -1;
   f.buf.clear();
   f.consumed = 0;
+  f.scanned = 0;
   f.bufStart = 0;
   f.rotationPending = false;
 }
 
 Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
-  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever if none
+  // comes. The type is checked before anything is read; only regular files are kept.
+  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) {
@@ -177,6 +200,8 @@ Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
       f.missingLogged = true;
       return Status::ok();
     }
+    if (err == ENXIO)  // a UNIX socket
+      return notRegular(f.path, "a socket");
     return Status::unavailable("FileStreamSource: cannot open " + f.path + ": " +
                                std::strerror(err));
   }
@@ -187,6 +212,17 @@ Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
     return Status::unavailable("FileStreamSource: cannot stat " + f.path + ": " +
                                std::strerror(err));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return notRegular(f.path, S_ISFIFO(st.st_mode)   ? "a FIFO (named pipe)"
+                              : S_ISCHR(st.st_mode)  ? "a character device"
+                              : S_ISBLK(st.st_mode)  ? "a block device"
+                              : S_ISDIR(st.st_mode)  ? "a directory"
+                              : S_ISSOCK(st.st_mode) ? "a socket"
+                                                     : "not a regular file");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   f.missingLogged = false;
   f.fd = fd;
   f.device = static_cast<std::uint64_t>(st.st_dev);
@@ -225,6 +261,7 @@ Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
   }
   f.buf.clear();
   f.consumed = 0;
+  f.scanned = 0;
   f.bufStart = startAt;
   f.rotationPending = false;
   return Status::ok();
@@ -272,47 +309,75 @@ bool FileStreamSourceTask::checkAtEof(Tailed& f, std::vector<Record>& out, std::
     if (::lseek(f.fd, 0, SEEK_SET) < 0) return false;
     f.buf.clear();
     f.consumed = 0;
+    f.scanned = 0;
     f.bufStart = 0;
     return true;
   }
   return false;
 }
 
+Status FileStreamSourceTask::lineTooLong(const Tailed& f, std::size_t length) const {
+  const std::uint64_t at = f.bufStart + f.consumed;
+  return Status::failedPrecondition(
+      "FileStreamSource: the line starting at byte " + std::to_string(at) + " of " + f.path +
+      " is longer than max.line.bytes=" + std::to_string(maxLineBytes_) + " (" +
+      std::to_string(length) + " bytes without a newline so far); raise max.line.bytes or fix "
+      "the file. Nothing from byte " + std::to_string(at) +
+      " on was taken: the task resumes at that line when restarted");
+}
+
 Status FileStreamSourceTask::readFile(Tailed& f, std::vector<Record>& out, std::size_t limit,
-                                      std::int64_t nowMs) {
+                                      std::int64_t nowMs, std::size_t& budget) {
   if (f.fd < 0) {
     FERRY_RETURN_IF_ERROR(openFile(f, /*atStart=*/false));
     if (f.fd < 0) return Status::ok();
   }
   while (out.size() < limit) {
-    // Complete lines already buffered.
+    // Complete lines already buffered. buf[consumed, scanned) was searched before and holds no
+    // newline: the search goes on from the cursor, so a long line is searched once, not once per
+    // read.
     while (out.size() < limit) {
-      const char* base = f.buf.data() + f.consumed;
-      const std::size_t avail = f.buf.size() - f.consumed;
-      const void* nl = avail ? std::memchr(base, '\n', avail) : nullptr;
-      if (nl == nullptr) break;
-      const std::size_t len = static_cast<std::size_t>(static_cast<const char*>(nl) - base);
-      f.consumed += len + 1;
-      emit(f, std::string_view(base, len), f.bufStart + f.consumed, out, nowMs);
+      const std::size_t from = std::max(f.consumed, f.scanned);
+      const std::size_t avail = f.buf.size() - from;
+      const void* nl = avail ? std::memchr(f.buf.data() + from, '\n', avail) : nullptr;
+      if (nl == nullptr) {
+        bytesScanned_ += avail;
+        f.scanned = f.buf.size();
+        break;
+      }
+      const auto end = static_cast<std::size_t>(static_cast<const char*>(nl) - f.buf.data());
+      bytesScanned_ += end + 1 - from;
+      const std::size_t len = end - f.consumed;
+      if (len > maxLineBytes_) return lineTooLong(f, len);
+      emit(f, std::string_view(f.buf.data() + f.consumed, len), f.bufStart + end + 1, out, nowMs);
+      f.consumed = end + 1;
+      f.scanned = f.consumed;
     }
     if (out.size() >= limit) break;
-    // Only a partial line (or nothing) is left: move it to the front and read more.
+    // Only a partial line (or nothing) is left.
+    if (f.buf.size() - f.consumed > maxLineBytes_) return lineTooLong(f, f.buf.size() - f.consumed);
+    if (budget == 0) break;  // this poll read enough; the next one goes on
+    // Move the partial line to the front and read more.
     if (f.consumed > 0) {
       f.buf.erase(0, f.consumed);
       f.bufStart += f.consumed;
+      f.scanned -= f.consumed;
       f.consumed = 0;
     }
+    const std::size_t want = std::min(kChunk, budget);
     const std::size_t old = f.buf.size();
-    f.buf.resize(old + kChunk);
+    f.buf.resize(old + want);
     ssize_t n;
     do {
-      n = ::read(f.fd, f.buf.data() + old, kChunk);
+      n = ::read(f.fd, f.buf.data() + old, want);
     } while (n < 0 && errno == EINTR);
     const int err = errno;
     f.buf.resize(old + static_cast<std::size_t>(n > 0 ? n : 0));
     if (n < 0)
       return Status::unavailable("FileStreamSource: cannot read " + f.path + ": " +
                                  std::strerror(err));
+    budget -= static_cast<std::size_t>(n);
+    bytesRead_ += static_cast<std::uint64_t>(n);
     if (n == 0 && !checkAtEof(f, out, nowMs)) break;
   }
   return Status::ok();
@@ -328,11 +393,12 @@ Result<std::size_t> FileStreamSourceTask::poll(std::vector<Record>& out, std::si
   const std::size_t limit = std::min(maxRecords, batchSize_);
   if (limit == 0 || files_.empty()) return std::size_t{0};
   const auto deadline = std::chrono::steady_clock::now() + maxWait;
+  std::size_t budget = maxPollBytes_;
   while (true) {
     const std::int64_t now = core::nowMs();
     for (std::size_t i = 0; i < files_.size() && out.size() < limit; ++i) {
       Tailed& f = files_[(next_ + i) % files_.size()];
-      Status s = readFile(f, out, limit, now);
+      Status s = readFile(f, out, limit, now, budget);
       if (!s.isOk()) {
         if (out.empty()) return s;
         pendingError_ = s;  // hand over what was read; report the error next time
@@ -341,6 +407,7 @@ Result<std::size_t> FileStreamSourceTask::poll(std::vector<Record>& out, std::si
     }
     next_ = (next_ + 1) % files_.size();
     if (!out.empty()) return out.size();
+    if (budget == 0) return std::size_t{0};  // read max.poll.bytes, no line complete yet
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::steady_clock::duration::zero()) return std::size_t{0};
     std::this_thread::sleep_for(

@@ -10,6 +10,15 @@
 //   is read to its end first (a final unterminated line is emitted then), then the new file is
 //   read from 0. A file shorter than the read offset (truncated in place) is read again from 0.
 // - A missing file is waited for (logged once), not an error.
+// - Only regular files are read: a FIFO, a device (/dev/zero), a socket or a directory is refused
+//   when it is opened (the task fails at start with the path and its type named), and opening
+//   never blocks (O_NONBLOCK until the type is known). Why: connectors/file/README.md.
+// - A line is at most `max.line.bytes` bytes before its newline; a longer one fails the task with
+//   the file, the byte position where the line starts and the key named, and nothing after that
+//   position is taken (a restart with a larger limit resumes there).
+// - One poll reads at most `max.poll.bytes` bytes and waits at most maxWait, and bytes already
+//   searched for a newline are never searched again (a scan cursor), so a line without end costs
+//   O(n) and the runtime sees a stop between polls.
 //
 // Threading: the connector and each task are called from their owner thread only (SDK contract).
 #pragma once
@@ -60,6 +69,11 @@ class FileStreamSourceTask final : public SourceTask {
                            std::chrono::milliseconds maxWait) override;
   void stop() override;
 
+  // Bytes read from files and bytes searched for a newline since start (each byte is searched
+  // once: bytesScanned() <= bytesRead()). For tests and diagnostics.
+  std::uint64_t bytesRead() const noexcept { return bytesRead_; }
+  std::uint64_t bytesScanned() const noexcept { return bytesScanned_; }
+
  private:
   struct Tailed {
     std::string path;
@@ -70,6 +84,7 @@ class FileStreamSourceTask final : public SourceTask {
     std::string inodeText;
     std::string buf;             // bytes read and not yet emitted start at buf[consumed]
     std::size_t consumed = 0;
+    std::size_t scanned = 0;     // buf[consumed, scanned) holds no newline (searched already)
     std::uint64_t bufStart = 0;  // file offset of buf[0]
     bool resumeChecked = false;  // the committed position was consulted
     bool missingLogged = false;
@@ -78,10 +93,14 @@ class FileStreamSourceTask final : public SourceTask {
 
   Status openFile(Tailed& f, bool atStart);
   void closeFile(Tailed& f);
-  // Reads `f` until `out` holds `limit` records or nothing more is available.
-  Status readFile(Tailed& f, std::vector<Record>& out, std::size_t limit, std::int64_t nowMs);
+  // Reads `f` until `out` holds `limit` records, nothing more is available or `budget` (bytes
+  // left to read in this poll) is spent.
+  Status readFile(Tailed& f, std::vector<Record>& out, std::size_t limit, std::int64_t nowMs,
+                  std::size_t& budget);
   // At EOF of f.fd: handles rotation and truncation. Returns true when there is more to read.
   bool checkAtEof(Tailed& f, std::vector<Record>& out, std::int64_t nowMs);
+  // The error for a line longer than max.line.bytes starting at f's read point.
+  Status lineTooLong(const Tailed& f, std::size_t length) const;
   void emit(Tailed& f, std::string_view line, std::uint64_t endOffset, std::vector<Record>& out,
             std::int64_t nowMs);
 
@@ -91,6 +110,10 @@ class FileStreamSourceTask final : public SourceTask {
   std::size_t batchSize_ = 2000;
   std::chrono::milliseconds pollInterval_{100};
   bool readFromEnd_ = false;
+  std::size_t maxLineBytes_ = 1024 * 1024;
+  std::size_t maxPollBytes_ = 1024 * 1024;
+  std::uint64_t bytesRead_ = 0;
+  std::uint64_t bytesScanned_ = 0;
   std::vector<Tailed> files_;
   std::size_t next_ = 0;      // round-robin start among files_
   Status pendingError_;       // an error met after records were already taken into `out`

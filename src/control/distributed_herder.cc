@@ -16,6 +16,7 @@
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
 #include "runtime/log_position_store.h"
+#include "runtime/task_stopper.h"
 #include "runtime/tasks.h"
 
 namespace ferry::control {
@@ -100,6 +101,7 @@ class HerderImpl final : public DistributedHerder {
   // ----- reads
 
   std::string workerId() const override { return o_.worker.workerId; }
+  std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
     if (!member_->leaseValid()) return "the worker has no confirmed heartbeat in the cluster log (lease lost)";
@@ -390,6 +392,11 @@ class HerderImpl final : public DistributedHerder {
                                  "Records the task delivered.", "counter"});
     }
     out.push_back(MetricSample{"ferry_worker_tasks", {}, tasks, "Tasks running on this worker.", "gauge"});
+    out.push_back(MetricSample{"ferry_tasks_abandoned_total", {}, static_cast<double>(stopper_.abandonedTotal()),
+                               "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned "
+                               "(cancelled).", "counter"});
+    out.push_back(MetricSample{"ferry_tasks_abandoned_running", {}, static_cast<double>(stopper_.abandonedRunning()),
+                               "Abandoned tasks whose threads still run.", "gauge"});
     return out;
   }
 
@@ -525,15 +532,15 @@ class HerderImpl final : public DistributedHerder {
       if (!changed && lease == lastLease && reconfigure.empty() && now - lastPass < 500) continue;
       lastLease = lease;
       lastPass = now;
+      stopper_.reap();  // abandoned tasks whose threads ended at last
       reconcile(*member_->state(), lease, reconfigure);
     }
   }
 
+  // Stops a unit's task within task.shutdown.graceful.timeout.ms (else it is abandoned:
+  // cancelled, so it commits and reports nothing more, and a release is safe) and its instance.
   void stopUnit(const Unit& u, Running& r) {
-    if (r.runner) {
-      r.runner->requestStop();
-      r.runner->join();
-    }
+    if (r.runner) stopper_.stop(std::move(r.runner));
     for (auto* inst : {&r.instance.instance, &r.instance.sinkInstance})
       if (*inst) {
         try {
@@ -550,8 +557,9 @@ class HerderImpl final : public DistributedHerder {
       std::lock_guard lock(unitsMu_);
       all.swap(units_);
     }
-    for (auto& [u, r] : all)
-      if (r.runner) r.runner->requestStop();
+    std::vector<std::unique_ptr<TaskRunner>> runners;  // all at once, under one deadline
+    for (auto& [u, r] : all) runners.push_back(std::move(r.runner));
+    stopper_.stop(std::move(runners));
     for (auto& [u, r] : all) stopUnit(u, r);
   }
 
@@ -585,8 +593,11 @@ class HerderImpl final : public DistributedHerder {
         it = units_.erase(it);
       }
     }
-    for (auto& [u, r] : stopping)
-      if (r.runner) r.runner->requestStop();
+    {
+      std::vector<std::unique_ptr<TaskRunner>> runners;  // all at once, under one deadline
+      for (auto& [u, r] : stopping) runners.push_back(std::move(r.runner));
+      stopper_.stop(std::move(runners));
+    }
     for (auto& [u, r] : stopping) {
       stopUnit(u, r);
       auto m = mine.find(u);
@@ -727,6 +738,8 @@ class HerderImpl final : public DistributedHerder {
   std::unique_ptr<backbone::SharedProducer> producers_ = o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr;
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<ClusterMember> member_;
+  // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
+  runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
   std::atomic<bool> running_{false};
   std::thread control_;
   std::mutex writeMu_;  // serializes REST writes (check-then-append)

@@ -34,8 +34,12 @@ class DistributedHerder : public Herder {
  public:
   // Joins the cluster (bootstrap, heartbeats) and starts the control thread.
   virtual Status start() = 0;
-  // Stops every unit (committing), then leaves the cluster (its units move at once).
+  // Stops every unit (committing) within task.shutdown.graceful.timeout.ms (a task still running
+  // then is abandoned: cancelled), then leaves the cluster (its units move at once).
   virtual void stop() = 0;
+  // Abandoned tasks whose threads still run. Non-zero after stop(): leave the process without
+  // destructors (they may use what the herder, the registry and the backbone own).
+  virtual std::size_t abandonedTasksRunning() const = 0;
 };
 
 std::unique_ptr<DistributedHerder> makeDistributedHerder(DistributedOptions options);

@@ -15,6 +15,7 @@
 #include "core/logging.h"
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
+#include "runtime/task_stopper.h"
 #include "runtime/tasks.h"
 #include "control/herder_common.h"
 
@@ -69,6 +70,7 @@ class HerderImpl final : public StandaloneHerder {
     }
     log_->info("loaded {} connector(s) from the config store", stored.size());
     running_ = true;
+    stopThread_ = std::thread([this] { stopLoop(); });
     control_ = std::thread([this] { controlLoop(); });
     return Status::ok();
   }
@@ -81,7 +83,8 @@ class HerderImpl final : public StandaloneHerder {
     }
     cv_.notify_all();
     if (control_.joinable()) control_.join();
-    // Stop every task at once (each commits what is safe), then wait for all.
+    // Stop every task at once (each commits what is safe), then wait for all, up to
+    // task.shutdown.graceful.timeout.ms; the rest are abandoned.
     std::vector<std::unique_ptr<TaskRunner>> all;
     {
       std::lock_guard lock(runtimeMu_);
@@ -89,9 +92,14 @@ class HerderImpl final : public StandaloneHerder {
         for (auto& t : rt.tasks)
           if (t) all.push_back(std::move(t));
     }
-    for (auto& t : all) t->requestStop();
-    for (auto& t : all) t->join();
-    all.clear();
+    {
+      std::lock_guard lock(stopMu_);
+      stopExit_ = true;  // the stopping thread finishes what it was given (same deadline), then exits
+    }
+    stopCv_.notify_all();
+    if (const std::size_t n = stopper_.stop(std::move(all)))
+      log_->error("{} task(s) abandoned at shutdown", n);
+    if (stopThread_.joinable()) stopThread_.join();
     std::lock_guard lock(runtimeMu_);
     for (auto& [name, rt] : runtimes_) stopInstances(rt);
     runtimes_.clear();
@@ -101,6 +109,7 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
+  std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -427,6 +436,11 @@ class HerderImpl final : public StandaloneHerder {
     }
     add("ferry_worker_connectors", "gauge", "Connectors with a runtime on this worker.", {}, static_cast<double>(connectors));
     add("ferry_worker_tasks", "gauge", "Tasks running on this worker.", {}, static_cast<double>(tasks));
+    add("ferry_tasks_abandoned_total", "counter",
+        "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned (cancelled).", {},
+        static_cast<double>(stopper_.abandonedTotal()));
+    add("ferry_tasks_abandoned_running", "gauge", "Abandoned tasks whose threads still run.", {},
+        static_cast<double>(stopper_.abandonedRunning()));
     return out;
   }
 
@@ -587,6 +601,7 @@ class HerderImpl final : public StandaloneHerder {
         names.insert(queue_.begin(), queue_.end());
         queue_.clear();
       }
+      stopper_.reap();  // abandoned tasks whose threads ended at last
       // Failed tasks and connectors due for an automatic restart.
       const std::int64_t now = core::monotonicMs();
       for (auto& [name, rt] : runtimes_) {
@@ -621,7 +636,10 @@ class HerderImpl final : public StandaloneHerder {
     return std::min(d, o_.worker.taskRestartBackoffMaxMs);
   }
 
-  void stopTasks(Runtime& rt, const std::set<int>* only = nullptr) {
+  // Takes the tasks (all, or `only`) out of `rt` and hands them to the stopping thread: the control
+  // thread does not wait for them. New tasks of `name` start only once they have stopped or been
+  // abandoned (stopsPending), so a task's successor resumes from the positions it committed.
+  void stopTasks(const std::string& name, Runtime& rt, const std::set<int>* only = nullptr) {
     std::vector<std::unique_ptr<TaskRunner>> victims;
     {
       std::lock_guard lock(runtimeMu_);
@@ -632,8 +650,40 @@ class HerderImpl final : public StandaloneHerder {
         rt.runningTaskConfigs.clear();
       }
     }
-    for (auto& t : victims) t->requestStop();
-    for (auto& t : victims) t->join();
+    if (victims.empty()) return;
+    for (auto& t : victims) t->requestStop();  // they start committing now
+    std::lock_guard lock(stopMu_);
+    ++stopsPending_[name];
+    stopQueue_.push_back(StopBatch{name, std::move(victims), std::chrono::steady_clock::now() + stopper_.timeout()});
+    stopCv_.notify_all();
+  }
+
+  bool stopsPending(const std::string& name) const {
+    std::lock_guard lock(stopMu_);
+    return stopsPending_.count(name) != 0;
+  }
+
+  // The stopping thread: stops what stopTasks() queued, each batch within
+  // task.shutdown.graceful.timeout.ms of its request (batches queued together wait together),
+  // then has the connector reconciled again.
+  void stopLoop() {
+    while (true) {
+      StopBatch batch;
+      {
+        std::unique_lock lock(stopMu_);
+        stopCv_.wait(lock, [&] { return stopExit_ || !stopQueue_.empty(); });
+        if (stopQueue_.empty()) return;  // exiting, nothing left
+        batch = std::move(stopQueue_.front());
+        stopQueue_.pop_front();
+      }
+      stopper_.stop(std::move(batch.runners), batch.deadline);
+      {
+        std::lock_guard lock(stopMu_);
+        if (auto it = stopsPending_.find(batch.name); it != stopsPending_.end() && --it->second == 0)
+          stopsPending_.erase(it);
+      }
+      enqueue(batch.name);
+    }
   }
 
   void stopInstances(Runtime& rt) {
@@ -655,7 +705,7 @@ class HerderImpl final : public StandaloneHerder {
   }
 
   void teardown(const std::string& name, Runtime& rt) {
-    stopTasks(rt);
+    stopTasks(name, rt);
     stopInstances(rt);
   }
 
@@ -685,6 +735,21 @@ class HerderImpl final : public StandaloneHerder {
 
   mutable std::mutex runtimeMu_;
   std::map<std::string, Runtime> runtimes_;  // control thread (writes under runtimeMu_)
+
+  // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
+  runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
+  // Tasks handed to the stopping thread (stopTasks -> stopLoop), per connector.
+  mutable std::mutex stopMu_;
+  std::condition_variable stopCv_;
+  struct StopBatch {
+    std::string name;
+    std::vector<std::unique_ptr<TaskRunner>> runners;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::deque<StopBatch> stopQueue_;  // guarded by stopMu_
+  std::map<std::string, int> stopsPending_;  // guarded by stopMu_: batches queued or being stopped
+  bool stopExit_ = false;                    // guarded by stopMu_
+  std::thread stopThread_;
 
   std::atomic<bool> running_{false};
   std::thread control_;
@@ -807,7 +872,7 @@ void HerderImpl::reconcile(const std::string& name) {
     }
     rt.connectorFailed = false;
     if (taskConfigs != rt.runningTaskConfigs) {
-      stopTasks(rt);
+      stopTasks(name, rt);
       clearTaskStatuses(name);
       rt.runningTaskConfigs = taskConfigs;
     }
@@ -817,9 +882,12 @@ void HerderImpl::reconcile(const std::string& name) {
 
   // Tasks: explicit restarts, then failed tasks whose backoff passed, then missing ones.
   if (!wanted.restartTasks.empty()) {
-    stopTasks(rt, &wanted.restartTasks);
+    stopTasks(name, rt, &wanted.restartTasks);
     for (int id : wanted.restartTasks) rt.slots[id] = TaskSlot{};
   }
+  // Tasks of this connector still stopping: their successors start when they have (the stopping
+  // thread enqueues the connector again).
+  if (stopsPending(name)) return;
   {
     std::lock_guard lock(runtimeMu_);
     rt.tasks.resize(rt.runningTaskConfigs.size());
@@ -829,8 +897,12 @@ void HerderImpl::reconcile(const std::string& name) {
     auto& slot = rt.slots[id];
     if (rt.tasks[i] && rt.tasks[i]->finished()) {
       if (slot.restartAtMs < 0 || now < slot.restartAtMs) continue;  // FAILED, waiting for its restart
-      std::set<int> one{id};
-      stopTasks(rt, &one);
+      std::unique_ptr<TaskRunner> ended;
+      {
+        std::lock_guard lock(runtimeMu_);
+        ended = std::move(rt.tasks[i]);
+      }
+      stopper_.stop(std::move(ended));  // its thread has ended: returns at once
       log_->info("restarting task {}-{}", name, id);
     }
     if (!rt.tasks[i]) {

@@ -34,8 +34,12 @@ class StandaloneHerder : public Herder {
   // Loads the stored connectors and starts the control thread, which brings each back in its
   // target state.
   virtual Status start() = 0;
-  // Stops every task (committing positions/offsets that are safe) and the control thread.
+  // Stops every task (committing positions/offsets that are safe) and the control thread, within
+  // task.shutdown.graceful.timeout.ms; a task still running then is abandoned.
   virtual void stop() = 0;
+  // Abandoned tasks whose threads still run. Non-zero after stop(): leave the process without
+  // destructors (they may use what the herder, the registry and the backbone own).
+  virtual std::size_t abandonedTasksRunning() const = 0;
 };
 
 std::unique_ptr<StandaloneHerder> makeStandaloneHerder(StandaloneOptions options);

@@ -104,8 +104,21 @@ class Backoff {
   std::int64_t delay_ = 100;
 };
 
+// The activity slot of the task running on this thread (TaskRunner::activity_), set by guarded()
+// around each connector call so a stop that times out can say what the task was doing.
+thread_local std::atomic<const char*>* tActivity = nullptr;
+
+struct ActivityScope {
+  explicit ActivityScope(const char* what) : prev_(tActivity ? tActivity->exchange(what) : nullptr) {}
+  ~ActivityScope() {
+    if (tActivity) tActivity->store(prev_ ? prev_ : "runtime");
+  }
+  const char* prev_;
+};
+
 template <typename F>
 auto guarded(const char* what, F&& f) -> decltype(f()) {
+  ActivityScope activity(what);
   try {
     return f();
   } catch (const std::exception& e) {
@@ -353,6 +366,11 @@ class SourceRunner final : public TaskRunner {
     FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
     if (!m) return trackDone(std::move(record), /*dropped=*/true);
     noteTopic(record.topic);
+    auto allowed = effect();  // a cancelled task sends nothing
+    if (!allowed) {
+      if (record.acknowledger) record.acknowledger->release(false);
+      return cancelledError();
+    }
     std::uint64_t seq;
     {
       std::lock_guard lock(mu_);
@@ -406,6 +424,8 @@ class SourceRunner final : public TaskRunner {
     core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error", env_.connector,
                                   env_.taskId, again.size());
     idleWait(std::min<std::int64_t>(100LL << std::min(attempts, 6), errors_->policy().retryDelayMaxMs));
+    auto allowed = effect();
+    if (!allowed) return false;
     for (auto& [seq, m] : again) sendTracked(std::move(m), seq);
     return true;
   }
@@ -425,6 +445,7 @@ class SourceRunner final : public TaskRunner {
 
   // Moves the safe prefix of pending_ into the position buffer (poll order), telling the task.
   Status drainSafe() {
+    if (cancelled()) return cancelledError();
     if (!stopping()) {
       bool failedRetriable = false;
       {
@@ -477,7 +498,11 @@ class SourceRunner final : public TaskRunner {
     // The records behind these positions reach the backbone's disk first, where an acknowledgement
     // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
     if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
-    FERRY_RETURN_IF_ERROR(positions_.commit(*env_.positions, env_.connector).withContext("committing positions"));
+    {
+      auto allowed = effect();
+      if (!allowed) return cancelledError();
+      FERRY_RETURN_IF_ERROR(positions_.commit(*env_.positions, env_.connector).withContext("committing positions"));
+    }
     FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_->commit(); }));
     metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
     uncommitted_ = 0;
@@ -637,9 +662,14 @@ class TransactionalSourceRunner final : public TaskRunner {
   Status dispatch(Record record) {
     const std::size_t bytes = countIn(metrics_, record);
     FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
+    if (m) noteTopic(record.topic);
+    auto allowed = effect();  // a cancelled task sends nothing
+    if (!allowed) {
+      if (record.acknowledger) record.acknowledger->release(false);
+      return cancelledError();
+    }
     FERRY_RETURN_IF_ERROR(begin());
     if (m) {
-      noteTopic(record.topic);
       FERRY_RETURN_IF_ERROR(producer_->send(std::move(*m), nullptr).withContext("sending to the backbone"));
       ++sentInTxn_;
       heldBytes_ += bytes;
@@ -664,12 +694,16 @@ class TransactionalSourceRunner final : public TaskRunner {
     PositionBuffer buffer;
     for (const auto& r : held_) buffer.add(r.position);
     std::vector<Position> positions = buffer.list();
-    for (auto& m : store_->encode(env_.connector, positions))
-      FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), nullptr).withContext("writing positions"));
-    Status committed = producer_->commitTransaction(commitTimeout_);
-    inTxn_ = false;
-    if (!committed.isOk()) return committed.withContext("exactly-once source: the transaction was not committed");
-    store_->applyCommitted(env_.connector, positions);
+    {
+      auto allowed = effect();  // a cancelled task commits nothing: its transaction is aborted
+      if (!allowed) return cancelledError();
+      for (auto& m : store_->encode(env_.connector, positions))
+        FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), nullptr).withContext("writing positions"));
+      Status committed = producer_->commitTransaction(commitTimeout_);
+      inTxn_ = false;
+      if (!committed.isOk()) return committed.withContext("exactly-once source: the transaction was not committed");
+      store_->applyCommitted(env_.connector, positions);
+    }
     for (auto& r : held_)
       guarded("commitRecord", [&] {
         task_->commitRecord(r);
@@ -919,10 +953,15 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   // preCommit (flushes the sink) and commits what it returns to the backbone group.
   Status commitOffsets(const OffsetMap& offsets) {
     if (offsets.empty() || uncommitted_ == 0) return Status::ok();
+    if (cancelled()) return cancelledError();
     FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
     auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_->preCommit(offsets); });
     if (!safe.isOk()) return safe.status().withContext("flush");
-    if (!safe->empty()) FERRY_RETURN_IF_ERROR(consumer_->commit(*safe).withContext("committing offsets"));
+    if (!safe->empty()) {
+      auto allowed = effect();  // a flush that returns after the task was cancelled commits nothing
+      if (!allowed) return cancelledError();
+      FERRY_RETURN_IF_ERROR(consumer_->commit(*safe).withContext("committing offsets"));
+    }
     metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
     uncommitted_ = 0;
     metrics_.commits.fetch_add(1, std::memory_order_relaxed);
@@ -1096,8 +1135,10 @@ class DirectRunner final : public TaskRunner {
   // Flushes the sink, then (only then) tells the source its records are safe and commits positions.
   Status flushAndCommit() {
     if (held_.empty()) return Status::ok();
+    if (cancelled()) return cancelledError();
     FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
     FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sinkTask_->flush(); }).withContext("sink flush"));
+    if (cancelled()) return cancelledError();  // the flush returned after the stop timed out
     PositionBuffer positions;
     for (auto& r : held_) {
       guarded("commitRecord", [&] {
@@ -1106,8 +1147,11 @@ class DirectRunner final : public TaskRunner {
       }).isOk();
       positions.add(r.position);
     }
-    if (env_.positions)
+    if (env_.positions) {
+      auto allowed = effect();
+      if (!allowed) return cancelledError();
       FERRY_RETURN_IF_ERROR(positions.commit(*env_.positions, env_.connector).withContext("committing positions"));
+    }
     FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return sourceTask_->commit(); }));
     metrics_.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
     held_.clear();
@@ -1238,6 +1282,7 @@ TaskRunner::~TaskRunner() {
 void TaskRunner::start() {
   startedAtMs_ = core::monotonicMs();
   thread_ = std::thread([this] {
+    tActivity = &activity_;
     Status s;
     try {
       s = run();
@@ -1246,12 +1291,22 @@ void TaskRunner::start() {
     } catch (...) {
       s = Status::internal("task threw a non-standard exception");
     }
-    if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
+    if (cancelled()) {
+      // Abandoned after a stop timeout: whatever it returned has no effect (the worker may even
+      // run a new instance of it by now).
+      core::logger("runtime")->warn("abandoned task {}-{} returned at last ({}); its result is discarded",
+                                    env_.connector, env_.taskId, s.isOk() ? "OK" : s.toString());
+    } else if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
       core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, s.toString());
       failed_.store(true);
       reportState(State::kFailed, s.toString());
     }
-    finished_.store(true);
+    tActivity = nullptr;
+    {
+      std::lock_guard lock(doneMu_);
+      finished_.store(true);
+    }
+    doneCv_.notify_all();
   });
 }
 
@@ -1274,6 +1329,27 @@ void TaskRunner::join() {
   }
 }
 
+bool TaskRunner::join(std::chrono::milliseconds timeout) {
+  if (!thread_.joinable()) return true;
+  requestStop();
+  {
+    std::unique_lock lock(doneMu_);
+    if (!doneCv_.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)), [&] { return finished_.load(); }))
+      return false;
+  }
+  thread_.join();  // the thread has left run(): this returns at once
+  return true;
+}
+
+bool TaskRunner::cancel(std::chrono::milliseconds effectWait) {
+  cancelled_.store(true);
+  requestStop();
+  // An effect that checked the flag before it was set may still be under way: wait for it, so
+  // none is once this returns.
+  std::unique_lock lock(effectMu_, std::defer_lock);
+  return lock.try_lock_for(effectWait);
+}
+
 void TaskRunner::idleWait(std::int64_t ms) {
   std::unique_lock lock(waitMu_);
   const bool wasPaused = paused();
@@ -1282,6 +1358,8 @@ void TaskRunner::idleWait(std::int64_t ms) {
 
 void TaskRunner::reportState(State s, const std::string& trace) {
   if (s == lastState_ && s != State::kFailed) return;
+  auto allowed = effect();  // a cancelled task reports nothing
+  if (!allowed) return;
   lastState_ = s;
   if (env_.onState) env_.onState(s, trace);
 }
@@ -1314,7 +1392,11 @@ std::string TaskRunner::dataLossNote() const {
 }
 
 void TaskRunner::noteTopic(const std::string& topic) {
-  if (topics_.insert(topic).second && env_.onTopic) env_.onTopic(topic);
+  if (topics_.count(topic)) return;
+  auto allowed = effect();
+  if (!allowed) return;
+  topics_.insert(topic);
+  if (env_.onTopic) env_.onTopic(topic);
 }
 
 }  // namespace ferry::runtime

@@ -11,8 +11,15 @@
 // In-flight records and bytes per task are bounded (task.max.inflight.*): a source is not polled
 // while its bound is reached, so memory stays bounded whatever the input rate.
 //
-// Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join and the metrics
-// are called from the worker's control thread; the state callback runs on the task thread.
+// Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join/cancel and the
+// metrics are called from the worker's control thread; the state callback runs on the task thread.
+//
+// Stopping: requestStop() asks, join(timeout) waits at most `timeout`. A task that does not end in
+// time (its connector blocked in start, poll, put, flush, commit or stop) is *cancelled*: its
+// thread is left running and the runner must stay alive until finished() (TaskStopper keeps it),
+// but nothing the thread does afterwards takes effect — no record is sent or put, no position or
+// offset committed, no status or topic reported. Every such effect runs under effectMu_ after a
+// check of the cancelled flag, so once cancel() returned none is under way and none will start.
 #pragma once
 
 #include <atomic>
@@ -110,8 +117,19 @@ class TaskRunner {
   void setPaused(bool paused);
   // Asks the thread to stop (commit what is safe, stop the task); returns at once.
   void requestStop();
-  // Waits for the thread. Call after requestStop().
+  // Waits for the thread (asks it to stop first). Blocks as long as the task does.
   void join();
+  // Asks the thread to stop and waits at most `timeout` for it; true when it ended (and was
+  // joined), false when it is still running (then cancel() it and keep the runner alive).
+  bool join(std::chrono::milliseconds timeout);
+  // Cancels the task (see above) and asks it to stop; returns at once unless an effect is under
+  // way, which it waits for up to `effectWait` (effects are runtime code with their own bounds).
+  // False when that wait timed out. The thread's own end is not waited for.
+  bool cancel(std::chrono::milliseconds effectWait = std::chrono::milliseconds(1000));
+  bool cancelled() const noexcept { return cancelled_.load(); }
+  // What the task thread is doing: the connector call under way ("start", "poll", "put", "flush",
+  // "preCommit", "commit", "commitRecord", "stop", ...) or "runtime" between calls.
+  std::string activity() const { return activity_.load(); }
   bool finished() const noexcept { return finished_.load(); }
   bool failed() const noexcept { return failed_.load(); }
   std::int64_t startedAtMs() const noexcept { return startedAtMs_; }
@@ -128,7 +146,23 @@ class TaskRunner {
 
   bool stopping() const noexcept { return stop_.load(std::memory_order_relaxed); }
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
-  bool leaseHeld() const { return !env_.mayRun || env_.mayRun(); }
+  // False once cancelled, or in distributed mode when the lease or the task was lost.
+  bool leaseHeld() const { return !cancelled() && (!env_.mayRun || env_.mayRun()); }
+  // Holds effectMu_ for one effect of the task (sending, committing, reporting); false (holding
+  // nothing) once the task is cancelled. Never nest two.
+  class Effect {
+   public:
+    explicit Effect(TaskRunner& r) : lock_(r.effectMu_), allowed_(!r.cancelled()) {
+      if (!allowed_) lock_.unlock();
+    }
+    explicit operator bool() const noexcept { return allowed_; }
+
+   private:
+    std::unique_lock<std::timed_mutex> lock_;
+    bool allowed_;
+  };
+  Effect effect() { return Effect(*this); }
+  static Status cancelledError() { return Status::cancelled("the task was cancelled (abandoned after a stop timeout)"); }
   // A poll that was under way when the lease ended (the process was frozen inside it): its
   // records are not sent; the task fails so that, if it is still ours, it restarts from its
   // committed positions instead of skipping them.
@@ -150,6 +184,11 @@ class TaskRunner {
   std::atomic<bool> paused_{false};
   std::atomic<bool> finished_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<const char*> activity_{"runtime"};  // set by the task thread around connector calls
+  std::timed_mutex effectMu_;                      // held by the task thread during one effect
+  std::mutex doneMu_;
+  std::condition_variable doneCv_;  // notified when finished_ becomes true
   std::int64_t startedAtMs_ = 0;
   std::mutex waitMu_;
   std::condition_variable waitCv_;

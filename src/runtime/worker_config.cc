@@ -133,7 +133,10 @@ const ConfigDef& workerConfigDef() {
     d.define("task.poll.batch", ConfigType::kLong, "2000", Importance::kLow,
              "Most records one poll of a source task or the backbone returns.", atLeast(1));
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
-             "How long stopping a task may take before it is abandoned.", atLeast(0));
+             "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
+             "worker's shutdown). A task still running then is abandoned: its thread is left "
+             "running, cancelled so that nothing it does afterwards takes effect, logged and "
+             "counted (ferry_tasks_abandoned_total).", atLeast(0));
     return d;
   }();
   return def;

@@ -2,7 +2,11 @@
 // several files, task splitting and config errors. No sleeps: every poll uses maxWait 0.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <future>
 
 #include "connectors/file/file_source.h"
 #include "test_util.h"
@@ -227,6 +231,120 @@ TEST_F(FileSourceTest, ConfigErrorsNameTheKeys) {
                   {"tasks.max", "1"}, {"errors.tolerance", "all"}},
                  ctx_);
   EXPECT_TRUE(s.isOk()) << s.toString();
+}
+
+// --- Nothing may wedge the task thread: non-regular files, endless lines, bounded polls. ----
+
+// Regression: a FIFO blocked the task in open() inside start(), for ever when no writer came,
+// and then every stop, delete and shutdown waited for it.
+TEST_F(FileSourceTest, RefusesAFifoAtStartWithoutBlocking) {
+  const std::string path = dir_.file("pipe");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto task = std::make_unique<FileStreamSourceTask>();
+  auto started = std::async(std::launch::async, [&] { return task->start({{"file", path}, {"topic", "t"}}, ctx_); });
+  if (started.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int unblock = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // let the blocked open() return
+    started.wait();
+    if (unblock >= 0) ::close(unblock);
+    FAIL() << "start() blocked on a FIFO";
+  }
+  Status s = started.get();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.toString();
+  EXPECT_THAT(s.message(), HasSubstr(path));
+  EXPECT_THAT(s.message(), HasSubstr("FIFO"));
+  EXPECT_THAT(s.message(), HasSubstr("regular file"));
+}
+
+// Regression: /dev/zero was read for ever (no newline), its buffer growing without bound.
+TEST_F(FileSourceTest, RefusesDevicesAndDirectories) {
+  for (const auto& [path, what] : {std::pair<std::string, std::string>{"/dev/zero", "character device"},
+                                   {dir_.path(), "directory"}}) {
+    FileStreamSourceTask task;
+    Status s = task.start({{"file", path}, {"topic", "t"}}, ctx_);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.toString();
+    EXPECT_THAT(s.message(), HasSubstr(path));
+    EXPECT_THAT(s.message(), HasSubstr(what));
+  }
+}
+
+// A file that appears later as a FIFO is refused when it is opened, at a poll.
+TEST_F(FileSourceTest, RefusesAFifoThatAppearsLater) {
+  const std::string path = dir_.file("later");
+  auto task = startTask({{"file", path}});
+  EXPECT_TRUE(pollAll(*task, 1, 1).empty());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::vector<Record> out;
+  auto n = task->poll(out, 10, std::chrono::milliseconds(0));
+  ASSERT_FALSE(n.isOk());
+  EXPECT_THAT(n.status().message(), HasSubstr("FIFO"));
+}
+
+TEST_F(FileSourceTest, ALineLongerThanMaxLineBytesFailsNamingFilePositionAndKey) {
+  for (const std::string tail : {std::string(""), std::string("\nafter\n")}) {  // newline not yet read / read
+    const std::string path = dir_.file("long" + std::to_string(tail.size()) + ".txt");
+    writeFile(path, "ok\n12345\n" + std::string(100, 'x') + tail);
+    auto task = startTask({{"file", path}, {"max.line.bytes", "5"}});
+    std::vector<Record> out;
+    auto n = task->poll(out, 100, std::chrono::milliseconds(0));
+    ASSERT_TRUE(n.isOk()) << n.status().toString();
+    EXPECT_THAT(values(out), ElementsAre("ok", "12345"));  // a line of exactly max.line.bytes passes
+    out.clear();
+    n = task->poll(out, 100, std::chrono::milliseconds(0));
+    ASSERT_FALSE(n.isOk());
+    EXPECT_TRUE(out.empty());
+    EXPECT_FALSE(n.status().isRetriable());
+    EXPECT_THAT(n.status().message(), HasSubstr(path));
+    EXPECT_THAT(n.status().message(), HasSubstr("byte 9 "));
+    EXPECT_THAT(n.status().message(), HasSubstr("max.line.bytes=5"));
+  }
+}
+
+// Regression: a line without end was searched again from its start after every read (O(n^2)),
+// and one poll read until the line ended, so the task never returned to see a stop.
+TEST_F(FileSourceTest, AnEndlessLineIsSearchedOnceAndEveryPollIsBounded) {
+  const std::string path = dir_.file("endless.txt");
+  const std::size_t size = 4 * 1024 * 1024;
+  writeFile(path, std::string(size, 'x'));
+  auto task = startTask({{"file", path}, {"max.line.bytes", std::to_string(16 * 1024 * 1024)},
+                         {"max.poll.bytes", std::to_string(256 * 1024)}});
+  std::uint64_t lastRead = 0;
+  int polls = 0;
+  while (task->bytesRead() < size) {
+    std::vector<Record> out;
+    auto n = task->poll(out, 100, std::chrono::milliseconds(0));
+    ASSERT_TRUE(n.isOk()) << n.status().toString();
+    EXPECT_EQ(*n, 0u);
+    EXPECT_LE(task->bytesRead() - lastRead, 256u * 1024) << "one poll read more than max.poll.bytes";
+    ASSERT_GT(task->bytesRead(), lastRead) << "a poll made no progress";
+    lastRead = task->bytesRead();
+    ASSERT_LT(++polls, 1000);
+  }
+  EXPECT_EQ(task->bytesScanned(), task->bytesRead()) << "bytes were searched for a newline twice";
+  appendFile(path, "\nnext\n");
+  auto got = pollAll(*task, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].value.size(), size);
+  EXPECT_EQ(got[1].value.str(), "next");
+  EXPECT_LE(task->bytesScanned(), task->bytesRead());
+}
+
+// A sparse 50 GB file of zero bytes: the default max.line.bytes stops it after about 1 MiB.
+TEST_F(FileSourceTest, ASparseFileWithoutNewlineFailsAtTheDefaultLimit) {
+  const std::string path = dir_.file("sparse.bin");
+  writeFile(path, "first\n");
+  ASSERT_EQ(::truncate(path.c_str(), 50LL * 1024 * 1024 * 1024), 0);
+  auto task = startTask({{"file", path}});
+  std::vector<Record> out;
+  Status failure;
+  for (int i = 0; i < 100 && failure.isOk(); ++i) {
+    auto n = task->poll(out, 100, std::chrono::milliseconds(0));
+    if (!n.isOk()) failure = n.status();
+  }
+  ASSERT_FALSE(failure.isOk()) << "no failure after 100 polls";
+  EXPECT_THAT(values(out), ElementsAre("first"));
+  EXPECT_THAT(failure.message(), HasSubstr("byte 6 of " + path));
+  EXPECT_THAT(failure.message(), HasSubstr("max.line.bytes=1048576"));
+  EXPECT_LE(task->bytesRead(), 2u * 1024 * 1024 + 64 * 1024);
 }
 
 }  // namespace

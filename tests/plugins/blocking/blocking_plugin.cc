@@ -1,0 +1,217 @@
+// A shared-library test plugin whose tasks block where their config says (see README.md).
+//
+//  TestBlockingSource  one task; one record per poll ("<n>", offset {"n": "<n>"}).
+//  TestBlockingSink    drops what it is given.
+//  block.in (start, poll, commit, put, flush, stop), block.ms (-1: for ever), block.marker.
+//
+// A block "for ever" waits on a condition variable nothing notifies, so it ignores stop(): the
+// task behaves as a connector stuck in a call that never returns (an open() of a FIFO, a read
+// without timeout). Threading: one task thread per instance, as the SDK says.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "ferry/connector.h"
+#include "ferry/plugin.h"
+
+namespace {
+
+using namespace ferry;
+
+void defineBlockKeys(ConfigDef& d) {
+  d.define("block.in", ConfigType::kList, "", Importance::kHigh,
+           "Where the task blocks: start, poll, commit, put, flush, stop (comma-separated).");
+  d.define("block.ms", ConfigType::kLong, "-1", Importance::kHigh, "How long a block lasts; -1: for ever.");
+  d.define("block.marker", ConfigType::kString, "", Importance::kLow,
+           "A file the task appends '<stage>\\n' to when it starts blocking.");
+}
+
+const ConfigDef& sourceDef() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("topic", ConfigType::kString, std::nullopt, Importance::kHigh, "Topic of the records.");
+    d.define("poll.wait.ms", ConfigType::kLong, "50", Importance::kLow, "How long a poll waits before its record.");
+    defineBlockKeys(d);
+    return d;
+  }();
+  return def;
+}
+
+const ConfigDef& sinkDef() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    defineBlockKeys(d);
+    return d;
+  }();
+  return def;
+}
+
+// Where and how long to block, and the marker file.
+class Blocker {
+ public:
+  Status configure(const ParsedConfig& c) {
+    for (const auto& s : c.getList("block.in")) stages_.insert(s);
+    ms_ = c.getLong("block.ms");
+    marker_ = c.getString("block.marker");
+    return Status::ok();
+  }
+  void at(const char* stage) {
+    if (!stages_.count(stage)) return;
+    if (!marker_.empty()) {
+      if (std::FILE* f = std::fopen(marker_.c_str(), "a")) {
+        std::fprintf(f, "%s\n", stage);
+        std::fclose(f);
+      }
+    }
+    static std::mutex mu;
+    static std::condition_variable never;  // nothing notifies it
+    std::unique_lock lock(mu);
+    if (ms_ < 0) {
+      while (true) never.wait(lock);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms_);
+    while (never.wait_until(lock, until) != std::cv_status::timeout) {
+    }
+  }
+
+ private:
+  std::set<std::string> stages_;
+  long long ms_ = -1;
+  std::string marker_;
+};
+
+const StringMap kPartition{{"blocking", "0"}};
+
+class BlockingSourceTask final : public SourceTask {
+ public:
+  Status start(const StringMap& config, SourceTaskContext& context) override {
+    auto parsed = sourceDef().parse(config);
+    if (!parsed.isOk()) return parsed.status();
+    topic_ = parsed->getString("topic");
+    wait_ = std::chrono::milliseconds(parsed->getLong("poll.wait.ms"));
+    FERRY_RETURN_IF_ERROR(blocker_.configure(*parsed));
+    if (auto offset = context.committedOffset(kPartition)) {
+      auto it = offset->find("n");
+      if (it != offset->end()) next_ = std::stoll(it->second) + 1;
+    }
+    blocker_.at("start");
+    return Status::ok();
+  }
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
+                           std::chrono::milliseconds maxWait) override {
+    blocker_.at("poll");
+    std::unique_lock lock(mu_);
+    if (cv_.wait_for(lock, std::min(wait_, maxWait), [&] { return stopped_; }) || maxRecords == 0) return std::size_t{0};
+    Record r;
+    r.topic = topic_;
+    r.value = Bytes(std::to_string(next_));
+    r.position = Position{kPartition, {{"n", std::to_string(next_)}}};
+    ++next_;
+    out.push_back(std::move(r));
+    return std::size_t{1};
+  }
+  Status commit() override {
+    blocker_.at("commit");
+    return Status::ok();
+  }
+  void stop() override {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    blocker_.at("stop");
+  }
+
+ private:
+  Blocker blocker_;
+  std::string topic_;
+  std::chrono::milliseconds wait_{50};
+  long long next_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+class BlockingSinkTask final : public SinkTask {
+ public:
+  Status start(const StringMap& config, SinkTaskContext&) override {
+    auto parsed = sinkDef().parse(config);
+    if (!parsed.isOk()) return parsed.status();
+    FERRY_RETURN_IF_ERROR(blocker_.configure(*parsed));
+    blocker_.at("start");
+    return Status::ok();
+  }
+  Status put(std::vector<Record>& records) override {
+    if (!records.empty()) blocker_.at("put");
+    return Status::ok();
+  }
+  Status flush() override {
+    blocker_.at("flush");
+    return Status::ok();
+  }
+  void stop() override { blocker_.at("stop"); }
+
+ private:
+  Blocker blocker_;
+};
+
+// What both connectors do: check the config, hand it to their one task.
+struct OneTask {
+  const ConfigDef& def;
+  StringMap config;
+  Status start(const StringMap& c) {
+    auto parsed = def.parse(c);
+    if (!parsed.isOk()) return parsed.status();
+    config = c;
+    return Status::ok();
+  }
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) const {
+    if (maxTasks < 1) return std::vector<StringMap>{};
+    return std::vector<StringMap>{config};
+  }
+};
+
+class BlockingSource final : public SourceConnector {
+ public:
+  std::string version() const override { return "1.0.0"; }
+  const ConfigDef& configDef() const override { return sourceDef(); }
+  Status start(const StringMap& c, ConnectorContext&) override { return one_.start(c); }
+  Result<std::vector<StringMap>> taskConfigs(int n) override { return one_.taskConfigs(n); }
+  void stop() override {}
+  std::unique_ptr<SourceTask> createTask() override { return std::make_unique<BlockingSourceTask>(); }
+
+ private:
+  OneTask one_{sourceDef(), {}};
+};
+
+class BlockingSink final : public SinkConnector {
+ public:
+  std::string version() const override { return "1.0.0"; }
+  const ConfigDef& configDef() const override { return sinkDef(); }
+  Status start(const StringMap& c, ConnectorContext&) override { return one_.start(c); }
+  Result<std::vector<StringMap>> taskConfigs(int n) override { return one_.taskConfigs(n); }
+  void stop() override {}
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<BlockingSinkTask>(); }
+
+ private:
+  OneTask one_{sinkDef(), {}};
+};
+
+const PluginEntry kEntries[] = {
+    {"TestBlockingSource", nullptr, PluginKind::kSourceConnector, "1.0.0",
+     "Emits a counter; blocks where block.in says (test plugin)", &pluginCreate<BlockingSource, SourceConnector>,
+     &pluginDestroy<SourceConnector>},
+    {"TestBlockingSink", nullptr, PluginKind::kSinkConnector, "1.0.0",
+     "Drops records; blocks where block.in says (test plugin)", &pluginCreate<BlockingSink, SinkConnector>,
+     &pluginDestroy<SinkConnector>},
+};
+
+}  // namespace
+
+FERRY_PLUGIN("ferry-test-plugin-blocking", "1.0.0", kEntries)
