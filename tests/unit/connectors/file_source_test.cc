@@ -280,7 +280,7 @@ TEST_F(FileSourceTest, RefusesAFifoThatAppearsLater) {
 }
 
 TEST_F(FileSourceTest, ALineLongerThanMaxLineBytesFailsNamingFilePositionAndKey) {
-  for (const std::string tail : {std::string(""), std::string("\nafter\n")}) {  // newline not yet read / read
+  for (const std::string& tail : {std::string(""), std::string("\nafter\n")}) {  // newline not yet read / read
     const std::string path = dir_.file("long" + std::to_string(tail.size()) + ".txt");
     writeFile(path, "ok\n12345\n" + std::string(100, 'x') + tail);
     auto task = startTask({{"file", path}, {"max.line.bytes", "5"}});
