@@ -60,12 +60,31 @@ bool isChecksumValue(std::string_view v) {
   return true;
 }
 
-// One copy on disk: its document, or why it cannot be used. `status` is NotFound for a missing
-// file, DataLoss for a damaged one, anything else for a file that could not be read.
-Result<CheckedText> readCopy(const std::string& path) {
-  Result<std::string> text = readFile(path);
-  if (!text.isOk()) return text.status();
-  return parseCheckedJson(*text);
+// One copy on disk: its document, or why it cannot be used (NotFound for a missing file, DataLoss
+// for a damaged one). `readError` marks a file that could not be read, `verdict` another error of
+// `accept`: both end the search for a usable copy.
+struct Copy {
+  Result<CheckedText> text = Status::notFound("");
+  bool readError = false;
+  bool verdict = false;
+};
+
+Copy readCopy(const std::string& path, const JsonCheck& accept) {
+  Copy c;
+  Result<std::string> bytes = readFile(path);
+  if (!bytes.isOk()) {
+    c.readError = bytes.status().code() != StatusCode::kNotFound;
+    c.text = bytes.status();
+    return c;
+  }
+  c.text = parseCheckedJson(*bytes);
+  if (!c.text.isOk() || !accept) return c;
+  Status accepted = accept(c.text->doc, path);
+  if (!accepted.isOk()) {
+    c.verdict = accepted.code() != StatusCode::kDataLoss;
+    c.text = accepted;
+  }
+  return c;
 }
 
 }  // namespace
@@ -176,12 +195,14 @@ Status writeCheckedJson(const std::string& path, const json& doc) {
   return syncDir(parentDir(path));
 }
 
-Result<CheckedJson> readCheckedJson(const std::string& path) {
-  Result<CheckedText> cur = readCopy(path);
-  if (cur.isOk()) {
+Result<CheckedJson> readCheckedJson(const std::string& path) { return readCheckedJson(path, {}); }
+
+Result<CheckedJson> readCheckedJson(const std::string& path, const JsonCheck& accept) {
+  Copy cur = readCopy(path, accept);
+  if (cur.text.isOk()) {
     CheckedJson out;
-    out.doc = std::move(cur->doc);
-    if (cur->checked) {
+    out.doc = std::move(cur.text->doc);
+    if (cur.text->checked) {
       out.from = CheckedJson::From::kCurrent;
     } else {
       out.from = CheckedJson::From::kUnchecked;
@@ -190,31 +211,30 @@ Result<CheckedJson> readCheckedJson(const std::string& path) {
     }
     return out;
   }
-  const StatusCode curCode = cur.status().code();
-  if (curCode != StatusCode::kNotFound && curCode != StatusCode::kDataLoss) return cur.status();
-  const std::string curProblem =
-      curCode == StatusCode::kNotFound ? "is missing" : "is " + cur.status().message();
+  // A file we cannot read may well be whole: falling back would hide the newer copy.
+  if (cur.readError || cur.verdict) return cur.text.status();
+  const bool curMissing = cur.text.status().code() == StatusCode::kNotFound;
+  const std::string curProblem = curMissing ? "is missing" : "is " + cur.text.status().message();
 
   const std::string prevPath = path + ".prev";
-  Result<CheckedText> prev = readCopy(prevPath);
-  if (prev.isOk()) {
+  Copy prev = readCopy(prevPath, accept);
+  if (prev.text.isOk()) {
     CheckedJson out;
-    out.doc = std::move(prev->doc);
+    out.doc = std::move(prev.text->doc);
     out.from = CheckedJson::From::kPrevious;
     out.warning = path + " " + curProblem + "; using the previous copy " + prevPath +
-                  (prev->checked ? "" : " (which has no checksum: loaded without a check)");
+                  (prev.text->checked ? "" : " (which has no checksum: loaded without a check)");
     return out;
   }
-  const StatusCode prevCode = prev.status().code();
-  if (curCode == StatusCode::kNotFound && prevCode == StatusCode::kNotFound) {
-    return Status::notFound("no such file: " + path);
-  }
-  const std::string prevProblem =
-      prevCode == StatusCode::kNotFound ? "is missing" : "is " + prev.status().message();
-  if (prevCode != StatusCode::kNotFound && prevCode != StatusCode::kDataLoss) {
+  if (prev.verdict) return prev.text.status();
+  if (prev.readError) {
     return Status::unavailable(path + " " + curProblem + ", and the previous copy " + prevPath +
-                               " cannot be read: " + prev.status().message());
+                               " cannot be read: " + prev.text.status().message());
   }
+  const bool prevMissing = prev.text.status().code() == StatusCode::kNotFound;
+  if (curMissing && prevMissing) return Status::notFound("no such file: " + path);
+  const std::string prevProblem =
+      prevMissing ? "is missing" : "is " + prev.text.status().message();
   return Status::dataLoss("no usable copy: " + path + " " + curProblem + "; " + prevPath + " " +
                           prevProblem);
 }

@@ -24,6 +24,7 @@
 // copy is used whole or not at all.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -81,6 +82,16 @@ struct CheckedJson {
 //   the error is returned as is (Unavailable naming the file), since falling back would hide
 //   the newer copy.
 Result<CheckedJson> readCheckedJson(const std::string& path);
+
+// A further check of a copy's document, for readers that know what the document must look like
+// (`file` names the copy, for messages). DataLoss makes the copy unusable exactly like a checksum
+// mismatch (its message is the reason given); any other error is returned by readCheckedJson as
+// is, without trying another copy (e.g. Incompatible: a file of a newer format must not be
+// replaced by an older copy). Called for the current copy first, and for .prev only when the
+// current one was not usable, so the last copy it returned OK for is the one returned.
+using JsonCheck = std::function<Status(const nlohmann::json& doc, const std::string& file)>;
+// readCheckedJson with `accept` as part of what makes a copy usable.
+Result<CheckedJson> readCheckedJson(const std::string& path, const JsonCheck& accept);
 
 // The checking half of readCheckedJson for one copy: `text` as read from a file. Returns the document without its "checksum" member and whether it had one; DataLoss with a
 // short reason ("not valid JSON", "checksum mismatch: ...") for a damaged copy. Never throws,

@@ -370,6 +370,40 @@ TEST(CheckedFile, CrashBetweenStepsLeavesLoadableState) {
   EXPECT_FALSE(fs::exists(path + ".prev.tmp"));
 }
 
+// A reader's own check: a copy it calls damaged is skipped like a checksum mismatch; any other
+// verdict (a newer format) stops the search.
+TEST(CheckedFile, AcceptCheckIsPartOfUsable) {
+  TempDir dir;
+  std::string path = dir.file("state.json");
+  ASSERT_TRUE(writeCheckedJson(path, firstDoc()).isOk());
+  ASSERT_TRUE(writeCheckedJson(path, json{{"format", "two"}}).isOk());
+  std::vector<std::string> seen;
+  auto formatIsNumber = [&](const json& doc, const std::string& file) -> Status {
+    seen.push_back(file);
+    if (!doc["format"].is_number_integer()) return Status::dataLoss("damaged: format is not a number");
+    if (doc["format"].get<int>() > 2) return Status::incompatible(file + " is too new");
+    return Status::ok();
+  };
+  auto r = readCheckedJson(path, formatIsNumber);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->from, From::kPrevious);
+  EXPECT_EQ(r->doc, firstDoc());
+  EXPECT_NE(r->warning.find("format is not a number"), std::string::npos) << r->warning;
+  EXPECT_EQ(seen, (std::vector<std::string>{path, path + ".prev"}));
+
+  ASSERT_TRUE(writeCheckedJson(path, json{{"format", 3}}).isOk());
+  auto newer = readCheckedJson(path, formatIsNumber);
+  EXPECT_EQ(newer.status().code(), StatusCode::kIncompatible);
+
+  writeText(path, "{");
+  writeText(path + ".prev", "{\"format\": \"x\"}");
+  auto none = readCheckedJson(path, formatIsNumber);
+  EXPECT_EQ(none.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(none.status().message().find(".prev is damaged: format is not a number"),
+            std::string::npos)
+      << none.status().message();
+}
+
 TEST(CheckedFile, BadDocumentsAreRefusedAndNothingIsWritten) {
   TempDir dir;
   std::string path = dir.file("state.json");
