@@ -51,9 +51,8 @@ bool nestedTooDeeply(std::string_view text) {
 }
 
 bool isChecksumValue(std::string_view v) {
-  if (v.size() != kChecksumPrefix.size() + 8 || v.substr(0, kChecksumPrefix.size()) != kChecksumPrefix) {
-    return false;
-  }
+  if (v.size() != kChecksumPrefix.size() + 8) return false;
+  if (v.substr(0, kChecksumPrefix.size()) != kChecksumPrefix) return false;
   for (char c : v.substr(kChecksumPrefix.size())) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
@@ -159,7 +158,9 @@ Status writeCheckedJson(const std::string& path, const json& doc) {
                                    ": the document already has a \"checksum\" member");
   }
   Result<std::string> sum = jsonChecksum(doc);
-  if (!sum.isOk()) return Status::invalidArgument("cannot write " + path + ": " + sum.status().message());
+  if (!sum.isOk()) {
+    return Status::invalidArgument("cannot write " + path + ": " + sum.status().message());
+  }
   json withSum = doc;
   withSum[std::string(kChecksumMember)] = *sum;
   std::string text = withSum.dump(1, ' ') + "\n";  // cannot throw: dump() above succeeded

@@ -93,9 +93,10 @@ using JsonCheck = std::function<Status(const nlohmann::json& doc, const std::str
 // readCheckedJson with `accept` as part of what makes a copy usable.
 Result<CheckedJson> readCheckedJson(const std::string& path, const JsonCheck& accept);
 
-// The checking half of readCheckedJson for one copy: `text` as read from a file. Returns the document without its "checksum" member and whether it had one; DataLoss with a
-// short reason ("not valid JSON", "checksum mismatch: ...") for a damaged copy. Never throws,
-// whatever the bytes (fuzzed).
+// The checking half of readCheckedJson for one copy: `text` as read from a file. Returns the
+// document without its "checksum" member and whether it had one; DataLoss with a short reason
+// ("damaged: not valid JSON (...)", "damaged: checksum mismatch (...)") for a damaged copy.
+// Never throws, whatever the bytes (fuzzed).
 struct CheckedText {
   nlohmann::json doc;
   bool checked = false;  // false: the text had no "checksum" member

@@ -82,7 +82,8 @@ TEST(CheckedFile, WriteThenReadIsCurrentWithChecksum) {
   std::string text = readText(path);
   std::string sum = *jsonChecksum(firstDoc());
   char expected[16];
-  std::snprintf(expected, sizeof expected, "%08x", static_cast<unsigned>(crc32c(firstDoc().dump())));
+  std::snprintf(expected, sizeof expected, "%08x",
+                static_cast<unsigned>(crc32c(firstDoc().dump())));
   EXPECT_EQ(sum, std::string("crc32c:") + expected);
   EXPECT_NE(text.find("\"checksum\": \"" + sum + "\""), std::string::npos) << text;
   EXPECT_NE(text.find("\n \"connectors\": {"), std::string::npos) << "indented: " << text;
@@ -380,7 +381,9 @@ TEST(CheckedFile, AcceptCheckIsPartOfUsable) {
   std::vector<std::string> seen;
   auto formatIsNumber = [&](const json& doc, const std::string& file) -> Status {
     seen.push_back(file);
-    if (!doc["format"].is_number_integer()) return Status::dataLoss("damaged: format is not a number");
+    if (!doc["format"].is_number_integer()) {
+      return Status::dataLoss("damaged: format is not a number");
+    }
     if (doc["format"].get<int>() > 2) return Status::incompatible(file + " is too new");
     return Status::ok();
   };
