@@ -150,6 +150,10 @@ Result<CheckedText> parseCheckedJson(std::string_view text) {
 }
 
 Status writeCheckedJson(const std::string& path, const json& doc) {
+  return writeCheckedJson(path, doc, {});
+}
+
+Status writeCheckedJson(const std::string& path, const json& doc, const JsonCheck& accept) {
   if (!doc.is_object()) {
     return Status::invalidArgument("cannot write " + path + ": the document is not a JSON object");
   }
@@ -171,7 +175,12 @@ Status writeCheckedJson(const std::string& path, const json& doc) {
 
   // Keep the current copy as .prev, when it is a usable one (see the top of this file).
   Result<std::string> current = readFile(path);
-  if (current.isOk() && parseCheckedJson(*current).isOk()) {
+  bool usable = false;
+  if (current.isOk()) {
+    Result<CheckedText> parsed = parseCheckedJson(*current);
+    usable = parsed.isOk() && (!accept || accept(parsed->doc, path).isOk());
+  }
+  if (usable) {
     const std::string link = path + ".prev.tmp";
     if (::unlink(link.c_str()) != 0 && errno != ENOENT) return errnoStatus("remove", link, errno);
     if (::link(path.c_str(), link.c_str()) == 0) {

@@ -92,6 +92,10 @@ Result<CheckedJson> readCheckedJson(const std::string& path);
 using JsonCheck = std::function<Status(const nlohmann::json& doc, const std::string& file)>;
 // readCheckedJson with `accept` as part of what makes a copy usable.
 Result<CheckedJson> readCheckedJson(const std::string& path, const JsonCheck& accept);
+// writeCheckedJson where the current file becomes .prev only when `accept` also returns OK for
+// it, so that .prev stays a copy this reader can load.
+Status writeCheckedJson(const std::string& path, const nlohmann::json& doc,
+                        const JsonCheck& accept);
 
 // The checking half of readCheckedJson for one copy: `text` as read from a file. Returns the
 // document without its "checksum" member and whether it had one; DataLoss with a short reason

@@ -64,6 +64,12 @@ const FileRole kStatusRole{
     "theirs again as they run)",
     "", true};
 
+// A store's parse as a check of a document (the state it builds is dropped).
+template <typename Parse>
+core::JsonCheck checkWith(Parse parse) {
+  return [parse](const json& doc, const std::string& file) { return parse(doc, file).status(); };
+}
+
 template <typename StateT>
 struct Loaded {
   StateT state;
@@ -125,8 +131,11 @@ Result<Loaded<StateT>> loadState(const std::string& dir, const std::string& path
 template <typename StateT>
 class FileBacked {
  public:
-  FileBacked(std::string path, Loaded<StateT> loaded)
+  // `check` is the store's parse as a core::JsonCheck: the file being replaced becomes .prev only
+  // when it is a copy an open could load.
+  FileBacked(std::string path, Loaded<StateT> loaded, core::JsonCheck check)
       : path_(std::move(path)),
+        check_(std::move(check)),
         warnings_(std::move(loaded.warnings)),
         state_(std::move(loaded.state)) {}
 
@@ -137,7 +146,7 @@ class FileBacked {
     StateT next = state_;
     Status applied = fn(next);
     if (!applied.isOk()) return applied;
-    Status written = core::writeCheckedJson(path_, internal::toJson(next));
+    Status written = core::writeCheckedJson(path_, internal::toJson(next), check_);
     if (!written.isOk()) {
       if (written.code() == StatusCode::kInvalidArgument) return written;  // names the path
       return Status::unavailable("could not save " + path_ + ": " + written.message());
@@ -157,6 +166,7 @@ class FileBacked {
 
  private:
   const std::string path_;
+  const core::JsonCheck check_;
   const std::vector<std::string> warnings_;  // what the open found; immutable
   std::mutex mu_;
   StateT state_;  // guarded by mu_; equal to the file's contents once written
@@ -169,7 +179,7 @@ std::string pathIn(const std::string& dir, const char* file) {
 class FileConfigStore final : public ConfigStore {
  public:
   FileConfigStore(std::string path, Loaded<internal::ConfigState> s)
-      : file_(std::move(path), std::move(s)) {}
+      : file_(std::move(path), std::move(s), checkWith(internal::configStateFromJson)) {}
 
   std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 
@@ -198,7 +208,7 @@ class FileConfigStore final : public ConfigStore {
 class FilePositionStore final : public PositionStore {
  public:
   FilePositionStore(std::string path, Loaded<internal::PositionState> s)
-      : file_(std::move(path), std::move(s)) {}
+      : file_(std::move(path), std::move(s), checkWith(internal::positionStateFromJson)) {}
 
   std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 
@@ -234,7 +244,7 @@ class FilePositionStore final : public PositionStore {
 class FileStatusStore final : public StatusStore {
  public:
   FileStatusStore(std::string path, Loaded<internal::StatusState> s)
-      : file_(std::move(path), std::move(s)) {}
+      : file_(std::move(path), std::move(s), checkWith(internal::statusStateFromJson)) {}
 
   std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 

@@ -407,6 +407,22 @@ TEST(CheckedFile, AcceptCheckIsPartOfUsable) {
       << none.status().message();
 }
 
+TEST(CheckedFile, WriteKeepsPrevWhenTheReadersCheckRefusesCurrent) {
+  TempDir dir;
+  std::string path = dir.file("state.json");
+  auto formatTwo = [](const json& doc, const std::string&) -> Status {
+    return doc.value("format", 0) == 2 ? Status::ok() : Status::dataLoss("damaged: not format 2");
+  };
+  ASSERT_TRUE(writeCheckedJson(path, firstDoc(), formatTwo).isOk());
+  ASSERT_TRUE(writeCheckedJson(path, json{{"format", 7}}, formatTwo).isOk());
+  const std::string prev = readText(path + ".prev");  // firstDoc
+  ASSERT_TRUE(writeCheckedJson(path, secondDoc(), formatTwo).isOk());
+  EXPECT_EQ(readText(path + ".prev"), prev);  // {"format": 7} was not kept
+  ASSERT_TRUE(writeCheckedJson(path, firstDoc(), formatTwo).isOk());
+  EXPECT_EQ(json::parse(readText(path + ".prev")).value("connectors", json()),
+            secondDoc()["connectors"]);
+}
+
 TEST(CheckedFile, BadDocumentsAreRefusedAndNothingIsWritten) {
   TempDir dir;
   std::string path = dir.file("state.json");

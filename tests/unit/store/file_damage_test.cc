@@ -436,6 +436,10 @@ TEST(FileStoreDamage, WrongShapeCurrentFallsBackToPrev) {
   EXPECT_EQ(describeConfigs(**s), configs.first);
   EXPECT_NE(joined((*s)->openWarnings()).find("connectors.a"), std::string::npos)
       << joined((*s)->openWarnings());
+  // The next change does not make the unloadable copy the previous one.
+  const std::string prev = readText(dir.file("configs.json.prev"));
+  ASSERT_TRUE((*s)->putTargetState("sink", TargetState::kStopped).isOk());
+  EXPECT_EQ(readText(dir.file("configs.json.prev")), prev);
 }
 
 // ------------------------------------------------------------------------------------------------
