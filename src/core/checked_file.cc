@@ -20,10 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-// Deeper documents are refused before parsing: dump() recurses, and no state file nests more
-// than a handful of levels.
-constexpr int kMaxDepth = 64;
-
 bool nestedTooDeeply(std::string_view text) {
   int depth = 0;
   bool inString = false;
@@ -42,7 +38,7 @@ bool nestedTooDeeply(std::string_view text) {
     if (c == '"') {
       inString = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) return true;
+      if (++depth > kMaxCheckedDepth) return true;
     } else if (c == ']' || c == '}') {
       --depth;
     }
@@ -86,19 +82,28 @@ Copy readCopy(const std::string& path, const JsonCheck& accept) {
   return c;
 }
 
-}  // namespace
-
-Result<std::string> jsonChecksum(const json& doc) {
-  std::string compact;
+// doc.dump(), or InvalidArgument for a string that is not valid UTF-8.
+Result<std::string> compactDump(const json& doc) {
   try {
-    compact = doc.dump();
+    return doc.dump();
   } catch (const json::exception& e) {
     return Status::invalidArgument(std::string("cannot write JSON: ") + e.what() +
                                    " (every name and value must be valid UTF-8)");
   }
+}
+
+std::string checksumOf(std::string_view compact) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(crc32c(compact)));
   return std::string(kChecksumPrefix) + buf;
+}
+
+}  // namespace
+
+Result<std::string> jsonChecksum(const json& doc) {
+  Result<std::string> compact = compactDump(doc);
+  if (!compact.isOk()) return compact.status();
+  return checksumOf(*compact);
 }
 
 Result<CheckedText> parseCheckedJson(std::string_view text) {
@@ -111,7 +116,7 @@ Result<CheckedText> parseCheckedJson(std::string_view text) {
                                          : "damaged: the file holds only white space");
   }
   if (nestedTooDeeply(text)) {
-    return Status::dataLoss("damaged: nested more than " + std::to_string(kMaxDepth) +
+    return Status::dataLoss("damaged: nested more than " + std::to_string(kMaxCheckedDepth) +
                             " levels deep");
   }
   CheckedText out;
@@ -161,12 +166,16 @@ Status writeCheckedJson(const std::string& path, const json& doc, const JsonChec
     return Status::invalidArgument("cannot write " + path +
                                    ": the document already has a \"checksum\" member");
   }
-  Result<std::string> sum = jsonChecksum(doc);
-  if (!sum.isOk()) {
-    return Status::invalidArgument("cannot write " + path + ": " + sum.status().message());
+  Result<std::string> compact = compactDump(doc);
+  if (!compact.isOk()) {
+    return Status::invalidArgument("cannot write " + path + ": " + compact.status().message());
+  }
+  if (nestedTooDeeply(*compact)) {
+    return Status::invalidArgument("cannot write " + path + ": nested more than " +
+                                   std::to_string(kMaxCheckedDepth) + " levels deep");
   }
   json withSum = doc;
-  withSum[std::string(kChecksumMember)] = *sum;
+  withSum[std::string(kChecksumMember)] = checksumOf(*compact);
   std::string text = withSum.dump(1, ' ') + "\n";  // cannot throw: dump() above succeeded
 
   const std::string tmp = path + ".tmp";

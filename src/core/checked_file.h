@@ -37,6 +37,9 @@ namespace ferry::core {
 // The member name and the prefix of its value.
 inline constexpr std::string_view kChecksumMember = "checksum";
 inline constexpr std::string_view kChecksumPrefix = "crc32c:";
+// Arrays and objects nested deeper than this are refused on write and damage on read (dumping
+// recurses; no state file nests more than a handful of levels).
+inline constexpr int kMaxCheckedDepth = 64;
 
 // "crc32c:<8 hex>" of doc.dump() (doc without the "checksum" member). Throws nothing; returns
 // InvalidArgument when a string in `doc` is not valid UTF-8 (JSON cannot hold it).
@@ -51,10 +54,12 @@ Result<std::string> jsonChecksum(const nlohmann::json& doc);
 // The current file becomes .prev only when it is itself usable (its checksum matches, or it has
 // none: an older format); a damaged current file is replaced without touching .prev, so .prev
 // keeps the last good copy. The .prev link is made 0600 too (an older file may have been 0644).
+// On a file system without hard links the current file's bytes are written as the copy instead.
+// Cost: besides the writes and two fsyncs, the current file is read and checked once.
 //
-// Errors: InvalidArgument when `doc` is not an object, already has a "checksum" member, or holds a
-// string that is not valid UTF-8 (nothing is written); Unavailable (naming the file and the
-// errno text) when a file-system call fails.
+// Errors: InvalidArgument when `doc` is not an object, already has a "checksum" member, holds a
+// string that is not valid UTF-8, or nests deeper than kMaxCheckedDepth (nothing is written);
+// Unavailable (naming the file and the errno text) when a file-system call fails.
 Status writeCheckedJson(const std::string& path, const nlohmann::json& doc);
 
 struct CheckedJson {

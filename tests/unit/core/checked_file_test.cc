@@ -433,6 +433,9 @@ TEST(CheckedFile, BadDocumentsAreRefusedAndNothingIsWritten) {
   Status s = writeCheckedJson(path, json{{"k", std::string("\xff\xfe", 2)}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("UTF-8"), std::string::npos) << s.message();
+  json deep = json::array();
+  for (int i = 0; i < kMaxCheckedDepth; ++i) deep = json::array({deep});
+  EXPECT_EQ(writeCheckedJson(path, json{{"deep", deep}}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(readText(path), before);
   EXPECT_FALSE(fs::exists(path + ".prev"));
 }
