@@ -7,8 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <vector>
 
 namespace ferry::core {
 
@@ -17,6 +16,11 @@ Status errnoStatus(std::string_view what, const std::string& path, int err) {
   if (err == ENOENT) return Status::notFound(msg);
   if (err == EINVAL) return Status::invalidArgument(msg);
   return Status::unavailable(msg);
+}
+
+std::string parentDir(const std::string& path) {
+  std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
 Status syncDir(const std::string& path) {
@@ -30,18 +34,56 @@ Status syncDir(const std::string& path) {
 }
 
 Status ensureDir(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return Status::unavailable("create folder " + path + ": " + ec.message());
+  namespace fs = std::filesystem;
+  fs::path target = fs::path(path).lexically_normal();
+  // "a/b/" normalises to "a/b/" (an empty last name); the folder is "a/b".
+  while (target.has_parent_path() && !target.has_filename() && target != target.root_path()) {
+    target = target.parent_path();
+  }
+  if (target.empty()) return Status::ok();
+  // Walk up to the first folder that exists, then create the missing ones top down.
+  std::vector<fs::path> missing;
+  for (fs::path cur = target; !cur.empty();) {
+    struct stat st {};
+    if (::stat(cur.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return Status::unavailable("create folder " + path + ": " + cur.string() +
+                                   " exists and is not a folder");
+      }
+      break;
+    }
+    if (errno != ENOENT) return errnoStatus("create folder", cur.string(), errno);
+    missing.push_back(cur);
+    fs::path up = cur.parent_path();
+    if (up == cur) break;
+    cur = up;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) != 0) {
+      int err = errno;
+      struct stat st {};
+      // Someone else created it meanwhile: fine when it is a folder.
+      if (!(err == EEXIST && ::stat(it->c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+        return errnoStatus("create folder", it->string(), err);
+      }
+    }
+    Status synced = syncDir(parentDir(it->string()));
+    if (!synced.isOk()) return synced;
+  }
   return Status::ok();
 }
 
-Status atomicWriteFile(const std::string& path, std::string_view contents) {
-  std::filesystem::path target(path);
-  std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errnoStatus("create", tmp, errno);
+Status writeSyncedFile(const std::string& path, std::string_view contents, unsigned mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  static_cast<mode_t>(mode));
+  if (fd < 0) return errnoStatus("create", path, errno);
+  // O_CREAT's mode is filtered by the umask and ignored for an existing file (a temp file left
+  // by a crash): set it exactly.
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errnoStatus("chmod", path, err);
+  }
   const char* p = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
@@ -50,7 +92,7 @@ Status atomicWriteFile(const std::string& path, std::string_view contents) {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return errnoStatus("write", tmp, err);
+      return errnoStatus("write", path, err);
     }
     p += n;
     left -= static_cast<std::size_t>(n);
@@ -58,23 +100,44 @@ Status atomicWriteFile(const std::string& path, std::string_view contents) {
   if (::fsync(fd) != 0) {
     int err = errno;
     ::close(fd);
-    return errnoStatus("fsync", tmp, err);
+    return errnoStatus("fsync", path, err);
   }
-  ::close(fd);
+  if (::close(fd) != 0) return errnoStatus("close", path, errno);
+  return Status::ok();
+}
+
+Status atomicWriteFile(const std::string& path, std::string_view contents, unsigned mode) {
+  std::string tmp = path + ".tmp";
+  Status written = writeSyncedFile(tmp, contents, mode);
+  if (!written.isOk()) return written;
   if (::rename(tmp.c_str(), path.c_str()) != 0) return errnoStatus("rename onto", path, errno);
-  return syncDir(dir);
+  return syncDir(parentDir(path));
 }
 
 Result<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) return Status::notFound("no such file: " + path);
-    return Status::unavailable("cannot read " + path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) return Status::notFound("no such file: " + path);
+    return errnoStatus("cannot read", path, err);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      // EISDIR and the like are not "the file is missing".
+      if (err == ENOENT) err = EIO;
+      return errnoStatus("cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 }  // namespace ferry::core

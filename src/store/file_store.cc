@@ -1,19 +1,27 @@
 // File stores (store.h): each store keeps its whole state in one JSON file below its folder
-// (configs.json, positions.json, status.json).
+// (configs.json, positions.json, status.json), written by core::writeCheckedJson: a CRC32C member
+// in the file, the copy it replaced kept as <file>.prev, mode 0600 (configs hold credentials).
 //
-// Every mutation is applied to a copy of the state, the copy is written with
-// core::atomicWriteFile (temp file + fsync + rename + fsync(folder)), and only then replaces the
-// in-memory state: a call that returns OK is on disk, a call that fails changed nothing. Rewriting
-// the whole file is cheap at standalone scale (positions are committed about once a second per
-// task; configs and statuses change on user actions and task state changes only).
+// Every mutation is applied to a copy of the state, the copy is written (temp file + fsync +
+// renames + fsync(folder)), and only then replaces the in-memory state: a call that returns OK is
+// on disk, a call that fails changed nothing. Rewriting the whole file is cheap at standalone
+// scale (positions are committed about once a second per task; configs and statuses change on
+// user actions and task state changes only).
+//
+// Open reads the current copy, or the previous one when the current one is damaged (logged, and
+// kept for openWarnings()). Configs and positions refuse to open only when neither copy is
+// usable; status is a cache of what tasks report, so it then starts empty.
 //
 // Thread-safety: one mutex per store guards the state and serialises writes to its file (which
-// atomicWriteFile requires: one writer per path).
+// writeCheckedJson requires: one writer per path).
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <utility>
 
+#include "core/checked_file.h"
 #include "core/fs.h"
+#include "core/logging.h"
 #include "store/state.h"
 #include "store/store.h"
 
@@ -22,30 +30,114 @@ namespace {
 
 using nlohmann::json;
 
-// Reads `file` in `dir` (created if missing). A missing file is an empty document (nullopt).
-Result<std::optional<json>> readDocument(const std::string& dir, const std::string& path) {
+// What a store file holds, for the messages of an open that found damage.
+struct FileRole {
+  const char* file;         // "configs.json"
+  const char* what;         // "connector configs"
+  const char* fallbackCost; // what using the previous copy can lose
+  const char* fix;          // what an operator can do when no copy is usable
+  bool cache;               // no usable copy: start empty with a warning instead of refusing
+};
+
+const FileRole kConfigsRole{
+    "configs.json", "connector configs",
+    "the last connector change (create, config update, pause/resume/stop, delete, or new task "
+    "configs) may be missing: check the connectors and apply it again",
+    "restore configs.json from a backup; or repair it by hand and delete its \"checksum\" line "
+    "(a file without one is loaded unchecked); or move configs.json and configs.json.prev away "
+    "to start with no connectors",
+    false};
+
+const FileRole kPositionsRole{
+    "positions.json", "source positions",
+    "the last committed source positions may be missing: sources resume from the positions "
+    "before them and may deliver some records again",
+    "restore positions.json from a backup; or repair it by hand and delete its \"checksum\" "
+    "line (a file without one is loaded unchecked); or move positions.json and "
+    "positions.json.prev away to start with no positions (each source then starts as a new "
+    "one: it may read data again or skip it, depending on the connector)",
+    false};
+
+const FileRole kStatusRole{
+    "status.json", "connector and task status",
+    "the last status changes may be missing (status is a cache: connectors and tasks report "
+    "theirs again as they run)",
+    "", true};
+
+// A store's parse as a check of a document (the state it builds is dropped).
+template <typename Parse>
+core::JsonCheck checkWith(Parse parse) {
+  return [parse](const json& doc, const std::string& file) { return parse(doc, file).status(); };
+}
+
+template <typename StateT>
+struct Loaded {
+  StateT state;
+  std::vector<std::string> warnings;
+};
+
+// Loads the state from `path` in `dir` (created if missing): the current copy, else the previous
+// one, each checked by its checksum and then by `parse`. A missing file is an empty state.
+template <typename StateT, typename Parse>
+Result<Loaded<StateT>> loadState(const std::string& dir, const std::string& path, Parse parse,
+                                 const FileRole& role) {
   Status made = core::ensureDir(dir);
   if (!made.isOk()) return made;
-  Result<std::string> text = core::readFile(path);
-  if (!text.isOk()) {
-    if (text.status().code() == StatusCode::kNotFound) return std::optional<json>();
-    return Status::dataLoss("cannot read " + path + " (" + text.status().message() +
-                            "): check its permissions, or move it away to start empty");
+  std::optional<StateT> parsed;  // set by the last copy that parsed: the one returned
+  Result<core::CheckedJson> read =
+      core::readCheckedJson(path, [&](const json& doc, const std::string& file) -> Status {
+        Result<StateT> s = parse(doc, file);
+        if (!s.isOk()) return s.status();
+        parsed = std::move(s).value();
+        return Status::ok();
+      });
+  Loaded<StateT> out;
+  if (!read.isOk()) {
+    const Status& st = read.status();
+    if (st.code() == StatusCode::kNotFound) return out;
+    if (st.code() == StatusCode::kDataLoss && role.cache) {
+      out.warnings.push_back(std::string(role.what) + ": " + st.message() +
+                             "; starting with an empty status cache (it is rebuilt as "
+                             "connectors and tasks start)");
+    } else if (st.code() == StatusCode::kDataLoss) {
+      return Status::dataLoss("cannot load the " + std::string(role.what) + ": " + st.message() +
+                              ". To start: " + role.fix);
+    } else if (st.code() == StatusCode::kIncompatible) {
+      return st;
+    } else {
+      return Status::unavailable("cannot load the " + std::string(role.what) + ": " +
+                                 st.message() + " (check the file's permissions)");
+    }
+  } else {
+    if (!parsed) return Status::internal("store file " + path + " was read but not parsed");
+    out.state = std::move(*parsed);
+    switch (read->from) {
+      case core::CheckedJson::From::kCurrent:
+        break;
+      case core::CheckedJson::From::kUnchecked:
+        out.warnings.push_back(read->warning +
+                               "; it is written with a checksum at the next change");
+        break;
+      case core::CheckedJson::From::kPrevious:
+        out.warnings.push_back(read->warning + ": " + role.fallbackCost);
+        break;
+    }
   }
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Status::dataLoss(path + " is damaged (not valid JSON" +
-                            std::string(text->empty() ? ", empty file" : "") +
-                            "): restore it from a backup, or move it away to start empty");
-  }
-  return std::optional<json>(std::move(j));
+  for (const std::string& w : out.warnings) core::logger("store")->warn("{}", w);
+  return out;
 }
 
 // The state of one store and the file that holds it.
 template <typename StateT>
 class FileBacked {
  public:
-  FileBacked(std::string path, StateT state) : path_(std::move(path)), state_(std::move(state)) {}
+  // `check` is the store's parse as a core::JsonCheck: the file being replaced becomes .prev only
+  // when it is a copy an open could load.
+  FileBacked(std::string path, Loaded<StateT> loaded, core::JsonCheck check)
+      : path_(std::move(path)),
+        check_(std::move(check)),
+        warnings_(std::move(loaded.warnings)),
+        state_(std::move(loaded.state)) {}
 
   // Applies `fn(StateT&) -> Status` to a copy, persists it, then makes it current.
   template <typename Fn>
@@ -54,10 +146,9 @@ class FileBacked {
     StateT next = state_;
     Status applied = fn(next);
     if (!applied.isOk()) return applied;
-    Result<std::string> text = internal::dumpJson(internal::toJson(next), path_);
-    if (!text.isOk()) return text.status();
-    Status written = core::atomicWriteFile(path_, *text);
+    Status written = core::writeCheckedJson(path_, internal::toJson(next), check_);
     if (!written.isOk()) {
+      if (written.code() == StatusCode::kInvalidArgument) return written;  // names the path
       return Status::unavailable("could not save " + path_ + ": " + written.message());
     }
     state_ = std::move(next);
@@ -71,18 +162,15 @@ class FileBacked {
     return fn(static_cast<const StateT&>(state_));
   }
 
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
  private:
   const std::string path_;
+  const core::JsonCheck check_;
+  const std::vector<std::string> warnings_;  // what the open found; immutable
   std::mutex mu_;
-  StateT state_;  // guarded by mu_; always equal to the file's contents
+  StateT state_;  // guarded by mu_; equal to the file's contents once written
 };
-
-template <typename StateT, typename Parse>
-Result<StateT> loadState(const std::string& dir, const std::string& path, Parse parse) {
-  FERRY_ASSIGN_OR_RETURN(std::optional<json> doc, readDocument(dir, path));
-  if (!doc) return StateT{};
-  return parse(*doc, path);
-}
 
 std::string pathIn(const std::string& dir, const char* file) {
   return (std::filesystem::path(dir) / file).string();
@@ -90,8 +178,10 @@ std::string pathIn(const std::string& dir, const char* file) {
 
 class FileConfigStore final : public ConfigStore {
  public:
-  FileConfigStore(std::string path, internal::ConfigState s)
-      : file_(std::move(path), std::move(s)) {}
+  FileConfigStore(std::string path, Loaded<internal::ConfigState> s)
+      : file_(std::move(path), std::move(s), checkWith(internal::configStateFromJson)) {}
+
+  std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 
   Result<std::map<std::string, ConnectorEntry>> loadAll() override {
     return file_.read([](const internal::ConfigState& s) { return s.connectors; });
@@ -117,8 +207,10 @@ class FileConfigStore final : public ConfigStore {
 
 class FilePositionStore final : public PositionStore {
  public:
-  FilePositionStore(std::string path, internal::PositionState s)
-      : file_(std::move(path), std::move(s)) {}
+  FilePositionStore(std::string path, Loaded<internal::PositionState> s)
+      : file_(std::move(path), std::move(s), checkWith(internal::positionStateFromJson)) {}
+
+  std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 
   Result<std::optional<StringMap>> get(const std::string& connector,
                                        const StringMap& partition) override {
@@ -151,8 +243,10 @@ class FilePositionStore final : public PositionStore {
 
 class FileStatusStore final : public StatusStore {
  public:
-  FileStatusStore(std::string path, internal::StatusState s)
-      : file_(std::move(path), std::move(s)) {}
+  FileStatusStore(std::string path, Loaded<internal::StatusState> s)
+      : file_(std::move(path), std::move(s), checkWith(internal::statusStateFromJson)) {}
+
+  std::vector<std::string> openWarnings() const override { return file_.warnings(); }
 
   Status putConnector(const std::string& connector, const StatusEntry& status) override {
     return file_.mutate([&](internal::StatusState& s) {
@@ -187,24 +281,26 @@ class FileStatusStore final : public StatusStore {
 }  // namespace
 
 Result<std::unique_ptr<ConfigStore>> openFileConfigStore(const std::string& dir) {
-  std::string path = pathIn(dir, "configs.json");
-  FERRY_ASSIGN_OR_RETURN(internal::ConfigState s, loadState<internal::ConfigState>(
-                                                      dir, path, internal::configStateFromJson));
+  std::string path = pathIn(dir, kConfigsRole.file);
+  FERRY_ASSIGN_OR_RETURN(
+      Loaded<internal::ConfigState> s,
+      loadState<internal::ConfigState>(dir, path, internal::configStateFromJson, kConfigsRole));
   return std::unique_ptr<ConfigStore>(std::make_unique<FileConfigStore>(path, std::move(s)));
 }
 
 Result<std::unique_ptr<PositionStore>> openFilePositionStore(const std::string& dir) {
-  std::string path = pathIn(dir, "positions.json");
-  FERRY_ASSIGN_OR_RETURN(
-      internal::PositionState s,
-      loadState<internal::PositionState>(dir, path, internal::positionStateFromJson));
+  std::string path = pathIn(dir, kPositionsRole.file);
+  FERRY_ASSIGN_OR_RETURN(Loaded<internal::PositionState> s,
+                         loadState<internal::PositionState>(
+                             dir, path, internal::positionStateFromJson, kPositionsRole));
   return std::unique_ptr<PositionStore>(std::make_unique<FilePositionStore>(path, std::move(s)));
 }
 
 Result<std::unique_ptr<StatusStore>> openFileStatusStore(const std::string& dir) {
-  std::string path = pathIn(dir, "status.json");
-  FERRY_ASSIGN_OR_RETURN(internal::StatusState s, loadState<internal::StatusState>(
-                                                      dir, path, internal::statusStateFromJson));
+  std::string path = pathIn(dir, kStatusRole.file);
+  FERRY_ASSIGN_OR_RETURN(
+      Loaded<internal::StatusState> s,
+      loadState<internal::StatusState>(dir, path, internal::statusStateFromJson, kStatusRole));
   return std::unique_ptr<StatusStore>(std::make_unique<FileStatusStore>(path, std::move(s)));
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/checked_file.h"
+
 namespace ferry::store::internal {
 
 using nlohmann::json;
@@ -214,17 +216,15 @@ Status checkVersion(const json& j, const std::string& what) {
     if (it != j.end() && it->is_number_integer() && it->get<std::int64_t>() > kFormatVersion) {
       return Status::incompatible(what + " has format version " +
                                   std::to_string(it->get<std::int64_t>()) +
-                                  "; this worker reads version " + std::to_string(kFormatVersion) +
-                                  ": run a newer ferry, or move the file away to start empty");
+                                  "; this worker reads versions up to " +
+                                  std::to_string(kFormatVersion) +
+                                  ": run the newer ferry that wrote it");
     }
   }
   return Status::ok();
 }
 
-Status damaged(const std::string& what, const std::string& detail) {
-  return Status::dataLoss(what + " is damaged (" + detail +
-                          "): restore it from a backup, or move it away to start empty");
-}
+Status damaged(const std::string& detail) { return Status::dataLoss("damaged: " + detail); }
 
 template <typename Fn>
 auto parseGuarded(const json& j, const std::string& what, Fn fn) -> decltype(fn()) {
@@ -233,9 +233,9 @@ auto parseGuarded(const json& j, const std::string& what, Fn fn) -> decltype(fn(
   try {
     return fn();
   } catch (const Damaged& d) {
-    return damaged(what, d.where);
+    return damaged(d.where);
   } catch (const json::exception& e) {
-    return damaged(what, e.what());
+    return damaged(e.what());
   }
 }
 
@@ -347,13 +347,27 @@ Result<StatusState> statusStateFromJson(const json& j, const std::string& what) 
   });
 }
 
-Result<std::string> dumpJson(const json& j, const std::string& what) {
-  try {
-    return j.dump(1, ' ') + "\n";
-  } catch (const json::exception& e) {
-    return Status::invalidArgument("cannot write " + what + ": " + e.what() +
-                                   " (names, configs and positions must be valid UTF-8)");
-  }
+namespace {
+
+template <typename StateT, typename Parse>
+Result<StateT> fromText(std::string_view text, const std::string& what, Parse parse) {
+  Result<core::CheckedText> checked = core::parseCheckedJson(text);
+  if (!checked.isOk()) return checked.status();
+  return parse(checked->doc, what);
+}
+
+}  // namespace
+
+Result<ConfigState> configStateFromText(std::string_view text, const std::string& what) {
+  return fromText<ConfigState>(text, what, configStateFromJson);
+}
+
+Result<PositionState> positionStateFromText(std::string_view text, const std::string& what) {
+  return fromText<PositionState>(text, what, positionStateFromJson);
+}
+
+Result<StatusState> statusStateFromText(std::string_view text, const std::string& what) {
+  return fromText<StatusState>(text, what, statusStateFromJson);
 }
 
 }  // namespace ferry::store::internal

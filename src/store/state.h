@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/record.h"
@@ -20,8 +21,10 @@
 
 namespace ferry::store::internal {
 
-// Version of the JSON files. A file with a higher version is refused (kIncompatible).
-inline constexpr int kFormatVersion = 1;
+// Version of the JSON files. 1: no checksum (older versions); 2: the same document with a
+// "checksum" member (core/checked_file.h). A file with a higher version is refused
+// (kIncompatible); a version 1 file is read as it is and written as version 2 at the next change.
+inline constexpr int kFormatVersion = 2;
 
 struct ConfigState {
   std::map<std::string, ConnectorEntry> connectors;
@@ -56,9 +59,10 @@ struct StatusState {
   void removeConnector(const std::string& connector);
 };
 
-// JSON forms. toJson never throws; the *FromJson functions return kDataLoss for a damaged
-// document (wrong shape or types) and kIncompatible for a newer format version. `what` names
-// the source (a file path) in messages.
+// JSON forms (without the checksum, which core::writeCheckedJson adds). toJson never throws; the
+// *FromJson functions return kDataLoss for a damaged document (wrong shape or types; the message
+// is "damaged: <where>", to follow a file name) and kIncompatible for a newer format version
+// (the message names `what`, a file path, and what to do).
 nlohmann::json toJson(const ConfigState& s);
 nlohmann::json toJson(const PositionState& s);
 nlohmann::json toJson(const StatusState& s);
@@ -66,9 +70,12 @@ Result<ConfigState> configStateFromJson(const nlohmann::json& j, const std::stri
 Result<PositionState> positionStateFromJson(const nlohmann::json& j, const std::string& what);
 Result<StatusState> statusStateFromJson(const nlohmann::json& j, const std::string& what);
 
-// Serialises `j` (pretty, so an operator can read it). InvalidArgument when a string in it is
-// not valid UTF-8 (JSON cannot hold it).
-Result<std::string> dumpJson(const nlohmann::json& j, const std::string& what);
+// File text -> state for one copy, as an open checks each copy: core::parseCheckedJson (the
+// checksum, or none in a format 1 file) and then the *FromJson parse. Never throws, whatever
+// the bytes (the store_file fuzz target feeds them arbitrary bytes).
+Result<ConfigState> configStateFromText(std::string_view text, const std::string& what);
+Result<PositionState> positionStateFromText(std::string_view text, const std::string& what);
+Result<StatusState> statusStateFromText(std::string_view text, const std::string& what);
 
 std::optional<State> parseState(std::string_view s) noexcept;
 

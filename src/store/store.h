@@ -1,8 +1,9 @@
 // Stores: where a worker keeps connector configs, source positions and status.
 //
-// Standalone mode keeps them in local files (file_store.h: one JSON file per store, replaced by
-// write-to-temp + fsync + rename + fsync(dir), so a crash leaves the old or the new file, never a
-// torn one). Distributed mode keeps them on the backbone (later). Memory stores serve tests.
+// Standalone mode keeps them in local files (one JSON file per store with a CRC32C checksum,
+// replaced by write-to-temp + fsync + rename + fsync(dir), so a crash leaves the old or the new
+// file, never a torn one; the replaced copy is kept as <file>.prev and used when the current one
+// is damaged: see README.md). Distributed mode keeps them on the backbone (later). Memory stores serve tests.
 //
 // Thread-safety: every store is thread-safe; each call is atomic with respect to the others.
 // Durability: a call that returns OK has persisted its change (for file stores: fsynced).
@@ -35,6 +36,10 @@ struct ConnectorEntry {
 class ConfigStore {
  public:
   virtual ~ConfigStore() = default;
+  // What opening the store found and worked around (a file store's fallback to the previous
+  // copy, a file without checksum, a damaged status cache dropped): one sentence each, already
+  // logged at open; empty when all was well, and for memory stores.
+  virtual std::vector<std::string> openWarnings() const { return {}; }
   virtual Result<std::map<std::string, ConnectorEntry>> loadAll() = 0;
   virtual Status putConnector(const std::string& name, const StringMap& config, TargetState target) = 0;
   virtual Status putTargetState(const std::string& name, TargetState target) = 0;
@@ -46,6 +51,8 @@ class ConfigStore {
 class PositionStore {
  public:
   virtual ~PositionStore() = default;
+  // As ConfigStore::openWarnings.
+  virtual std::vector<std::string> openWarnings() const { return {}; }
   virtual Result<std::optional<StringMap>> get(const std::string& connector, const StringMap& partition) = 0;
   virtual Result<std::vector<Position>> getAll(const std::string& connector) = 0;
   // Stores every position in one atomic, durable step. An empty offset map deletes a partition.
@@ -67,6 +74,8 @@ struct StatusEntry {
 class StatusStore {
  public:
   virtual ~StatusStore() = default;
+  // As ConfigStore::openWarnings.
+  virtual std::vector<std::string> openWarnings() const { return {}; }
   virtual Status putConnector(const std::string& connector, const StatusEntry& status) = 0;
   virtual Status putTask(const std::string& connector, int task, const StatusEntry& status) = 0;
   virtual std::optional<StatusEntry> connector(const std::string& connector) = 0;
@@ -78,8 +87,11 @@ std::unique_ptr<ConfigStore> makeMemoryConfigStore();
 std::unique_ptr<PositionStore> makeMemoryPositionStore();
 std::unique_ptr<StatusStore> makeMemoryStatusStore();
 
-// Each keeps its state in one file below `dir` (configs.json, positions.json, status.json),
-// loaded on open.
+// Each keeps its state in one file below `dir` (configs.json, positions.json, status.json, each
+// with a .prev copy), loaded on open: the current copy, or the previous one when the current one
+// is damaged (a warning in the log and in openWarnings()). Configs and positions are DataLoss
+// when no copy is usable (the message names both files and what to do); status is a cache and
+// starts empty instead. A file newer than this build reads is Incompatible.
 Result<std::unique_ptr<ConfigStore>> openFileConfigStore(const std::string& dir);
 Result<std::unique_ptr<PositionStore>> openFilePositionStore(const std::string& dir);
 Result<std::unique_ptr<StatusStore>> openFileStatusStore(const std::string& dir);
