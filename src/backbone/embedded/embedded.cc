@@ -28,6 +28,7 @@
 #include "core/allocation.h"
 #include "backbone/embedded/segment_codec.h"
 #include "core/clock.h"
+#include "core/checked_file.h"
 #include "core/crc32c.h"
 #include "core/fs.h"
 #include "core/logging.h"
@@ -91,13 +92,51 @@ std::string groupFileName(const std::string& group) {
   return safe.substr(0, 180) + hash + ".json";
 }
 
-// The embedded backbone's small state files (topics.json, groups/*.json, checkpoint.json).
-Status writeStateFile(const std::string& path, const nlohmann::json& j) { return core::atomicWriteFile(path, j.dump()); }
-Result<nlohmann::json> readStateFile(const std::string& path) {
-  FERRY_ASSIGN_OR_RETURN(std::string text, core::readFile(path));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::dataLoss(path + " is damaged (not valid JSON)");
-  return j;
+// The embedded backbone's small state files (topics.json, groups/*.json, checkpoint.json) are
+// checked files (core/checked_file.h): a checksum, and the previous good copy to fall back to.
+// `accept` checks the document's shape, so a copy of the wrong shape counts as damaged too.
+Status writeStateFile(const std::string& path, const nlohmann::json& j, const core::JsonCheck& accept) {
+  return core::writeCheckedJson(path, j, accept);
+}
+Result<nlohmann::json> readStateFile(const std::string& path, const core::JsonCheck& accept) {
+  FERRY_ASSIGN_OR_RETURN(core::CheckedJson c, core::readCheckedJson(path, accept));
+  if (!c.warning.empty()) core::logger("backbone")->warn("{}", c.warning);
+  return std::move(c.doc);
+}
+
+Status shapeError(const std::string& file, const std::string& what) {
+  return Status::dataLoss(file + ": damaged: " + what);
+}
+Status topicsShape(const nlohmann::json& j, const std::string& file) {
+  if (!j.contains("topics") || !j["topics"].is_object()) return shapeError(file, "no \"topics\" object");
+  for (const auto& [name, q] : j["topics"].items())
+    if (!q.is_number_integer() || q.get<std::int64_t>() < 1 || q.get<std::int64_t>() > 4096)
+      return shapeError(file, "topic " + name + " has no valid queue count");
+  return Status::ok();
+}
+Status groupShape(const nlohmann::json& j, const std::string& file) {
+  if (!j.contains("group") || !j["group"].is_string()) return shapeError(file, "no \"group\" name");
+  if (!j.contains("offsets") || !j["offsets"].is_array()) return shapeError(file, "no \"offsets\" list");
+  for (const auto& o : j["offsets"])
+    if (!o.is_object() || !o.contains("topic") || !o["topic"].is_string() || !o.contains("queue") ||
+        !o["queue"].is_number_integer() || !o.contains("offset") || !o["offset"].is_number_integer() ||
+        o["offset"].get<std::int64_t>() < 0)
+      return shapeError(file, "an offset entry is not {topic, queue, offset}");
+  return Status::ok();
+}
+Status checkpointShape(const nlohmann::json& j, const std::string& file) {
+  if (!j.contains("queues") || !j["queues"].is_object()) return shapeError(file, "no \"queues\" object");
+  for (const auto& [topic, queues] : j["queues"].items()) {
+    if (!queues.is_object()) return shapeError(file, "topic " + topic + " is not an object");
+    for (const auto& [q, v] : queues.items()) {
+      if (q.empty() || q.size() > 4 || q.find_first_not_of("0123456789") != std::string::npos)
+        return shapeError(file, "queue '" + q + "' is not a number");
+      if (!v.is_object() || !v.contains("start") || !v["start"].is_number_integer() || !v.contains("end") ||
+          !v["end"].is_number_integer())
+        return shapeError(file, "queue " + topic + "-" + q + " has no start and end");
+    }
+  }
+  return Status::ok();
 }
 
 // Bytes of a segment that did not decode, found at open or by a reader. Readers step over them;
@@ -997,14 +1036,14 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     nlohmann::json j;
     j["topics"] = nlohmann::json::object();
     for (const auto& [n, tp] : topics_) j["topics"][n] = tp->queues.size();
-    return writeStateFile(o_.dir + "/topics.json", j);
+    return writeStateFile(o_.dir + "/topics.json", j, topicsShape);
   }
 
   // topics.json names every topic and its queue count. When it is missing or damaged (and no
   // good previous copy exists), the topics are found again from their folders, so a damaged
   // metadata file never hides the records below it.
   Status loadTopics() {
-    auto meta = readStateFile(o_.dir + "/topics.json");
+    auto meta = readStateFile(o_.dir + "/topics.json", topicsShape);
     std::map<std::string, std::int32_t> found;
     bool fromFolders = false;
     if (meta.isOk()) {
@@ -1063,7 +1102,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     ::closedir(d);
     for (const auto& n : names) {
       const std::string path = o_.dir + "/groups/" + n;
-      auto j = readStateFile(path);
+      auto j = readStateFile(path, groupShape);
       if (!j.isOk()) {
         if (j.status().code() == StatusCode::kNotFound) continue;
         return Status::dataLoss(j.status().message() +
@@ -1086,22 +1125,21 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   Status persistGroup(const std::string& group, const OffsetMap& committed) {
     const std::string path = o_.dir + "/groups/" + groupFileName(group);
     if (committed.empty()) {
-      ::unlink(path.c_str());
-      ::unlink((path + ".prev").c_str());
+      for (const char* suffix : {"", ".prev", ".tmp", ".prev.tmp"}) ::unlink((path + suffix).c_str());
       return core::syncDir(o_.dir + "/groups");
     }
     nlohmann::json j;
     j["group"] = group;
     j["offsets"] = nlohmann::json::array();
     for (const auto& [tq, o] : committed) j["offsets"].push_back({{"topic", tq.topic}, {"queue", tq.queue}, {"offset", o}});
-    return writeStateFile(path, j);
+    return writeStateFile(path, j, groupShape);
   }
 
   // checkpoint.json: each queue's first and next offset as of the last write (every
   // fsync.interval.ms, before retention deletes a segment, at close). At open a queue whose files
   // end below its checkpoint continues from the checkpoint, and missing segments are reported.
   Status loadCheckpoint() {
-    auto j = readStateFile(o_.dir + "/checkpoint.json");
+    auto j = readStateFile(o_.dir + "/checkpoint.json", checkpointShape);
     if (!j.isOk()) {
       if (j.status().code() != StatusCode::kNotFound)
         core::logger("backbone")->warn("{}; offsets will not be checked against it this time", j.status().message());
@@ -1130,7 +1168,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     std::lock_guard lock(checkpointMu_);
     std::string text = j.dump();
     if (!force && text == lastCheckpoint_) return Status::ok();
-    Status s = writeStateFile(o_.dir + "/checkpoint.json", j);
+    Status s = writeStateFile(o_.dir + "/checkpoint.json", j, checkpointShape);
     if (s.isOk()) lastCheckpoint_ = std::move(text);
     else core::logger("backbone")->warn("could not write the checkpoint: {}", s.toString());
     return s;
