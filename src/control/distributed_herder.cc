@@ -101,6 +101,7 @@ class HerderImpl final : public DistributedHerder {
   // ----- reads
 
   std::string workerId() const override { return o_.worker.workerId; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -225,7 +226,7 @@ class HerderImpl final : public DistributedHerder {
                                         std::optional<TargetState> initialState) override {
     FERRY_RETURN_IF_ERROR(validName(name));
     StringMap full = runtime::expandDirectPair(*o_.registry, config);
-    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
+    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full, limits()).status());
     std::lock_guard write(writeMu_);
     if (member_->state()->connectors().count(name)) return Status::alreadyExists("Connector " + name + " already exists");
     Event e;
@@ -240,7 +241,7 @@ class HerderImpl final : public DistributedHerder {
   Result<ConnectorInfo> putConnectorConfig(const std::string& name, const StringMap& config, bool* created) override {
     FERRY_RETURN_IF_ERROR(validName(name));
     StringMap full = runtime::expandDirectPair(*o_.registry, config);
-    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full).status());
+    FERRY_RETURN_IF_ERROR(checkConnectorConfig(*o_.registry, name, full, limits()).status());
     std::lock_guard write(writeMu_);
     auto ref = member_->state();
     const auto& s = *ref;
@@ -366,7 +367,7 @@ class HerderImpl final : public DistributedHerder {
     return pluginConfigKeys(*o_.registry, pluginClass);
   }
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
-    return validationReport(*o_.registry, pluginClass, config);
+    return validationReport(*o_.registry, pluginClass, config, limits());
   }
 
   std::vector<MetricSample> metrics() const override {

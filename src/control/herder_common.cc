@@ -36,13 +36,54 @@ Status validName(const std::string& name) {
 
 std::string sinkGroupOf(const std::string& connector) { return "connect-" + connector; }
 
+void checkWorkerLimits(const StringMap& config, ConnectorShape shape, const WorkerLimits& limits,
+                       ConfigValidation& validation) {
+  const std::string tasks = get(config, "tasks.max");
+  if (!tasks.empty()) {
+    std::int64_t n = 0;
+    try {
+      n = std::stoll(tasks);
+    } catch (...) {
+      n = 0;  // the framework's own check names the bad value
+    }
+    if (n > limits.tasksMax)
+      validation.errors["tasks.max"].push_back("Invalid value " + tasks + " for configuration tasks.max: this worker " +
+                                               "runs at most " + std::to_string(limits.tasksMax) +
+                                               " tasks per connector (worker key tasks.max.limit)");
+  }
+  if (limits.backbone == nullptr) return;
+  auto checkTopic = [&](const std::string& key, const std::string& topic) {
+    if (topic.empty()) return;
+    Status s = limits.backbone->validateTopicName(topic);
+    if (!s.isOk())
+      validation.errors[key].push_back("Invalid value " + topic + " for configuration " + key + ": " + s.message() +
+                                       " (the " + limits.backbone->kind() + " backbone's rule)");
+  };
+  if (shape == ConnectorShape::kSink) {
+    std::string list = get(config, "topics");
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      std::size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string t = list.substr(start, comma - start);
+      const auto b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
+      checkTopic("topics", b == std::string::npos ? "" : t.substr(b, e - b + 1));
+      start = comma + 1;
+    }
+    checkTopic("errors.deadletterqueue.topic.name", get(config, "errors.deadletterqueue.topic.name"));
+  } else if (shape == ConnectorShape::kSource) {
+    checkTopic("topic", get(config, "topic"));
+  }
+}
+
 Result<runtime::ConnectorShape> checkConnectorConfig(const runtime::PluginRegistry& registry, const std::string& name,
-                                                     StringMap& config) {
+                                                     StringMap& config, const WorkerLimits& limits) {
   if (auto it = config.find("name"); it != config.end() && it->second != name)
     return Status::invalidArgument("name: the config's name '" + it->second + "' differs from the connector name '" +
                                    name + "'");
   config["name"] = name;
   FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, config));
+  checkWorkerLimits(config, v.shape, limits, v.validation);
   if (!v.validation.ok())
     return Status::invalidArgument("Connector configuration is invalid and contains the following " +
                                    v.validation.summary() +
@@ -79,10 +120,11 @@ Result<std::vector<ConfigKey>> pluginConfigKeys(const runtime::PluginRegistry& r
 }
 
 Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, const std::string& pluginClass,
-                                    const StringMap& config) {
+                                    const StringMap& config, const WorkerLimits& limits) {
   StringMap cfg = config;
   if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
   FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, cfg));
+  checkWorkerLimits(cfg, v.shape, limits, v.validation);
   ConfigReport report;
   report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
   report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};

@@ -109,6 +109,7 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {
@@ -373,7 +374,7 @@ class HerderImpl final : public StandaloneHerder {
   }
 
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
-    return validationReport(*o_.registry, pluginClass, config);
+    return validationReport(*o_.registry, pluginClass, config, limits());
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -501,7 +502,7 @@ class HerderImpl final : public StandaloneHerder {
 
   // Validates a connector config (adding `name`); returns its shape.
   Result<ConnectorShape> checkConfig(const std::string& name, StringMap& config) const {
-    return checkConnectorConfig(*o_.registry, name, config);
+    return checkConnectorConfig(*o_.registry, name, config, limits());
   }
 
   Result<ConnectorShape> stoppedShape(const std::string& name) {

@@ -132,6 +132,9 @@ const ConfigDef& workerConfigDef() {
              "Bytes a task holds before they are safe (backpressure bound).", atLeast(1024));
     d.define("task.poll.batch", ConfigType::kLong, "2000", Importance::kLow,
              "Most records one poll of a source task or the backbone returns.", atLeast(1));
+    d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
+             "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
+             "connector is validated or created.", between(1, 1000000));
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -165,6 +168,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedFsync = p.getString("backbone.embedded.fsync");
   c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
   c.embeddedMaxRecordBytes = p.getLong("backbone.embedded.max.record.bytes");
+  c.tasksMaxLimit = p.getLong("tasks.max.limit");
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");

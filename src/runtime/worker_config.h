@@ -27,6 +27,7 @@ struct WorkerConfig {
   std::string embeddedFsync = "always";
   std::int64_t embeddedFsyncIntervalMs = 1000;
   std::int64_t embeddedMaxRecordBytes = 16ll << 20;
+  std::int64_t tasksMaxLimit = 1000;  // tasks.max.limit
   std::int64_t embeddedRetentionBytes = -1;
   std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
   std::int32_t defaultQueues = 4;
