@@ -255,6 +255,7 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
     os.mkdir(staging)
     rng = random.Random(seed)
     produced = {}
+    keep_inode = {}  # key -> (live path of that inode, staged paths that name it)
     report = {"gone": [], "changed": [], "restored": [], "live_files": [], "random_pages": {}, "unsynced_names": []}
 
     def rel(out):
@@ -291,9 +292,13 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
         key = _key(dev, ino, gen)
         if key in produced:
             os.link(produced[key], out)
+            if key in keep_inode:
+                keep_inode[key][1].append(out)
             return
         data = os.path.join(shadow, b"data", key)
         lp = live_path(dev, ino, gen)
+        if lp is not None:
+            keep_inode[key] = (lp, [out])
         if os.path.exists(data):
             shutil.copyfile(data, out)
             if unsynced == "random":
@@ -366,6 +371,16 @@ def crash(root, shadow, names="strict", unsynced="drop", seed=None, keep=0.5, re
                 if v != after[r][1] or not _same_content(os.path.join(root, r), os.path.join(staging, r)):
                     report["changed"].append({"path": os.fsdecode(r), "size": v, "durable_size": after[r][1]})
         report["restored"] = [os.fsdecode(r) for r in sorted(after) if r not in before]
+        # A file that survives keeps its inode, as on a real disk (its number and birth time are
+        # how a program may recognise it): its durable content goes into the live inode, which
+        # then takes the place of the staged copy under every name it has.
+        for lp, outs in keep_inode.values():
+            with open(outs[0], "rb") as src, open(lp, "r+b") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+                dst.truncate()
+            for o in outs:
+                os.unlink(o)
+                os.link(lp, o)
         for name in os.listdir(root):
             p = os.path.join(root, name)
             if os.path.isdir(p) and not os.path.islink(p):
