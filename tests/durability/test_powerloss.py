@@ -1,8 +1,8 @@
 """Power loss under a real worker: what was acknowledged survives, in the default configuration.
 
 One worker runs three flows of sequence-numbered records at once:
-  file    FileStreamSource (lines "f-<i>" appended by the test to a file outside the tree)
-          -> embedded backbone topic `flines` -> FileStreamSink fout.txt
+  file    FileStreamSource (lines "f-<i>-xxx..." of LINE_BYTES, appended by the test to a file
+          outside the tree) -> embedded backbone topic `flines` -> FileStreamSink fout.txt
   gen     DatagenSource (2 tasks, format string, "<task>-<seq>") -> topic `gseq` (one queue per
           task) -> FileStreamSink gout.txt
   direct  DatagenSource with sink.connector.class=FileStreamSink (one direct task, no backbone)
@@ -65,6 +65,9 @@ from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 
 RECORDS = int(os.environ.get("FERRY_POWERLOSS_RECORDS", "60000"))  # per flow
 RATE = int(os.environ.get("FERRY_POWERLOSS_RATE", "5000"))          # records/s per flow
+# Bytes per line of the file flow: 400 at 5000/s passes FileStreamSink's 1 MiB write threshold
+# between two flushes, so that sink file also holds unsynced writes at a kill.
+LINE_BYTES = int(os.environ.get("FERRY_POWERLOSS_LINE_BYTES", "400"))
 CYCLES = int(os.environ.get("FERRY_POWERLOSS_CYCLES", "6"))
 SEED = int(os.environ.get("FERRY_POWERLOSS_SEED", "1"))
 FLUSH_MS = 500               # offset.flush.interval.ms: commits inside every cycle
@@ -84,7 +87,7 @@ RUNS = {
 }
 
 FLOW_OF = {"fsrc": "file", "gen": "gen", "direct": "direct", "fsink": "file", "gsink": "gen"}
-LINE = {"file": re.compile(rb"^f-(\d+)$"), "gen": re.compile(rb"^([0-9])-(\d+)$"),
+LINE = {"file": re.compile(rb"^f-(\d+)-x*$"), "gen": re.compile(rb"^([0-9])-(\d+)$"),
         "direct": re.compile(rb"^0-(\d+)$")}
 
 
@@ -112,28 +115,75 @@ def crc32c(data):
     return c ^ 0xFFFFFFFF
 
 
-def read_segment(path):
-    """[(offset, value bytes)] of the intact records at the start of a segment file; stops at the
-    first frame that is cut short or fails its CRC (what the log keeps of a torn tail)."""
-    out = []
+MIN_FRAME = 8 + 8 + 8 + 4 + 4 + 4   # header, offset, timestamp, key/value lengths, header count
+MAX_PAYLOAD = 256 << 20
+GAP_SLACK = 1 << 20                 # offsets failed writes may leave unused (segment_codec.h)
+_parsed = {}  # path -> (bytes, records, their end positions): what a file held when last read
+
+
+def _common_prefix(a, b):
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the longest equal prefix, by slice comparisons (memcmp, not a Python loop)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _frame_at(data, pos, after, most=None):
+    """(size, offset, value) of an intact frame at pos whose offset follows `after` (by at most
+    `most`), else None."""
+    if pos + MIN_FRAME > len(data):
+        return None
+    length, crc = struct.unpack_from("<II", data, pos)
+    if length < MIN_FRAME - 8 or length > MAX_PAYLOAD or pos + 8 + length > len(data):
+        return None
+    (offset,) = struct.unpack_from("<q", data, pos + 8)
+    if offset <= after or (most is not None and offset - after > most):
+        return None
+    payload = data[pos + 8:pos + 8 + length]
+    if crc32c(payload) != crc:
+        return None
+    (klen,) = struct.unpack_from("<i", payload, 16)
+    at = 20 + max(klen, 0)
+    (vlen,) = struct.unpack_from("<i", payload, at)
+    return 8 + length, offset, (payload[at + 4:at + 4 + vlen] if vlen >= 0 else None)
+
+
+def read_segment(path, base):
+    """[(offset, value bytes)] of the intact records of a segment file, read the way the log reads
+    it at open (segment_codec.cc, recoverSegment): damaged bytes are stepped over to the next
+    intact frame whose offset follows the last one plausibly; bytes after the last intact frame are
+    a torn tail and ignored."""
     with open(path, "rb") as f:
         data = f.read()
-    pos = 0
-    while pos + 8 <= len(data):
-        length, crc = struct.unpack_from("<II", data, pos)
-        if length < 28 or pos + 8 + length > len(data):
-            break
-        payload = data[pos + 8:pos + 8 + length]
-        if crc32c(payload) != crc:
-            break
-        offset, _ts = struct.unpack_from("<qq", payload, 0)
-        at = 16
-        (klen,) = struct.unpack_from("<i", payload, at)
-        at += 4 + max(klen, 0)
-        (vlen,) = struct.unpack_from("<i", payload, at)
-        value = payload[at + 4:at + 4 + vlen] if vlen >= 0 else None
+    # The records of the part this file shares with its last reading are known already (the log
+    # only appends; a power loss cuts or zeroes a tail): parse only from the first difference.
+    before, out, ends = _parsed.get(path, (b"", [], []))
+    keep = bisect.bisect_right(ends, _common_prefix(data, before))
+    out, ends = out[:keep], ends[:keep]
+    pos = ends[-1] if ends else 0
+    last = out[-1][0] if out else base - 1
+    while pos < len(data):
+        frame = _frame_at(data, pos, last)
+        if frame is None:  # damage: find the next intact frame, as findNextFrame does
+            q = pos + 1
+            while q + MIN_FRAME <= len(data):
+                frame = _frame_at(data, q, last, (q - pos) // MIN_FRAME + 1 + GAP_SLACK)
+                if frame:
+                    break
+                q += 1
+            if frame is None:
+                break
+            pos = q
+        size, offset, value = frame
         out.append((offset, value))
-        pos += 8 + length
+        last = offset
+        pos += size
+        ends.append(pos)
+    _parsed[path] = (data, out, ends)
     return out
 
 
@@ -148,7 +198,7 @@ def read_topic(data_dir, topic):
         qdir = os.path.join(tdir, q)
         for name in sorted(os.listdir(qdir)):
             if name.endswith(".log"):
-                recs.update(read_segment(os.path.join(qdir, name)))
+                recs.update(read_segment(os.path.join(qdir, name), int(name[:-4])))
         out[int(q)] = recs
     return out
 
@@ -229,11 +279,11 @@ class Run:
         self.src = os.path.join(self.d, "in.txt")   # the outside world
         open(self.src, "w").close()
         self.out = {f: os.path.join(self.root, f"{f[0]}out.txt") for f in ("file", "gen", "direct")}
-        # byte position after line i of the input ("f-<i>\n"): which lines a file position covers
+        # byte position after line i of the input: which lines a file position covers
         self.line_end = []
         end = 0
         for i in range(RECORDS):
-            end += len(b"f-%d\n" % i)
+            end += len(self.input_line(i))
             self.line_end.append(end)
         props = {"data.dir": self.data, "offset.flush.interval.ms": str(FLUSH_MS)}
         props.update(self.cfg["worker"])
@@ -248,6 +298,12 @@ class Run:
         self.control_found = False
         self.sink_extra = self.cfg.get("sink", {})
 
+    @staticmethod
+    def input_line(i):
+        """Line i of the file flow's input: "f-<i>-xxx...", LINE_BYTES bytes with its newline."""
+        head = f"f-{i}-"
+        return head + "x" * max(0, LINE_BYTES - len(head) - 1) + "\n"
+
     def feed(self):
         """The outside system: appends RECORDS lines to the source file at RATE lines/s of the
         worker's uptime (it pauses while the worker is down, so that like the datagen flows the
@@ -260,7 +316,7 @@ class Run:
                         return
                 if self.stop_feed.is_set():
                     return
-                f.write("".join(f"f-{i}\n" for i in range(start, min(start + chunk, RECORDS))))
+                f.write("".join(self.input_line(i) for i in range(start, min(start + chunk, RECORDS))))
                 f.flush()
                 time.sleep(chunk / RATE)
 
