@@ -20,7 +20,6 @@ namespace ferry::connectors {
 namespace {
 
 constexpr std::size_t kWriteThreshold = 1u << 20;  // 1 MiB
-constexpr std::size_t kScanChunk = 64 * 1024;
 constexpr std::uint64_t kTailWindow = 4096;  // bytes checksummed to recognise the sink's own file
 
 Status ioError(const char* what, const std::string& path, int err) {
@@ -69,36 +68,13 @@ FileStreamSinkTask::~FileStreamSinkTask() { stop(); }
 
 std::string FileStreamSinkTask::version() const { return kVersion; }
 
-Result<std::uint64_t> FileStreamSinkTask::repairTornTail(int fd, const std::string& path, std::uint64_t from) {
+Result<std::uint64_t> FileStreamSinkTask::dropPast(int fd, const std::string& path, std::uint64_t length) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return ioError("stat", path, errno);
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size <= from) return std::uint64_t{0};
-  std::uint64_t keep = from;  // bytes up to and including the last '\n' after `from`
-  std::string chunk(kScanChunk, '\0');
-  std::uint64_t end = size;
-  bool found = false;
-  while (end > from && !found) {
-    const std::uint64_t begin = end - from > kScanChunk ? end - kScanChunk : from;
-    const auto len = static_cast<std::size_t>(end - begin);
-    ssize_t n;
-    do {
-      n = ::pread(fd, chunk.data(), len, static_cast<off_t>(begin));
-    } while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(len)) return ioError("read", path, n < 0 ? errno : EIO);
-    for (std::size_t i = len; i > 0; --i) {
-      if (chunk[i - 1] == '\n') {
-        keep = begin + i;
-        found = true;
-        break;
-      }
-    }
-    end = begin;
-  }
-  const std::uint64_t dropped = size - keep;
-  if (dropped > 0 && (::ftruncate(fd, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd) != 0))
-    return ioError("truncate", path, errno);
-  return dropped;
+  if (size <= length) return std::uint64_t{0};
+  if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fdatasync(fd) != 0) return ioError("truncate", path, errno);
+  return size - length;
 }
 
 namespace {
@@ -170,11 +146,14 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
     }
   }
   if (ours) {
-    FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, repairTornTail(fd_, path_, *ours));
+    // Every byte past the flushed length was written after the last flush, so no committed offset
+    // covers its records (a commit flushes first): they are delivered again. A crash may have kept
+    // any subset of those pages (a torn line, zeroed pages between whole lines), so all of it goes.
+    FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, dropPast(fd_, path_, *ours));
     if (dropped > 0)
-      log_->warn("{}: {} ended with an incomplete line this sink wrote before a crash; dropped its {} bytes "
-                 "(its records are written again)",
-                 context.connectorName(), path_, dropped);
+      log_->warn("{}: dropped the {} bytes this sink wrote to {} after its last flush before a crash (their "
+                 "records are written again)",
+                 context.connectorName(), dropped, path_);
     size -= dropped;
   } else if (size > 0) {
     char last = '\n';
@@ -192,7 +171,8 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
   Status s = saveLength(/*sync=*/true);
   if (s.code() == StatusCode::kFailedPrecondition) {
     stateless_ = true;
-    log_->warn("{}: the runtime keeps no sink task state; a line torn by a crash will not be cut off at restart",
+    log_->warn("{}: the runtime keeps no sink task state; what a crash leaves after the last flush (a torn "
+               "line) will not be cut off at restart",
                context.connectorName());
   } else if (!s.isOk()) {
     return s;

@@ -6,11 +6,13 @@
 //   means the lines before it are on disk. A null value (tombstone) writes nothing.
 // - It never changes a byte it did not write. The task keeps, in its state (SinkTaskContext::
 //   saveState), which file it writes (device, inode, birth time, a CRC32C of the 4 KiB before
-//   the length) and how long that file was after its last flush. At start, bytes past that length in the same file are the task's own unflushed writes:
-//   a line torn there by a crash is cut off (it is written again, whole, when its records are
-//   redelivered), and only there. A file the task does not recognise (new to it, replaced, or
-//   shorter than recorded) is left as it is; when it does not end with '\n', a '\n' is appended
-//   first so the first record starts a line of its own.
+//   the length) and how long that file was after its last flush. At start, bytes past that
+//   length in the same file are the task's own writes after its last flush, whose records no
+//   committed offset covers: they are all cut off (a crash may have kept any subset of their
+//   pages: a torn line, zeroed pages between whole lines) and written again when the records are
+//   redelivered. A file the task does not recognise (new to it, replaced, or shorter than
+//   recorded) is left as it is; when it does not end with '\n', a '\n' is appended first so the
+//   first record starts a line of its own.
 // - One task per connector: several writers to one file would interleave.
 //
 // Threading: the connector and its task are called from their owner thread only.
@@ -50,9 +52,9 @@ class FileStreamSinkTask final : public SinkTask {
   Status flush() override;
   void stop() override;
 
-  // Cuts the open file `fd` back to just after its last '\n' at or after byte `from`, or to
-  // `from` when there is none; never below `from`. Returns the number of bytes dropped.
-  static Result<std::uint64_t> repairTornTail(int fd, const std::string& path, std::uint64_t from);
+  // Cuts the open file `fd` back to `length` bytes (fdatasynced) when it is longer. Returns the
+  // number of bytes dropped.
+  static Result<std::uint64_t> dropPast(int fd, const std::string& path, std::uint64_t length);
 
  private:
   Status writeBuffer();

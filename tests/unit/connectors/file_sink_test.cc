@@ -1,4 +1,4 @@
-// FileStreamSink: appending, buffering until flush, torn-tail repair at start, task count.
+// FileStreamSink: appending, buffering until flush, cutting its unflushed writes at start, task count.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -93,7 +93,7 @@ TEST_F(FileSinkTest, NeverChangesAFileItDidNotWrite) {
   }
 }
 
-TEST_F(FileSinkTest, CutsOnlyTheTornLineItWroteItself) {
+TEST_F(FileSinkTest, CutsWhatItWroteAfterItsLastFlushAndNothingBefore) {
   const std::string path = dir_.file("out.txt");
   writeFile(path, "theirs, no newline");
   {
@@ -102,7 +102,8 @@ TEST_F(FileSinkTest, CutsOnlyTheTornLineItWroteItself) {
     std::vector<Record> batch{rec("0-1"), rec("0-2")};
     ASSERT_TRUE(task.put(batch).isOk());
     ASSERT_TRUE(task.flush().isOk());
-    // A crash after more writes and before the next flush: a whole line and a torn one.
+    // A crash after more writes and before the next flush: a whole line and a torn one. The
+    // whole line goes too: its record was not committed and is delivered again.
     std::vector<Record> more{rec("0-3")};
     ASSERT_TRUE(task.put(more).isOk());
     task.stop();
@@ -110,13 +111,37 @@ TEST_F(FileSinkTest, CutsOnlyTheTornLineItWroteItself) {
   appendFile(path, "0-");
   FileStreamSinkTask task;
   ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
-  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
-  // With no whole line after the flushed part, only the torn bytes go, never the part before.
+  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n");
+  std::vector<Record> again{rec("0-3")};
+  ASSERT_TRUE(task.put(again).isOk());
+  ASSERT_TRUE(task.flush().isOk());
   task.stop();
-  appendFile(path, "garbage without newline");
-  FileStreamSinkTask again;
-  ASSERT_TRUE(again.start({{"file", path}}, ctx_).isOk());
   EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
+  // Bytes past the flushed length without any newline: they go, never the part before.
+  appendFile(path, "garbage without newline");
+  FileStreamSinkTask later;
+  ASSERT_TRUE(later.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
+}
+
+TEST_F(FileSinkTest, DropsEverythingWrittenAfterItsLastFlush) {
+  // A power loss after writes that were never flushed (the 1 MiB threshold, or stop() without a
+  // flush) may keep any subset of their pages: here a zeroed page, then a whole line written
+  // back out of order. Nothing past the flushed length is committed (a commit flushes first), so
+  // all of it goes; the records are delivered again.
+  const std::string path = dir_.file("out.txt");
+  {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    std::vector<Record> batch{rec("0-1"), rec("0-2")};
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    task.stop();
+  }
+  appendFile(path, std::string(4096, '\0') + "0-4\n");
+  FileStreamSinkTask task;
+  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "0-1\n0-2\n");
 }
 
 TEST_F(FileSinkTest, AReplacedOrShortenedFileIsNotItsOwn) {
@@ -173,29 +198,26 @@ TEST_F(FileSinkTest, StateIsSavedOnlyWhenTheFileGrew) {
   EXPECT_EQ(ctx_.state->at("length"), "2");
 }
 
-TEST_F(FileSinkTest, RepairNeverGoesBelowItsStart) {
+TEST_F(FileSinkTest, DropPastCutsExactlyToTheLength) {
   const std::string path = dir_.file("f.txt");
-  auto cut = [&](std::uint64_t from) {
+  auto cut = [&](std::uint64_t length) {
     const int fd = ::open(path.c_str(), O_RDWR);
-    auto r = FileStreamSinkTask::repairTornTail(fd, path, from);
+    auto r = FileStreamSinkTask::dropPast(fd, path, length);
     ::close(fd);
     EXPECT_TRUE(r.isOk());
     return r.isOk() ? *r : 0;
   };
-  writeFile(path, "no newline at all");
-  EXPECT_EQ(cut(0), 17u);
-  EXPECT_EQ(readAll(path), "");
   writeFile(path, "theirs\nwhole\n");
-  EXPECT_EQ(cut(7), 0u);
+  EXPECT_EQ(cut(13), 0u);
+  EXPECT_EQ(cut(100), 0u);  // never grows a file
   EXPECT_EQ(readAll(path), "theirs\nwhole\n");
-  writeFile(path, "theirs no newline, then ours torn");
-  EXPECT_EQ(cut(18), 15u);
-  EXPECT_EQ(readAll(path), "theirs no newline,");
-  // The last newline lies more than one scan chunk (64 KiB) before the end.
-  writeFile(path, "keep\n" + std::string(200000, 'y'));
-  EXPECT_EQ(cut(2), 200000u);
-  EXPECT_EQ(readAll(path), "keep\n");
-  EXPECT_EQ(cut(100), 0u);
+  EXPECT_EQ(cut(7), 6u);
+  EXPECT_EQ(readAll(path), "theirs\n");
+  writeFile(path, "keep" + std::string(200000, 'y'));
+  EXPECT_EQ(cut(4), 200000u);
+  EXPECT_EQ(readAll(path), "keep");
+  EXPECT_EQ(cut(0), 4u);
+  EXPECT_EQ(readAll(path), "");
 }
 
 TEST_F(FileSinkTest, OneTaskAndRequiredFile) {
