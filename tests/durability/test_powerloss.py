@@ -2,21 +2,23 @@
 
 One worker runs three flows of sequence-numbered records at once:
   file    FileStreamSource (lines "f-<i>-xxx..." of LINE_BYTES, appended by the test to a file
-          outside the tree) -> embedded backbone topic `flines` -> FileStreamSink fout.txt
-  gen     DatagenSource (2 tasks, format string, "<task>-<seq>") -> topic `gseq` (one queue per
-          task) -> FileStreamSink gout.txt
+          outside the tree while the worker runs) -> embedded backbone topic `flines` ->
+          FileStreamSink fout.txt
+  gen     DatagenSource (2 tasks, format string, "<task>-<seq>") -> topic `gseq` (each task's
+          records on one queue) -> FileStreamSink gout.txt
   direct  DatagenSource with sink.connector.class=FileStreamSink (one direct task, no backbone)
           -> dout.txt
 Everything the worker writes (data.dir and the three sink files) lies below the power-loss
 layer's root (tests/durability/README.md); the source input file is the outside world (durable).
 The layer is attached from the worker's very first start: folders, stores, topics and connectors
-are all made under it. Each run goes through CYCLES cycles of: records flowing, a pause of
-random length (seeded), the committed state read over REST, kill -9, powerloss.crash() (the tree
-becomes what a power loss at that moment leaves; what it changed is printed), restart under the
-layer again. Then the worker runs until every record arrived and stops.
+are all made under it. Each run goes through CYCLES cycles of: records flowing for a random time
+(seeded), the committed state read over REST, kill -9, powerloss.crash() (the tree becomes what a
+power loss at that moment leaves; what it changed is printed), restart under the layer again.
+Then the worker runs until every record arrived, stops (SIGTERM), goes through one more power loss
+(nothing may change after a clean stop) and starts once more.
 
-What is proven, for the worker configuration of the run (the default one: the embedded log's
-`backbone.embedded.fsync` left at its default), with "acknowledged" meaning *committed*:
+What is proven, for the worker configuration of the run (`default`: the default configuration,
+whose embedded log acknowledges a write after fdatasync), "acknowledged" meaning *committed*:
   1. source positions: a position the REST API showed as committed before the kill is still
      committed after the power loss (positions.json never goes back), and every record before it
      is in the durable backbone log (for `direct`: in its sink file) - file source: every line
@@ -24,27 +26,34 @@ What is proven, for the worker configuration of the run (the default one: the em
      `seq`;
   2. sink group offsets: every record of a queue below the group offset the REST API showed
      before the kill (read from the log as it was at the kill) is in the sink file after the
-     power loss (a group offset that went back is printed, not failed: it only re-delivers);
-  3. end to end: after CYCLES power losses every sequence number of every flow reached its sink
-     file (0 lost), no sink file holds a torn or foreign line, and the worker came back every
-     time with every connector and task RUNNING;
-  4. duplicates are counted and bounded: each one is a copy of a record that was past an
+     power loss (a group offset that went back is printed, not failed: REST shows a group's
+     offset while its file is being written, and going back only re-delivers);
+  3. connectors: the five connectors, each created by a POST that returned 201, exist after every
+     restart and every connector and task is RUNNING again (the worker comes back every time);
+  4. end to end: after CYCLES power losses every sequence number of every flow reached its sink
+     file (0 lost) and no sink file holds a torn or foreign line;
+  5. duplicates are counted and bounded: each one is a copy of a record that was past an
      acknowledgement at a kill, so their number is at most the sum over the kills of (records in
      the log at the kill past each source's position after the crash + records in each queue
      past its group offset after the crash + lines of the direct sink file past its position).
-  What it does not prove: a crash before the first commit of a connector that was just created
-  is covered only as far as the random kill moments hit it; a file system that breaks the POSIX
-  contract (README, "What it does not model") can lose more.
+  What it does not prove: a kill lands only at the moments the seed picks, so a window of a few
+  microseconds is hit by chance or not at all; a file system that breaks the POSIX contract
+  (README, "What it does not model") can lose more; one worker, embedded backbone only.
 
-  test_powerloss.py RUN
-    default   default worker config, names="strict", unsynced="drop"
-    random    default worker config, names="strict", unsynced="random" (seed SEED + cycle)
-    interval  backbone.embedded.fsync=interval, strict, drop; the same checks (per the design,
-              sources that resume from positions lose nothing there either)
+  test_powerloss.py RUN...
+    default     default worker config, names="strict", unsynced="drop"
+    random      default worker config, names="strict", unsynced="random" (seed SEED*1000 + cycle)
+    journaled   default worker config, names="journaled", unsynced="random"
+    interval    backbone.embedded.fsync=interval, strict, drop; the same checks (per the design,
+                sources that resume from positions lose nothing there either)
+    control-log-never, control-sink-nosync
+                configurations that do lose acknowledged records (the log never fsyncs; the file
+                sinks never fsync): the run passes only when check 1, resp. 2, reports the loss
 
 Environment: FERRY_BIN, FERRY_POWERLOSS_LIB (CTest sets both); sizes and rates:
-FERRY_POWERLOSS_RECORDS (records per flow, default 24000), FERRY_POWERLOSS_RATE (records/s per
-flow, default 3000), FERRY_POWERLOSS_CYCLES (default 3), FERRY_POWERLOSS_SEED (default 1).
+FERRY_POWERLOSS_RECORDS (records per flow, default 60000), FERRY_POWERLOSS_RATE (records/s per
+flow, default 5000), FERRY_POWERLOSS_LINE_BYTES (default 400), FERRY_POWERLOSS_CYCLES (default
+6), FERRY_POWERLOSS_SEED (default 1).
 """
 import bisect
 import json
@@ -240,8 +249,8 @@ def read_lines(path):
 
 
 def seqs_of(flow, lines):
-    """The sequence keys of a sink file's complete lines: file 'f-i' -> i, gen 't-n' -> (t, n),
-    direct '0-n' -> n. Returns (keys, torn lines)."""
+    """The sequence keys of a sink file's complete lines: file 'f-i-xxx' -> i, gen 't-n' -> (t, n),
+    direct '0-n' -> n. Returns (keys, torn lines: any other line, or a last line without '\\n')."""
     keys, torn = [], []
     body, tail = lines[:-1], lines[-1]
     for line in body:
@@ -265,6 +274,11 @@ def value_key(flow, value):
 
 
 class Run:
+    """One run: a temporary folder with the tree under the layer (state/), the shadow, the input
+    file and the worker's log; the worker and the cycles. Owned by the main thread; the feeder
+    thread only appends to the input file, gated by `up` (set while the worker runs) and stopped
+    by `stop_feed`. A failed check raises AssertionError; cleanup() then keeps the folder."""
+
     def __init__(self, name):
         self.name = name
         self.cfg = RUNS[name]
