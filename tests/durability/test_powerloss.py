@@ -53,7 +53,8 @@ whose embedded log acknowledges a write after fdatasync), "acknowledged" meaning
 Environment: FERRY_BIN, FERRY_POWERLOSS_LIB (CTest sets both); sizes and rates:
 FERRY_POWERLOSS_RECORDS (records per flow, default 60000), FERRY_POWERLOSS_RATE (records/s per
 flow, default 5000), FERRY_POWERLOSS_LINE_BYTES (default 400), FERRY_POWERLOSS_CYCLES (default
-6), FERRY_POWERLOSS_SEED (default 1).
+6), FERRY_POWERLOSS_SEED (default 1); FERRY_POWERLOSS_WORKER="k=v,..." adds worker properties
+(a probe by hand).
 """
 import bisect
 import json
@@ -79,6 +80,8 @@ RATE = int(os.environ.get("FERRY_POWERLOSS_RATE", "5000"))          # records/s 
 LINE_BYTES = int(os.environ.get("FERRY_POWERLOSS_LINE_BYTES", "400"))
 CYCLES = int(os.environ.get("FERRY_POWERLOSS_CYCLES", "6"))
 SEED = int(os.environ.get("FERRY_POWERLOSS_SEED", "1"))
+# Extra worker properties for a probe by hand ("k=v,k=v"), applied after the run's own.
+EXTRA_WORKER = dict(kv.split("=", 1) for kv in os.environ.get("FERRY_POWERLOSS_WORKER", "").split(",") if kv)
 FLUSH_MS = 500               # offset.flush.interval.ms: commits inside every cycle
 KILL_AFTER = (0.05, 1.5)     # seconds of flowing records before each kill (seeded choice)
 GEN_TASKS = 2
@@ -301,6 +304,7 @@ class Run:
             self.line_end.append(end)
         props = {"data.dir": self.data, "offset.flush.interval.ms": str(FLUSH_MS)}
         props.update(self.cfg["worker"])
+        props.update(EXTRA_WORKER)
         self.w = Worker(self.d, props)
         self.env = powerloss.layer_env(self.root, self.shadow, self.lib)
         self.stop_feed = threading.Event()
@@ -505,7 +509,7 @@ class Run:
 
     def main(self):
         print(f"run {self.name}: {RECORDS} records per flow at {RATE}/s, {CYCLES} power losses, seed {SEED}, "
-              f"worker {self.cfg['worker'] or 'defaults'}, names={self.cfg['names']} "
+              f"worker {{**self.cfg['worker'], **EXTRA_WORKER} or 'defaults'}, names={self.cfg['names']} "
               f"unsynced={self.cfg['unsynced']}, files in {self.d}", flush=True)
         powerloss.init(self.root, self.shadow)   # an empty tree: the worker's very first start
         t0 = time.time()
