@@ -508,8 +508,9 @@ class Run:
     # ----- the whole run
 
     def main(self):
+        worker = {**self.cfg["worker"], **EXTRA_WORKER} or "defaults"
         print(f"run {self.name}: {RECORDS} records per flow at {RATE}/s, {CYCLES} power losses, seed {SEED}, "
-              f"worker {{**self.cfg['worker'], **EXTRA_WORKER} or 'defaults'}, names={self.cfg['names']} "
+              f"worker {worker}, names={self.cfg['names']} "
               f"unsynced={self.cfg['unsynced']}, files in {self.d}", flush=True)
         powerloss.init(self.root, self.shadow)   # an empty tree: the worker's very first start
         t0 = time.time()
