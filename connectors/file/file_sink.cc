@@ -68,12 +68,14 @@ FileStreamSinkTask::~FileStreamSinkTask() { stop(); }
 
 std::string FileStreamSinkTask::version() const { return kVersion; }
 
-Result<std::uint64_t> FileStreamSinkTask::dropPast(int fd, const std::string& path, std::uint64_t length) {
+Result<std::uint64_t> FileStreamSinkTask::dropPast(int fd, const std::string& path,
+                                                   std::uint64_t length) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return ioError("stat", path, errno);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size <= length) return std::uint64_t{0};
-  if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fdatasync(fd) != 0) return ioError("truncate", path, errno);
+  if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fdatasync(fd) != 0)
+    return ioError("truncate", path, errno);
   return size - length;
 }
 
@@ -151,9 +153,10 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
     // any subset of those pages (a torn line, zeroed pages between whole lines), so all of it goes.
     FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, dropPast(fd_, path_, *ours));
     if (dropped > 0)
-      log_->warn("{}: dropped the {} bytes this sink wrote to {} after its last flush before a crash (their "
-                 "records are written again)",
-                 context.connectorName(), dropped, path_);
+      log_->warn(
+          "{}: dropped the {} bytes this sink wrote to {} after its last flush before a crash "
+          "(their records are written again)",
+          context.connectorName(), dropped, path_);
     size -= dropped;
   } else if (size > 0) {
     char last = '\n';
@@ -171,8 +174,8 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
   Status s = saveLength(/*sync=*/true);
   if (s.code() == StatusCode::kFailedPrecondition) {
     stateless_ = true;
-    log_->warn("{}: the runtime keeps no sink task state; what a crash leaves after the last flush (a torn "
-               "line) will not be cut off at restart",
+    log_->warn("{}: the runtime keeps no sink task state; what a crash leaves after the last flush "
+               "(a torn line) will not be cut off at restart",
                context.connectorName());
   } else if (!s.isOk()) {
     return s;

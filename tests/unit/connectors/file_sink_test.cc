@@ -1,4 +1,5 @@
-// FileStreamSink: appending, buffering until flush, cutting its unflushed writes at start, task count.
+// FileStreamSink: appending, buffering until flush, cutting its unflushed writes at start,
+// task count.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
