@@ -1105,9 +1105,13 @@ class EmbeddedBackbone final : public Backbone, public Admin {
       auto j = readStateFile(path, groupShape);
       if (!j.isOk()) {
         if (j.status().code() == StatusCode::kNotFound) continue;
-        return Status::dataLoss(j.status().message() +
-                                ": the group's committed offsets are unknown; move the file away to let the group "
-                                "start again from the earliest records (duplicates), or restore it");
+        if (j.status().code() != StatusCode::kDataLoss) return j.status();
+        // No good copy: the group starts again from the earliest records it can read. Records
+        // are delivered twice, none is skipped; the next commit replaces the damaged file.
+        report(StorageIssue{"", -1, "group-lost", -1, -1, 0,
+                            j.status().message() + ": a group stored in this file reads again from the earliest "
+                                                   "records (duplicates, nothing skipped)"});
+        continue;
       }
       try {
         Group& g = groups_[j->at("group").get<std::string>()];
@@ -1177,9 +1181,12 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   void report(StorageIssue issue) {
     if (issue.kind == "group-ahead" && issue.firstOffset <= issue.lastOffset)
       issue.detail += "; lost: " + offsetsText(issue.firstOffset, issue.lastOffset);
-    const bool loss = issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset;
-    core::logger("backbone")->log(loss ? spdlog::level::err : spdlog::level::warn, "{}-{} {}: {}", issue.topic,
-                                  issue.queue, issue.kind, issue.detail);
+    const bool loss = (issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset) || issue.kind == "group-lost";
+    const auto level = loss ? spdlog::level::err : spdlog::level::warn;
+    if (issue.queue >= 0)
+      core::logger("backbone")->log(level, "{}-{} {}: {}", issue.topic, issue.queue, issue.kind, issue.detail);
+    else
+      core::logger("backbone")->log(level, "{}: {}", issue.kind, issue.detail);
     std::lock_guard lock(issuesMu_);
     if (issues_.size() < kMaxIssues) issues_.push_back(std::move(issue));
   }
