@@ -86,7 +86,9 @@ class RecoveryTest : public ::testing::Test {
       m.queue = 0;
       m.value = Bytes("m" + std::to_string(i));
       ASSERT_TRUE((*p)->send(std::move(m), nullptr).isOk());
-      if ((i - from + 1) % batch == 0) ASSERT_TRUE((*p)->flush(10s).isOk());
+      if ((i - from + 1) % batch == 0) {
+        ASSERT_TRUE((*p)->flush(10s).isOk());
+      }
     }
     ASSERT_TRUE((*p)->flush(10s).isOk());
   }
