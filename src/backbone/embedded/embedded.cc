@@ -611,7 +611,17 @@ class QueueLog {
       auto fresh = std::make_shared<Segment>();
       fresh->base = batch.first;
       fresh->path = dir_ + "/" + segmentName(fresh->base);
-      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      // Never truncate: a file of that name can only be an empty segment left behind.
+      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fresh->fd < 0 && errno == EEXIST) {
+        fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CLOEXEC);
+        struct stat st {};
+        if (fresh->fd >= 0 && (::fstat(fresh->fd, &st) != 0 || st.st_size != 0)) {
+          ::close(fresh->fd);
+          fresh->fd = -1;
+          errno = EEXIST;
+        }
+      }
       if (fresh->fd < 0) return failBatch(batch, core::errnoStatus("create", fresh->path, errno));
       SegmentPtr empty;
       {
