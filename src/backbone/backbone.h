@@ -69,7 +69,8 @@ struct StorageIssue {
   //   ones are skipped); "torn-tail": an incomplete last write (truncated; kept in quarantine/);
   //   "missing": offsets whose records are gone (a deleted segment file, writes lost with a power
   //   failure); "group-ahead": a group committed an offset beyond the log's end (the log continues
-  //   from that offset, so no offset is handed out twice).
+  //   from that offset, so no offset is handed out twice); "group-lost": a group's offset file had no
+  //   good copy (the group reads again from the earliest records: duplicates, nothing skipped).
   std::string kind;
   std::int64_t firstOffset = -1;
   std::int64_t lastOffset = -1;

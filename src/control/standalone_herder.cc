@@ -428,7 +428,7 @@ class HerderImpl final : public StandaloneHerder {
       k.first += 1;
       if (i.firstOffset >= 0 && i.lastOffset >= i.firstOffset) k.second += static_cast<double>(i.lastOffset - i.firstOffset + 1);
     }
-    for (const char* kind : {"damaged", "torn-tail", "missing", "group-ahead"}) {
+    for (const char* kind : {"damaged", "torn-tail", "missing", "group-ahead", "group-lost"}) {
       add("ferry_backbone_storage_issues", "gauge",
           "Damage or loss the backbone found in its storage since the worker started, by kind (see the log).",
           {{"kind", kind}}, byKind[kind].first);

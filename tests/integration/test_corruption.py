@@ -7,7 +7,10 @@ is restored, damaged, and the worker started again:
 
   tail cut at every byte of the last record · a bit flip in the first/middle/last record of the
   first/middle/last segment · a zero-filled and a garbage-filled range · a deleted middle segment
-  and a deleted last segment · a group offset raised beyond the end, and one lowered
+  and a deleted last segment · a group offset raised beyond the end, and one lowered (an
+  operator's edit without a checksum) · a bit flip in the group's offset file, in a value of
+  configs.json and of positions.json (still valid JSON: the checksum tells, the previous copy is
+  used) · status.json and its previous copy ruined (a cache: rebuilt)
 
 and the far ends are checked:
   - a new sink that reads `seq` from the start gets every intact record at its own offset and only
@@ -114,11 +117,11 @@ class Suite:
             if os.path.exists(p):
                 os.remove(p)
 
-    def case(self, name, damage, kinds, a_replays=0):
+    def case(self, name, damage, kinds, a_replays=0, log_needles=()):
         if not KEEP_GOING:
-            return self.run_case(name, damage, kinds, a_replays)
+            return self.run_case(name, damage, kinds, a_replays, log_needles)
         try:
-            self.run_case(name, damage, kinds, a_replays)
+            self.run_case(name, damage, kinds, a_replays, log_needles)
         except AssertionError as e:
             self.failures.append(f"{name}: {str(e).splitlines()[0]}")
             print(f"FAILED {self.failures[-1]}", flush=True)
@@ -126,7 +129,7 @@ class Suite:
                 self.w.proc.kill()
                 self.w.proc.wait()
 
-    def run_case(self, name, damage, kinds, a_replays):
+    def run_case(self, name, damage, kinds, a_replays, log_needles):
         """damage() changes the restored folder and returns the set of offsets it destroys."""
         self.restore()
         lost = damage()
@@ -161,12 +164,15 @@ class Suite:
             f.seek(log_from)
             log = f.read().decode(errors="replace")
 
-        old = [r for r in got if r["v"].startswith("0-")]
+        old = [r for r in got if r["off"] < N]
         fresh = [r for r in got if r["v"].startswith("new-")]
         offs = [r["off"] for r in got]
         assert len(offs) == len(set(offs)), f"{name}: an offset was read twice by the new sink"
         for r in old:
             assert r["v"] == f"0-{r['off']}", f"{name}: {r} is not at its own offset"
+        for r in got:  # past the old end: the new records, or records a source sent again
+            assert r["off"] < N or r["v"].startswith("new-") or (
+                r["v"].startswith("0-") and int(r["v"][2:]) < N), f"{name}: unexpected {r}"
         missing = set(range(N)) - {r["off"] for r in old}
         assert missing == lost, (f"{name}: missing {sorted(missing)[:20]} ({len(missing)}), "
                                  f"the damage covered {sorted(lost)[:20]} ({len(lost)})")
@@ -181,6 +187,8 @@ class Suite:
             assert re.search(rf"seq-0 {kind}:", log), f"{name}: no '{kind}' report in the worker log:\n{log[-3000:]}"
             m = re.search(r'ferry_backbone_storage_issues\{kind="%s"\} (\d+)' % re.escape(kind), metrics)
             assert m and int(m.group(1)) >= 1, f"{name}: /metrics shows no {kind} issue"
+        for needle in log_needles:
+            assert needle in log, f"{name}: the worker log does not say '{needle}':\n{log[-3000:]}"
         if lost - {N - 1}:  # the check sink read across damage inside the log
             notes = [t.get("data_loss", "") for t in status["tasks"]]
             assert any(notes), f"{name}: the check sink's status says nothing of the lost records: {status}"
@@ -226,6 +234,30 @@ class Suite:
         os.remove(seg)
         return {off for _, _, off in fr}
 
+    def flip_in_value(self, path, pattern):
+        """Changes one character inside the first match of `pattern` (a value): still valid JSON."""
+        with open(path) as f:
+            text = f.read()
+        m = re.search(pattern, text)
+        assert m, f"{pattern} not in {path}"
+        i = m.end() - 2  # the last character inside the quoted value
+        c = text[i]
+        text = text[:i] + ("7" if c.isdigit() and c != "7" else "1" if c.isdigit() else "x" if c != "x" else "y") + \
+            text[i + 1:]
+        with open(path, "w") as f:
+            f.write(text)
+        json.loads(text)
+        return set()
+
+    def store(self, name):
+        return os.path.join(self.data, "store", name)
+
+    def ruin_both(self, path):
+        for p in (path, path + ".prev"):
+            with open(p, "w") as f:
+                f.write("{ not json")
+        return set()
+
     def set_group(self, offset):
         path = os.path.join(self.data, "backbone", "groups", "connect-a.json")
         with open(path) as f:
@@ -260,6 +292,16 @@ def main():
     s.case("deleted last segment", lambda: s.delete("last"), ["missing"])
     s.case("group offset raised beyond the end", lambda: s.set_group(N + 50), ["group-ahead"])
     s.case("group offset lowered", lambda: s.set_group(N - 30), [], a_replays=30)
+    group = os.path.join(s.data, "backbone", "groups", "connect-a.json")
+    s.case("bit flip in the group offset file", lambda: s.flip_in_value(group, r'"offset":\s*\d+,?'), [],
+           log_needles=["connect-a.json"])
+    s.case("bit flip in a value of configs.json", lambda: s.flip_in_value(s.store("configs.json"), r'"topics":\s*"seq"'),
+           [], log_needles=["configs.json"])
+    s.case("bit flip in a value of positions.json",
+           lambda: s.flip_in_value(s.store("positions.json"), r'"offset":\s*\{[^}]*?"\d+"'), [],
+           log_needles=["positions.json"])
+    s.case("status.json and its previous copy ruined", lambda: s.ruin_both(s.store("status.json")), [],
+           log_needles=["status.json"])
     print(json.dumps({"cases": len(s.results) + len(s.failures), "passed": len(s.results),
                       "failed": len(s.failures)}))
     assert not s.failures, "\n".join(s.failures)

@@ -611,7 +611,17 @@ class QueueLog {
       auto fresh = std::make_shared<Segment>();
       fresh->base = batch.first;
       fresh->path = dir_ + "/" + segmentName(fresh->base);
-      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      // Never truncate: a file of that name can only be an empty segment left behind.
+      fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fresh->fd < 0 && errno == EEXIST) {
+        fresh->fd = ::open(fresh->path.c_str(), O_RDWR | O_CLOEXEC);
+        struct stat st {};
+        if (fresh->fd >= 0 && (::fstat(fresh->fd, &st) != 0 || st.st_size != 0)) {
+          ::close(fresh->fd);
+          fresh->fd = -1;
+          errno = EEXIST;
+        }
+      }
       if (fresh->fd < 0) return failBatch(batch, core::errnoStatus("create", fresh->path, errno));
       SegmentPtr empty;
       {
@@ -1105,9 +1115,13 @@ class EmbeddedBackbone final : public Backbone, public Admin {
       auto j = readStateFile(path, groupShape);
       if (!j.isOk()) {
         if (j.status().code() == StatusCode::kNotFound) continue;
-        return Status::dataLoss(j.status().message() +
-                                ": the group's committed offsets are unknown; move the file away to let the group "
-                                "start again from the earliest records (duplicates), or restore it");
+        if (j.status().code() != StatusCode::kDataLoss) return j.status();
+        // No good copy: the group starts again from the earliest records it can read. Records
+        // are delivered twice, none is skipped; the next commit replaces the damaged file.
+        report(StorageIssue{"", -1, "group-lost", -1, -1, 0,
+                            j.status().message() + ": a group stored in this file reads again from the earliest "
+                                                   "records (duplicates, nothing skipped)"});
+        continue;
       }
       try {
         Group& g = groups_[j->at("group").get<std::string>()];
@@ -1177,9 +1191,12 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   void report(StorageIssue issue) {
     if (issue.kind == "group-ahead" && issue.firstOffset <= issue.lastOffset)
       issue.detail += "; lost: " + offsetsText(issue.firstOffset, issue.lastOffset);
-    const bool loss = issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset;
-    core::logger("backbone")->log(loss ? spdlog::level::err : spdlog::level::warn, "{}-{} {}: {}", issue.topic,
-                                  issue.queue, issue.kind, issue.detail);
+    const bool loss = (issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset) || issue.kind == "group-lost";
+    const auto level = loss ? spdlog::level::err : spdlog::level::warn;
+    if (issue.queue >= 0)
+      core::logger("backbone")->log(level, "{}-{} {}: {}", issue.topic, issue.queue, issue.kind, issue.detail);
+    else
+      core::logger("backbone")->log(level, "{}: {}", issue.kind, issue.detail);
     std::lock_guard lock(issuesMu_);
     if (issues_.size() < kMaxIssues) issues_.push_back(std::move(issue));
   }

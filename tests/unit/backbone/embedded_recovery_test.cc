@@ -15,6 +15,7 @@
 
 #include "backbone/embedded/embedded.h"
 #include "backbone/embedded/segment_codec.h"
+#include "tests/unit/temp_files.h"
 
 namespace ferry::backbone {
 namespace {
@@ -22,27 +23,10 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/ferry-rec-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
+using TempDir = ferry::testing::TempDir;
 
- private:
-  std::string path_;
-};
-
-std::string readBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void writeBytes(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << data;
-}
+std::string readBytes(const std::string& path) { return ferry::testing::readText(path); }
+void writeBytes(const std::string& path, const std::string& data) { ferry::testing::writeText(path, data); }
 
 // Frame boundaries of a segment file: (position, offset) of every record.
 std::vector<std::pair<std::size_t, std::int64_t>> frames(const std::string& data) {
@@ -86,7 +70,9 @@ class RecoveryTest : public ::testing::Test {
       m.queue = 0;
       m.value = Bytes("m" + std::to_string(i));
       ASSERT_TRUE((*p)->send(std::move(m), nullptr).isOk());
-      if ((i - from + 1) % batch == 0) ASSERT_TRUE((*p)->flush(10s).isOk());
+      if ((i - from + 1) % batch == 0) {
+        ASSERT_TRUE((*p)->flush(10s).isOk());
+      }
     }
     ASSERT_TRUE((*p)->flush(10s).isOk());
   }
@@ -159,7 +145,7 @@ class RecoveryTest : public ::testing::Test {
     EXPECT_EQ(fresh, 20);
   }
 
-  TempDir dir_;
+  TempDir dir_{"ferry-rec"};
 };
 
 TEST_F(RecoveryTest, ABitFlipInAnyRecordOfAnySegmentLosesOnlyThatRecord) {

@@ -1,6 +1,7 @@
 // Unit tests of checked JSON state files (src/core/checked_file.h): checksum, the previous copy,
 // fallback and its limits, damage of every kind (bit flips, truncation, NUL bytes, a damaged
 // checksum member), crashes between the steps of a write, file modes.
+#include "tests/unit/temp_files.h"
 #include "core/checked_file.h"
 
 #include <gtest/gtest.h>
@@ -19,43 +20,16 @@ namespace ferry::core {
 namespace {
 
 namespace fs = std::filesystem;
+using ferry::testing::modeOf;
+using ferry::testing::readText;
+using ferry::testing::writeText;
+
+class TempDir : public ferry::testing::TempDir {
+ public:
+  TempDir() : ferry::testing::TempDir("ferry-checked") {}
+};
 using nlohmann::json;
 using From = CheckedJson::From;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-checked-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-void writeText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-unsigned modeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 0777;
-}
 
 json firstDoc() {
   return json{{"format", 2},

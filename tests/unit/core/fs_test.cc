@@ -1,5 +1,6 @@
 // Unit tests of the file helpers (src/core/fs.h): modes of replaced files, mkdir -p, readFile's
 // errors.
+#include "tests/unit/temp_files.h"
 #include "core/fs.h"
 
 #include <gtest/gtest.h>
@@ -13,29 +14,14 @@ namespace ferry::core {
 namespace {
 
 namespace fs = std::filesystem;
+using ferry::testing::modeOf;
+using ferry::testing::readText;
+using ferry::testing::writeText;
 
-class TempDir {
+class TempDir : public ferry::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-fs-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
+  TempDir() : ferry::testing::TempDir("ferry-fs") {}
 };
-
-unsigned modeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 0777;
-}
 
 TEST(AtomicWriteFile, DefaultModeIs0600) {
   TempDir dir;

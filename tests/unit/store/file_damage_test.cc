@@ -12,48 +12,21 @@
 #include <functional>
 #include <sstream>
 
+#include "tests/unit/temp_files.h"
 #include "store/store.h"
 
 namespace ferry::store {
 namespace {
 
 namespace fs = std::filesystem;
+using ferry::testing::modeOf;
+using ferry::testing::readText;
+using ferry::testing::writeText;
 
-class TempDir {
+class TempDir : public ferry::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-store-damage-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
+  TempDir() : ferry::testing::TempDir("ferry-store-damage") {}
 };
-
-void writeText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-unsigned modeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 0777;
-}
 
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
