@@ -20,7 +20,9 @@ namespace ferry::connectors {
 namespace {
 
 constexpr std::size_t kWriteThreshold = 1u << 20;  // 1 MiB
-constexpr std::uint64_t kTailWindow = 4096;  // bytes checksummed to recognise the sink's own file
+constexpr std::uint64_t kTailWindow = 4096;
+constexpr std::uint64_t kPage = 4096;        // the unit a lost write-back leaves as zeros
+constexpr std::size_t kMinZeroRun = 64;       // zeros before a page boundary that mean a lost write  // bytes checksummed to recognise the sink's own file
 
 Status ioError(const char* what, const std::string& path, int err) {
   return Status::unavailable(std::string("FileStreamSink: cannot ") + what + " " + path + ": " +
@@ -68,15 +70,40 @@ FileStreamSinkTask::~FileStreamSinkTask() { stop(); }
 
 std::string FileStreamSinkTask::version() const { return kVersion; }
 
-Result<std::uint64_t> FileStreamSinkTask::dropPast(int fd, const std::string& path,
-                                                   std::uint64_t length) {
+Result<std::uint64_t> FileStreamSinkTask::repairPast(int fd, const std::string& path, std::uint64_t length) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return ioError("stat", path, errno);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size <= length) return std::uint64_t{0};
-  if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fdatasync(fd) != 0)
+  std::string tail(static_cast<std::size_t>(size - length), '\0');
+  std::size_t have = 0;
+  while (have < tail.size()) {
+    const ssize_t n = ::pread(fd, tail.data() + have, tail.size() - have, static_cast<off_t>(length + have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ioError("read", path, n < 0 ? errno : EIO);
+    have += static_cast<std::size_t>(n);
+  }
+  // The first stretch a lost page leaves: zeros up to a page boundary (or the end of the file),
+  // from `length`, from a page boundary, or from where the file ended when that page was last
+  // written back (then at least kMinZeroRun of them: a NUL or two before a boundary is data).
+  std::size_t cut = tail.size();
+  for (std::uint64_t at = length; at < size;) {
+    const std::uint64_t next = std::min<std::uint64_t>((at / kPage + 1) * kPage, size);
+    const std::string_view block(tail.data() + (at - length), static_cast<std::size_t>(next - at));
+    const std::size_t lastData = block.find_last_not_of('\0');
+    const std::size_t zeros = lastData == std::string_view::npos ? block.size() : block.size() - lastData - 1;
+    if (zeros == block.size() || zeros >= kMinZeroRun) {
+      cut = static_cast<std::size_t>(at - length) + (block.size() - zeros);
+      break;
+    }
+    at = next;
+  }
+  // Keep the whole lines before it; the line it (or the end of the file) tears goes with it.
+  const std::size_t nl = cut == 0 ? std::string::npos : tail.rfind('\n', cut - 1);
+  const std::uint64_t keep = length + (nl == std::string::npos ? 0 : nl + 1);
+  if (keep < size && (::ftruncate(fd, static_cast<off_t>(keep)) != 0 || ::fdatasync(fd) != 0))
     return ioError("truncate", path, errno);
-  return size - length;
+  return size - keep;
 }
 
 namespace {
@@ -148,13 +175,16 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
     }
   }
   if (ours) {
-    // Every byte past the flushed length was written after the last flush, so no committed offset
-    // covers its records (a commit flushes first): they are delivered again. A crash may have kept
-    // any subset of those pages (a torn line, zeroed pages between whole lines), so all of it goes.
-    FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, dropPast(fd_, path_, *ours));
+    // Bytes past the flushed length were written after the last flush. A crash may have kept any
+    // subset of their pages: pages it lost read as zeros, and the last line may be torn. From the
+    // first such stretch on, and a torn last line, go (their records were never committed: they
+    // are delivered again); whole lines before it stay. The saved length itself may be older than
+    // the last flush (a position store that fell back to its previous copy): a lost page or a torn
+    // line can only lie past the real last flush, so what stays is never less than was committed.
+    FERRY_ASSIGN_OR_RETURN(std::uint64_t dropped, repairPast(fd_, path_, *ours));
     if (dropped > 0)
       log_->warn(
-          "{}: dropped the {} bytes this sink wrote to {} after its last flush before a crash "
+          "{}: dropped {} bytes of {} that a crash left incomplete after this sink's last flush "
           "(their records are written again)",
           context.connectorName(), dropped, path_);
     size -= dropped;

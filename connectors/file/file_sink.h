@@ -8,9 +8,10 @@
 //   saveState), which file it writes (device, inode, birth time, a CRC32C of the 4 KiB before
 //   the length) and how long that file was after its last flush. At start, bytes past that
 //   length in the same file are the task's own writes after its last flush, whose records no
-//   committed offset covers: they are all cut off (a crash may have kept any subset of their
-//   pages: a torn line, zeroed pages between whole lines) and written again when the records are
-//   redelivered. A file the task does not recognise (new to it, replaced, or shorter than
+//   committed offset covers: from the first stretch of zeros a lost page left, or else from a
+//   torn last line, they are cut off (and written again when the records are redelivered); whole
+//   lines before that stay (duplicates, never a loss, even when the saved length is older than
+//   the last flush). A file the task does not recognise (new to it, replaced, or shorter than
 //   recorded) is left as it is; when it does not end with '\n', a '\n' is appended first so the
 //   first record starts a line of its own.
 // - One task per connector: several writers to one file would interleave.
@@ -52,9 +53,11 @@ class FileStreamSinkTask final : public SinkTask {
   Status flush() override;
   void stop() override;
 
-  // Cuts the open file `fd` back to `length` bytes (fdatasynced) when it is longer. Returns the
-  // number of bytes dropped.
-  static Result<std::uint64_t> dropPast(int fd, const std::string& path, std::uint64_t length);
+  // Past byte `length` of the open file `fd`: cuts from the first stretch of zeros a lost page
+  // leaves (from `length` or a page boundary to the next boundary), or else from just after the
+  // last '\n', back to the start of the line it tears; never below `length`. Returns the number
+  // of bytes dropped.
+  static Result<std::uint64_t> repairPast(int fd, const std::string& path, std::uint64_t length);
 
  private:
   Status writeBuffer();

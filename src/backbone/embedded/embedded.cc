@@ -228,7 +228,8 @@ class QueueLog {
       seg->fd = ::open(seg->path.c_str(), O_RDWR | O_CLOEXEC);
       if (seg->fd < 0) return core::errnoStatus("open", seg->path, errno);
       FERRY_ASSIGN_OR_RETURN(std::string data, core::readFile(seg->path));
-      const segment::Recovered rec = segment::recoverSegment(data, seg->base, kIndexEvery);
+      segment::Recovered rec = segment::recoverSegment(data, seg->base, kIndexEvery);
+      if (last && checkpoint) pastRecoveryPoint(rec, data.size(), checkpoint->end);
       for (const auto& [off, pos] : rec.index) seg->index.emplace_back(off, static_cast<std::int64_t>(pos));
       if (expect >= 0 && seg->base > expect)
         report("missing", expect, seg->base - 1, 0,
@@ -288,6 +289,28 @@ class QueueLog {
     }
     flushed_ = next_;
     return Status::ok();
+  }
+
+  // The checkpoint's end is the recovery point (Kafka's term): bytes of the newest segment past
+  // it may not have been synced when the process or machine stopped. A frame that does not decode
+  // there ends the log like a torn tail, whatever intact-looking frames follow it: a power loss
+  // can keep a later page of an unfinished write and lose an earlier one, and nothing past an
+  // unsynced page was acknowledged (fsync=always) or committed (interval syncs first). Before the
+  // recovery point the same bytes are damage, and the records after them are kept.
+  static void pastRecoveryPoint(segment::Recovered& rec, std::size_t size, std::int64_t recoveryPoint) {
+    for (std::size_t k = 0; k < rec.damage.size(); ++k) {
+      if (rec.damage[k].afterOffset + 1 < recoveryPoint) continue;
+      segment::Damage tail = rec.damage[k];
+      tail.len = size - tail.pos;
+      tail.nextOffset = -1;
+      tail.error += ", past the last checkpoint (offset " + std::to_string(recoveryPoint) + ")";
+      rec.damage.resize(k);
+      std::erase_if(rec.index, [&](const auto& e) { return e.second >= tail.pos; });
+      rec.lastOffset = tail.afterOffset;
+      rec.goodEnd = tail.pos;
+      rec.tail = std::move(tail);
+      return;
+    }
   }
 
   // Never hands out an offset below `to` (a group committed up to it). Before any append.
@@ -884,8 +907,9 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     if (!g.members.empty())
       return Status::failedPrecondition("group " + group + " has " + std::to_string(g.members.size()) +
                                         " live member(s); stop them first");
+    FERRY_RETURN_IF_ERROR(persistGroup(group, offsets));
     g.committed = offsets;
-    return persistGroup(group, g.committed);
+    return Status::ok();
   }
   Status deleteGroup(const std::string& group) override { return setCommittedOffsets(group, {}); }
 
@@ -997,15 +1021,19 @@ class EmbeddedBackbone final : public Backbone, public Admin {
           FERRY_RETURN_IF_ERROR(t->queues[static_cast<std::size_t>(tq.queue)]->sync());
       }
     }
+    // The new offsets become visible (committedOffsets, REST) only once they are on disk: every
+    // writer of a group's offsets holds persistMu_, so the snapshot is the current state.
     std::lock_guard persist(persistMu_);
     OffsetMap snapshot;
     {
       std::lock_guard lock(mu_);
-      Group& g = groups_[group];
-      for (const auto& [tq, o] : offsets) g.committed[tq] = o;
-      snapshot = g.committed;
+      snapshot = groups_[group].committed;
     }
-    return persistGroup(group, snapshot);
+    for (const auto& [tq, o] : offsets) snapshot[tq] = o;
+    FERRY_RETURN_IF_ERROR(persistGroup(group, snapshot));
+    std::lock_guard lock(mu_);
+    groups_[group].committed = std::move(snapshot);
+    return Status::ok();
   }
   // Waits until new data was written or `deadline`, or the consumer's assignment changed.
   void waitForData(std::uint64_t seenVersion, std::chrono::steady_clock::time_point deadline) {

@@ -259,6 +259,66 @@ TEST_F(RecoveryTest, TornTailBytesAreKeptInQuarantine) {
   EXPECT_EQ(kept, torn);
 }
 
+TEST_F(RecoveryTest, PastTheLastCheckpointAGapEndsTheLogLikeATornWrite) {
+  // A power loss keeps a later page of an unfinished write and loses an earlier one: zeros, then
+  // records that were never acknowledged. Past the recovery point that is a torn write (cut and
+  // quarantined, no loss reported); before it, the same bytes would be damage (kept around).
+  writeLog();
+  const fs::path saved = fs::path(dir_.path()) / "saved-checkpoint";
+  fs::create_directories(saved);
+  for (const char* f : {"checkpoint.json", "checkpoint.json.prev"})
+    if (fs::exists(dir_.path() + "/" + f)) fs::copy_file(dir_.path() + "/" + f, saved / f);
+  {
+    auto b = open();
+    produce(*b, kRecords, kRecords + 20, 20);  // one write past the checkpoint
+    b->close();
+  }
+  for (const char* f : {"checkpoint.json", "checkpoint.json.prev"}) {
+    fs::remove(dir_.path() + "/" + f);
+    if (fs::exists(saved / f)) fs::copy_file(saved / f, dir_.path() + "/" + f);
+  }
+  fs::remove_all(saved);
+  const std::string last = segments().back();
+  std::string data = readBytes(last);
+  const auto fr = frames(data);
+  std::size_t gapAt = 0;
+  std::int64_t firstCut = -1;
+  for (const auto& [pos, off] : fr)
+    if (off == kRecords + 5) {
+      gapAt = pos;
+      firstCut = off;
+    }
+  ASSERT_GT(gapAt, 0u);
+  std::fill(data.begin() + static_cast<std::ptrdiff_t>(gapAt), data.begin() + static_cast<std::ptrdiff_t>(gapAt + 60),
+            '\0');
+  writeBytes(last, data);
+  auto b = open();
+  EXPECT_EQ(fs::file_size(last), gapAt);
+  EXPECT_TRUE(reported(*b, "torn-tail"));
+  EXPECT_FALSE(reported(*b, "damaged"));
+  EXPECT_EQ(end(*b), firstCut);
+  auto got = readAll(*b, "g");
+  EXPECT_EQ(got.size(), static_cast<std::size_t>(firstCut));
+  EXPECT_EQ(got.rbegin()->second, "m" + std::to_string(firstCut - 1));
+  std::string kept;
+  for (auto& e : fs::recursive_directory_iterator(dir_.path() + "/quarantine"))
+    if (e.is_regular_file()) kept = readBytes(e.path());
+  EXPECT_EQ(kept.size(), data.size() - gapAt) << "the cut bytes, intact-looking records included, are kept";
+}
+
+TEST_F(RecoveryTest, AGroupOffsetBecomesVisibleOnlyOnceItIsOnDisk) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());
+  produce(*b, 0, 10);
+  fs::remove_all(dir_.path() + "/groups");  // the write of the group file fails
+  auto c = b->createConsumer("g", "m", {});
+  ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+  EXPECT_FALSE((*c)->commit({{{"t", 0}, 10}}).isOk());
+  auto committed = b->admin().committedOffsets("g");
+  ASSERT_TRUE(committed.isOk());
+  EXPECT_EQ(committed->count({"t", 0}), 0u) << "an offset that never reached the disk was shown as committed";
+}
+
 TEST_F(RecoveryTest, AGroupOffsetBeyondTheEndIsNeverReused) {
   // What a power loss with unsynced data leaves: the group's offset file (fsynced at every commit)
   // is ahead of the log. Without a checkpoint to say where the log ended, the group's offset must.

@@ -94,7 +94,7 @@ TEST_F(FileSinkTest, NeverChangesAFileItDidNotWrite) {
   }
 }
 
-TEST_F(FileSinkTest, CutsWhatItWroteAfterItsLastFlushAndNothingBefore) {
+TEST_F(FileSinkTest, CutsOnlyTheTornLineItWroteItselfAfterItsLastFlush) {
   const std::string path = dir_.file("out.txt");
   writeFile(path, "theirs, no newline");
   {
@@ -104,7 +104,7 @@ TEST_F(FileSinkTest, CutsWhatItWroteAfterItsLastFlushAndNothingBefore) {
     ASSERT_TRUE(task.put(batch).isOk());
     ASSERT_TRUE(task.flush().isOk());
     // A crash after more writes and before the next flush: a whole line and a torn one. The
-    // whole line goes too: its record was not committed and is delivered again.
+    // whole line stays (its record is delivered again: a duplicate, never a loss).
     std::vector<Record> more{rec("0-3")};
     ASSERT_TRUE(task.put(more).isOk());
     task.stop();
@@ -112,12 +112,8 @@ TEST_F(FileSinkTest, CutsWhatItWroteAfterItsLastFlushAndNothingBefore) {
   appendFile(path, "0-");
   FileStreamSinkTask task;
   ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
-  EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n");
-  std::vector<Record> again{rec("0-3")};
-  ASSERT_TRUE(task.put(again).isOk());
-  ASSERT_TRUE(task.flush().isOk());
-  task.stop();
   EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
+  task.stop();
   // Bytes past the flushed length without any newline: they go, never the part before.
   appendFile(path, "garbage without newline");
   FileStreamSinkTask later;
@@ -125,11 +121,11 @@ TEST_F(FileSinkTest, CutsWhatItWroteAfterItsLastFlushAndNothingBefore) {
   EXPECT_EQ(readAll(path), "theirs, no newline\n0-1\n0-2\n0-3\n");
 }
 
-TEST_F(FileSinkTest, DropsEverythingWrittenAfterItsLastFlush) {
+TEST_F(FileSinkTest, CutsFromAPageAPowerLossDidNotWriteBack) {
   // A power loss after writes that were never flushed (the 1 MiB threshold, or stop() without a
   // flush) may keep any subset of their pages: here a zeroed page, then a whole line written
   // back out of order. Nothing past the flushed length is committed (a commit flushes first), so
-  // all of it goes; the records are delivered again.
+  // everything from the zeroed page on goes; the records are delivered again.
   const std::string path = dir_.file("out.txt");
   {
     FileStreamSinkTask task;
@@ -199,26 +195,58 @@ TEST_F(FileSinkTest, StateIsSavedOnlyWhenTheFileGrew) {
   EXPECT_EQ(ctx_.state->at("length"), "2");
 }
 
-TEST_F(FileSinkTest, DropPastCutsExactlyToTheLength) {
+TEST_F(FileSinkTest, RepairPastCutsFromALostPageOrATornLineNeverBelowTheLength) {
   const std::string path = dir_.file("f.txt");
   auto cut = [&](std::uint64_t length) {
     const int fd = ::open(path.c_str(), O_RDWR);
-    auto r = FileStreamSinkTask::dropPast(fd, path, length);
+    auto r = FileStreamSinkTask::repairPast(fd, path, length);
     ::close(fd);
     EXPECT_TRUE(r.isOk());
     return r.isOk() ? *r : 0;
   };
   writeFile(path, "theirs\nwhole\n");
-  EXPECT_EQ(cut(13), 0u);
+  EXPECT_EQ(cut(7), 0u);  // whole lines past the length stay
   EXPECT_EQ(cut(100), 0u);  // never grows a file
   EXPECT_EQ(readAll(path), "theirs\nwhole\n");
-  EXPECT_EQ(cut(7), 6u);
-  EXPECT_EQ(readAll(path), "theirs\n");
-  writeFile(path, "keep" + std::string(200000, 'y'));
-  EXPECT_EQ(cut(4), 200000u);
-  EXPECT_EQ(readAll(path), "keep");
-  EXPECT_EQ(cut(0), 4u);
-  EXPECT_EQ(readAll(path), "");
+  writeFile(path, "theirs no newline, then ours torn");
+  EXPECT_EQ(cut(18), 15u);
+  EXPECT_EQ(readAll(path), "theirs no newline,");
+  // The last newline lies more than 64 KiB before the end.
+  writeFile(path, "keep\n" + std::string(200000, 'y'));
+  EXPECT_EQ(cut(2), 200000u);
+  EXPECT_EQ(readAll(path), "keep\n");
+  // A lost page (zeros to a page boundary) in the middle: cut from the start of its line, even
+  // though whole lines follow it.
+  std::string page = "0-1\n0-2\n0-3";
+  page += std::string(4096 - page.size(), '\0');
+  writeFile(path, page + "0-9\n");
+  EXPECT_EQ(cut(4), page.size() + 4 - 8);
+  EXPECT_EQ(readAll(path), "0-1\n0-2\n");
+  // Zeros that do not reach a page boundary are data, not a lost page.
+  writeFile(path, std::string("a\n") + std::string(10, '\0') + "b\n");
+  EXPECT_EQ(cut(2), 0u);
+}
+
+TEST_F(FileSinkTest, AStaleSavedLengthNeverCostsCommittedLines) {
+  // The saved length can be older than the last flush: the position store fell back to its
+  // previous copy. Lines past it were flushed and their offsets committed; they must stay.
+  const std::string path = dir_.file("out.txt");
+  {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    std::vector<Record> batch{rec("0-1")};
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    const auto stale = ctx_.state;
+    std::vector<Record> more{rec("0-2"), rec("0-3")};
+    ASSERT_TRUE(task.put(more).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    task.stop();
+    ctx_.state = stale;
+  }
+  FileStreamSinkTask task;
+  ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+  EXPECT_EQ(readAll(path), "0-1\n0-2\n0-3\n");
 }
 
 TEST_F(FileSinkTest, OneTaskAndRequiredFile) {
