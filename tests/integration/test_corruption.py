@@ -10,7 +10,9 @@ is restored, damaged, and the worker started again:
   and a deleted last segment · a group offset raised beyond the end, and one lowered (an
   operator's edit without a checksum) · a bit flip in the group's offset file, in a value of
   configs.json and of positions.json (still valid JSON: the checksum tells, the previous copy is
-  used) · status.json and its previous copy ruined (a cache: rebuilt)
+  used) · status.json and its previous copy ruined (a cache: rebuilt) · topics.json and the
+  checkpoint ruined with their previous copies (the topics are found from their folders; the
+  checkpoint is ignored for that start)
 
 and the far ends are checked:
   - a new sink that reads `seq` from the start gets every intact record at its own offset and only
@@ -302,6 +304,12 @@ def main():
            log_needles=["positions.json"])
     s.case("status.json and its previous copy ruined", lambda: s.ruin_both(s.store("status.json")), [],
            log_needles=["status.json"])
+    backbone = os.path.join(s.data, "backbone")
+    s.case("topics.json and its previous copy ruined", lambda: s.ruin_both(os.path.join(backbone, "topics.json")),
+           [], log_needles=["finding the topics from their folders"])
+    s.case("checkpoint.json and its previous copy ruined",
+           lambda: s.ruin_both(os.path.join(backbone, "checkpoint.json")), [],
+           log_needles=["checkpoint.json"])
     print(json.dumps({"cases": len(s.results) + len(s.failures), "passed": len(s.results),
                       "failed": len(s.failures)}))
     assert not s.failures, "\n".join(s.failures)
