@@ -14,6 +14,7 @@
 
 #include "connectors/common.h"
 #include "core/crc32c.h"
+#include "core/fs.h"
 #include "core/logging.h"
 
 namespace ferry::connectors {
@@ -75,14 +76,7 @@ Result<std::uint64_t> FileStreamSinkTask::repairPast(int fd, const std::string& 
   if (::fstat(fd, &st) != 0) return ioError("stat", path, errno);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size <= length) return std::uint64_t{0};
-  std::string tail(static_cast<std::size_t>(size - length), '\0');
-  std::size_t have = 0;
-  while (have < tail.size()) {
-    const ssize_t n = ::pread(fd, tail.data() + have, tail.size() - have, static_cast<off_t>(length + have));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ioError("read", path, n < 0 ? errno : EIO);
-    have += static_cast<std::size_t>(n);
-  }
+  FERRY_ASSIGN_OR_RETURN(const std::string tail, core::readAt(fd, length, static_cast<std::size_t>(size - length), path));
   // The first stretch a lost page leaves: zeros up to a page boundary (or the end of the file),
   // from `length`, from a page boundary, or from where the file ended when that page was last
   // written back (then at least kMinZeroRun of them: a NUL or two before a boundary is data).
@@ -137,15 +131,8 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
     fd_ = -1;
     return Status::invalidArgument("FileStreamSink: " + path_ + " is not a regular file");
   }
-  if (!existed) {
-    // The new name must survive a power loss as well as the lines written under it.
-    const auto slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-    if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
+  // The new name must survive a power loss as well as the lines written under it.
+  if (!existed) FERRY_RETURN_IF_ERROR(core::syncDir(core::parentDir(path_)));
   device_ = static_cast<std::uint64_t>(st.st_dev);
   inode_ = static_cast<std::uint64_t>(st.st_ino);
   birth_ = birthTime(fd_);
@@ -234,14 +221,7 @@ Status FileStreamSinkTask::saveLength(bool sync) {
 // CRC32C of the (up to) 4 KiB before byte `end`.
 Result<std::uint32_t> FileStreamSinkTask::tailChecksum(std::uint64_t end) {
   const std::uint64_t begin = end > kTailWindow ? end - kTailWindow : 0;
-  std::string window(static_cast<std::size_t>(end - begin), '\0');
-  std::size_t have = 0;
-  while (have < window.size()) {
-    const ssize_t n = ::pread(fd_, window.data() + have, window.size() - have, static_cast<off_t>(begin + have));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ioError("read", path_, n < 0 ? errno : EIO);
-    have += static_cast<std::size_t>(n);
-  }
+  FERRY_ASSIGN_OR_RETURN(const std::string window, core::readAt(fd_, begin, static_cast<std::size_t>(end - begin), path_));
   return core::crc32c(window);
 }
 

@@ -23,6 +23,18 @@ std::string parentDir(const std::string& path) {
   return p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
+Result<std::string> readAt(int fd, std::uint64_t offset, std::size_t size, const std::string& path) {
+  std::string out(size, '\0');
+  std::size_t have = 0;
+  while (have < size) {
+    const ssize_t n = ::pread(fd, out.data() + have, size - have, static_cast<off_t>(offset + have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return errnoStatus("read", path, n < 0 ? errno : EIO);
+    have += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
 Status syncDir(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return errnoStatus("open folder", path, errno);

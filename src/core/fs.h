@@ -11,6 +11,7 @@
 // by the next write).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,9 @@ Result<std::string> readFile(const std::string& path);
 // mkdir -p; fsyncs the parent of every folder it creates (a new folder's name is durable only
 // once its parent is fsynced). An existing folder is OK; an existing non-folder is Unavailable.
 Status ensureDir(const std::string& path);
+// Reads exactly `size` bytes at `offset` of the open file `fd` (retrying short reads and EINTR);
+// Unavailable naming `path` when the file ends first or a read fails.
+Result<std::string> readAt(int fd, std::uint64_t offset, std::size_t size, const std::string& path);
 // fsync a folder (after creating, renaming or deleting entries in it).
 Status syncDir(const std::string& path);
 // The folder that holds `path` ("." for a bare file name).

@@ -94,10 +94,7 @@ std::string groupFileName(const std::string& group) {
 
 // The embedded backbone's small state files (topics.json, groups/*.json, checkpoint.json) are
 // checked files (core/checked_file.h): a checksum, and the previous good copy to fall back to.
-// `accept` checks the document's shape, so a copy of the wrong shape counts as damaged too.
-Status writeStateFile(const std::string& path, const nlohmann::json& j, const core::JsonCheck& accept) {
-  return core::writeCheckedJson(path, j, accept);
-}
+// The shape checks below are their `accept`: a copy of the wrong shape counts as damaged too.
 Result<nlohmann::json> readStateFile(const std::string& path, const core::JsonCheck& accept) {
   FERRY_ASSIGN_OR_RETURN(core::CheckedJson c, core::readCheckedJson(path, accept));
   if (!c.warning.empty()) core::logger("backbone")->warn("{}", c.warning);
@@ -551,7 +548,6 @@ class QueueLog {
   };
 
   void report(const char* kind, std::int64_t first, std::int64_t last, std::int64_t bytes, std::string detail) {
-    if (first <= last) detail += "; lost: " + offsetsText(first, last);
     report_(StorageIssue{topic_, queue_, kind, first, last, bytes, std::move(detail)});
   }
 
@@ -566,14 +562,8 @@ class QueueLog {
   // A reader met bytes at `pos` that do not decode: finds the next intact record before `limit`,
   // records the range on the segment (so later reads step over it at once) and reports it.
   Result<DamagedRange> discoverDamage(Segment& seg, std::int64_t pos, std::int64_t limit, std::int64_t lastSeen) {
-    std::string data(static_cast<std::size_t>(limit - pos), '\0');
-    std::size_t have = 0;
-    while (have < data.size()) {
-      ssize_t got = ::pread(seg.fd, data.data() + have, data.size() - have, pos + static_cast<std::int64_t>(have));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return core::errnoStatus("read", seg.path, got < 0 ? errno : EIO);
-      have += static_cast<std::size_t>(got);
-    }
+    FERRY_ASSIGN_OR_RETURN(const std::string data, core::readAt(seg.fd, static_cast<std::uint64_t>(pos),
+                                                                 static_cast<std::size_t>(limit - pos), seg.path));
     std::int64_t nextOff = -1;
     const std::size_t next = segment::findNextFrame(data, 1, lastSeen, &nextOff);
     DamagedRange r{pos, static_cast<std::int64_t>(next), lastSeen + 1, next < data.size() ? nextOff - 1 : -1};
@@ -1074,7 +1064,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     nlohmann::json j;
     j["topics"] = nlohmann::json::object();
     for (const auto& [n, tp] : topics_) j["topics"][n] = tp->queues.size();
-    return writeStateFile(o_.dir + "/topics.json", j, topicsShape);
+    return core::writeCheckedJson(o_.dir + "/topics.json", j, topicsShape);
   }
 
   // topics.json names every topic and its queue count. When it is missing or damaged (and no
@@ -1174,7 +1164,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     j["group"] = group;
     j["offsets"] = nlohmann::json::array();
     for (const auto& [tq, o] : committed) j["offsets"].push_back({{"topic", tq.topic}, {"queue", tq.queue}, {"offset", o}});
-    return writeStateFile(path, j, groupShape);
+    return core::writeCheckedJson(path, j, groupShape);
   }
 
   // checkpoint.json: each queue's first and next offset as of the last write (every
@@ -1210,16 +1200,16 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     std::lock_guard lock(checkpointMu_);
     std::string text = j.dump();
     if (!force && text == lastCheckpoint_) return Status::ok();
-    Status s = writeStateFile(o_.dir + "/checkpoint.json", j, checkpointShape);
+    Status s = core::writeCheckedJson(o_.dir + "/checkpoint.json", j, checkpointShape);
     if (s.isOk()) lastCheckpoint_ = std::move(text);
     else core::logger("backbone")->warn("could not write the checkpoint: {}", s.toString());
     return s;
   }
 
   void report(StorageIssue issue) {
-    if (issue.kind == "group-ahead" && issue.firstOffset <= issue.lastOffset)
-      issue.detail += "; lost: " + offsetsText(issue.firstOffset, issue.lastOffset);
-    const bool loss = (issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset) || issue.kind == "group-lost";
+    const bool lostOffsets = issue.firstOffset >= 0 && issue.firstOffset <= issue.lastOffset;
+    if (lostOffsets) issue.detail += "; lost: " + offsetsText(issue.firstOffset, issue.lastOffset);
+    const bool loss = lostOffsets || issue.kind == "group-lost";
     const auto level = loss ? spdlog::level::err : spdlog::level::warn;
     if (issue.queue >= 0)
       core::logger("backbone")->log(level, "{}-{} {}: {}", issue.topic, issue.queue, issue.kind, issue.detail);

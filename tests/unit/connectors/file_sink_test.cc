@@ -26,6 +26,16 @@ Record rec(const std::string& value) {
 
 class FileSinkTest : public ::testing::Test {
  protected:
+  // A task's whole life: start on `path`, put `values`, flush, stop.
+  void writeFlushed(const std::string& path, const std::vector<std::string>& values) {
+    FileStreamSinkTask task;
+    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
+    std::vector<Record> batch;
+    for (const auto& v : values) batch.push_back(rec(v));
+    ASSERT_TRUE(task.put(batch).isOk());
+    ASSERT_TRUE(task.flush().isOk());
+    task.stop();
+  }
   TempDir dir_;
   FakeSinkContext ctx_;
 };
@@ -127,14 +137,7 @@ TEST_F(FileSinkTest, CutsFromAPageAPowerLossDidNotWriteBack) {
   // back out of order. Nothing past the flushed length is committed (a commit flushes first), so
   // everything from the zeroed page on goes; the records are delivered again.
   const std::string path = dir_.file("out.txt");
-  {
-    FileStreamSinkTask task;
-    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
-    std::vector<Record> batch{rec("0-1"), rec("0-2")};
-    ASSERT_TRUE(task.put(batch).isOk());
-    ASSERT_TRUE(task.flush().isOk());
-    task.stop();
-  }
+  writeFlushed(path, {"0-1", "0-2"});
   appendFile(path, std::string(4096, '\0') + "0-4\n");
   FileStreamSinkTask task;
   ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
@@ -143,14 +146,7 @@ TEST_F(FileSinkTest, CutsFromAPageAPowerLossDidNotWriteBack) {
 
 TEST_F(FileSinkTest, AReplacedOrShortenedFileIsNotItsOwn) {
   const std::string path = dir_.file("out.txt");
-  {
-    FileStreamSinkTask task;
-    ASSERT_TRUE(task.start({{"file", path}}, ctx_).isOk());
-    std::vector<Record> batch{rec("0-1"), rec("0-2")};
-    ASSERT_TRUE(task.put(batch).isOk());
-    ASSERT_TRUE(task.flush().isOk());
-    task.stop();
-  }
+  writeFlushed(path, {"0-1", "0-2"});
   ASSERT_TRUE(ctx_.state.has_value());
   // Rotated: a new file under the same name.
   std::remove(path.c_str());

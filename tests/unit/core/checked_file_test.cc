@@ -24,10 +24,7 @@ using ferry::testing::modeOf;
 using ferry::testing::readText;
 using ferry::testing::writeText;
 
-class TempDir : public ferry::testing::TempDir {
- public:
-  TempDir() : ferry::testing::TempDir("ferry-checked") {}
-};
+using ferry::testing::TempDir;
 using nlohmann::json;
 using From = CheckedJson::From;
 

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,10 +20,23 @@ using ferry::testing::modeOf;
 using ferry::testing::readText;
 using ferry::testing::writeText;
 
-class TempDir : public ferry::testing::TempDir {
- public:
-  TempDir() : ferry::testing::TempDir("ferry-fs") {}
-};
+using ferry::testing::TempDir;
+
+TEST(ReadAt, ReadsExactlyTheRangeAndRefusesToReadPastTheEnd) {
+  TempDir dir;
+  const std::string path = dir.file("f");
+  writeText(path, "0123456789");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto mid = readAt(fd, 3, 4, path);
+  ASSERT_TRUE(mid.isOk()) << mid.status().toString();
+  EXPECT_EQ(*mid, "3456");
+  EXPECT_EQ(*readAt(fd, 10, 0, path), "");
+  auto past = readAt(fd, 8, 5, path);
+  EXPECT_FALSE(past.isOk());
+  EXPECT_NE(past.status().message().find(path), std::string::npos) << past.status().toString();
+  ::close(fd);
+}
 
 TEST(AtomicWriteFile, DefaultModeIs0600) {
   TempDir dir;

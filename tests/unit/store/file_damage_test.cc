@@ -23,10 +23,7 @@ using ferry::testing::modeOf;
 using ferry::testing::readText;
 using ferry::testing::writeText;
 
-class TempDir : public ferry::testing::TempDir {
- public:
-  TempDir() : ferry::testing::TempDir("ferry-store-damage") {}
-};
+using ferry::testing::TempDir;
 
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
