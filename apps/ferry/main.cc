@@ -158,6 +158,7 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   ropts.version = FERRY_VERSION;
   ropts.commit = FERRY_GIT_COMMIT;
   ropts.webRoot = worker.webRoot;
+  ropts.rocketmqCompat = worker.restRocketmqCompat;
   rest::RestServer server(herder, ropts);
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();

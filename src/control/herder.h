@@ -69,6 +69,9 @@ struct ConfigReport {
   std::vector<std::string> groups;
   std::vector<ConfigKeyReport> keys;
   int errorCount = 0;
+  // Keys nobody declared, accepted (worker key config.unknown.keys=accept): key -> message.
+  // Not counted in errorCount.
+  std::vector<std::pair<std::string, std::string>> warnings;
 };
 
 // One source position as REST shows it: {"partition": {...}, "offset": {...}}; for sink

@@ -37,7 +37,30 @@ Status validName(const std::string& name) {
 std::string sinkGroupOf(const std::string& connector) { return "connect-" + connector; }
 
 void checkWorkerLimits(const StringMap& config, ConnectorShape shape, const WorkerLimits& limits,
-                       ConfigValidation& validation) {
+                       ConfigValidation& validation, std::vector<std::pair<std::string, std::string>>* warnings) {
+  // Client overrides under the worker's policy (Kafka Connect's ConnectorClientConfigOverridePolicy).
+  for (const auto& [k, v] : config) {
+    for (const char* prefix : runtime::kClientOverridePrefixes) {
+      const std::string p = prefix;
+      if (k.compare(0, p.size(), p) != 0) continue;
+      const std::string client = k.substr(p.size());
+      const bool allowed = limits.overridePolicy == "All" ||
+                           (limits.overridePolicy == "Principal" &&
+                            (client == "sasl.jaas.config" || client == "sasl.mechanism" || client == "security.protocol"));
+      if (!allowed)
+        validation.errors[k].push_back("The '" + limits.overridePolicy + "' policy does not allow '" + client +
+                                       "' to be overridden in the connector configuration "
+                                       "(worker key connector.client.config.override.policy)");
+    }
+  }
+  if (!limits.refuseUnknownKeys) {
+    for (const auto& k : validation.unknownKeys)
+      if (warnings)
+        warnings->emplace_back(k, "unknown configuration key '" + k +
+                                      "': accepted and passed to the connector, which does not declare it "
+                                      "(a typo? the worker refuses such keys with config.unknown.keys=refuse)");
+    validation.unknownKeys.clear();
+  }
   const std::string tasks = get(config, "tasks.max");
   if (!tasks.empty()) {
     std::int64_t n = 0;
@@ -124,8 +147,8 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
   StringMap cfg = config;
   if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
   FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, cfg));
-  checkWorkerLimits(cfg, v.shape, limits, v.validation);
   ConfigReport report;
+  checkWorkerLimits(cfg, v.shape, limits, v.validation, &report.warnings);
   report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
   report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};
   std::set<std::string> seen;

@@ -21,11 +21,21 @@ std::string sinkGroupOf(const std::string& connector);
 struct WorkerLimits {
   std::int64_t tasksMax = 1000;                  // worker key tasks.max.limit
   const backbone::Backbone* backbone = nullptr;  // names the backbone topics must satisfy
+  // Worker key config.unknown.keys: false (accept, the default, as Kafka Connect does: stored,
+  // passed to the connector, reported as warnings by validate) or true (refuse, 400).
+  bool refuseUnknownKeys = false;
+  // Worker key connector.client.config.override.policy (Kafka Connect's): None refuses every
+  // producer/consumer/admin.override.* key, Principal allows only sasl.jaas.config,
+  // sasl.mechanism and security.protocol, All (the default) allows every one.
+  std::string overridePolicy = "All";
 };
 // Adds errors for what `limits` refuses: tasks.max above the limit; a backbone topic name the
-// backbone cannot hold (a sink's `topics` and dead-letter topic, a source's `topic`).
+// backbone cannot hold (a sink's `topics` and dead-letter topic, a source's `topic`); client
+// overrides the override policy does not allow. Unknown keys stay errors only when
+// limits.refuseUnknownKeys; otherwise they move to `warnings` (key -> message).
 void checkWorkerLimits(const StringMap& config, runtime::ConnectorShape shape, const WorkerLimits& limits,
-                       ConfigValidation& validation);
+                       ConfigValidation& validation,
+                       std::vector<std::pair<std::string, std::string>>* warnings = nullptr);
 // Sets config["name"], validates it whole; InvalidArgument listing every error.
 Result<runtime::ConnectorShape> checkConnectorConfig(const runtime::PluginRegistry& registry, const std::string& name,
                                                      StringMap& config, const WorkerLimits& limits);

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <set>
 
 #include "core/logging.h"
@@ -156,15 +158,34 @@ class RestServer::Routes {
     add("GET", "admin/loggers", &Routes::loggers);
     add("GET", "admin/loggers/*", &Routes::getLogger);
     add("PUT", "admin/loggers/*", &Routes::putLogger);
-    // RocketMQ Connect paths. Literal segments win over '*', so GET /connectors/list lists.
+    // RocketMQ Connect's read-only paths. Literal segments win over '*', so GET /connectors/list
+    // lists.
     add("GET", "getClusterInfo", &Routes::clusterInfo);
     add("GET", "connectors/list", &Routes::rmqList);
-    add("POST", "connectors/*", &Routes::rmqCreate);
     add("GET", "allocated/connectors", &Routes::allocatedConnectors);
     add("GET", "allocated/tasks", &Routes::allocatedTasks);
     add("GET", "plugin/list", &Routes::pluginList);
-    add("GET", "plugin/reload", &Routes::pluginReload);
-    add("POST", "plugin/reload", &Routes::pluginReload);
+    // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled, off by
+    // default): its GET-verb operations change state, so any link or web page could trigger
+    // them. Roles: each GET-verb write needs the role of the write it performs (stop, pause,
+    // resume, restart: operator; create/update: admin), not the viewer role of a GET.
+    if (options.rocketmqCompat) {
+      add("POST", "connectors/*", &Routes::rmqCreate);             // create or update: admin
+      add("GET", "connectors/*/stop", &Routes::rmqStop);           // write: operator
+      add("GET", "connectors/*/pause", &Routes::rmqPause);         // write: operator
+      add("GET", "connectors/*/resume", &Routes::rmqResume);       // write: operator
+      add("GET", "connectors/*/restart", &Routes::rmqRestart);     // write: operator
+      add("GET", "connectors/*/tasks/*/restart", &Routes::rmqRestartTask);  // write: operator
+      add("GET", "connectors/stop/all", &Routes::rmqStopAll);      // write: operator
+      add("GET", "connectors/pause/all", &Routes::rmqPauseAll);    // write: operator
+      add("GET", "connectors/resume/all", &Routes::rmqResumeAll);  // write: operator
+      add("GET", "plugin/list/connectors", &Routes::rmqConnectorPlugins);  // read: viewer
+      add("GET", "plugin/config", &Routes::rmqPluginConfig);               // read: viewer
+      add("GET", "plugin/config/validate", &Routes::rmqValidate);          // read: viewer
+      add("POST", "plugin/config/validate", &Routes::rmqValidate);         // read: viewer
+      add("GET", "plugin/reload", &Routes::pluginReload);                  // write: admin
+      add("POST", "plugin/reload", &Routes::pluginReload);                 // write: admin
+    }
   }
 
   void dispatch(const Request& req, Response& res) {
@@ -285,13 +306,15 @@ class RestServer::Routes {
 
   void listConnectors(const Request& req, Response& res, const Params&) {
     bool status = false, info = false;
+    // Kafka Connect: any expand (even an unknown one) answers the map, name -> expansions.
+    const bool expand = req.get_param_value_count("expand") > 0;
     for (std::size_t i = 0; i < req.get_param_value_count("expand"); ++i) {
       auto v = req.get_param_value("expand", i);
       status |= v == "status";
       info |= v == "info";
     }
     auto names = herder_.connectors();
-    if (!status && !info) {
+    if (!expand) {
       sendJson(res, 200, names);
       return;
     }
@@ -301,7 +324,7 @@ class RestServer::Routes {
       if (status) {
         auto s = herder_.connectorStatus(name);
         if (!s.isOk()) continue;  // deleted meanwhile
-        entry["status"] = connectorStatusJson(*s);
+        entry["status"] = connectorStatusJson(*s, versionOf(name));
       }
       if (info) {
         auto i = herder_.connectorInfo(name);
@@ -319,18 +342,146 @@ class RestServer::Routes {
     auto created = herder_.createConnector(parsed->name, parsed->config, parsed->initialState);
     if (!created.isOk()) return sendWriteStatus(res, created.status());
     res.set_header("Location", "/connectors/" + parsed->name);
-    sendJson(res, 201, connectorInfoJson(*created));
+    sendJson(res, 201, connectorInfoJson(withTasks(
+                           std::move(*created), parsed->initialState.value_or(store::TargetState::kStarted))));
   }
 
+  // Kafka Connect's standalone worker answers a create with the tasks it made; ferry makes them
+  // on the worker's thread, so wait for them a little (kTaskWait at most) when the connector is
+  // to run. A slow connector is answered with the tasks known so far (none), as Kafka's
+  // distributed worker does.
+  static constexpr auto kTaskWait = std::chrono::milliseconds(1500);
+  control::ConnectorInfo withTasks(control::ConnectorInfo info, store::TargetState target) const {
+    if (!info.tasks.empty() || target != store::TargetState::kStarted) return info;
+    const auto deadline = std::chrono::steady_clock::now() + kTaskWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      auto now = herder_.connectorInfo(info.name);
+      if (!now.isOk()) break;
+      if (!now->tasks.empty()) return std::move(*now);
+    }
+    return info;
+  }
+
+  // The version of a connector's plugin (Kafka Connect 4.x shows it in status); "" if unknown.
+  std::string versionOf(const std::string& connector) const {
+    auto config = herder_.connectorConfig(connector);
+    if (!config.isOk()) return "";
+    auto it = config->find("connector.class");
+    if (it == config->end()) return "";
+    const runtime::PluginInfo* p = pluginNamed(it->second);
+    return p ? p->version : "";
+  }
+
+  // The plugin a class name, alias or simple name (last segment of a dotted alias) names.
+  const runtime::PluginInfo* pluginNamed(const std::string& name) const {
+    std::lock_guard lock(pluginsMu_);
+    if (plugins_.empty()) plugins_ = herder_.plugins();
+    for (const auto& p : plugins_) {
+      if (p.className == name) return &p;
+      for (const auto& a : p.aliases) {
+        if (a == name) return &p;
+        auto dot = a.rfind('.');
+        if (dot != std::string::npos && a.compare(dot + 1, std::string::npos, name) == 0) return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  // RocketMQ Connect's POST /connectors/{name}: creates, or replaces the config of an existing
+  // connector (its putConnectorConfig), with a flat config map.
   void rmqCreate(const Request& req, Response& res, const Params& p) {
     if (auto s = validateConnectorName(p[0]); !s.isOk()) return sendStatus(res, s);
     auto config = parseConfigMap(req.body);
     if (!config.isOk()) return sendStatus(res, config.status());
     if (auto s = checkConfigName(p[0], *config); !s.isOk()) return sendStatus(res, s);
-    auto created = herder_.createConnector(p[0], *config, std::nullopt);
-    if (!created.isOk()) return sendWriteStatus(res, created.status());
-    res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, 201, connectorInfoJson(*created));
+    bool created = false;
+    auto info = herder_.putConnectorConfig(p[0], *config, &created);
+    if (!info.isOk()) return sendWriteStatus(res, info.status());
+    if (created) res.set_header("Location", "/connectors/" + p[0]);
+    sendJson(res, created ? 201 : 200,
+             connectorInfoJson(created ? withTasks(std::move(*info), store::TargetState::kStarted)
+                                       : std::move(*info)));
+  }
+
+  // RocketMQ Connect's envelope for its GET-verb operations: {"status": 200, "body": ...}.
+  static void rmqAnswer(Response& res, const Status& s, const std::string& done) {
+    if (!s.isOk()) return sendStatus(res, s);
+    sendJson(res, 200, {{"status", 200}, {"body", done}});
+  }
+  // GET /connectors/{name}/stop: ferry's stop (config and positions kept). RocketMQ Connect
+  // deletes the connector here; ferry does not destroy anything on a GET (DELETE does that).
+  void rmqStop(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.stopConnector(p[0]), "Connector [" + p[0] + "] stopped successfully");
+  }
+  void rmqPause(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.pauseConnector(p[0]), "Connector [" + p[0] + "] paused successfully");
+  }
+  void rmqResume(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.resumeConnector(p[0]), "Connector [" + p[0] + "] resumed successfully");
+  }
+  void rmqRestart(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.restartConnector(p[0], true, false),
+              "Connector [" + p[0] + "] restarted successfully");
+  }
+  void rmqRestartTask(const Request&, Response& res, const Params& p) {
+    auto id = taskId(p[1]);
+    if (!id.isOk()) return sendStatus(res, id.status());
+    rmqAnswer(res, herder_.restartTask(p[0], *id),
+              "Task [" + p[0] + "/" + p[1] + "] restarted successfully");
+  }
+  // The bulk operations act on every connector; the first failure is answered (the ones before
+  // it are done).
+  template <typename Op>
+  void rmqAll(Response& res, Op op, const std::string& verb) {
+    auto names = herder_.connectors();
+    if (names.empty())
+      return rmqAnswer(res, Status::ok(),
+                       "No connector needs to be " + verb + ", please add connector first");
+    for (const auto& n : names)
+      if (auto s = op(n); !s.isOk() && s.code() != StatusCode::kNotFound) return sendStatus(res, s);
+    rmqAnswer(res, Status::ok(), std::to_string(names.size()) + " connectors are " + verb);
+  }
+  void rmqStopAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.stopConnector(n); }, "stopped");
+  }
+  void rmqPauseAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.pauseConnector(n); }, "paused");
+  }
+  void rmqResumeAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.resumeConnector(n); }, "resumed");
+  }
+  void rmqConnectorPlugins(const Request&, Response& res, const Params&) {
+    Json out = Json::array();
+    for (const auto& p : herder_.plugins())
+      if (p.kind == PluginKind::kSourceConnector || p.kind == PluginKind::kSinkConnector)
+        out.push_back(pluginJson(p, /*detailed=*/true));
+    sendJson(res, 200, {{"status", 200}, {"body", std::move(out)}});
+  }
+  // GET /plugin/config?plugin=<class>: the plugin's ConfigKeyInfo list (RocketMQ Connect
+  // declares this route but answers "not implemented").
+  void rmqPluginConfig(const Request& req, Response& res, const Params&) {
+    if (!req.has_param("plugin"))
+      return sendError(res, 400, "query parameter 'plugin' (a plugin class name) is required");
+    auto keys = herder_.pluginConfig(req.get_param_value("plugin"));
+    if (!keys.isOk()) return sendStatus(res, keys.status());
+    sendJson(res, 200, {{"status", 200}, {"body", configKeysJson(*keys)}});
+  }
+  // GET /plugin/config/validate?config=<JSON map> (RocketMQ's GET style) or POST with the map as
+  // the body: the ConfigInfos of PUT /connector-plugins/{plugin}/config/validate, the plugin
+  // taken from connector.class.
+  void rmqValidate(const Request& req, Response& res, const Params&) {
+    std::string body = req.method == "POST" ? req.body : req.get_param_value("config");
+    if (body.empty())
+      return sendError(res, 400, "the config is required (query parameter 'config' or a POST body)");
+    auto config = parseConfigMap(body);
+    if (!config.isOk()) return sendStatus(res, config.status());
+    auto cls = config->find("connector.class");
+    if (cls == config->end() || cls->second.empty())
+      return sendError(res, 400, "the config must name its connector.class");
+    auto report = herder_.validateConfig(cls->second, *config);
+    if (!report.isOk()) return sendStatus(res, report.status());
+    sendJson(res, 200, {{"status", 200}, {"body", configReportJson(*report)}});
   }
 
   void getConnector(const Request&, Response& res, const Params& p) {
@@ -523,7 +674,7 @@ class RestServer::Routes {
   void connectorStatus(const Request&, Response& res, const Params& p) {
     auto s = herder_.connectorStatus(p[0]);
     if (!s.isOk()) return sendStatus(res, s.status());
-    sendJson(res, 200, connectorStatusJson(*s));
+    sendJson(res, 200, connectorStatusJson(*s, versionOf(p[0])));
   }
 
   void restartConnector(const Request& req, Response& res, const Params& p) {
@@ -544,7 +695,13 @@ class RestServer::Routes {
       res.status = 202;
       return;
     }
-    sendJson(res, 202, connectorStatusJson(*s));
+    // Kafka Connect answers the plan: what it restarts is RESTARTING (onlyFailed: the failed
+    // ones only), the rest keeps its state.
+    if (!*onlyFailed || s->state == store::State::kFailed) s->state = store::State::kRestarting;
+    if (*includeTasks)
+      for (auto& t : s->tasks)
+        if (!*onlyFailed || t.state == store::State::kFailed) t.state = store::State::kRestarting;
+    sendJson(res, 202, connectorStatusJson(*s, versionOf(p[0])));
   }
 
   void pause(const Request&, Response& res, const Params& p) {
@@ -553,8 +710,10 @@ class RestServer::Routes {
   void resume(const Request&, Response& res, const Params& p) {
     targetChange(res, herder_.resumeConnector(p[0]));
   }
+  // Kafka Connect answers a stop with 204 (Strimzi accepts nothing else); pause and resume 202.
   void stopConnector(const Request&, Response& res, const Params& p) {
-    targetChange(res, herder_.stopConnector(p[0]));
+    if (auto s = herder_.stopConnector(p[0]); !s.isOk()) return sendStatus(res, s);
+    res.status = 204;
   }
   static void targetChange(Response& res, const Status& s) {
     if (!s.isOk()) return sendStatus(res, s);
@@ -572,7 +731,7 @@ class RestServer::Routes {
     if (!id.isOk()) return sendStatus(res, id.status());
     auto s = herder_.taskStatus(p[0], *id);
     if (!s.isOk()) return sendStatus(res, s.status());
-    sendJson(res, 200, taskStatusJson(*s));
+    sendJson(res, 200, taskStatusJson(*s, versionOf(p[0])));
   }
 
   void restartTask(const Request&, Response& res, const Params& p) {
@@ -591,15 +750,21 @@ class RestServer::Routes {
   void alterOffsets(const Request& req, Response& res, const Params& p) {
     auto positions = parseOffsets(req.body);
     if (!positions.isOk()) return sendStatus(res, positions.status());
-    if (auto s = herder_.alterOffsets(p[0], *positions); !s.isOk()) return sendStatus(res, s);
+    if (auto s = herder_.alterOffsets(p[0], *positions); !s.isOk()) return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been altered successfully"}});
   }
 
   void resetOffsets(const Request&, Response& res, const Params& p) {
-    if (auto s = herder_.resetOffsets(p[0]); !s.isOk()) return sendStatus(res, s);
+    if (auto s = herder_.resetOffsets(p[0]); !s.isOk()) return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been reset successfully"}});
+  }
+
+  // Kafka Connect answers 400 when the connector is not STOPPED (a 409 makes kcctl retry for 30 s).
+  static void sendOffsetsStatus(Response& res, const Status& s) {
+    sendError(res, s.code() == StatusCode::kFailedPrecondition ? 400 : httpStatusFor(s.code()),
+              s.message());
   }
 
   void topics(const Request&, Response& res, const Params& p) {
@@ -640,6 +805,7 @@ class RestServer::Routes {
     config->try_emplace("connector.class", p[0]);
     auto report = herder_.validateConfig(p[0], *config);
     if (!report.isOk()) return sendStatus(res, report.status());
+    report->className = p[0];  // Kafka Connect names the plugin as the path does
     sendJson(res, 200, configReportJson(*report));
   }
 
@@ -705,7 +871,7 @@ class RestServer::Routes {
       auto config = herder_.connectorConfig(name);
       auto status = herder_.connectorStatus(name);
       if (!config.isOk() || !status.isOk()) continue;
-      out[name] = {{"config", *config}, {"status", connectorStatusJson(*status)}};
+      out[name] = {{"config", *config}, {"status", connectorStatusJson(*status, versionOf(name))}};
     }
     sendJson(res, 200, out);
   }
@@ -759,6 +925,9 @@ class RestServer::Routes {
   control::Herder& herder_;
   const RestOptions& options_;
   std::vector<Route> routes_;
+  // The worker's plugins, read once (the registry is read-only after start-up).
+  mutable std::mutex pluginsMu_;
+  mutable std::vector<runtime::PluginInfo> plugins_;
 };
 
 RestServer::RestServer(control::Herder& herder, RestOptions options)

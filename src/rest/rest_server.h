@@ -32,6 +32,9 @@ struct RestOptions {
   std::string commit;
   std::string clusterId = "standalone";
   std::string webRoot;  // optional: static files served under /ui/ (GET / from a browser redirects)
+  // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled): GET-verb
+  // stop/pause/resume/restart, bulk */all, POST /connectors/{name}, /plugin/config[/validate].
+  bool rocketmqCompat = false;
 };
 
 class RestServer {

@@ -2,6 +2,7 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
+#include <regex>
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -842,7 +843,19 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
                                                                      env_.connector + "-" + std::to_string(env_.taskId),
                                                                      {}));
-    const auto topics = listOf(env_.config, "topics");
+    auto topics = listOf(env_.config, "topics");
+    if (topics.empty() && !get(env_.config, "topics.regex").empty()) {
+      // Kafka Connect's topics.regex: the topics that exist now and match (validated at create).
+      // A topic made later is picked up when the task restarts.
+      FERRY_ASSIGN_OR_RETURN(auto all, env_.backbone->admin().listTopics());
+      try {
+        const std::regex re(get(env_.config, "topics.regex"));
+        for (const auto& t : all)
+          if (std::regex_match(t.name, re)) topics.push_back(t.name);
+      } catch (const std::regex_error& e) {
+        return Status::invalidArgument(std::string("topics.regex: ") + e.what());
+      }
+    }
     for (const auto& t : topics) {
       FERRY_RETURN_IF_ERROR(env_.backbone->admin().ensureTopic(t, env_.worker->defaultQueues));
       noteTopic(t);

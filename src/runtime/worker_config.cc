@@ -135,6 +135,21 @@ const ConfigDef& workerConfigDef() {
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
              "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
              "connector is validated or created.", between(1, 1000000));
+    d.define("config.unknown.keys", ConfigType::kString, "accept", Importance::kMedium,
+             "Connector config keys that neither the connector nor the framework declares: accept (as Kafka "
+             "Connect does: stored, passed to the connector, reported as warnings by validate) or refuse (a "
+             "create or update naming one is answered 400).",
+             validators::oneOf({"accept", "refuse"}));
+    d.define("connector.client.config.override.policy", ConfigType::kString, "All", Importance::kMedium,
+             "Kafka Connect's policy for producer.override.*, consumer.override.* and admin.override.* keys in "
+             "connector configs: None (refused), Principal (only sasl.jaas.config, sasl.mechanism and "
+             "security.protocol) or All.",
+             validators::oneOf({"None", "Principal", "All"}));
+    d.define("rest.rocketmq.compat.enabled", ConfigType::kBool, "false", Importance::kMedium,
+             "Serve RocketMQ Connect's REST dialect: its GET-verb operations (GET /connectors/{name}/stop|pause|"
+             "resume|restart, GET /connectors/{stop,pause,resume}/all), POST /connectors/{name}, "
+             "/getClusterInfo, /connectors/list, /allocated/*, /plugin/*. Off by default: a GET that changes "
+             "state can be triggered by any web page or link.");
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -169,6 +184,9 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
   c.embeddedMaxRecordBytes = p.getLong("backbone.embedded.max.record.bytes");
   c.tasksMaxLimit = p.getLong("tasks.max.limit");
+  c.refuseUnknownConnectorKeys = p.getString("config.unknown.keys") == "refuse";
+  c.clientOverridePolicy = p.getString("connector.client.config.override.policy");
+  c.restRocketmqCompat = p.getBool("rest.rocketmq.compat.enabled");
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");

@@ -28,6 +28,9 @@ struct WorkerConfig {
   std::int64_t embeddedFsyncIntervalMs = 1000;
   std::int64_t embeddedMaxRecordBytes = 16ll << 20;
   std::int64_t tasksMaxLimit = 1000;  // tasks.max.limit
+  bool refuseUnknownConnectorKeys = false;   // config.unknown.keys=refuse (default accept)
+  std::string clientOverridePolicy = "All";  // connector.client.config.override.policy
+  bool restRocketmqCompat = false;           // rest.rocketmq.compat.enabled
   std::int64_t embeddedRetentionBytes = -1;
   std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
   std::int32_t defaultQueues = 4;
