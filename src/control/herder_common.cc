@@ -2,6 +2,7 @@
 // sink offsets in backbone groups, starting a connector instance and computing its task configs.
 #include "control/herder_common.h"
 
+#include <algorithm>
 #include <set>
 
 #include "runtime/config_util.h"
@@ -150,7 +151,11 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
   ConfigReport report;
   checkWorkerLimits(cfg, v.shape, limits, v.validation, &report.warnings);
   report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
-  report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};
+  // Kafka Connect lists the groups its keys use, in order of first use.
+  for (const auto& key : v.keys)
+    if (!key.group.empty() &&
+        std::find(report.groups.begin(), report.groups.end(), key.group) == report.groups.end())
+      report.groups.push_back(key.group);
   std::set<std::string> seen;
   for (const auto& key : v.keys) {
     ConfigKeyReport k;

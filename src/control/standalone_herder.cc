@@ -849,7 +849,9 @@ void HerderImpl::reconcile(const std::string& name) {
     clearTaskStatuses(name);
     rt.connectorFailed = false;
     storeTaskConfigs(name, {});
-    setConnectorStatus(name, State::kStopped);
+    // STOPPED once its tasks have stopped (a sink's consumer has left its group), so the offsets
+    // can be changed as soon as the status says STOPPED; the stopping thread reconciles again.
+    if (!stopsPending(name)) setConnectorStatus(name, State::kStopped);
     return;
   }
   if (rt.connectorFailed && now < rt.connectorRestartAtMs) return;  // waiting for its automatic restart

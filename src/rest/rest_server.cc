@@ -351,6 +351,13 @@ class RestServer::Routes {
   // to run. A slow connector is answered with the tasks known so far (none), as Kafka's
   // distributed worker does.
   static constexpr auto kTaskWait = std::chrono::milliseconds(1500);
+  // A replaced config restarts the connector: the same applies unless it is stopped (no tasks).
+  control::ConnectorInfo withTasks(control::ConnectorInfo info) const {
+    if (!info.tasks.empty()) return info;
+    auto s = herder_.connectorStatus(info.name);
+    if (s.isOk() && s->state == store::State::kStopped) return info;
+    return withTasks(std::move(info), store::TargetState::kStarted);
+  }
   control::ConnectorInfo withTasks(control::ConnectorInfo info, store::TargetState target) const {
     if (!info.tasks.empty() || target != store::TargetState::kStarted) return info;
     const auto deadline = std::chrono::steady_clock::now() + kTaskWait;
@@ -656,7 +663,7 @@ class RestServer::Routes {
     auto info = herder_.putConnectorConfig(p[0], *config, &created);
     if (!info.isOk()) return sendWriteStatus(res, info.status());
     if (created) res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, created ? 201 : 200, connectorInfoJson(*info));
+    sendJson(res, created ? 201 : 200, connectorInfoJson(withTasks(std::move(*info))));
   }
 
   void patchConfig(const Request& req, Response& res, const Params& p) {
@@ -668,7 +675,7 @@ class RestServer::Routes {
     auto info = herder_.patchConnectorConfig(p[0], *patch);
     // Unlike create/replace, NotFound here means the connector itself is missing: 404.
     if (!info.isOk()) return sendStatus(res, info.status());
-    sendJson(res, 200, connectorInfoJson(*info));
+    sendJson(res, 200, connectorInfoJson(withTasks(std::move(*info))));
   }
 
   void connectorStatus(const Request&, Response& res, const Params& p) {
@@ -826,7 +833,7 @@ class RestServer::Routes {
   void loggers(const Request&, Response& res, const Params&) {
     Json out = Json::object();
     for (const auto& [name, level] : core::loggerLevels())
-      out[name] = {{"level", levelText(level)}};
+      out[name] = {{"level", levelText(level)}, {"last_modified", lastModified(name)}};
     sendJson(res, 200, out);
   }
 
@@ -834,7 +841,7 @@ class RestServer::Routes {
     auto levels = core::loggerLevels();
     auto it = levels.find(p[0]);
     if (it == levels.end()) return sendError(res, 404, "no logger named '" + p[0] + "'");
-    sendJson(res, 200, {{"level", levelText(it->second)}});
+    sendJson(res, 200, {{"level", levelText(it->second)}, {"last_modified", lastModified(p[0])}});
   }
 
   void putLogger(const Request& req, Response& res, const Params& p) {
@@ -845,7 +852,22 @@ class RestServer::Routes {
       return sendError(
           res, 400,
           "unknown log level '" + *level + "': use TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF");
+    {
+      const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+      std::lock_guard lock(loggersMu_);
+      for (const auto& name : *changed) loggerChanged_[name] = now;
+    }
     sendJson(res, 200, *changed);
+  }
+
+  // Kafka Connect's last_modified: when a logger's level was last set over REST (epoch ms), null
+  // if never.
+  Json lastModified(const std::string& name) const {
+    std::lock_guard lock(loggersMu_);
+    auto it = loggerChanged_.find(name);
+    return it == loggerChanged_.end() ? Json(nullptr) : Json(it->second);
   }
 
   // --- RocketMQ Connect paths
@@ -928,6 +950,8 @@ class RestServer::Routes {
   // The worker's plugins, read once (the registry is read-only after start-up).
   mutable std::mutex pluginsMu_;
   mutable std::vector<runtime::PluginInfo> plugins_;
+  mutable std::mutex loggersMu_;
+  std::map<std::string, std::int64_t> loggerChanged_;  // logger -> epoch ms of its last PUT
 };
 
 RestServer::RestServer(control::Herder& herder, RestOptions options)

@@ -59,6 +59,24 @@ ConfigDef commonDef() {
   return d;
 }
 
+// Kafka Connect's groups for the framework keys (ConfigKeyInfo.group; validate lists them in
+// `groups`), so UIs built for it lay the keys out the same way.
+ConfigDef withKafkaGroups(const ConfigDef& in) {
+  ConfigDef out;
+  for (ConfigKey k : in.keys()) {
+    const auto starts = [&](const char* p) { return k.name.rfind(p, 0) == 0; };
+    if (starts("errors.")) k.group = "Error Handling";
+    else if (k.name == "transforms") k.group = "Transforms";
+    else if (k.name == "predicates") k.group = "Predicates";
+    else if (starts("topic.creation.")) k.group = "Topic Creation";
+    else if (starts("exactly.once.") || starts("transaction.")) k.group = "Exactly Once Support";
+    else k.group = "Common";
+    out.define(std::move(k));
+  }
+  for (const auto& p : in.allowedPrefixes()) out.allowPrefix(p);
+  return out;
+}
+
 const ConfigDef& sourceDef() {
   static const ConfigDef d = [] {
     ConfigDef c = commonDef();
@@ -81,7 +99,7 @@ const ConfigDef& sourceDef() {
     c.define("topic.creation.groups", ConfigType::kList, "", Importance::kLow,
              "Kafka Connect's topic creation groups (accepted for compatibility; the backbone creates "
              "topics with backbone.topic.default.queues).");
-    return c;
+    return withKafkaGroups(c);
   }();
   return d;
 }
@@ -95,7 +113,7 @@ const ConfigDef& sinkDef() {
     c.define("topics.regex", ConfigType::kString, "", Importance::kHigh,
              "A regular expression (ECMAScript syntax) naming the backbone topics to consume, matched "
              "against the topics that exist when a task starts (this or topics).");
-    return c;
+    return withKafkaGroups(c);
   }();
   return d;
 }
@@ -105,7 +123,7 @@ const ConfigDef& directDef() {
     c.define("sink.connector.class", ConfigType::kClass, std::nullopt, Importance::kHigh,
              "Sink connector class of a direct connector; sink.* keys configure it.",
              validators::nonEmptyString());
-    return c;
+    return withKafkaGroups(c);
   }();
   return d;
 }
