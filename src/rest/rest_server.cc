@@ -872,8 +872,17 @@ class RestServer::Routes {
 
   // --- RocketMQ Connect paths
 
+  // Every live worker, idle ones too: in a cluster the members of GET /cluster (the ones that run
+  // nothing were missing), plus any worker a status names.
   void clusterInfo(const Request&, Response& res, const Params&) {
     std::set<std::string> workers{herder_.workerId()};
+    if (auto cluster = herder_.clusterJson(); cluster.isOk()) {
+      auto j = parseJson(*cluster);
+      if (j.isOk() && j->is_object() && j->contains("workers") && (*j)["workers"].is_array())
+        for (const auto& m : (*j)["workers"])
+          if (m.is_object() && m.contains("id") && m["id"].is_string())
+            workers.insert(m["id"].get<std::string>());
+    }
     for (const auto& name : herder_.connectors()) {
       auto s = herder_.connectorStatus(name);
       if (!s.isOk()) continue;

@@ -36,6 +36,16 @@ class FakeHerder : public control::Herder {
     std::lock_guard l(mu_);
     entries_[name].positions = std::move(p);
   }
+  // Distributed mode's GET /cluster answer; empty = a standalone worker (NotFound).
+  void setClusterJson(std::string j) {
+    std::lock_guard l(mu_);
+    clusterJson_ = std::move(j);
+  }
+  Result<std::string> clusterJson() const override {
+    std::lock_guard l(mu_);
+    if (clusterJson_.empty()) return Status::notFound("standalone");
+    return clusterJson_;
+  }
   std::vector<std::string> calls() const {
     std::lock_guard l(mu_);
     return calls_;
@@ -301,7 +311,8 @@ class FakeHerder : public control::Herder {
 
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;  // guarded by mu_
-  std::string healthProblem_;             // guarded by mu_
+  std::string healthProblem_;            // guarded by mu_
+  std::string clusterJson_;              // guarded by mu_
   std::vector<std::string> calls_;        // guarded by mu_
 };
 

@@ -388,6 +388,9 @@ TEST_F(RestServerTest, RocketMqPaths) {
 
   auto cluster = call("GET", "/getClusterInfo");
   EXPECT_EQ(cluster.json["workers"], Json::array({"w1"}));
+  // Idle members of a cluster are listed too (only workers running something were).
+  herder_.setClusterJson(R"({"workers": [{"id": "w1"}, {"id": "idle-w2", "units": 0}]})");
+  EXPECT_EQ(call("GET", "/getClusterInfo").json["workers"], Json::array({"idle-w2", "w1"}));
   auto allocated = call("GET", "/allocated/connectors");
   EXPECT_EQ(allocated.json["rmq"]["topic"], "t");
   auto tasks = call("GET", "/allocated/tasks");
