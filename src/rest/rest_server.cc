@@ -366,6 +366,9 @@ class RestServer::Routes {
       auto now = herder_.connectorInfo(info.name);
       if (!now.isOk()) break;
       if (!now->tasks.empty()) return std::move(*now);
+      // A connector that failed to start makes no tasks: answer at once.
+      auto s = herder_.connectorStatus(info.name);
+      if (s.isOk() && s->state == store::State::kFailed) break;
     }
     return info;
   }
