@@ -102,8 +102,8 @@ class HerderImpl final : public DistributedHerder {
 
   std::string workerId() const override { return o_.worker.workerId; }
   WorkerLimits limits() const {
-    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.refuseUnknownConnectorKeys,
-                        o_.worker.clientOverridePolicy};
+    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
+                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy};
   }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
@@ -372,6 +372,7 @@ class HerderImpl final : public DistributedHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   std::vector<MetricSample> metrics() const override {
     std::vector<MetricSample> out;
@@ -686,7 +687,7 @@ class HerderImpl final : public DistributedHerder {
     r.context = std::make_unique<ClusterConnectorContext>(*this, u.connector);
     std::vector<StringMap> taskConfigs;
     Status s = startConnectorInstance(*o_.registry, u.connector, c.config, shape->shape, *r.context, r.instance,
-                                      taskConfigs);
+                                      taskConfigs, o_.worker.configProviders.get());
     if (!s.isOk()) {
       r.failed = true;
       log_->error("connector {} failed: {}", u.connector, s.toString());

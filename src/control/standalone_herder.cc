@@ -110,8 +110,8 @@ class HerderImpl final : public StandaloneHerder {
 
   std::string workerId() const override { return o_.worker.workerId; }
   WorkerLimits limits() const {
-    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.refuseUnknownConnectorKeys,
-                        o_.worker.clientOverridePolicy};
+    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
+                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy};
   }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
@@ -379,6 +379,7 @@ class HerderImpl final : public StandaloneHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   // ---------------------------------------------------------------------------------------------
   // Metrics
@@ -783,7 +784,8 @@ Status HerderImpl::startInstance(const std::string& name, const Entry& wanted, R
                                  std::vector<StringMap>& taskConfigs) {
   rt.context = std::make_unique<ConnectorContextImpl>(*this, name);
   ConnectorInstances instances;
-  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs);
+  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs,
+                                    o_.worker.configProviders.get());
   rt.instance = std::move(instances.instance);
   rt.sinkInstance = std::move(instances.sinkInstance);
   return s;

@@ -135,6 +135,12 @@ const ConfigDef& workerConfigDef() {
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
              "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
              "connector is validated or created.", between(1, 1000000));
+    d.define("config.providers", ConfigType::kList, "", Importance::kMedium,
+             "Config providers this worker enables (file, env, directory; Kafka Connect's KIP-297): "
+             "connector configs may then hold ${file:/path/f.properties:key}, ${directory:/path:file} or "
+             "${env:NAME}, resolved only where a connector or task starts. Each provider is set with "
+             "config.providers.<name>.class and config.providers.<name>.param.* (allowed.paths for file and "
+             "directory, allowlist.pattern for env; both read nothing until set). See src/runtime/README.md.");
     d.define("config.unknown.keys", ConfigType::kString, "accept", Importance::kMedium,
              "Connector config keys that neither the connector nor the framework declares: accept (as Kafka "
              "Connect does: stored, passed to the connector, reported as warnings by validate) or refuse (a "
@@ -147,9 +153,10 @@ const ConfigDef& workerConfigDef() {
              validators::oneOf({"None", "Principal", "All"}));
     d.define("rest.rocketmq.compat.enabled", ConfigType::kBool, "false", Importance::kMedium,
              "Serve RocketMQ Connect's REST dialect: its GET-verb operations (GET /connectors/{name}/stop|pause|"
-             "resume|restart, GET /connectors/{stop,pause,resume}/all), POST /connectors/{name}, "
-             "/getClusterInfo, /connectors/list, /allocated/*, /plugin/*. Off by default: a GET that changes "
-             "state can be triggered by any web page or link.");
+             "resume|restart, GET /connectors/{stop,pause,resume}/all), POST /connectors/{name} (create or "
+             "update), /plugin/list/connectors, /plugin/config[/validate], /plugin/reload. Off by default: a GET "
+             "that changes state can be triggered by any web page or link. Its read-only paths (/getClusterInfo, "
+             "/connectors/list, /allocated/*, /plugin/list) are always served.");
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -164,7 +171,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
                          workerConfigDef().parse(props, /*rejectUnknown=*/true,
                                                  {"key.converter.", "value.converter.", "header.converter.", "backbone.kafka.client.",
-                                                  "backbone.kafka.producer.", "backbone.kafka.consumer."}));
+                                                  "backbone.kafka.producer.", "backbone.kafka.consumer.",
+                                                  "config.providers."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
@@ -234,6 +242,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
   c.taskPollBatch = p.getLong("task.poll.batch");
   c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
+  FERRY_ASSIGN_OR_RETURN(c.configProviders, ConfigProviders::fromWorkerProps(props));
   return c;
 }
 

@@ -278,14 +278,22 @@ TEST(Render, ConfigReportShape) {
 
 // ConfigKeyInfo said "" where Kafka Connect 4.x says null (no default), and order_in_group.
 TEST(Render, ConfigKeyInfoAsKafkaConnect4) {
-  ConfigKey none{"file", ConfigType::kString, std::string(""), Importance::kHigh, "the file"};
+  auto key = [](std::string name, ConfigType type, std::string def) {
+    ConfigKey k;
+    k.name = std::move(name);
+    k.type = type;
+    k.defaultValue = std::move(def);
+    k.importance = Importance::kHigh;
+    return k;
+  };
+  ConfigKey none = key("file", ConfigType::kString, "");
   Json j = configKeyJson(none, -1);
   EXPECT_TRUE(j["default_value"].is_null());
   EXPECT_EQ(j["order"], -1);
   EXPECT_TRUE(j["group"].is_null());
-  ConfigKey list{"transforms", ConfigType::kList, std::string(""), Importance::kLow, "aliases"};
+  ConfigKey list = key("transforms", ConfigType::kList, "");
   EXPECT_EQ(configKeyJson(list, 0)["default_value"], "");  // Kafka shows "" for an empty list
-  ConfigKey withDefault{"tasks.max", ConfigType::kInt, std::string("1"), Importance::kHigh, ""};
+  ConfigKey withDefault = key("tasks.max", ConfigType::kInt, "1");
   withDefault.group = "Common";
   Json d = configKeyJson(withDefault, 3);
   EXPECT_EQ(d["default_value"], "1");
