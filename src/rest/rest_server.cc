@@ -780,15 +780,33 @@ class RestServer::Routes {
   void alterOffsets(const Request& req, Response& res, const Params& p) {
     auto positions = parseOffsets(req.body);
     if (!positions.isOk()) return sendStatus(res, positions.status());
-    if (auto s = herder_.alterOffsets(p[0], *positions); !s.isOk()) return sendOffsetsStatus(res, s);
+    if (auto s = whileStopping(p[0], [&] { return herder_.alterOffsets(p[0], *positions); }); !s.isOk())
+      return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been altered successfully"}});
   }
 
   void resetOffsets(const Request&, Response& res, const Params& p) {
-    if (auto s = herder_.resetOffsets(p[0]); !s.isOk()) return sendOffsetsStatus(res, s);
+    if (auto s = whileStopping(p[0], [&] { return herder_.resetOffsets(p[0]); }); !s.isOk())
+      return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been reset successfully"}});
+  }
+
+  // A connector whose status says STOPPED may still be letting its tasks go (a sink's consumer
+  // leaving its group): the herder answers FailedPrecondition then. Kafka Connect's clients read
+  // STOPPED as "offsets may change now" and do not retry a 400, so retry here a little
+  // (kTaskWait at most) while the status says STOPPED.
+  template <typename Op>
+  Status whileStopping(const std::string& name, Op op) const {
+    const auto deadline = std::chrono::steady_clock::now() + kTaskWait;
+    while (true) {
+      Status s = op();
+      if (s.code() != StatusCode::kFailedPrecondition || std::chrono::steady_clock::now() >= deadline) return s;
+      auto status = herder_.connectorStatus(name);
+      if (!status.isOk() || status->state != store::State::kStopped) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 
   // Kafka Connect answers 400 when the connector is not STOPPED (a 409 makes kcctl retry for 30 s).

@@ -295,6 +295,15 @@ TEST_F(RestServerTest, Offsets) {
       expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": [{"partition": 3}]})"),
                   400),
       HasSubstr("offsets[0].partition"));
+  // STOPPED while its tasks still leave: retried briefly instead of a 400 clients do not retry.
+  herder_.setStillStopping(3);
+  EXPECT_EQ(call("PATCH", "/connectors/src/offsets",
+                 R"({"offsets": [{"partition": {"file": "/in"}, "offset": {"line": 9}}]})")
+                .status,
+            200);
+  herder_.setStillStopping(1000);  // never done: the herder's answer, as 400, after the bound
+  EXPECT_THAT(expectError(call("DELETE", "/connectors/src/offsets"), 400), HasSubstr("live member"));
+  herder_.setStillStopping(0);
   auto reset = call("DELETE", "/connectors/src/offsets");
   EXPECT_EQ(reset.status, 200);
   EXPECT_THAT(reset.json.value("message", ""), HasSubstr("reset"));
