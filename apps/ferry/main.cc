@@ -14,6 +14,8 @@
 // after the backbone is closed, without running destructors those threads may still use (see
 // src/runtime/README.md, "Stopping tasks").
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <filesystem>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -251,12 +253,27 @@ int runStandalone(int argc, char** argv) {
   // One worker per data folder.
   if (auto s = core::ensureDir(worker.dataDir); !s.isOk()) return fail(s.toString());
   const std::string lockPath = worker.dataDir + "/.lock";
-  int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
     return fail("data.dir " + worker.dataDir + " is in use by another ferry worker (lock " + lockPath + ")");
+  (void)::fchmod(lockFd, 0600);  // a lock file an older version made 0644
 
   const std::string storeDir = worker.dataDir + "/store";
   if (auto s = core::ensureDir(storeDir); !s.isOk()) return fail(s.toString());
+  // The stores hold connector configs (and their secrets, unless they are provider references):
+  // the folders are the owner's alone, whatever an older version or the umask left.
+  for (const std::string& dir : {worker.dataDir, storeDir}) {
+    std::vector<std::string> paths{dir};
+    if (dir == storeDir)
+      for (const auto& e : std::filesystem::directory_iterator(storeDir, std::filesystem::directory_options::skip_permission_denied))
+        if (e.is_regular_file()) paths.push_back(e.path().string());
+    for (const auto& path : paths) {
+      auto was = core::restrictMode(path);
+      if (!was.isOk()) return fail(was.status().toString());
+      if (*was)
+        log->warn("{} was mode {:04o}, readable by other users; tightened to {:04o}", path, **was, **was & 07700);
+    }
+  }
   auto configs = store::openFileConfigStore(storeDir);
   if (!configs.isOk()) return fail("config store: " + configs.status().toString());
   auto positions = store::openFilePositionStore(storeDir);

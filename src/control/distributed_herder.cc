@@ -102,7 +102,7 @@ class HerderImpl final : public DistributedHerder {
   // ----- reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get()}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -370,6 +370,7 @@ class HerderImpl final : public DistributedHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   std::vector<MetricSample> metrics() const override {
     std::vector<MetricSample> out;
@@ -695,7 +696,7 @@ class HerderImpl final : public DistributedHerder {
     r.context = std::make_unique<ClusterConnectorContext>(*this, u.connector);
     std::vector<StringMap> taskConfigs;
     Status s = startConnectorInstance(*o_.registry, u.connector, c.config, shape->shape, *r.context, r.instance,
-                                      taskConfigs);
+                                      taskConfigs, o_.worker.configProviders.get());
     if (!s.isOk()) {
       r.failed = true;
       log_->error("connector {} failed: {}", u.connector, s.toString());

@@ -109,7 +109,7 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get()}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {
@@ -376,6 +376,7 @@ class HerderImpl final : public StandaloneHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   // ---------------------------------------------------------------------------------------------
   // Metrics
@@ -780,7 +781,8 @@ Status HerderImpl::startInstance(const std::string& name, const Entry& wanted, R
                                  std::vector<StringMap>& taskConfigs) {
   rt.context = std::make_unique<ConnectorContextImpl>(*this, name);
   ConnectorInstances instances;
-  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs);
+  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs,
+                                    o_.worker.configProviders.get());
   rt.instance = std::move(instances.instance);
   rt.sinkInstance = std::move(instances.sinkInstance);
   return s;

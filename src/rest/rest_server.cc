@@ -13,6 +13,7 @@
 #include "rest/pipeline.h"
 #include "rest/rule_trial.h"
 #include "rest/prometheus.h"
+#include "runtime/secrets.h"
 
 namespace ferry::rest {
 namespace {
@@ -348,7 +349,7 @@ class RestServer::Routes {
       if (info) {
         auto i = herder_.connectorInfo(name);
         if (!i.isOk()) continue;
-        entry["info"] = connectorInfoJson(*i);
+        entry["info"] = connectorInfoJson(masked(*i));
       }
       out[name] = std::move(entry);
     }
@@ -361,7 +362,7 @@ class RestServer::Routes {
     auto created = herder_.createConnector(parsed->name, parsed->config, parsed->initialState);
     if (!created.isOk()) return sendWriteStatus(res, created.status());
     res.set_header("Location", "/connectors/" + parsed->name);
-    sendJson(res, 201, connectorInfoJson(*created));
+    sendJson(res, 201, connectorInfoJson(masked(*created)));
   }
 
   void rmqCreate(const Request& req, Response& res, const Params& p) {
@@ -372,13 +373,13 @@ class RestServer::Routes {
     auto created = herder_.createConnector(p[0], *config, std::nullopt);
     if (!created.isOk()) return sendWriteStatus(res, created.status());
     res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, 201, connectorInfoJson(*created));
+    sendJson(res, 201, connectorInfoJson(masked(*created)));
   }
 
   void getConnector(const Request&, Response& res, const Params& p) {
     auto info = herder_.connectorInfo(p[0]);
     if (!info.isOk()) return sendStatus(res, info.status());
-    sendJson(res, 200, connectorInfoJson(*info));
+    sendJson(res, 200, connectorInfoJson(masked(*info)));
   }
 
   void deleteConnector(const Request&, Response& res, const Params& p) {
@@ -412,7 +413,11 @@ class RestServer::Routes {
 
   // The pipeline as declared plus its connectors and their states.
   Json pipelineView(const PipelineSpec& spec) const {
-    Json j = pipelineJson(spec);
+    // Rendered from its connectors' configs with their secrets masked (runtime/secrets.h).
+    auto parts = materialisePipeline(spec);
+    for (auto& c : parts) c.config = herder_.maskConfig(c.config);
+    auto shown = pipelineFromConnectors(spec.name, parts);
+    Json j = pipelineJson(shown.isOk() ? *shown : PipelineSpec{spec.name});
     Json cs = Json::array();
     for (const auto& c : materialisePipeline(spec)) {
       Json o = {{"name", c.name}};
@@ -508,7 +513,10 @@ class RestServer::Routes {
           return sendStatus(res, s.withContext("removing connector " + c.name));
     for (const auto& c : connectors) {
       bool created = false;
-      auto info = herder_.putConnectorConfig(c.name, c.config, &created);
+      StringMap config = c.config;
+      for (const auto& e : existing)
+        if (e.name == c.name) config = runtime::restoreHidden(std::move(config), e.config);
+      auto info = herder_.putConnectorConfig(c.name, config, &created);
       if (!info.isOk()) return sendWriteStatus(res, info.status().withContext("connector " + c.name));
     }
     if (existing.empty()) res.set_header("Location", "/pipelines/" + spec->name);
@@ -527,7 +535,7 @@ class RestServer::Routes {
   void getConfig(const Request&, Response& res, const Params& p) {
     auto config = herder_.connectorConfig(p[0]);
     if (!config.isOk()) return sendStatus(res, config.status());
-    sendJson(res, 200, *config);
+    sendJson(res, 200, herder_.maskConfig(*config));
   }
 
   static Status checkConfigName(const std::string& name, const StringMap& config) {
@@ -543,11 +551,14 @@ class RestServer::Routes {
     auto config = parseConfigMap(req.body);
     if (!config.isOk()) return sendStatus(res, config.status());
     if (auto s = checkConfigName(p[0], *config); !s.isOk()) return sendStatus(res, s);
+    // A config read back masked and put again keeps its secrets.
+    if (auto previous = herder_.connectorConfig(p[0]); previous.isOk())
+      *config = runtime::restoreHidden(std::move(*config), *previous);
     bool created = false;
     auto info = herder_.putConnectorConfig(p[0], *config, &created);
     if (!info.isOk()) return sendWriteStatus(res, info.status());
     if (created) res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, created ? 201 : 200, connectorInfoJson(*info));
+    sendJson(res, created ? 201 : 200, connectorInfoJson(masked(*info)));
   }
 
   void patchConfig(const Request& req, Response& res, const Params& p) {
@@ -556,10 +567,15 @@ class RestServer::Routes {
     if (auto it = patch->find("name"); it != patch->end() && it->second != p[0])
       return sendError(res, 400,
                        "a PATCH cannot rename connector " + p[0] + " (or remove its name)");
+    // "[hidden]" (a masked value sent back) leaves the stored secret as it is.
+    if (auto previous = herder_.connectorConfig(p[0]); previous.isOk())
+      for (auto it = patch->begin(); it != patch->end();)
+        it = it->second && *it->second == runtime::kHiddenValue && previous->count(it->first) ? patch->erase(it)
+                                                                                               : std::next(it);
     auto info = herder_.patchConnectorConfig(p[0], *patch);
     // Unlike create/replace, NotFound here means the connector itself is missing: 404.
     if (!info.isOk()) return sendStatus(res, info.status());
-    sendJson(res, 200, connectorInfoJson(*info));
+    sendJson(res, 200, connectorInfoJson(masked(*info)));
   }
 
   void connectorStatus(const Request&, Response& res, const Params& p) {
@@ -606,6 +622,7 @@ class RestServer::Routes {
   void taskConfigs(const Request&, Response& res, const Params& p) {
     auto tasks = herder_.taskConfigs(p[0]);
     if (!tasks.isOk()) return sendStatus(res, tasks.status());
+    for (auto& t : *tasks) t.config = herder_.maskConfig(t.config);
     sendJson(res, 200, taskConfigsJson(p[0], *tasks));
   }
 
@@ -747,7 +764,7 @@ class RestServer::Routes {
       auto config = herder_.connectorConfig(name);
       auto status = herder_.connectorStatus(name);
       if (!config.isOk() || !status.isOk()) continue;
-      out[name] = {{"config", *config}, {"status", connectorStatusJson(*status)}};
+      out[name] = {{"config", herder_.maskConfig(*config)}, {"status", connectorStatusJson(*status)}};
     }
     sendJson(res, 200, out);
   }
@@ -759,7 +776,7 @@ class RestServer::Routes {
       auto status = herder_.connectorStatus(name);
       if (!status.isOk() || status->workerId != me) continue;
       auto config = herder_.connectorConfig(name);
-      if (config.isOk()) out[name] = *config;
+      if (config.isOk()) out[name] = herder_.maskConfig(*config);
     }
     sendJson(res, 200, out);
   }
@@ -779,7 +796,7 @@ class RestServer::Routes {
                      {"config", Json::object()}};
         if (configs.isOk())
           for (const auto& c : *configs)
-            if (c.id == t.id) task["config"] = c.config;
+            if (c.id == t.id) task["config"] = herder_.maskConfig(c.config);
         out.push_back(std::move(task));
       }
     }
@@ -796,6 +813,12 @@ class RestServer::Routes {
     sendError(res, 501,
               "plugin reload is not supported in this version: restart the worker to load new "
               "plugins from plugin.path");
+  }
+
+  // A connector's info as it may leave the worker: secrets masked (runtime/secrets.h).
+  control::ConnectorInfo masked(control::ConnectorInfo info) const {
+    info.config = herder_.maskConfig(info.config);
+    return info;
   }
 
   control::Herder& herder_;

@@ -156,6 +156,12 @@ const ConfigDef& workerConfigDef() {
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
              "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
              "connector is validated or created.", between(1, 1000000));
+    d.define("config.providers", ConfigType::kList, "", Importance::kMedium,
+             "Config providers this worker enables (file, env, directory; Kafka Connect's KIP-297): "
+             "connector configs may then hold ${file:/path/f.properties:key}, ${directory:/path:file} or "
+             "${env:NAME}, resolved only where a connector or task starts. Each provider is set with "
+             "config.providers.<name>.class and config.providers.<name>.param.* (allowed.paths for file and "
+             "directory, allowlist.pattern for env; both read nothing until set). See src/runtime/README.md.");
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -170,7 +176,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
                          workerConfigDef().parse(props, /*rejectUnknown=*/true,
                                                  {"key.converter.", "value.converter.", "header.converter.", "backbone.kafka.client.",
-                                                  "backbone.kafka.producer.", "backbone.kafka.consumer."}));
+                                                  "backbone.kafka.producer.", "backbone.kafka.consumer.",
+                                                  "config.providers."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
@@ -244,6 +251,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
   c.taskPollBatch = p.getLong("task.poll.batch");
   c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
+  FERRY_ASSIGN_OR_RETURN(c.configProviders, ConfigProviders::fromWorkerProps(props));
   return c;
 }
 

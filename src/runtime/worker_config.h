@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ferry/config.h"
 #include "ferry/result.h"
+#include "runtime/config_providers.h"
 
 namespace ferry::runtime {
 
@@ -86,6 +88,10 @@ struct WorkerConfig {
   std::int64_t taskMaxInflightBytes = 64ll << 20;
   std::int64_t taskPollBatch = 2000;
   std::int64_t taskShutdownTimeoutMs = 5000;
+
+  // config.providers (config_providers.h): resolves ${provider:...} references in connector
+  // configs where they are used. Never null after parseWorkerConfig (empty when none enabled).
+  std::shared_ptr<const ConfigProviders> configProviders;
 };
 
 const ConfigDef& workerConfigDef();
