@@ -392,7 +392,7 @@ Authenticator::Outcome Authenticator::basic(std::string_view encoded) {
   std::optional<Role> role;
   std::uint64_t generation = 0;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     refreshLocked();
     auto hit = cache_.find(key);
     if (hit != cache_.end()) {
@@ -413,9 +413,25 @@ Authenticator::Outcome Authenticator::basic(std::string_view encoded) {
         }
     }
     generation = generation_;
-    if (!hash.empty()) ++pbkdf2Runs_;
+    if (!hash.empty()) {
+      // Wait briefly for a slot (a client's first parallel requests), then give up.
+      slotFree_.wait_for(lock, std::chrono::milliseconds(settings_.verificationWaitMs),
+                         [&] { return verifying_ < settings_.maxConcurrentVerifications; });
+      if (verifying_ >= settings_.maxConcurrentVerifications) {
+        Outcome busy{std::nullopt, loggable(user), "too many password checks in progress; retry in a second"};
+        busy.busy = true;
+        return busy;
+      }
+      ++verifying_;
+      ++pbkdf2Runs_;
+    }
   }
   bool ok = !hash.empty() && verifyPassword(password, hash) && role.has_value();
+  if (!hash.empty()) {
+    std::lock_guard lock(mu_);
+    --verifying_;
+    slotFree_.notify_one();
+  }
   if (!ok) return {std::nullopt, loggable(user), "wrong user name or password"};
   Principal who{user, *role, "basic"};
   std::lock_guard lock(mu_);

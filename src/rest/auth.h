@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -94,6 +95,11 @@ struct AuthSettings {
   // Successful basic verifications are remembered this long (PBKDF2 is deliberately slow).
   std::int64_t cacheTtlMs = 60000;
   std::size_t cacheEntries = 1024;
+  // PBKDF2 verifications running at once; another waits up to verificationWaitMs for a slot and
+  // is then answered "busy" (503), so a flood of wrong passwords cannot take every core from the
+  // tasks.
+  int maxConcurrentVerifications = 2;
+  std::int64_t verificationWaitMs = 2000;  // how long a password check waits for a free slot
 };
 
 struct Principal {
@@ -109,7 +115,8 @@ struct Principal {
 // Files: each call stats the configured files and re-reads one whose mtime, size or inode changed;
 // a file that cannot be read or parsed then keeps the previous entries and logs the reason (line
 // number only) once per change. load() at start-up must succeed. The clock (TTL of the cache) is
-// injected so tests need no sleep.
+// injected so tests need no sleep. A password check may wait (up to verificationWaitMs) for one
+// of maxConcurrentVerifications PBKDF2 slots.
 class Authenticator {
  public:
   explicit Authenticator(AuthSettings settings, core::Clock& clock = core::Clock::system());
@@ -123,6 +130,7 @@ class Authenticator {
     std::optional<Principal> principal;
     std::string claimedUser;  // for the failure log: the basic user name (sanitised) or "bearer token"
     std::string problem;      // why it failed, safe to show (no credential)
+    bool busy = false;        // not checked: maxConcurrentVerifications were running (retry)
   };
   // `authorization` is the Authorization header ("" when absent); `peerName` the verified client
   // certificate's CN ("" when none). The header wins over the certificate when both are present.
@@ -163,6 +171,8 @@ class Authenticator {
   std::list<std::string> cacheOrder_;                  // GUARDED_BY(mu_): oldest first
   std::uint64_t generation_ = 0;                       // GUARDED_BY(mu_): bumped on every reload
   std::uint64_t pbkdf2Runs_ = 0;                       // GUARDED_BY(mu_)
+  int verifying_ = 0;                                  // GUARDED_BY(mu_): PBKDF2 runs in progress
+  std::condition_variable slotFree_;                   // signalled when verifying_ drops
   std::uint64_t reloads_ = 0;                          // GUARDED_BY(mu_)
 };
 

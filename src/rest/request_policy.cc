@@ -264,6 +264,10 @@ Verdict RequestPolicy::admit(const AuthRequest& r, Role required) {
 
   if (auth_.enabled() && required != Role::kOpen) {
     auto outcome = auth_.authenticate(r.authorization, r.peerName);
+    if (outcome.busy) {
+      v.headers.emplace_back("Retry-After", "1");
+      return refuse(503, outcome.problem);
+    }
     if (!outcome.principal) {
       logFailure(r, outcome.claimedUser, outcome.problem);
       v.headers.emplace_back("WWW-Authenticate", "Basic realm=\"ferry\", charset=\"UTF-8\"");

@@ -5,7 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "tests/unit/temp_files.h"
 
@@ -243,6 +245,48 @@ TEST_F(AuthenticatorTest, SuccessfulVerificationsAreCachedForTheTtl) {
   clock_.now += 5001;  // past the TTL
   ASSERT_TRUE(auth.authenticate(basicHeader("alice", "pw"), "").principal);
   EXPECT_EQ(auth.pbkdf2Runs(), 3u);
+}
+
+TEST_F(AuthenticatorTest, PasswordChecksBeyondTheConcurrencyBoundAreBusy) {
+  writeUsers(userLine("alice", "admin", "pw"));
+  AuthSettings s = settings();
+  s.tokensFile.clear();
+  s.maxConcurrentVerifications = 0;  // every PBKDF2 run is over the bound
+  s.verificationWaitMs = 0;
+  Authenticator auth(s, clock_);
+  ASSERT_TRUE(auth.load().isOk());
+  auto out = auth.authenticate(basicHeader("alice", "pw"), "");
+  EXPECT_FALSE(out.principal);
+  EXPECT_TRUE(out.busy);
+  EXPECT_EQ(auth.pbkdf2Runs(), 0u);
+  const std::string token = *newToken();  // bearer tokens cost no PBKDF2 and are never busy
+  writeTokens("ci:viewer:" + sha256Hex(token) + "\n");
+  AuthSettings t = s;
+  t.tokensFile = dir_.file("tokens");
+  Authenticator withTokens(t, clock_);
+  ASSERT_TRUE(withTokens.load().isOk());
+  EXPECT_TRUE(withTokens.authenticate("Bearer " + token, "").principal);
+}
+
+TEST_F(AuthenticatorTest, ConcurrentPasswordChecksWaitForASlot) {
+  std::string users;
+  for (int i = 0; i < 4; ++i) users += userLine("u" + std::to_string(i), "viewer", "pw");
+  writeUsers(users);
+  AuthSettings s = settings();
+  s.tokensFile.clear();
+  s.maxConcurrentVerifications = 1;
+  s.verificationWaitMs = 60000;
+  Authenticator auth(s, clock_);
+  ASSERT_TRUE(auth.load().isOk());
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 5; ++k)
+        if (auth.authenticate(basicHeader("u" + std::to_string(i), k % 2 ? "pw" : "bad"), "").principal) ++ok;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);  // 4 users x 2 good attempts, none refused as busy
 }
 
 TEST_F(AuthenticatorTest, CacheIsBounded) {
