@@ -3,6 +3,7 @@
 //   ferry standalone worker.properties [connector.json|.yaml|.properties ...]
 //   ferry distributed worker.properties [connector.json|.yaml|.properties ...]   (src/cluster/README.md)
 //   ferry ctl [--url URL] <command> ...      (see apps/ferry/ctl.h)
+//   ferry passwd NAME ROLE / ferry token NAME ROLE  (REST credentials, apps/ferry/credentials.h)
 //   ferry version
 //
 // Standalone start-up order: worker config -> data.dir lock -> stores -> embedded backbone ->
@@ -35,6 +36,7 @@
 #include "core/fs.h"
 #include "core/logging.h"
 #include "core/properties.h"
+#include "credentials.h"
 #include "ctl.h"
 #include "rest/rest_server.h"
 #include "runtime/plugins.h"
@@ -60,6 +62,8 @@ void usage(std::ostream& out) {
       << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
       << "  ferry distributed WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
       << "  ferry ctl [--url URL] list|get|create|apply|status|pause|resume|stop|restart|delete|offsets|plugins|validate ...\n"
+      << "  ferry passwd NAME ROLE [--iterations N]   (password on stdin; prints a rest.auth.users.file line)\n"
+      << "  ferry token NAME ROLE                      (prints a new token and its rest.auth.tokens.file line)\n"
       << "  ferry version\n";
 }
 
@@ -136,6 +140,37 @@ ferry::Result<ferry::runtime::WorkerConfig> loadWorkerConfig(const char* path) {
   return *cfg;
 }
 
+// The REST server's options from the worker config (rest.*, access.control.*).
+ferry::rest::RestOptions restOptionsFor(const ferry::runtime::WorkerConfig& worker) {
+  ferry::rest::RestOptions ropts;
+  ropts.host = worker.restHost;
+  ropts.port = worker.restPort;
+  ropts.version = FERRY_VERSION;
+  ropts.commit = FERRY_GIT_COMMIT;
+  ropts.webRoot = worker.webRoot;
+  ropts.rocketmqCompat = worker.restRocketmqCompat;
+  auto& sec = ropts.security;
+  sec.bindHost = worker.restHost;
+  sec.auth.usersFile = worker.restAuthUsersFile;
+  sec.auth.tokensFile = worker.restAuthTokensFile;
+  sec.auth.mtlsDefaultRole = ferry::rest::parseRole(worker.restAuthMtlsDefaultRole);
+  sec.allowUnauthenticated = worker.restAuthAllowUnauthenticated;
+  sec.allowedHostNames = worker.restAllowedHostNames;
+  sec.corsAllowOrigins = worker.accessControlAllowOrigin;
+  sec.corsAllowMethods = worker.accessControlAllowMethods;
+  return ropts;
+}
+
+// REST's start-up checks (exposure without authentication, credential files) before anything
+// else starts, so a refused worker touches no store, backbone or cluster.
+ferry::Status checkRestSecurity(const ferry::runtime::WorkerConfig& worker) {
+  auto ropts = restOptionsFor(worker);
+  if (auto s = ferry::rest::checkListenerPolicy(ropts.security); !s.isOk()) return s;
+  ferry::rest::Authenticator auth(ropts.security.auth);
+  if (auth.enabled()) return auth.load();
+  return ferry::Status::ok();
+}
+
 // Blocks SIGINT/SIGTERM (taken by sigwait() on the main thread) before any thread starts.
 sigset_t blockSignals() {
   sigset_t signals;
@@ -154,14 +189,7 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
           const std::function<std::size_t()>& stopHerder) {
   using namespace ferry;
   auto log = core::logger("worker");
-  rest::RestOptions ropts;
-  ropts.host = worker.restHost;
-  ropts.port = worker.restPort;
-  ropts.version = FERRY_VERSION;
-  ropts.commit = FERRY_GIT_COMMIT;
-  ropts.webRoot = worker.webRoot;
-  ropts.rocketmqCompat = worker.restRocketmqCompat;
-  rest::RestServer server(herder, ropts);
+  rest::RestServer server(herder, restOptionsFor(worker));
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();
     backbone.close();
@@ -221,6 +249,7 @@ int runStandalone(int argc, char** argv) {
   runtime::WorkerConfig worker = *cfg;
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
+  if (auto s = checkRestSecurity(worker); !s.isOk()) return fail("REST: " + s.message());
 
   // One worker per data folder.
   if (auto s = core::ensureDir(worker.dataDir); !s.isOk()) return fail(s.toString());
@@ -312,6 +341,7 @@ int runDistributed(int argc, char** argv) {
                 "state lives in the backbone; backbone is " + worker.backbone + ")");
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
+  if (auto s = checkRestSecurity(worker); !s.isOk()) return fail("REST: " + s.message());
   auto opened = openBackbone(worker);
   if (!opened.isOk()) return fail(opened.status().toString());
   std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);
@@ -367,6 +397,8 @@ int main(int argc, char** argv) {
   if (cmd == "standalone") return runStandalone(argc, argv);
   if (cmd == "distributed") return runDistributed(argc, argv);
   if (cmd == "ctl") return ferry::ctl::run(argc - 1, argv + 1);
+  if (cmd == "passwd") return ferry::credentials::runPasswd(argc - 1, argv + 1);
+  if (cmd == "token") return ferry::credentials::runToken(argc - 1, argv + 1);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "ferry " << FERRY_VERSION << " (" << FERRY_GIT_COMMIT << ")\n";
     return 0;

@@ -113,6 +113,24 @@ std::string levelText(std::string spdlogLevel) {
   return spdlogLevel;
 }
 
+// What the request policy needs to know of an httplib request. peerName stays empty until the
+// server speaks TLS with client certificates.
+AuthRequest authRequestOf(const Request& req, const std::string& path) {
+  AuthRequest a;
+  a.method = req.method;
+  a.path = path;
+  a.httpVersion = req.version;
+  if (req.has_header("Host")) a.host = req.get_header_value("Host");
+  if (req.has_header("Content-Type")) a.contentType = req.get_header_value("Content-Type");
+  if (req.has_header("Origin")) a.origin = req.get_header_value("Origin");
+  a.accessControlRequestMethod = req.get_header_value("Access-Control-Request-Method");
+  a.authorization = req.get_header_value("Authorization");
+  const std::string length = req.get_header_value("Content-Length");
+  a.hasBody = !req.body.empty() || req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
+  a.remoteAddr = req.remote_addr;
+  return a;
+}
+
 }  // namespace
 
 // The route table and its handlers. Handlers run on the request pool threads; the only state
@@ -122,71 +140,82 @@ class RestServer::Routes {
  public:
   using Handler = void (Routes::*)(const Request&, Response&, const Params&);
 
-  Routes(control::Herder& herder, const RestOptions& options) : herder_(herder), options_(options) {
-    add("GET", "", &Routes::root);
-    add("GET", "health", &Routes::health);
-    add("GET", "metrics", &Routes::metrics);
-    add("GET", "cluster", &Routes::cluster);
-    add("GET", "connectors", &Routes::listConnectors);
-    add("POST", "connectors", &Routes::createConnector);
-    add("GET", "connectors/*", &Routes::getConnector);
-    add("DELETE", "connectors/*", &Routes::deleteConnector);
-    add("GET", "connectors/*/config", &Routes::getConfig);
-    add("PUT", "connectors/*/config", &Routes::putConfig);
-    add("PATCH", "connectors/*/config", &Routes::patchConfig);
-    add("GET", "connectors/*/status", &Routes::connectorStatus);
-    add("POST", "connectors/*/restart", &Routes::restartConnector);
-    add("PUT", "connectors/*/pause", &Routes::pause);
-    add("PUT", "connectors/*/resume", &Routes::resume);
-    add("PUT", "connectors/*/stop", &Routes::stopConnector);
-    add("GET", "connectors/*/tasks", &Routes::taskConfigs);
-    add("GET", "connectors/*/tasks/*/status", &Routes::taskStatus);
-    add("POST", "connectors/*/tasks/*/restart", &Routes::restartTask);
-    add("GET", "connectors/*/offsets", &Routes::getOffsets);
-    add("PATCH", "connectors/*/offsets", &Routes::alterOffsets);
-    add("DELETE", "connectors/*/offsets", &Routes::resetOffsets);
-    add("GET", "connectors/*/topics", &Routes::topics);
-    add("PUT", "connectors/*/topics/reset", &Routes::resetTopics);
-    add("GET", "pipelines", &Routes::listPipelines);
-    add("POST", "pipelines", &Routes::createPipeline);
-    add("GET", "pipelines/*", &Routes::getPipeline);
-    add("PUT", "pipelines/*", &Routes::putPipeline);
-    add("DELETE", "pipelines/*", &Routes::deletePipeline);
-    add("POST", "rules/test", &Routes::testRules);
-    add("GET", "connector-plugins", &Routes::plugins);
-    add("GET", "connector-plugins/*/config", &Routes::pluginConfig);
-    add("PUT", "connector-plugins/*/config/validate", &Routes::validate);
-    add("GET", "admin/loggers", &Routes::loggers);
-    add("GET", "admin/loggers/*", &Routes::getLogger);
-    add("PUT", "admin/loggers/*", &Routes::putLogger);
+  Routes(control::Herder& herder, const RestOptions& options, RequestPolicy& policy)
+      : herder_(herder), options_(options), policy_(policy) {
+    add("GET", "", &Routes::root, Role::kViewer);
+    add("GET", "health", &Routes::health, Role::kOpen);
+    add("GET", "metrics", &Routes::metrics, Role::kViewer);
+    add("GET", "cluster", &Routes::cluster, Role::kViewer);
+    add("GET", "connectors", &Routes::listConnectors, Role::kViewer);
+    add("POST", "connectors", &Routes::createConnector, Role::kAdmin);
+    add("GET", "connectors/*", &Routes::getConnector, Role::kViewer);
+    add("DELETE", "connectors/*", &Routes::deleteConnector, Role::kAdmin);
+    add("GET", "connectors/*/config", &Routes::getConfig, Role::kViewer);
+    add("PUT", "connectors/*/config", &Routes::putConfig, Role::kAdmin);
+    add("PATCH", "connectors/*/config", &Routes::patchConfig, Role::kAdmin);
+    add("GET", "connectors/*/status", &Routes::connectorStatus, Role::kViewer);
+    add("POST", "connectors/*/restart", &Routes::restartConnector, Role::kOperator);
+    add("PUT", "connectors/*/pause", &Routes::pause, Role::kOperator);
+    add("PUT", "connectors/*/resume", &Routes::resume, Role::kOperator);
+    add("PUT", "connectors/*/stop", &Routes::stopConnector, Role::kOperator);
+    add("GET", "connectors/*/tasks", &Routes::taskConfigs, Role::kViewer);
+    add("GET", "connectors/*/tasks/*/status", &Routes::taskStatus, Role::kViewer);
+    add("POST", "connectors/*/tasks/*/restart", &Routes::restartTask, Role::kOperator);
+    add("GET", "connectors/*/offsets", &Routes::getOffsets, Role::kViewer);
+    add("PATCH", "connectors/*/offsets", &Routes::alterOffsets, Role::kAdmin);
+    add("DELETE", "connectors/*/offsets", &Routes::resetOffsets, Role::kAdmin);
+    add("GET", "connectors/*/topics", &Routes::topics, Role::kViewer);
+    add("PUT", "connectors/*/topics/reset", &Routes::resetTopics, Role::kAdmin);
+    add("GET", "pipelines", &Routes::listPipelines, Role::kViewer);
+    add("POST", "pipelines", &Routes::createPipeline, Role::kAdmin);
+    add("GET", "pipelines/*", &Routes::getPipeline, Role::kViewer);
+    add("PUT", "pipelines/*", &Routes::putPipeline, Role::kAdmin);
+    add("DELETE", "pipelines/*", &Routes::deletePipeline, Role::kAdmin);
+    add("POST", "rules/test", &Routes::testRules, Role::kAdmin);
+    add("GET", "connector-plugins", &Routes::plugins, Role::kViewer);
+    add("GET", "connector-plugins/*/config", &Routes::pluginConfig, Role::kViewer);
+    add("PUT", "connector-plugins/*/config/validate", &Routes::validate, Role::kAdmin);
+    add("GET", "admin/loggers", &Routes::loggers, Role::kViewer);
+    add("GET", "admin/loggers/*", &Routes::getLogger, Role::kViewer);
+    add("PUT", "admin/loggers/*", &Routes::putLogger, Role::kAdmin);
     // RocketMQ Connect's read-only paths. Literal segments win over '*', so GET /connectors/list
     // lists.
-    add("GET", "getClusterInfo", &Routes::clusterInfo);
-    add("GET", "connectors/list", &Routes::rmqList);
-    add("GET", "allocated/connectors", &Routes::allocatedConnectors);
-    add("GET", "allocated/tasks", &Routes::allocatedTasks);
-    add("GET", "plugin/list", &Routes::pluginList);
+    add("GET", "getClusterInfo", &Routes::clusterInfo, Role::kViewer);
+    add("GET", "connectors/list", &Routes::rmqList, Role::kViewer);
+    add("GET", "allocated/connectors", &Routes::allocatedConnectors, Role::kViewer);
+    add("GET", "allocated/tasks", &Routes::allocatedTasks, Role::kViewer);
+    add("GET", "plugin/list", &Routes::pluginList, Role::kViewer);
     // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled, off by
     // default): its GET-verb operations change state, so any link or web page could trigger
-    // them. Roles: each GET-verb write needs the role of the write it performs (stop, pause,
-    // resume, restart: operator; create/update: admin), not the viewer role of a GET.
+    // them. Each GET-verb write needs the role of the write it performs, not a GET's viewer.
     if (options.rocketmqCompat) {
-      add("POST", "connectors/*", &Routes::rmqCreate);             // create or update: admin
-      add("GET", "connectors/*/stop", &Routes::rmqStop);           // write: operator
-      add("GET", "connectors/*/pause", &Routes::rmqPause);         // write: operator
-      add("GET", "connectors/*/resume", &Routes::rmqResume);       // write: operator
-      add("GET", "connectors/*/restart", &Routes::rmqRestart);     // write: operator
-      add("GET", "connectors/*/tasks/*/restart", &Routes::rmqRestartTask);  // write: operator
-      add("GET", "connectors/stop/all", &Routes::rmqStopAll);      // write: operator
-      add("GET", "connectors/pause/all", &Routes::rmqPauseAll);    // write: operator
-      add("GET", "connectors/resume/all", &Routes::rmqResumeAll);  // write: operator
-      add("GET", "plugin/list/connectors", &Routes::rmqConnectorPlugins);  // read: viewer
-      add("GET", "plugin/config", &Routes::rmqPluginConfig);               // read: viewer
-      add("GET", "plugin/config/validate", &Routes::rmqValidate);          // read: viewer
-      add("POST", "plugin/config/validate", &Routes::rmqValidate);         // read: viewer
-      add("GET", "plugin/reload", &Routes::pluginReload);                  // write: admin
-      add("POST", "plugin/reload", &Routes::pluginReload);                 // write: admin
+      add("POST", "connectors/*", &Routes::rmqCreate, Role::kAdmin);  // create or update
+      add("GET", "connectors/*/stop", &Routes::rmqStop, Role::kOperator);
+      add("GET", "connectors/*/pause", &Routes::rmqPause, Role::kOperator);
+      add("GET", "connectors/*/resume", &Routes::rmqResume, Role::kOperator);
+      add("GET", "connectors/*/restart", &Routes::rmqRestart, Role::kOperator);
+      add("GET", "connectors/*/tasks/*/restart", &Routes::rmqRestartTask, Role::kOperator);
+      add("GET", "connectors/stop/all", &Routes::rmqStopAll, Role::kOperator);
+      add("GET", "connectors/pause/all", &Routes::rmqPauseAll, Role::kOperator);
+      add("GET", "connectors/resume/all", &Routes::rmqResumeAll, Role::kOperator);
+      add("GET", "plugin/list/connectors", &Routes::rmqConnectorPlugins, Role::kViewer);
+      add("GET", "plugin/config", &Routes::rmqPluginConfig, Role::kViewer);
+      // Validate is admin, as PUT /connector-plugins/{plugin}/config/validate.
+      add("GET", "plugin/config/validate", &Routes::rmqValidate, Role::kAdmin);
+      add("POST", "plugin/config/validate", &Routes::rmqValidate, Role::kAdmin);
+      add("GET", "plugin/reload", &Routes::pluginReload, Role::kAdmin);
+      add("POST", "plugin/reload", &Routes::pluginReload, Role::kAdmin);
     }
+  }
+
+  std::vector<RouteSpec> table() const {
+    std::vector<RouteSpec> out;
+    for (const auto& r : routes_) {
+      std::string pattern;
+      for (const auto& seg : r.pattern) pattern += "/" + seg;
+      out.push_back({r.method, pattern.empty() ? "/" : pattern, r.role});
+    }
+    return out;
   }
 
   void dispatch(const Request& req, Response& res) {
@@ -207,6 +236,17 @@ class RestServer::Routes {
       }
     }
     std::string path = req.target.substr(0, req.target.find('?'));
+    // Host, CORS, credentials, role and Content-Type (request_policy.h) before any handler.
+    Verdict verdict = policy_.admit(authRequestOf(req, path), best ? best->role : Role::kViewer);
+    for (auto& [name, value] : verdict.headers) res.set_header(name, value);
+    if (!verdict.proceed) {
+      if (verdict.message.empty()) {
+        res.status = verdict.status;
+      } else {
+        sendError(res, verdict.status, verdict.message);
+      }
+      return;
+    }
     if (best == nullptr) {
       if (allowed.empty()) {
         sendError(res, 404, "no such resource: " + req.method + " " + path);
@@ -236,10 +276,12 @@ class RestServer::Routes {
     std::vector<std::string> pattern;
     int literals = 0;
     Handler handler;
+    Role role;
   };
 
-  void add(std::string method, std::string_view pattern, Handler handler) {
-    Route r{std::move(method), splitTarget(pattern), 0, handler};
+  // Every route names the least role that may call it (auth.h): a route cannot be added without.
+  void add(std::string method, std::string_view pattern, Handler handler, Role role) {
+    Route r{std::move(method), splitTarget(pattern), 0, handler, role};
     for (const auto& s : r.pattern) r.literals += s != "*";
     routes_.push_back(std::move(r));
   }
@@ -1003,6 +1045,7 @@ class RestServer::Routes {
 
   control::Herder& herder_;
   const RestOptions& options_;
+  RequestPolicy& policy_;
   std::vector<Route> routes_;
   // The worker's plugins, read once (the registry is read-only after start-up).
   mutable std::mutex pluginsMu_;
@@ -1012,9 +1055,13 @@ class RestServer::Routes {
 };
 
 RestServer::RestServer(control::Herder& herder, RestOptions options)
-    : herder_(herder),
-      options_(std::move(options)),
-      routes_(std::make_unique<Routes>(herder_, options_)) {}
+    : herder_(herder), options_(std::move(options)) {
+  options_.security.bindHost = options_.host;
+  policy_ = std::make_unique<RequestPolicy>(options_.security);
+  routes_ = std::make_unique<Routes>(herder_, options_, *policy_);
+}
+
+std::vector<RouteSpec> RestServer::routeTable() const { return routes_->table(); }
 
 RestServer::~RestServer() { stop(); }
 
@@ -1022,6 +1069,7 @@ int RestServer::port() const { return port_.load(); }
 
 Status RestServer::start() {
   if (server_) return Status::failedPrecondition("the REST server is already started");
+  if (auto s = policy_->start(); !s.isOk()) return s;
   auto server = std::make_unique<httplib::Server>();
   server->new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
   server->set_payload_max_length(kMaxBodyBytes);

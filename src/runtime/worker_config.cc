@@ -23,6 +23,27 @@ const ConfigDef& workerConfigDef() {
     d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
              "Folders searched for shared-library plugins (*.so, one level deep).");
     d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
+    d.define("rest.auth.users.file", ConfigType::kString, "", Importance::kHigh,
+             "REST users, one name:role:hash a line (roles viewer, operator, admin; hashes from `ferry passwd`). "
+             "Set, it turns REST authentication on (HTTP basic). Re-read when it changes.");
+    d.define("rest.auth.tokens.file", ConfigType::kString, "", Importance::kHigh,
+             "REST bearer tokens, one name:role:<sha256 hex of the token> a line (from `ferry token`). Set, it "
+             "turns REST authentication on. Re-read when it changes.");
+    d.define("rest.auth.mtls.default.role", ConfigType::kString, "", Importance::kMedium,
+             "Role of a verified TLS client certificate whose CN is not in rest.auth.users.file; empty refuses it.",
+             oneOf({"", "viewer", "operator", "admin"}));
+    d.define("rest.auth.allow.unauthenticated", ConfigType::kBool, "false", Importance::kHigh,
+             "Serve REST without authentication on a non-loopback rest.host (the worker refuses to start "
+             "otherwise). Anyone who reaches the port may then change every connector.");
+    d.define("rest.allowed.host.names", ConfigType::kList, "", Importance::kMedium,
+             "Names the REST Host header may carry (DNS-rebinding defence). Default: localhost, 127.0.0.1, ::1, "
+             "rest.host, this machine's host name (and with a wildcard rest.host its interface addresses). "
+             "* turns the check off.");
+    d.define("access.control.allow.origin", ConfigType::kList, "", Importance::kLow,
+             "CORS: origins (scheme://host:port) whose pages may call the REST API; empty turns CORS off. "
+             "* (any origin) is refused while authentication is on.");
+    d.define("access.control.allow.methods", ConfigType::kString, "", Importance::kLow,
+             "CORS: methods allowed cross-origin (comma-separated); empty means GET,POST,HEAD.");
     d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
     d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
@@ -185,6 +206,13 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
   c.webRoot = p.getString("web.root");
+  c.restAuthUsersFile = p.getString("rest.auth.users.file");
+  c.restAuthTokensFile = p.getString("rest.auth.tokens.file");
+  c.restAuthMtlsDefaultRole = p.getString("rest.auth.mtls.default.role");
+  c.restAuthAllowUnauthenticated = p.getBool("rest.auth.allow.unauthenticated");
+  c.restAllowedHostNames = p.getList("rest.allowed.host.names");
+  c.accessControlAllowOrigin = p.getList("access.control.allow.origin");
+  c.accessControlAllowMethods = p.getString("access.control.allow.methods");
   c.logLevel = p.getString("log.level");
   c.backbone = p.getString("backbone");
   c.embeddedSegmentBytes = p.getLong("backbone.embedded.segment.bytes");

@@ -24,6 +24,15 @@ struct WorkerConfig {
   std::string webRoot;
   std::string logLevel = "info";
 
+  // REST authentication and request checks (src/rest/request_policy.h).
+  std::string restAuthUsersFile;           // rest.auth.users.file
+  std::string restAuthTokensFile;          // rest.auth.tokens.file
+  std::string restAuthMtlsDefaultRole;     // rest.auth.mtls.default.role ("" = refused)
+  bool restAuthAllowUnauthenticated = false;
+  std::vector<std::string> restAllowedHostNames;  // empty: the defaults
+  std::vector<std::string> accessControlAllowOrigin;
+  std::string accessControlAllowMethods;
+
   std::string backbone = "embedded";
   std::int64_t embeddedSegmentBytes = 64ll << 20;
   std::string embeddedFsync = "always";
