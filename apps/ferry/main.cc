@@ -158,14 +158,32 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   ropts.version = FERRY_VERSION;
   ropts.commit = FERRY_GIT_COMMIT;
   ropts.webRoot = worker.webRoot;
+  ropts.listeners = worker.restListeners;
+  ropts.tls.keystoreLocation = worker.restKeystoreLocation;
+  ropts.tls.keystoreType = worker.restKeystoreType;
+  ropts.tls.keyPassword = worker.restKeyPassword;
+  ropts.tls.truststoreLocation = worker.restTruststoreLocation;
+  ropts.tls.clientAuthentication = worker.restClientAuthentication;
+  ropts.tls.enabledProtocols = worker.restEnabledProtocols;
+  ropts.headerTimeout = std::chrono::milliseconds(worker.restHeaderTimeoutMs);
+  ropts.bodyTimeout = std::chrono::milliseconds(worker.restBodyTimeoutMs);
+  ropts.idleTimeout = std::chrono::milliseconds(worker.restIdleTimeoutMs);
+  ropts.writeTimeout = std::chrono::milliseconds(worker.restWriteTimeoutMs);
+  ropts.maxConnections = static_cast<std::size_t>(worker.restMaxConnections);
+  ropts.requestQueueSize = static_cast<std::size_t>(worker.restRequestQueueSize);
   rest::RestServer server(herder, ropts);
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();
     backbone.close();
     return fail("REST: " + s.toString());
   }
-  log->info("ferry {} {} worker {} ready: REST on http://{}:{}, {}", FERRY_VERSION, mode, worker.workerId,
-            worker.restHost, server.port(), where);
+  std::string restWhere = "http://" + worker.restHost + ":" + std::to_string(server.port());
+  if (!worker.restListeners.empty()) {
+    restWhere.clear();
+    for (const auto& l : worker.restListeners) restWhere += (restWhere.empty() ? "" : ", ") + l;
+  }
+  log->info("ferry {} {} worker {} ready: REST on {}, {}", FERRY_VERSION, mode, worker.workerId, restWhere,
+            where);
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -1,14 +1,14 @@
 #include "rest/rest_server.h"
 
-#include <httplib.h>
-
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "core/logging.h"
+#include "rest/http_server.h"
 #include "rest/json_mapping.h"
 #include "rest/pipeline.h"
 #include "rest/rule_trial.h"
@@ -17,11 +17,9 @@
 namespace ferry::rest {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using http::Request;
+using http::Response;
 using Params = std::vector<std::string>;
-
-constexpr std::size_t kMaxBodyBytes = 8 * 1024 * 1024;
 
 int hexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -30,8 +28,8 @@ int hexDigit(char c) {
   return -1;
 }
 
-// Percent-decodes one path segment. httplib decodes the whole path before splitting, which would
-// turn a connector name containing %2F into two segments; we split the raw target instead.
+// Percent-decodes one path segment. Decoding the whole path before splitting would turn a
+// connector name containing %2F into two segments; we split the raw target instead.
 std::string decodeSegment(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -768,85 +766,62 @@ RestServer::RestServer(control::Herder& herder, RestOptions options)
 
 RestServer::~RestServer() { stop(); }
 
-int RestServer::port() const { return port_.load(); }
+int RestServer::port() const { return ports_.empty() ? 0 : ports_.front(); }
+
+std::vector<int> RestServer::ports() const { return ports_; }
+
+http::ServerStats RestServer::transportStats() const {
+  return server_ ? server_->stats() : http::ServerStats{};
+}
 
 Status RestServer::start() {
   if (server_) return Status::failedPrecondition("the REST server is already started");
-  auto server = std::make_unique<httplib::Server>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
-  server->set_payload_max_length(kMaxBodyBytes);
-  // httplib's default sets SO_REUSEPORT, which lets a second worker bind the same port and
-  // silently share its connections. SO_REUSEADDR alone allows a quick restart but refuses that.
-  server->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
-  });
-  server->set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive clients
-  httplib::Server::Handler handler = [this](const Request& req, Response& res) {
-    routes_->dispatch(req, res);
-  };
-  // One catch-all per method: our own router decides between 404 and 405.
-  server->Get(".*", handler);
-  server->Post(".*", handler);
-  server->Put(".*", handler);
-  server->Patch(".*", handler);
-  server->Delete(".*", handler);
-  server->Options(".*", handler);
-  // Errors httplib produces itself (bad request line, body too large) get our error shape too.
-  server->set_error_handler(httplib::Server::HandlerWithResponse([](const Request&, Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message =
-        res.status == 413
-            ? "request body too large (limit " + std::to_string(kMaxBodyBytes) + " bytes)"
-            : "request failed with HTTP status " + std::to_string(res.status);
-    sendError(res, res.status, message);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  server->set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+  http::ServerOptions so;
+  if (options_.listeners.empty()) {
+    so.listeners.push_back(http::Listener{false, options_.host, options_.port});
+  } else {
+    for (const auto& text : options_.listeners) {
+      auto l = http::parseListener(text);
+      if (!l.isOk()) return l.status();
+      so.listeners.push_back(*l);
     }
-    sendError(res, 500, "internal error: " + what);
-  });
-  server->set_logger([](const Request& req, const Response& res) {
-    core::logger("rest")->debug("{} {} -> {}", req.method, req.target, res.status);
-  });
-  if (!options_.webRoot.empty() && !server->set_mount_point("/ui", options_.webRoot))
-    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served",
-                               options_.webRoot);
-
-  errno = 0;
-  int bound = options_.port;
-  bool ok = options_.port == 0 ? (bound = server->bind_to_any_port(options_.host)) > 0
-                               : server->bind_to_port(options_.host, options_.port);
-  if (!ok) {
-    int err = errno;
-    return Status::unavailable("cannot listen on " + options_.host + ":" +
-                               std::to_string(options_.port) + ": " +
-                               (err ? std::strerror(err) : "bind failed") +
-                               " (is another process using the port? choose another one)");
   }
-  port_ = bound;
+  const std::vector<http::Listener> listeners = so.listeners;
+  so.tls = options_.tls;
+  so.limits = options_.limits;
+  so.handlerThreads = kRequestThreads;
+  so.queueCapacity = options_.requestQueueSize;
+  so.maxConnections = options_.maxConnections;
+  so.headerTimeout = options_.headerTimeout;
+  so.bodyTimeout = options_.bodyTimeout;
+  so.idleTimeout = options_.idleTimeout;
+  so.writeTimeout = options_.writeTimeout;
+  std::string webRoot = options_.webRoot;
+  if (!webRoot.empty() && !std::filesystem::is_directory(webRoot)) {
+    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served", webRoot);
+    webRoot.clear();
+  }
+  auto server = std::make_unique<http::HttpServer>(
+      std::move(so), [this, webRoot](const Request& req, Response& res) {
+        if (!webRoot.empty() && http::serveStatic(webRoot, "/ui", req, res)) return;
+        routes_->dispatch(req, res);
+      });
+  if (auto s = server->start(); !s.isOk()) return s;
+  ports_ = server->ports();
   server_ = std::move(server);
-  listener_ = std::thread([s = server_.get()] { s->listen_after_bind(); });
-  // stop() only acts once the listener runs, so wait for it (it starts in microseconds).
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server_->is_running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  core::logger("rest")->info("REST server listening on {}:{}", options_.host, bound);
+  std::string where;
+  for (std::size_t i = 0; i < ports_.size() && i < listeners.size(); ++i)
+    where += (where.empty() ? "" : ", ") + std::string(listeners[i].tls ? "https://" : "http://") +
+             listeners[i].host + ":" + std::to_string(ports_[i]);
+  core::logger("rest")->info("REST server listening on {}", where);
   return Status::ok();
 }
 
 void RestServer::stop() {
   if (!server_) return;
   server_->stop();
-  if (listener_.joinable()) listener_.join();
   server_.reset();
-  port_ = 0;
+  ports_.clear();
 }
 
 }  // namespace ferry::rest
