@@ -616,6 +616,8 @@ class HttpServer::Impl {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   std::vector<bool> acceptorTls_;
   std::vector<int> ports_;
+  // Keeps ioc_.run() going while handlers run and nothing else is pending (during stop()).
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   std::thread io_;
   HandlerPool pool_;
   bool started_ = false;
@@ -980,6 +982,7 @@ Status HttpServer::Impl::start() {
   started_ = true;
   pool_.start(std::max(1, options_.handlerThreads), options_.queueCapacity);
   for (std::size_t i = 0; i < acceptors_.size(); ++i) accept(i);
+  work_.emplace(ioc_.get_executor());
   io_ = std::thread([this] {
     for (;;) {
       try {
@@ -1010,6 +1013,7 @@ void HttpServer::Impl::stop() {
   while (open_.load() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   pool_.stop();
+  work_.reset();
   ioc_.stop();
   if (io_.joinable()) io_.join();
 }

@@ -2,12 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "fake_herder.h"
+#include "http_test_client.h"
 #include "rest/json_mapping.h"
 
 namespace ferry::rest {
@@ -33,30 +33,31 @@ class RestServerTest : public ::testing::Test {
     server_ = std::make_unique<RestServer>(herder_, o);
     ASSERT_TRUE(server_->start().isOk());
     ASSERT_GT(server_->port(), 0);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(30);
   }
   void TearDown() override { server_->stop(); }
 
+  // Sends on one kept-alive connection (reconnecting when the server closed it), as a client
+  // library would.
   Answer call(const std::string& method, const std::string& path, const std::string& body = "") {
-    const char* type = "application/json";
-    auto send = [&]() {
-      if (method == "POST") return client_->Post(path, body, type);
-      if (method == "PUT") return client_->Put(path, body, type);
-      if (method == "PATCH") return client_->Patch(path, body, type);
-      if (method == "DELETE") return client_->Delete(path);
-      if (method == "OPTIONS") return client_->Options(path);
-      return client_->Get(path);
-    };
-    httplib::Result r = send();
-    EXPECT_TRUE(static_cast<bool>(r)) << method << " " << path;
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (method == "POST" || method == "PUT" || method == "PATCH")
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n";
+    req += "\r\n" + body;
+    testing::HttpAnswer r;
+    for (int attempt = 0; attempt < 2 && r.status == 0; ++attempt) {
+      if (!conn_ || attempt > 0) conn_ = std::make_unique<testing::TestConnection>(server_->port());
+      if (conn_->send(req)) r = conn_->read(std::chrono::seconds(30), method == "HEAD");
+    }
+    EXPECT_NE(r.status, 0) << method << " " << path;
     Answer a;
-    if (!r) return a;
-    a.status = r->status;
-    a.body = r->body;
-    a.allow = r->get_header_value("Allow");
-    a.contentType = r->get_header_value("Content-Type");
-    a.json = Json::parse(r->body, nullptr, false);
+    if (r.status == 0) return a;
+    a.status = r.status;
+    a.body = r.body;
+    a.allow = r.header("Allow");
+    a.contentType = r.header("Content-Type");
+    a.json = Json::parse(r.body, nullptr, false);
+    if (r.header("Connection") == "close") conn_.reset();
     return a;
   }
 
@@ -81,7 +82,7 @@ class RestServerTest : public ::testing::Test {
 
   testing::FakeHerder herder_;
   std::unique_ptr<RestServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<testing::TestConnection> conn_;
 };
 
 TEST_F(RestServerTest, RootHealthAndMetrics) {
@@ -384,7 +385,7 @@ TEST_F(RestServerTest, OversizedBodyIs413WithErrorShape) {
   expectError(a, 413);
 }
 
-// Regression: httplib's default socket options set SO_REUSEPORT, so a second server on the same
+// Regression: cpp-httplib's default socket options set SO_REUSEPORT, so a second server on the same
 // port started fine and shared the first one's connections.
 TEST(RestServerBind, SecondServerOnSamePortIsRefusedNotShared) {
   testing::FakeHerder herder;
@@ -427,19 +428,17 @@ TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   o.webRoot = dir;
   RestServer server(herder, o);
   ASSERT_TRUE(server.start().isOk());
-  httplib::Client client("127.0.0.1", server.port());
-  auto browser = client.Get("/", {{"Accept", "text/html,application/xhtml+xml"}});
-  ASSERT_TRUE(static_cast<bool>(browser));
-  EXPECT_EQ(browser->status, 302);
-  EXPECT_EQ(browser->get_header_value("Location"), "/ui/");
-  auto api = client.Get("/");  // scripts still get the JSON
-  ASSERT_TRUE(static_cast<bool>(api));
-  EXPECT_EQ(api->status, 200);
-  EXPECT_THAT(api->body, ::testing::HasSubstr("kafka_cluster_id"));
-  auto page = client.Get("/ui/index.html");
-  ASSERT_TRUE(static_cast<bool>(page));
-  EXPECT_EQ(page->status, 200);
-  EXPECT_EQ(page->body, "<html>console</html>");
+  auto browser = testing::httpRequest(server.port(), "GET", "/", "",
+                                      "Accept: text/html,application/xhtml+xml\r\n");
+  EXPECT_EQ(browser.status, 302);
+  EXPECT_EQ(browser.header("Location"), "/ui/");
+  auto api = testing::httpRequest(server.port(), "GET", "/");  // scripts still get the JSON
+  EXPECT_EQ(api.status, 200);
+  EXPECT_THAT(api.body, ::testing::HasSubstr("kafka_cluster_id"));
+  auto page = testing::httpRequest(server.port(), "GET", "/ui/index.html");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.body, "<html>console</html>");
+  EXPECT_THAT(page.header("Content-Type"), ::testing::HasSubstr("text/html"));
   server.stop();
   std::filesystem::remove_all(dir);
 }
