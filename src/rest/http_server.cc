@@ -138,12 +138,16 @@ std::string messageForStatus(int status, const Limits& limits) {
   }
 }
 
+std::size_t fieldCount(const Parser& p) {
+  std::size_t count = 0;
+  for (auto it = p.get().begin(); it != p.get().end(); ++it) ++count;
+  return count;
+}
+
 // Checks a parsed header against the limits Beast does not enforce itself; 0 when it passes.
 int checkHeader(const Parser& p, const Limits& limits) {
   const auto& h = p.get();
-  std::size_t count = 0;
-  for (auto it = h.begin(); it != h.end(); ++it) ++count;
-  if (count > limits.maxHeaderCount) return 431;
+  if (fieldCount(p) > limits.maxHeaderCount) return 431;
   if (h.target().size() > limits.maxTargetBytes) return 414;
   if (h.version() != 10 && h.version() != 11) return 505;
   if (auto len = p.content_length(); len && *len > limits.maxBodyBytes) return 413;
@@ -162,6 +166,11 @@ Request buildRequest(Parser& p) {
   for (const auto& f : m) r.headers.emplace(std::string(f.name_string()), std::string(f.value()));
   r.body = std::move(m.body());
   return r;
+}
+
+// A chunked body's trailer adds fields after the header was checked: they count too.
+int checkTrailer(const Parser& p, const Limits& limits) {
+  return fieldCount(p) > limits.maxHeaderCount ? 431 : 0;
 }
 
 bool expectsContinue(const Parser& p) {
@@ -323,6 +332,10 @@ std::vector<ParsedRequest> parseRequestStream(std::string_view bytes, const Limi
         return out;
       }
       if (n == 0) return out;
+    }
+    if (int s = checkTrailer(p, limits)) {
+      fail(s);
+      return out;
     }
     ParsedRequest r;
     r.keepAlive = p.keep_alive();
@@ -755,6 +768,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void dispatch() {
+    if (int s = checkTrailer(*parser_, limits())) return answerErrorAndClose(s);
     state_ = State::kHandling;
     keepAlive_ = parser_->keep_alive();
     auto request = std::make_shared<Request>(buildRequest(*parser_));

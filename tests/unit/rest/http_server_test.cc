@@ -341,6 +341,18 @@ TEST(HttpValues, ParseStreamStopsAtTheChunkedLimit) {
   EXPECT_EQ(parsed[0].errorStatus, 413);
 }
 
+// Found by fuzzing: a chunked body's trailer added header fields after the count was checked.
+TEST(HttpValues, ChunkedTrailerFieldsCountTowardsTheHeaderCap) {
+  Limits l;
+  l.maxHeaderCount = 3;
+  auto parsed = parseRequestStream(
+      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+      "T1: a\r\nT2: b\r\nT3: c\r\n\r\n",
+      l);
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].errorStatus, 431);
+}
+
 TEST(HttpListeners, ParsesKafkaConnectListeners) {
   auto a = parseListener("https://127.0.0.1:8443");
   ASSERT_TRUE(a.isOk());
