@@ -275,6 +275,21 @@ class RestServer::Routes {
     auto samples = herder_.metrics();
     auto process = processMetrics();
     samples.insert(samples.end(), process.begin(), process.end());
+    if (const http::HttpServer* server = transport_.load()) {
+      auto t = server->stats();
+      auto add = [&](const char* name, std::uint64_t v, const char* type, const char* help) {
+        samples.push_back({name, {}, static_cast<double>(v), help, type});
+      };
+      add("ferry_rest_connections_rejected_total", t.connectionsRejected, "counter",
+          "REST connections closed at accept because rest.max.connections were open");
+      add("ferry_rest_requests_rejected_total", t.requestsRejected, "counter",
+          "REST requests answered 503 because rest.request.queue.size requests were waiting");
+      add("ferry_rest_deadline_closes_total", t.timeouts, "counter",
+          "REST connections closed for missing a header, body, idle or write deadline");
+      add("ferry_rest_tls_reloads_total", t.tlsReloads, "counter",
+          "Times a changed keystore took effect without a restart");
+      add("ferry_rest_open_connections", t.openConnections, "gauge", "Open REST connections");
+    }
     res.status = 200;
     res.set_content(renderPrometheus(samples), "text/plain; version=0.0.4; charset=utf-8");
   }
@@ -757,6 +772,10 @@ class RestServer::Routes {
   control::Herder& herder_;
   const RestOptions& options_;
   std::vector<Route> routes_;
+
+ public:
+  // The running transport, for its counters in /metrics (set by start(), cleared by stop()).
+  std::atomic<const http::HttpServer*> transport_{nullptr};
 };
 
 RestServer::RestServer(control::Herder& herder, RestOptions options)
@@ -809,6 +828,7 @@ Status RestServer::start() {
   if (auto s = server->start(); !s.isOk()) return s;
   ports_ = server->ports();
   server_ = std::move(server);
+  routes_->transport_ = server_.get();
   std::string where;
   for (std::size_t i = 0; i < ports_.size() && i < listeners.size(); ++i)
     where += (where.empty() ? "" : ", ") + std::string(listeners[i].tls ? "https://" : "http://") +
@@ -820,6 +840,7 @@ Status RestServer::start() {
 void RestServer::stop() {
   if (!server_) return;
   server_->stop();
+  routes_->transport_ = nullptr;
   server_.reset();
   ports_.clear();
 }

@@ -109,6 +109,8 @@ TEST_F(RestServerTest, RootHealthAndMetrics) {
   EXPECT_THAT(metrics.body, HasSubstr("ferry_up 1\n"));
   EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes "));
   EXPECT_THAT(metrics.body, HasSubstr("process_cpu_seconds_total "));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_connections_rejected_total 0\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_open_connections 1\n"));
 }
 
 TEST_F(RestServerTest, CreateReadListDelete) {
