@@ -625,6 +625,13 @@ class HttpServer::Impl {
 
   ServerOptions options_;
   Handler handler_;
+  // Declared before ioc_: sessions still owned by its pending handlers decrement open_ when
+  // ioc_ is destroyed.
+  std::atomic<std::uint64_t> open_{0};
+  std::atomic<std::uint64_t> connectionsRejected_{0};
+  std::atomic<std::uint64_t> requestsRejected_{0};
+  std::atomic<std::uint64_t> timeouts_{0};
+  std::atomic<std::uint64_t> tlsReloads_{0};
   asio::io_context ioc_{1};
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   std::vector<bool> acceptorTls_;
@@ -644,11 +651,6 @@ class HttpServer::Impl {
   bool stopping_ = false;
   std::chrono::steady_clock::time_point lastRejectLog_{};
 
-  std::atomic<std::uint64_t> open_{0};
-  std::atomic<std::uint64_t> connectionsRejected_{0};
-  std::atomic<std::uint64_t> requestsRejected_{0};
-  std::atomic<std::uint64_t> timeouts_{0};
-  std::atomic<std::uint64_t> tlsReloads_{0};
 
   void accept(std::size_t i);
   void onAccepted(std::size_t i, tcp::socket socket);
