@@ -335,6 +335,20 @@ TEST_F(RestServerTest, UnknownRoute404WrongMethod405) {
   auto options = call("OPTIONS", "/connectors/x/config");
   EXPECT_EQ(options.status, 204);
   EXPECT_EQ(options.allow, "GET, PATCH, PUT");
+  // HEAD answers as GET without the body, on the same kept-alive connection.
+  auto get = call("GET", "/connectors");
+  auto head = call("HEAD", "/connectors");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(call("GET", "/connectors").body, get.body);
+}
+
+TEST_F(RestServerTest, ErrorAnswersNeverEchoTheBody) {
+  auto a = call("POST", "/connectors", "{\"name\": \"SECRET-IN-BODY\", \"config\": 5}");
+  EXPECT_EQ(a.status, 400);
+  auto b = call("POST", "/connectors", std::string(9 * 1024 * 1024, 'Q'));
+  expectError(b, 413);
+  EXPECT_EQ(b.body.find("QQQQ"), std::string::npos);
 }
 
 TEST_F(RestServerTest, EncodedNamesAndTrailingSlash) {
