@@ -530,10 +530,9 @@ Result<std::shared_ptr<ssl::context>> makeTlsContext(const TlsOptions& t) {
       return Status::invalidArgument(prefix + "enabled.protocols must name at least one protocol");
     SSL_CTX_set_min_proto_version(ctx->native_handle(), minV);
     SSL_CTX_set_max_proto_version(ctx->native_handle(), maxV);
-    if (!t.keyPassword.empty()) {
-      std::string pw = t.keyPassword;
-      ctx->set_password_callback([pw](std::size_t, ssl::context::password_purpose) { return pw; });
-    }
+    // Always a callback: without one OpenSSL asks the terminal for an encrypted key's password.
+    std::string pw = t.keyPassword;
+    ctx->set_password_callback([pw](std::size_t, ssl::context::password_purpose) { return pw; });
     error_code ec;
     ctx->use_certificate_chain_file(t.keystoreLocation, ec);
     if (ec)
