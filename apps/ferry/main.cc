@@ -336,7 +336,9 @@ int runDistributed(int argc, char** argv) {
   dopts.log = clusterLog->get();
   dopts.snapshots = snapshots->get();
   dopts.member.workerId = worker.workerId;
-  dopts.member.url = "http://" + worker.restHost + ":" + std::to_string(worker.restPort);
+  dopts.member.url = worker.restListeners.empty()
+                         ? "http://" + worker.restHost + ":" + std::to_string(worker.restPort)
+                         : worker.restListeners.front();
   dopts.member.capacity = worker.clusterWorkerCapacity;
   dopts.member.heartbeatIntervalMs = worker.clusterHeartbeatIntervalMs;
   dopts.member.leaseMarginMs = worker.clusterLeaseMarginMs;
