@@ -133,6 +133,8 @@ std::string messageForStatus(int status, const Limits& limits) {
     case 414:
       return "request target too long (limit " + std::to_string(limits.maxTargetBytes) +
              " bytes)";
+    case 503:
+      return "the worker is busy: too many request bodies are being received; retry";
     default:
       return "malformed HTTP request";
   }
@@ -608,6 +610,21 @@ FileStamp stampOf(const std::string& path) {
 
 // ---------------------------------------------------------------- server
 
+// Body bytes a request holds against ServerOptions::maxBodyBytesInFlight, released when the
+// request (and the handler run that owns it) is gone.
+class BodyReservation {
+ public:
+  BodyReservation(std::atomic<std::uint64_t>& total, std::uint64_t bytes)
+      : total_(total), bytes_(bytes) {}
+  ~BodyReservation() { total_ -= bytes_; }
+  BodyReservation(const BodyReservation&) = delete;
+  BodyReservation& operator=(const BodyReservation&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& total_;
+  std::uint64_t bytes_;
+};
+
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
@@ -631,6 +648,7 @@ class HttpServer::Impl {
   std::atomic<std::uint64_t> requestsRejected_{0};
   std::atomic<std::uint64_t> timeouts_{0};
   std::atomic<std::uint64_t> tlsReloads_{0};
+  std::atomic<std::uint64_t> bodyBytesInFlight_{0};
   asio::io_context ioc_{1};
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   std::vector<bool> acceptorTls_;
@@ -742,6 +760,17 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       return finish(ec);
     }
     if (int s = checkHeader(*parser_, limits())) return answerErrorAndClose(s);
+    if (!parser_->is_done()) {
+      // Reserve the body's bytes before reading them (the whole limit for a chunked body).
+      const std::uint64_t need = parser_->content_length().value_or(limits().maxBodyBytes);
+      std::uint64_t held = server_.bodyBytesInFlight_.fetch_add(need) + need;
+      reservation_ = std::make_shared<BodyReservation>(server_.bodyBytesInFlight_, need);
+      if (held > server_.options_.maxBodyBytesInFlight) {
+        reservation_.reset();
+        ++server_.requestsRejected_;
+        return answerErrorAndClose(503);
+      }
+    }
     lowest().expires_after(server_.options_.bodyTimeout);
     if (parser_->is_done()) return dispatch();
     if (expectsContinue(*parser_)) {
@@ -779,7 +808,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     request->peer_name = peer_;
     auto self = this->shared_from_this();
     HttpServer::Impl& server = server_;
-    bool queued = server_.pool_.tryPush([self, request, &server] {
+    auto reservation = std::move(reservation_);  // released with the request, after the handler
+    bool queued = server_.pool_.tryPush([self, request, reservation, &server] {
       Response res;
       try {
         server.handler_(*request, res);
@@ -829,6 +859,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     keepAlive_ = false;
     Response res;
     res.status = status;
+    if (status == 503) res.set_header("Retry-After", "1");
     res.set_content(errorBody(status, messageForStatus(status, limits())), "application/json");
     write(serializeResponse(res, "GET", false, 11));
   }
@@ -875,6 +906,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
+  std::shared_ptr<BodyReservation> reservation_;  // for the body being read
   std::string out_;
   std::array<char, 16384> discard_{};
   std::string remote_;
@@ -1057,6 +1089,7 @@ ServerStats HttpServer::stats() const {
   s.timeouts = impl_->timeouts_.load();
   s.tlsReloads = impl_->tlsReloads_.load();
   s.openConnections = impl_->open_.load();
+  s.bodyBytesInFlight = impl_->bodyBytesInFlight_.load();
   return s;
 }
 

@@ -11,7 +11,7 @@
 // within bodyTimeout, the next request's first byte within idleTimeout, each answer within
 // writeTimeout; a client that misses one is closed and nobody else notices. Limits: header bytes
 // (431), header lines (431), request target length (414), body bytes for Content-Length and
-// chunked alike (413). Error answers are {"error_code": N, "message": "..."} and never echo the
+// chunked alike (413), body bytes held by all connections together (503). Error answers are {"error_code": N, "message": "..."} and never echo the
 // request. Every accepted socket gets TCP_NODELAY; listeners set SO_REUSEADDR, not SO_REUSEPORT.
 //
 // Threading: start()/stop() belong to the owner (not concurrent with each other). The handler is
@@ -111,6 +111,9 @@ struct ServerOptions {
   int handlerThreads = 8;
   std::size_t queueCapacity = 64;     // requests waiting for a handler thread; beyond: 503
   std::size_t maxConnections = 1024;  // open connections; beyond: closed at accept
+  // Body bytes all connections may hold at once (declared lengths; a chunked body counts as
+  // limits.maxBodyBytes until done); a request that would pass it is answered 503 unread.
+  std::uint64_t maxBodyBytesInFlight = 256ull << 20;
   std::chrono::milliseconds headerTimeout{10000};
   std::chrono::milliseconds bodyTimeout{30000};
   std::chrono::milliseconds idleTimeout{30000};
@@ -120,10 +123,11 @@ struct ServerOptions {
 // What the server has refused so far (monotonic counters, readable from any thread).
 struct ServerStats {
   std::uint64_t connectionsRejected = 0;  // over maxConnections
-  std::uint64_t requestsRejected = 0;     // 503 because the queue was full
+  std::uint64_t requestsRejected = 0;     // 503: the queue was full or the body budget spent
   std::uint64_t timeouts = 0;             // connections closed for a missed deadline
   std::uint64_t tlsReloads = 0;           // keystore reloads that took effect
   std::uint64_t openConnections = 0;      // now
+  std::uint64_t bodyBytesInFlight = 0;    // now, reserved against maxBodyBytesInFlight
 };
 
 // The result of reading requests out of a byte stream without a socket (what the I/O path does

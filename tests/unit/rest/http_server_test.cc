@@ -193,6 +193,27 @@ TEST_F(HttpServerTest, FullQueueAnswers503WithRetryAfterWithoutRunningTheHandler
   EXPECT_EQ(again.read(10s).status, 200);
 }
 
+TEST_F(HttpServerTest, BodiesBeyondTheInFlightBudgetAre503Unread) {
+  ServerOptions o;
+  o.limits.maxBodyBytes = 8000;
+  o.maxBodyBytesInFlight = 10000;
+  start(o);
+  TestConnection holder(port_), second(port_);
+  holder.send("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 6000\r\n\r\n" + std::string(10, 'a'));
+  // The holder's 6000 bytes are reserved once its header is read; then 6000 more do not fit.
+  ASSERT_TRUE(eventually([](const ServerStats& s) { return s.bodyBytesInFlight == 6000; }));
+  expectErrorShape(httpRequest(port_, "POST", "/x", std::string(6000, 'c')), 503);
+  second.send("POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+  auto refused = second.read(5s);  // a chunked body counts as the whole limit
+  expectErrorShape(refused, 503);
+  EXPECT_EQ(refused.header("Retry-After"), "1");
+  holder.send(std::string(5990, 'a'));
+  EXPECT_EQ(holder.read(10s).status, 200);
+  // Released once handled: the same body fits again.
+  EXPECT_EQ(httpRequest(port_, "POST", "/x", std::string(6000, 'b')).status, 200);
+  EXPECT_EQ(calls_.load(), 2);
+}
+
 TEST_F(HttpServerTest, ConnectionsBeyondTheCapAreClosedAtOnce) {
   ServerOptions o;
   o.maxConnections = 2;
