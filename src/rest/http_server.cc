@@ -1054,9 +1054,10 @@ void HttpServer::Impl::stop() {
     for (auto& [id, weak] : sessions)
       if (auto s = weak.lock()) s->onStop();
   });
-  // Handlers in flight finish and their answers are written; bounded by the write deadline.
-  auto deadline = std::chrono::steady_clock::now() + options_.writeTimeout +
-                  std::chrono::seconds(2);
+  // Answers in flight are written, for at most 5 s (a client that does not read them is not
+  // worth holding up a shutdown); handlers themselves are always joined below.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::min<std::chrono::milliseconds>(options_.writeTimeout, std::chrono::seconds(5));
   while (open_.load() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   pool_.stop();
