@@ -283,7 +283,7 @@ class RestServer::Routes {
       add("ferry_rest_connections_rejected_total", t.connectionsRejected, "counter",
           "REST connections closed at accept because rest.max.connections were open");
       add("ferry_rest_requests_rejected_total", t.requestsRejected, "counter",
-          "REST requests answered 503 because rest.request.queue.size requests were waiting");
+          "REST requests answered 503: rest.request.queue.size requests waiting, or the body budget spent");
       add("ferry_rest_deadline_closes_total", t.timeouts, "counter",
           "REST connections closed for missing a header, body, idle or write deadline");
       add("ferry_rest_tls_reloads_total", t.tlsReloads, "counter",
