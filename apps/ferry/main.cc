@@ -149,8 +149,22 @@ ferry::rest::RestOptions restOptionsFor(const ferry::runtime::WorkerConfig& work
   ropts.commit = FERRY_GIT_COMMIT;
   ropts.webRoot = worker.webRoot;
   ropts.rocketmqCompat = worker.restRocketmqCompat;
+  ropts.listeners = worker.restListeners;
+  ropts.tls.keystoreLocation = worker.restKeystoreLocation;
+  ropts.tls.keystoreType = worker.restKeystoreType;
+  ropts.tls.keyPassword = worker.restKeyPassword;
+  ropts.tls.truststoreLocation = worker.restTruststoreLocation;
+  ropts.tls.clientAuthentication = worker.restClientAuthentication;
+  ropts.tls.enabledProtocols = worker.restEnabledProtocols;
+  ropts.headerTimeout = std::chrono::milliseconds(worker.restHeaderTimeoutMs);
+  ropts.bodyTimeout = std::chrono::milliseconds(worker.restBodyTimeoutMs);
+  ropts.idleTimeout = std::chrono::milliseconds(worker.restIdleTimeoutMs);
+  ropts.writeTimeout = std::chrono::milliseconds(worker.restWriteTimeoutMs);
+  ropts.maxConnections = static_cast<std::size_t>(worker.restMaxConnections);
+  ropts.requestQueueSize = static_cast<std::size_t>(worker.restRequestQueueSize);
   auto& sec = ropts.security;
-  sec.bindHost = worker.restHost;
+  sec.bindHosts = ferry::rest::listenerHosts(ropts);
+  sec.auth.clientCertRequired = ferry::rest::clientCertsRequired(ropts);
   sec.auth.usersFile = worker.restAuthUsersFile;
   sec.auth.tokensFile = worker.restAuthTokensFile;
   sec.auth.mtlsDefaultRole = ferry::rest::parseRole(worker.restAuthMtlsDefaultRole);
@@ -195,8 +209,13 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
     backbone.close();
     return fail("REST: " + s.toString());
   }
-  log->info("ferry {} {} worker {} ready: REST on http://{}:{}, {}", FERRY_VERSION, mode, worker.workerId,
-            worker.restHost, server.port(), where);
+  std::string restWhere = "http://" + worker.restHost + ":" + std::to_string(server.port());
+  if (!worker.restListeners.empty()) {
+    restWhere.clear();
+    for (const auto& l : worker.restListeners) restWhere += (restWhere.empty() ? "" : ", ") + l;
+  }
+  log->info("ferry {} {} worker {} ready: REST on {}, {}", FERRY_VERSION, mode, worker.workerId, restWhere,
+            where);
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -366,7 +385,9 @@ int runDistributed(int argc, char** argv) {
   dopts.log = clusterLog->get();
   dopts.snapshots = snapshots->get();
   dopts.member.workerId = worker.workerId;
-  dopts.member.url = "http://" + worker.restHost + ":" + std::to_string(worker.restPort);
+  dopts.member.url = worker.restListeners.empty()
+                         ? "http://" + worker.restHost + ":" + std::to_string(worker.restPort)
+                         : worker.restListeners.front();
   dopts.member.capacity = worker.clusterWorkerCapacity;
   dopts.member.heartbeatIntervalMs = worker.clusterHeartbeatIntervalMs;
   dopts.member.leaseMarginMs = worker.clusterLeaseMarginMs;

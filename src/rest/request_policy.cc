@@ -89,13 +89,18 @@ bool isJsonContentType(std::string_view contentType) {
   return lower(trim(contentType.substr(0, semi))) == "application/json";
 }
 
-std::vector<std::string> defaultAllowedHosts(const std::string& bindHost, const std::string& advertisedHost) {
+std::vector<std::string> defaultAllowedHosts(const std::vector<std::string>& bindHosts,
+                                             const std::string& advertisedHost) {
   std::vector<std::string> out{"localhost", "127.0.0.1", "::1"};
-  if (!isWildcard(bindHost)) addUnique(out, hostOfHeader(bindHost));
+  bool wildcard = false;
+  for (const auto& bindHost : bindHosts) {
+    if (isWildcard(bindHost)) wildcard = true;
+    else addUnique(out, hostOfHeader(bindHost));
+  }
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) == 0) addUnique(out, hostOfHeader(name));
   addUnique(out, hostOfHeader(advertisedHost));
-  if (isWildcard(bindHost)) {
+  if (wildcard) {
     // Bound everywhere: clients reach it by the addresses of its interfaces (an address, unlike a
     // name, cannot be re-pointed by DNS).
     ifaddrs* list = nullptr;
@@ -115,12 +120,24 @@ std::vector<std::string> defaultAllowedHosts(const std::string& bindHost, const 
   return out;
 }
 
+namespace {
+// A marker no host can be: every bind host is a loopback address.
+const std::string kAllLoopback = std::string(1, '\0');
+// The first bind host that is not a loopback address ("" is the wildcard), or kAllLoopback.
+std::string firstNonLoopback(const std::vector<std::string>& hosts) {
+  for (const auto& h : hosts)
+    if (!isLoopbackHost(h)) return h;
+  return kAllLoopback;
+}
+}  // namespace
+
 Status checkListenerPolicy(const PolicySettings& settings) {
   const bool authOn = !settings.auth.usersFile.empty() || !settings.auth.tokensFile.empty() ||
                       settings.auth.clientCertRequired;
-  if (!authOn && !settings.allowUnauthenticated && !isLoopbackHost(settings.bindHost))
+  const std::string exposed = firstNonLoopback(settings.bindHosts);
+  if (!authOn && !settings.allowUnauthenticated && exposed != kAllLoopback)
     return Status::failedPrecondition(
-        "the REST listener binds " + (settings.bindHost.empty() ? std::string("every address") : settings.bindHost) +
+        "the REST listener binds " + (exposed.empty() ? std::string("every address") : exposed) +
         ", which is not a loopback address, and authentication is off: set rest.auth.users.file and/or "
         "rest.auth.tokens.file (users from `ferry passwd`, tokens from `ferry token`), or set "
         "rest.auth.allow.unauthenticated=true to serve anyone who can reach it");
@@ -138,7 +155,7 @@ RequestPolicy::RequestPolicy(PolicySettings settings, core::Clock& clock)
       settings_.allowedHostNames.end()) {
     hostCheck_ = false;
   } else if (settings_.allowedHostNames.empty()) {
-    hosts_ = defaultAllowedHosts(settings_.bindHost, settings_.advertisedHost);
+    hosts_ = defaultAllowedHosts(settings_.bindHosts, settings_.advertisedHost);
   } else {
     for (const auto& h : settings_.allowedHostNames) addUnique(hosts_, hostOfHeader(h));
   }
@@ -161,9 +178,9 @@ Status RequestPolicy::start() {
   FERRY_RETURN_IF_ERROR(checkListenerPolicy(settings_));
   if (auth_.enabled()) FERRY_RETURN_IF_ERROR(auth_.load());
   auto log = core::logger("rest");
-  if (!auth_.enabled() && !isLoopbackHost(settings_.bindHost))
+  if (const std::string exposed = firstNonLoopback(settings_.bindHosts); !auth_.enabled() && exposed != kAllLoopback)
     log->warn("REST authentication is off on {} (rest.auth.allow.unauthenticated=true): anyone who can reach "
-              "the port may create, change and delete connectors", settings_.bindHost.empty() ? "every address" : settings_.bindHost);
+              "the port may create, change and delete connectors", exposed.empty() ? "every address" : exposed);
   if (!hostCheck_) log->warn("rest.allowed.host.names=*: the Host header is not checked (DNS rebinding is possible)");
   return Status::ok();
 }

@@ -43,7 +43,7 @@ struct PolicySettings {
   std::vector<std::string> allowedHostNames;  // rest.allowed.host.names; empty: the defaults; "*": off
   std::vector<std::string> corsAllowOrigins;  // access.control.allow.origin; empty: CORS off
   std::string corsAllowMethods;               // access.control.allow.methods; empty: GET,POST,HEAD
-  std::string bindHost = "127.0.0.1";         // the address the listener binds
+  std::vector<std::string> bindHosts{"127.0.0.1"};  // the addresses the listeners bind
   std::string advertisedHost;                 // the name other workers and clients use, if any
 };
 
@@ -64,7 +64,8 @@ bool isLoopbackHost(std::string_view host);  // localhost, 127.0.0.0/8, ::1, ::f
 bool isJsonContentType(std::string_view contentType);
 // localhost, 127.0.0.1, ::1, the bound host (unless a wildcard), this machine's host name, the
 // advertised host, and with a wildcard bind the addresses of the local interfaces.
-std::vector<std::string> defaultAllowedHosts(const std::string& bindHost, const std::string& advertisedHost);
+std::vector<std::string> defaultAllowedHosts(const std::vector<std::string>& bindHosts,
+                                             const std::string& advertisedHost);
 
 // The start-up checks, run before the listener binds: a non-loopback bind needs authentication or
 // rest.auth.allow.unauthenticated=true; access.control.allow.origin=* is refused with

@@ -1,16 +1,16 @@
 #include "rest/rest_server.h"
 
-#include <httplib.h>
-
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <filesystem>
 #include <set>
 
 #include "core/logging.h"
+#include "rest/http_server.h"
 #include "rest/json_mapping.h"
 #include "rest/pipeline.h"
 #include "rest/rule_trial.h"
@@ -20,11 +20,9 @@
 namespace ferry::rest {
 namespace {
 
-using httplib::Request;
-using httplib::Response;
+using http::Request;
+using http::Response;
 using Params = std::vector<std::string>;
-
-constexpr std::size_t kMaxBodyBytes = 8 * 1024 * 1024;
 
 int hexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -33,8 +31,8 @@ int hexDigit(char c) {
   return -1;
 }
 
-// Percent-decodes one path segment. httplib decodes the whole path before splitting, which would
-// turn a connector name containing %2F into two segments; we split the raw target instead.
+// Percent-decodes one path segment. Decoding the whole path before splitting would turn a
+// connector name containing %2F into two segments; we split the raw target instead.
 std::string decodeSegment(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -119,7 +117,7 @@ AuthRequest authRequestOf(const Request& req, const std::string& path) {
   AuthRequest a;
   a.method = req.method;
   a.path = path;
-  a.httpVersion = req.version;
+  a.httpVersion = req.version == 10 ? "HTTP/1.0" : "HTTP/1.1";
   if (req.has_header("Host")) a.host = req.get_header_value("Host");
   if (req.has_header("Content-Type")) a.contentType = req.get_header_value("Content-Type");
   if (req.has_header("Origin")) a.origin = req.get_header_value("Origin");
@@ -128,6 +126,7 @@ AuthRequest authRequestOf(const Request& req, const std::string& path) {
   const std::string length = req.get_header_value("Content-Length");
   a.hasBody = !req.body.empty() || req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
   a.remoteAddr = req.remote_addr;
+  a.peerName = req.peer_name;
   return a;
 }
 
@@ -341,6 +340,21 @@ class RestServer::Routes {
     auto samples = herder_.metrics();
     auto process = processMetrics();
     samples.insert(samples.end(), process.begin(), process.end());
+    if (const http::HttpServer* server = transport_.load()) {
+      auto t = server->stats();
+      auto add = [&](const char* name, std::uint64_t v, const char* type, const char* help) {
+        samples.push_back({name, {}, static_cast<double>(v), help, type});
+      };
+      add("ferry_rest_connections_rejected_total", t.connectionsRejected, "counter",
+          "REST connections closed at accept because rest.max.connections were open");
+      add("ferry_rest_requests_rejected_total", t.requestsRejected, "counter",
+          "REST requests answered 503: rest.request.queue.size requests waiting, or the body budget spent");
+      add("ferry_rest_deadline_closes_total", t.timeouts, "counter",
+          "REST connections closed for missing a header, body, idle or write deadline");
+      add("ferry_rest_tls_reloads_total", t.tlsReloads, "counter",
+          "Times a changed keystore took effect without a restart");
+      add("ferry_rest_open_connections", t.openConnections, "gauge", "Open REST connections");
+    }
     res.status = 200;
     res.set_content(renderPrometheus(samples), "text/plain; version=0.0.4; charset=utf-8");
   }
@@ -1052,11 +1066,31 @@ class RestServer::Routes {
   mutable std::vector<runtime::PluginInfo> plugins_;
   mutable std::mutex loggersMu_;
   std::map<std::string, std::int64_t> loggerChanged_;  // logger -> epoch ms of its last PUT
+
+ public:
+  // The running transport, for its counters in /metrics (set by start(), cleared by stop()).
+  std::atomic<const http::HttpServer*> transport_{nullptr};
 };
+
+std::vector<std::string> listenerHosts(const RestOptions& options) {
+  if (options.listeners.empty()) return {options.host};
+  std::vector<std::string> out;
+  for (const auto& text : options.listeners)
+    if (auto l = http::parseListener(text); l.isOk()) out.push_back(l->host);
+  return out;  // a listener that does not parse fails start() with its own message
+}
+
+bool clientCertsRequired(const RestOptions& options) {
+  if (options.tls.clientAuthentication != "required") return false;
+  for (const auto& text : options.listeners)
+    if (auto l = http::parseListener(text); l.isOk() && l->tls) return true;
+  return false;
+}
 
 RestServer::RestServer(control::Herder& herder, RestOptions options)
     : herder_(herder), options_(std::move(options)) {
-  options_.security.bindHost = options_.host;
+  options_.security.bindHosts = listenerHosts(options_);
+  options_.security.auth.clientCertRequired = clientCertsRequired(options_);
   policy_ = std::make_unique<RequestPolicy>(options_.security);
   routes_ = std::make_unique<Routes>(herder_, options_, *policy_);
 }
@@ -1065,86 +1099,65 @@ std::vector<RouteSpec> RestServer::routeTable() const { return routes_->table();
 
 RestServer::~RestServer() { stop(); }
 
-int RestServer::port() const { return port_.load(); }
+int RestServer::port() const { return ports_.empty() ? 0 : ports_.front(); }
+
+std::vector<int> RestServer::ports() const { return ports_; }
+
+http::ServerStats RestServer::transportStats() const {
+  return server_ ? server_->stats() : http::ServerStats{};
+}
 
 Status RestServer::start() {
   if (server_) return Status::failedPrecondition("the REST server is already started");
   if (auto s = policy_->start(); !s.isOk()) return s;
-  auto server = std::make_unique<httplib::Server>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
-  server->set_payload_max_length(kMaxBodyBytes);
-  // httplib's default sets SO_REUSEPORT, which lets a second worker bind the same port and
-  // silently share its connections. SO_REUSEADDR alone allows a quick restart but refuses that.
-  server->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
-  });
-  server->set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive clients
-  httplib::Server::Handler handler = [this](const Request& req, Response& res) {
-    routes_->dispatch(req, res);
-  };
-  // One catch-all per method: our own router decides between 404 and 405.
-  server->Get(".*", handler);
-  server->Post(".*", handler);
-  server->Put(".*", handler);
-  server->Patch(".*", handler);
-  server->Delete(".*", handler);
-  server->Options(".*", handler);
-  // Errors httplib produces itself (bad request line, body too large) get our error shape too.
-  server->set_error_handler(httplib::Server::HandlerWithResponse([](const Request&, Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message =
-        res.status == 413
-            ? "request body too large (limit " + std::to_string(kMaxBodyBytes) + " bytes)"
-            : "request failed with HTTP status " + std::to_string(res.status);
-    sendError(res, res.status, message);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  server->set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+  http::ServerOptions so;
+  if (options_.listeners.empty()) {
+    so.listeners.push_back(http::Listener{false, options_.host, options_.port});
+  } else {
+    for (const auto& text : options_.listeners) {
+      auto l = http::parseListener(text);
+      if (!l.isOk()) return l.status();
+      so.listeners.push_back(*l);
     }
-    sendError(res, 500, "internal error: " + what);
-  });
-  server->set_logger([](const Request& req, const Response& res) {
-    core::logger("rest")->debug("{} {} -> {}", req.method, req.target, res.status);
-  });
-  if (!options_.webRoot.empty() && !server->set_mount_point("/ui", options_.webRoot))
-    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served",
-                               options_.webRoot);
-
-  errno = 0;
-  int bound = options_.port;
-  bool ok = options_.port == 0 ? (bound = server->bind_to_any_port(options_.host)) > 0
-                               : server->bind_to_port(options_.host, options_.port);
-  if (!ok) {
-    int err = errno;
-    return Status::unavailable("cannot listen on " + options_.host + ":" +
-                               std::to_string(options_.port) + ": " +
-                               (err ? std::strerror(err) : "bind failed") +
-                               " (is another process using the port? choose another one)");
   }
-  port_ = bound;
+  const std::vector<http::Listener> listeners = so.listeners;
+  so.tls = options_.tls;
+  so.limits = options_.limits;
+  so.handlerThreads = kRequestThreads;
+  so.queueCapacity = options_.requestQueueSize;
+  so.maxConnections = options_.maxConnections;
+  so.headerTimeout = options_.headerTimeout;
+  so.bodyTimeout = options_.bodyTimeout;
+  so.idleTimeout = options_.idleTimeout;
+  so.writeTimeout = options_.writeTimeout;
+  std::string webRoot = options_.webRoot;
+  if (!webRoot.empty() && !std::filesystem::is_directory(webRoot)) {
+    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served", webRoot);
+    webRoot.clear();
+  }
+  auto server = std::make_unique<http::HttpServer>(
+      std::move(so), [this, webRoot](const Request& req, Response& res) {
+        if (!webRoot.empty() && http::serveStatic(webRoot, "/ui", req, res)) return;
+        routes_->dispatch(req, res);
+      });
+  if (auto s = server->start(); !s.isOk()) return s;
+  ports_ = server->ports();
   server_ = std::move(server);
-  listener_ = std::thread([s = server_.get()] { s->listen_after_bind(); });
-  // stop() only acts once the listener runs, so wait for it (it starts in microseconds).
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server_->is_running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  core::logger("rest")->info("REST server listening on {}:{}", options_.host, bound);
+  routes_->transport_ = server_.get();
+  std::string where;
+  for (std::size_t i = 0; i < ports_.size() && i < listeners.size(); ++i)
+    where += (where.empty() ? "" : ", ") + std::string(listeners[i].tls ? "https://" : "http://") +
+             listeners[i].host + ":" + std::to_string(ports_[i]);
+  core::logger("rest")->info("REST server listening on {}", where);
   return Status::ok();
 }
 
 void RestServer::stop() {
   if (!server_) return;
   server_->stop();
-  if (listener_.joinable()) listener_.join();
+  routes_->transport_ = nullptr;
   server_.reset();
-  port_ = 0;
+  ports_.clear();
 }
 
 }  // namespace ferry::rest

@@ -17,6 +17,41 @@ const ConfigDef& workerConfigDef() {
              "Address the REST API listens on.");
     d.define("rest.port", ConfigType::kInt, "8082", Importance::kHigh, "Port of the REST API (0 = any free port).",
              between(0, 65535));
+    d.define("listeners", ConfigType::kList, "", Importance::kHigh,
+             "REST listeners as in Kafka Connect: a comma list of http://host:port and "
+             "https://host:port (an empty host is every interface). Empty: http://<rest.host>:<rest.port>.");
+    d.define("listeners.https.ssl.keystore.location", ConfigType::kString, "", Importance::kHigh,
+             "https listeners: PEM file holding the private key and the certificate chain. Reloaded "
+             "without a restart when it changes (checked at most once a second, on new connections).");
+    d.define("listeners.https.ssl.keystore.type", ConfigType::kString, "PEM", Importance::kMedium,
+             "Type of the keystore file: only PEM.", oneOf({"PEM"}));
+    d.define("listeners.https.ssl.key.password", ConfigType::kPassword, "", Importance::kHigh,
+             "Password of an encrypted private key in the keystore.");
+    d.define("listeners.https.ssl.truststore.location", ConfigType::kString, "", Importance::kHigh,
+             "https listeners: PEM bundle of the CAs that client certificates must chain to.");
+    d.define("listeners.https.ssl.client.authentication", ConfigType::kString, "none", Importance::kMedium,
+             "Client certificates on https listeners: none, requested (verified when sent) or required.",
+             oneOf({"none", "requested", "required"}));
+    d.define("listeners.https.ssl.enabled.protocols", ConfigType::kList, "TLSv1.2,TLSv1.3", Importance::kMedium,
+             "TLS versions https listeners accept.");
+    d.define("rest.request.header.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
+             "A REST client must send a request's whole header (and finish the TLS handshake) within "
+             "this time or its connection is closed (slow clients hold no thread, only a socket).",
+             between(100, 600000));
+    d.define("rest.request.body.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "A REST client must send a request's body within this time after its header.", between(100, 3600000));
+    d.define("rest.keepalive.idle.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "An idle keep-alive REST connection is closed after this time (Kafka Connect's Jetty: 30 s).",
+             between(100, 3600000));
+    d.define("rest.response.write.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "A REST client must take an answer within this time or its connection is closed.",
+             between(100, 3600000));
+    d.define("rest.max.connections", ConfigType::kLong, "1024", Importance::kLow,
+             "Most open REST connections; further ones are closed at once (and logged at most once a second).",
+             between(1, 1000000));
+    d.define("rest.request.queue.size", ConfigType::kLong, "64", Importance::kLow,
+             "Most complete REST requests waiting for a handler thread; beyond it a request is answered "
+             "503 with Retry-After: 1.", between(1, 100000));
     d.define("data.dir", ConfigType::kString, "ferry-data", Importance::kHigh,
              "Folder for the stores (configs, positions, status) and the embedded backbone.",
              validators::nonEmptyString());
@@ -203,6 +238,24 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
     if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
     c.workerId = std::string(host) + ":" + std::to_string(c.restPort);
   }
+  c.restListeners = p.getList("listeners");
+  c.restKeystoreLocation = p.getString("listeners.https.ssl.keystore.location");
+  c.restKeystoreType = p.getString("listeners.https.ssl.keystore.type");
+  c.restKeyPassword = p.getString("listeners.https.ssl.key.password");
+  c.restTruststoreLocation = p.getString("listeners.https.ssl.truststore.location");
+  c.restClientAuthentication = p.getString("listeners.https.ssl.client.authentication");
+  c.restEnabledProtocols = p.getList("listeners.https.ssl.enabled.protocols");
+  c.restHeaderTimeoutMs = p.getLong("rest.request.header.timeout.ms");
+  c.restBodyTimeoutMs = p.getLong("rest.request.body.timeout.ms");
+  c.restIdleTimeoutMs = p.getLong("rest.keepalive.idle.timeout.ms");
+  c.restWriteTimeoutMs = p.getLong("rest.response.write.timeout.ms");
+  c.restMaxConnections = p.getLong("rest.max.connections");
+  c.restRequestQueueSize = p.getLong("rest.request.queue.size");
+  for (const auto& l : c.restListeners)
+    if (l.rfind("https://", 0) == 0 && c.restKeystoreLocation.empty())
+      return Status::invalidArgument("listeners has " + l +
+                                     ": set listeners.https.ssl.keystore.location to a PEM file with "
+                                     "the private key and certificate chain");
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
   c.webRoot = p.getString("web.root");

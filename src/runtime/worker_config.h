@@ -19,6 +19,20 @@ struct WorkerConfig {
   std::string workerId;              // default: <hostname>:<rest.port>
   std::string restHost = "127.0.0.1";
   int restPort = 8082;
+  // REST transport: listeners and listeners.https.ssl.* as Kafka Connect names them.
+  std::vector<std::string> restListeners;
+  std::string restKeystoreLocation;
+  std::string restKeystoreType = "PEM";
+  std::string restKeyPassword;
+  std::string restTruststoreLocation;
+  std::string restClientAuthentication = "none";
+  std::vector<std::string> restEnabledProtocols{"TLSv1.2", "TLSv1.3"};
+  std::int64_t restHeaderTimeoutMs = 10000;
+  std::int64_t restBodyTimeoutMs = 30000;
+  std::int64_t restIdleTimeoutMs = 30000;
+  std::int64_t restWriteTimeoutMs = 30000;
+  std::int64_t restMaxConnections = 1024;
+  std::int64_t restRequestQueueSize = 64;
   std::string dataDir = "ferry-data";
   std::vector<std::string> pluginPath;
   std::string webRoot;

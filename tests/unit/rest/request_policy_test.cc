@@ -106,9 +106,9 @@ TEST(HostCheck, ConfiguredNamesAndStar) {
 }
 
 TEST(HostCheck, DefaultsIncludeTheBoundAndAdvertisedHost) {
-  auto hosts = defaultAllowedHosts("10.9.8.7", "connect-1.internal");
+  auto hosts = defaultAllowedHosts({"10.9.8.7"}, "connect-1.internal");
   EXPECT_THAT(hosts, ::testing::IsSupersetOf({"localhost", "127.0.0.1", "::1", "10.9.8.7", "connect-1.internal"}));
-  EXPECT_THAT(defaultAllowedHosts("0.0.0.0", ""), ::testing::Not(::testing::Contains("0.0.0.0")));
+  EXPECT_THAT(defaultAllowedHosts({"0.0.0.0"}, ""), ::testing::Not(::testing::Contains("0.0.0.0")));
 }
 
 TEST(ContentTypeCheck, WritesWithABodyNeedJson) {
@@ -207,21 +207,23 @@ TEST(Cors, ConfiguredOriginsOnly) {
 
 TEST(ListenerPolicy, NonLoopbackNeedsAuthenticationOrAnExplicitOptOut) {
   PolicySettings s;
-  s.bindHost = "0.0.0.0";
+  s.bindHosts = {"0.0.0.0"};
   auto st = checkListenerPolicy(s);
   ASSERT_FALSE(st.isOk());
   EXPECT_THAT(st.message(), HasSubstr("rest.auth.users.file"));
   EXPECT_THAT(st.message(), HasSubstr("rest.auth.tokens.file"));
   EXPECT_THAT(st.message(), HasSubstr("rest.auth.allow.unauthenticated"));
   for (const char* h : {"10.0.0.5", "", "::", "example.com"}) {
-    s.bindHost = h;
+    s.bindHosts = {h};
     EXPECT_FALSE(checkListenerPolicy(s).isOk()) << h;
   }
   for (const char* h : {"127.0.0.1", "localhost", "::1", "127.0.0.2"}) {
-    s.bindHost = h;
+    s.bindHosts = {h};
     EXPECT_TRUE(checkListenerPolicy(s).isOk()) << h;
   }
-  s.bindHost = "0.0.0.0";
+  s.bindHosts = {"127.0.0.1", "10.0.0.5"};  // one exposed listener among several is enough
+  EXPECT_FALSE(checkListenerPolicy(s).isOk());
+  s.bindHosts = {"0.0.0.0"};
   s.allowUnauthenticated = true;
   EXPECT_TRUE(checkListenerPolicy(s).isOk());
   s.allowUnauthenticated = false;

@@ -2,13 +2,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "fake_herder.h"
+#include "http_test_client.h"
 #include "rest/json_mapping.h"
 
 namespace ferry::rest {
@@ -35,30 +35,31 @@ class RestServerTest : public ::testing::Test {
     server_ = std::make_unique<RestServer>(herder_, o);
     ASSERT_TRUE(server_->start().isOk());
     ASSERT_GT(server_->port(), 0);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(30);
   }
   void TearDown() override { server_->stop(); }
 
+  // Sends on one kept-alive connection (reconnecting when the server closed it), as a client
+  // library would.
   Answer call(const std::string& method, const std::string& path, const std::string& body = "") {
-    const char* type = "application/json";
-    auto send = [&]() {
-      if (method == "POST") return client_->Post(path, body, type);
-      if (method == "PUT") return client_->Put(path, body, type);
-      if (method == "PATCH") return client_->Patch(path, body, type);
-      if (method == "DELETE") return client_->Delete(path);
-      if (method == "OPTIONS") return client_->Options(path);
-      return client_->Get(path);
-    };
-    httplib::Result r = send();
-    EXPECT_TRUE(static_cast<bool>(r)) << method << " " << path;
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (method == "POST" || method == "PUT" || method == "PATCH")
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n";
+    req += "\r\n" + body;
+    testing::HttpAnswer r;
+    for (int attempt = 0; attempt < 2 && r.status == 0; ++attempt) {
+      if (!conn_ || attempt > 0) conn_ = std::make_unique<testing::TestConnection>(server_->port());
+      if (conn_->send(req)) r = conn_->read(std::chrono::seconds(30), method == "HEAD");
+    }
+    EXPECT_NE(r.status, 0) << method << " " << path;
     Answer a;
-    if (!r) return a;
-    a.status = r->status;
-    a.body = r->body;
-    a.allow = r->get_header_value("Allow");
-    a.contentType = r->get_header_value("Content-Type");
-    a.json = Json::parse(r->body, nullptr, false);
+    if (r.status == 0) return a;
+    a.status = r.status;
+    a.body = r.body;
+    a.allow = r.header("Allow");
+    a.contentType = r.header("Content-Type");
+    a.json = Json::parse(r.body, nullptr, false);
+    if (r.header("Connection") == "close") conn_.reset();
     return a;
   }
 
@@ -84,7 +85,7 @@ class RestServerTest : public ::testing::Test {
   bool rocketmqCompat_ = false;  // worker key rest.rocketmq.compat.enabled
   testing::FakeHerder herder_;
   std::unique_ptr<RestServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<testing::TestConnection> conn_;
 };
 
 TEST_F(RestServerTest, RootHealthAndMetrics) {
@@ -111,6 +112,8 @@ TEST_F(RestServerTest, RootHealthAndMetrics) {
   EXPECT_THAT(metrics.body, HasSubstr("ferry_up 1\n"));
   EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes "));
   EXPECT_THAT(metrics.body, HasSubstr("process_cpu_seconds_total "));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_connections_rejected_total 0\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_open_connections 1\n"));
 }
 
 TEST_F(RestServerTest, CreateReadListDelete) {
@@ -375,6 +378,20 @@ TEST_F(RestServerTest, UnknownRoute404WrongMethod405) {
   auto options = call("OPTIONS", "/connectors/x/config");
   EXPECT_EQ(options.status, 204);
   EXPECT_EQ(options.allow, "GET, PATCH, PUT");
+  // HEAD answers as GET without the body, on the same kept-alive connection.
+  auto get = call("GET", "/connectors");
+  auto head = call("HEAD", "/connectors");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(call("GET", "/connectors").body, get.body);
+}
+
+TEST_F(RestServerTest, ErrorAnswersNeverEchoTheBody) {
+  auto a = call("POST", "/connectors", "{\"name\": \"SECRET-IN-BODY\", \"config\": 5}");
+  EXPECT_EQ(a.status, 400);
+  auto b = call("POST", "/connectors", std::string(9 * 1024 * 1024, 'Q'));
+  expectError(b, 413);
+  EXPECT_EQ(b.body.find("QQQQ"), std::string::npos);
 }
 
 TEST_F(RestServerTest, EncodedNamesAndTrailingSlash) {
@@ -499,7 +516,7 @@ TEST_F(RestServerTest, OversizedBodyIs413WithErrorShape) {
   expectError(a, 413);
 }
 
-// Regression: httplib's default socket options set SO_REUSEPORT, so a second server on the same
+// Regression: cpp-httplib's default socket options set SO_REUSEPORT, so a second server on the same
 // port started fine and shared the first one's connections.
 TEST(RestServerBind, SecondServerOnSamePortIsRefusedNotShared) {
   testing::FakeHerder herder;
@@ -542,19 +559,17 @@ TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   o.webRoot = dir;
   RestServer server(herder, o);
   ASSERT_TRUE(server.start().isOk());
-  httplib::Client client("127.0.0.1", server.port());
-  auto browser = client.Get("/", {{"Accept", "text/html,application/xhtml+xml"}});
-  ASSERT_TRUE(static_cast<bool>(browser));
-  EXPECT_EQ(browser->status, 302);
-  EXPECT_EQ(browser->get_header_value("Location"), "/ui/");
-  auto api = client.Get("/");  // scripts still get the JSON
-  ASSERT_TRUE(static_cast<bool>(api));
-  EXPECT_EQ(api->status, 200);
-  EXPECT_THAT(api->body, ::testing::HasSubstr("kafka_cluster_id"));
-  auto page = client.Get("/ui/index.html");
-  ASSERT_TRUE(static_cast<bool>(page));
-  EXPECT_EQ(page->status, 200);
-  EXPECT_EQ(page->body, "<html>console</html>");
+  auto browser = testing::httpRequest(server.port(), "GET", "/", "",
+                                      "Accept: text/html,application/xhtml+xml\r\n");
+  EXPECT_EQ(browser.status, 302);
+  EXPECT_EQ(browser.header("Location"), "/ui/");
+  auto api = testing::httpRequest(server.port(), "GET", "/");  // scripts still get the JSON
+  EXPECT_EQ(api.status, 200);
+  EXPECT_THAT(api.body, ::testing::HasSubstr("kafka_cluster_id"));
+  auto page = testing::httpRequest(server.port(), "GET", "/ui/index.html");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.body, "<html>console</html>");
+  EXPECT_THAT(page.header("Content-Type"), ::testing::HasSubstr("text/html"));
   server.stop();
   std::filesystem::remove_all(dir);
 }
