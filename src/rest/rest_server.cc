@@ -111,8 +111,8 @@ std::string levelText(std::string spdlogLevel) {
   return spdlogLevel;
 }
 
-// What the request policy needs to know of an httplib request. peerName stays empty until the
-// server speaks TLS with client certificates.
+// What the request policy needs to know of a request; peerName is the verified client
+// certificate's CN on an https listener (empty otherwise).
 AuthRequest authRequestOf(const Request& req, const std::string& path) {
   AuthRequest a;
   a.method = req.method;

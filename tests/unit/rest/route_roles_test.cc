@@ -3,7 +3,6 @@
 // admin / a bearer token are refused or served accordingly, with no Herder call when refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <fstream>
 #include <map>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "fake_herder.h"
+#include "http_test_client.h"
 #include "rest/auth.h"
 #include "rest/rest_server.h"
 #include "tests/unit/temp_files.h"
@@ -141,17 +141,13 @@ class RouteRolesTest : public ::testing::Test {
 
   int call(const std::string& method, const std::string& path, const std::string& user, const std::string& password,
            const std::string& bearer = "") {
-    httplib::Client c("127.0.0.1", server_->port());
-    if (!user.empty()) c.set_basic_auth(user, password);
-    if (!bearer.empty()) c.set_bearer_token_auth(bearer);
+    std::string headers;
+    if (!user.empty()) headers += "Authorization: Basic " + base64Encode(user + ":" + password) + "\r\n";
+    if (!bearer.empty()) headers += "Authorization: Bearer " + bearer + "\r\n";
     const std::string body = method == "GET" || method == "DELETE" ? "" : "{}";
-    httplib::Result r = method == "POST"    ? c.Post(path, body, "application/json")
-                        : method == "PUT"   ? c.Put(path, body, "application/json")
-                        : method == "PATCH" ? c.Patch(path, body, "application/json")
-                        : method == "DELETE" ? c.Delete(path)
-                                            : c.Get(path);
-    EXPECT_TRUE(static_cast<bool>(r)) << method << " " << path;
-    return r ? r->status : 0;
+    auto r = testing::httpRequest(server_->port(), method, path, body, headers);
+    EXPECT_NE(r.status, 0) << method << " " << path;
+    return r.status;
   }
 
   ferry::testing::TempDir dir_{"ferry-routes"};
