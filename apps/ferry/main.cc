@@ -26,6 +26,7 @@
 
 #include "backbone/embedded/embedded.h"
 #include "backbone/kafka/kafka_backbone.h"
+#include "runtime/local_files.h"
 #include "runtime/log_position_store.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/distributed_herder.h"
@@ -226,6 +227,8 @@ int runStandalone(int argc, char** argv) {
   if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
     return fail("data.dir " + worker.dataDir + " is in use by another ferry worker (lock " + lockPath + ")");
 
+  if (auto s = runtime::prepareLocalFiles(worker); !s.isOk()) return fail(s.message());
+
   const std::string storeDir = worker.dataDir + "/store";
   if (auto s = core::ensureDir(storeDir); !s.isOk()) return fail(s.toString());
   auto configs = store::openFileConfigStore(storeDir);
@@ -294,6 +297,7 @@ int runDistributed(int argc, char** argv) {
                 "state lives in the backbone; backbone is " + worker.backbone + ")");
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
+  if (auto s = runtime::prepareLocalFiles(worker); !s.isOk()) return fail(s.message());
   auto opened = openBackbone(worker);
   if (!opened.isOk()) return fail(opened.status().toString());
   std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);

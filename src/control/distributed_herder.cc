@@ -101,7 +101,7 @@ class HerderImpl final : public DistributedHerder {
   // ----- reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, &o_.worker}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "runtime/config_util.h"
+#include "runtime/local_files.h"
 
 namespace ferry::control {
 
@@ -84,6 +85,7 @@ Result<runtime::ConnectorShape> checkConnectorConfig(const runtime::PluginRegist
   config["name"] = name;
   FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, config));
   checkWorkerLimits(config, v.shape, limits, v.validation);
+  if (limits.worker != nullptr) runtime::checkLocalPaths(v.keys, config, *limits.worker, v.validation);
   if (!v.validation.ok())
     return Status::invalidArgument("Connector configuration is invalid and contains the following " +
                                    v.validation.summary() +
@@ -125,6 +127,7 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
   if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
   FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, cfg));
   checkWorkerLimits(cfg, v.shape, limits, v.validation);
+  if (limits.worker != nullptr) runtime::checkLocalPaths(v.keys, cfg, *limits.worker, v.validation);
   ConfigReport report;
   report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
   report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};

@@ -8,6 +8,7 @@
 #include "control/herder.h"
 #include "runtime/connector_config.h"
 #include "runtime/plugins.h"
+#include "runtime/worker_config.h"
 
 namespace ferry::control {
 
@@ -21,6 +22,9 @@ std::string sinkGroupOf(const std::string& connector);
 struct WorkerLimits {
   std::int64_t tasksMax = 1000;                  // worker key tasks.max.limit
   const backbone::Backbone* backbone = nullptr;  // names the backbone topics must satisfy
+  // Local paths (keys declared with ConfigKey::localPath) must lie in its file.allowed.dirs;
+  // null: not checked here (tasks still open files only through the confinement).
+  const runtime::WorkerConfig* worker = nullptr;
 };
 // Adds errors for what `limits` refuses: tasks.max above the limit; a backbone topic name the
 // backbone cannot hold (a sink's `topics` and dead-letter topic, a source's `topic`).

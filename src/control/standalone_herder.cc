@@ -109,7 +109,7 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, &o_.worker}; }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {

@@ -22,6 +22,11 @@ const ConfigDef& workerConfigDef() {
              validators::nonEmptyString());
     d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
              "Folders searched for shared-library plugins (*.so, one level deep).");
+    d.define("file.allowed.dirs", ConfigType::kList, "", Importance::kHigh,
+             "Folders where connectors may read and write local files (FileStreamSource, "
+             "FileStreamSink, ...); empty: <data.dir>/files, created 0700 at start. Paths are "
+             "resolved (.., symbolic links) before the check; plugin.path and data.dir's own "
+             "files stay off limits.");
     d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
     d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
@@ -161,6 +166,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   }
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
+  c.fileAllowedDirs = p.getList("file.allowed.dirs");
   c.webRoot = p.getString("web.root");
   c.logLevel = p.getString("log.level");
   c.backbone = p.getString("backbone");
