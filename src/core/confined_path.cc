@@ -39,14 +39,6 @@ std::string join(const std::string& base, const std::vector<std::string>& comps,
   return out.empty() ? "/" : out;
 }
 
-// A path as text safe for a message (a NUL byte would cut it short).
-std::string shown(const std::string& path) {
-  std::string out;
-  for (char c : path) out += c == '\0' ? std::string("\\0") : std::string(1, c);
-  if (out.size() > 300) out = out.substr(0, 300) + "...";
-  return out;
-}
-
 class Fd {
  public:
   explicit Fd(int fd = -1) : fd_(fd) {}
@@ -79,6 +71,13 @@ PathConfinement::PathConfinement(std::vector<std::string> allowed, std::vector<s
                                  std::vector<std::string> exempt)
     : allowed_(std::move(allowed)), denied_(std::move(denied)), exempt_(std::move(exempt)) {}
 
+std::string PathConfinement::printable(const std::string& path) {
+  std::string out;
+  for (char c : path) out += c == '\0' ? std::string("\\0") : std::string(1, c);
+  if (out.size() > 300) out = out.substr(0, 300) + "...";
+  return out;
+}
+
 bool PathConfinement::isInside(const std::string& path, const std::string& root) {
   if (root == "/") return !path.empty() && path[0] == '/';
   if (path.size() < root.size() || path.compare(0, root.size(), root) != 0) return false;
@@ -88,7 +87,7 @@ bool PathConfinement::isInside(const std::string& path, const std::string& root)
 Result<std::string> PathConfinement::resolve(const std::string& path) {
   if (path.empty()) return Status::invalidArgument("the path is empty");
   if (path.find('\0') != std::string::npos)
-    return Status::invalidArgument("the path " + shown(path) + " contains a NUL byte");
+    return Status::invalidArgument("the path " + printable(path) + " contains a NUL byte");
   if (path.size() >= PATH_MAX)
     return Status::invalidArgument("the path is " + std::to_string(path.size()) +
                                    " bytes long, longer than the system's limit (" +
@@ -102,7 +101,7 @@ Result<std::string> PathConfinement::resolve(const std::string& path) {
   const std::vector<std::string> comps = split(absolute);
   for (const auto& c : comps)
     if (c.size() > NAME_MAX)
-      return Status::invalidArgument("the path " + shown(path) + " has a component longer than " +
+      return Status::invalidArgument("the path " + printable(path) + " has a component longer than " +
                                      std::to_string(NAME_MAX) + " bytes");
   // The longest prefix that exists, resolved by the kernel's rules (`..` after a link goes to the
   // link target's parent, as open() would).
@@ -117,14 +116,14 @@ Result<std::string> PathConfinement::resolve(const std::string& path) {
     }
     const int err = errno;
     if (err == ELOOP)
-      return Status::invalidArgument("the path " + shown(path) + " runs into a loop of symbolic links");
+      return Status::invalidArgument("the path " + printable(path) + " runs into a loop of symbolic links");
     if (err != ENOENT && err != ENOTDIR) return errnoStatus("cannot resolve", prefix, err);
     if (n == 0) return errnoStatus("cannot resolve", "/", err);
   }
   if (n == comps.size()) return base;
   for (std::size_t i = n; i < comps.size(); ++i)
     if (comps[i] == "..")
-      return Status::invalidArgument("the path " + shown(path) + " goes up ('..') out of " +
+      return Status::invalidArgument("the path " + printable(path) + " goes up ('..') out of " +
                                      join(base, comps, n, i) + ", which does not exist");
   const std::string first = join(base, comps, n, n + 1);
   struct stat st {};
@@ -163,8 +162,8 @@ Result<std::string> PathConfinement::check(const std::string& path) const {
   bool inside = false;
   for (const auto& root : resolvedList(allowed_, false)) inside = inside || isInside(real, root);
   if (!inside) {
-    const std::string via = real == path ? "" : " (it resolves to " + shown(real) + ")";
-    return Status::invalidArgument(shown(path) + via +
+    const std::string via = real == path ? "" : " (it resolves to " + printable(real) + ")";
+    return Status::invalidArgument(printable(path) + via +
                                    " is outside the folders file connectors may use: file.allowed.dirs=" +
                                    allowedText());
   }
@@ -174,7 +173,7 @@ Result<std::string> PathConfinement::check(const std::string& path) const {
     bool isExempt = false;
     for (const auto& e : exempt) isExempt = isExempt || isInside(real, e);
     if (!isExempt)
-      return Status::invalidArgument(shown(path) + " lies inside " + denied +
+      return Status::invalidArgument(printable(path) + " lies inside " + denied +
                                      ", which the worker keeps for itself (plugin.path and data.dir are off "
                                      "limits to file connectors even inside file.allowed.dirs)");
   }
@@ -189,7 +188,7 @@ Result<LocalFile> PathConfinement::open(const std::string& path, LocalPath acces
     if (isInside(real, r) && r.size() > root.size()) root = r;
   auto opened = openBeneath(root, real, access);
   if (!opened.isOk() && opened.status().code() == StatusCode::kInvalidArgument && real != path)
-    return Status::invalidArgument(shown(path) + ": " + opened.status().message());
+    return Status::invalidArgument(printable(path) + ": " + opened.status().message());
   return opened;
 }
 
@@ -197,7 +196,7 @@ Result<LocalFile> PathConfinement::openBeneath(const std::string& root, const st
   const std::string& path = real;
   if (root.empty() || !isInside(real, root)) return Status::invalidArgument(real + " is not inside " + root);
   const std::vector<std::string> rel = split(real.substr(root == "/" ? 0 : root.size()));
-  if (rel.empty()) return Status::invalidArgument(shown(path) + " is an allowed folder, not a file");
+  if (rel.empty()) return Status::invalidArgument(printable(path) + " is an allowed folder, not a file");
   const std::string changed = " changed after it was checked (a symbolic link appeared where " + real +
                               " had none); file connectors never follow links at open";
   Fd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

@@ -42,6 +42,8 @@ class PathConfinement {
   // path longer than PATH_MAX or a component longer than NAME_MAX, a `..` after a missing
   // component, a dangling symbolic link; Unavailable when a component cannot be examined.
   static Result<std::string> resolve(const std::string& path);
+  // `path` as text for a message: a NUL byte shown as \0, cut after 300 bytes.
+  static std::string printable(const std::string& path);
   // True when `path` is `root` or lies below it (both absolute and normalised).
   static bool isInside(const std::string& path, const std::string& root);
 

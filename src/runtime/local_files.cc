@@ -5,34 +5,13 @@
 
 #include "core/fs.h"
 #include "core/logging.h"
+#include "runtime/config_util.h"
 
 namespace ferry::runtime {
 namespace {
 
 std::string describe(const std::string& given, const std::string& real) {
   return real == given ? given : given + " (" + real + ")";
-}
-
-std::vector<std::string> items(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string t = text.substr(start, comma - start);
-    const auto b = t.find_first_not_of(" \t"), e = t.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(t.substr(b, e - b + 1));
-    start = comma + 1;
-  }
-  return out;
-}
-
-// A value as text safe for a message: a NUL byte would cut it short.
-std::string printable(const std::string& value) {
-  std::string out;
-  for (char c : value) out += c == '\0' ? std::string("\\0") : std::string(1, c);
-  if (out.size() > 300) out = out.substr(0, 300) + "...";
-  return out;
 }
 
 }  // namespace
@@ -102,12 +81,12 @@ void checkLocalPaths(const std::vector<ConfigKey>& keys, const StringMap& config
     auto it = config.find(key.name);
     if (it == config.end()) continue;
     const std::vector<std::string> paths =
-        key.type == ConfigType::kList ? items(it->second) : std::vector<std::string>{it->second};
+        key.type == ConfigType::kList ? configList(config, key.name) : std::vector<std::string>{it->second};
     for (const auto& path : paths) {
       if (path.empty()) continue;  // a required key's own check reports a missing value
       auto checked = confinement.check(path);
       if (!checked.isOk())
-        validation.errors[key.name].push_back("Invalid value " + printable(path) + " for configuration " + key.name + ": " +
+        validation.errors[key.name].push_back("Invalid value " + core::PathConfinement::printable(path) + " for configuration " + key.name + ": " +
                                               checked.status().message());
     }
   }
