@@ -126,7 +126,7 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
   // Through the worker's confinement (file.allowed.dirs; no symbolic link followed at open).
   auto opened = context.openLocalFile(path_, LocalPath::kWrite);
   if (!opened.isOk())
-    return Status(opened.status().code(), "FileStreamSink: " + path_ + ": " + opened.status().message());
+    return Status(opened.status().code(), "FileStreamSink: " + opened.status().message());
   fd_ = opened->fd;
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return ioError("stat", path_, errno);

@@ -203,7 +203,7 @@ Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
       f.missingLogged = true;
       return Status::ok();
     }
-    return Status(opened.status().code(), "FileStreamSource: " + f.path + ": " + opened.status().message());
+    return Status(opened.status().code(), "FileStreamSource: " + opened.status().message());
   }
   const int fd = opened->fd;
   struct stat st {};

@@ -212,7 +212,8 @@ Result<LocalFile> PathConfinement::openBeneath(const std::string& root, const st
       const std::string at = join(root, rel, 0, i + 1);
       if ((err == ELOOP || err == ENOTDIR) && isLink(dir.get(), rel[i]))
         return Status::invalidArgument(at + changed);
-      return errnoStatus("cannot open", at, err);
+      if (err == ENOENT) return Status::notFound("cannot open " + real + ": the folder " + at + " does not exist");
+      return errnoStatus("cannot open " + real + ": folder", at, err);
     }
     dir.reset(next);
   }

@@ -154,6 +154,7 @@ def check_swapped_links(w, d, outside):
                    "swap-src FAILED")
     assert "changed after it was checked" in t["trace"] or "outside the folders" in t["trace"], t["trace"]
     assert "FileStreamSource" in t["trace"] and victim in t["trace"], t["trace"]
+    print("swap-src trace:", t["trace"].splitlines()[0][:300])
     # A restart opens it again: still refused.
     w.ok("POST", "/connectors/swap-src/restart?includeTasks=true")
     time.sleep(1)
@@ -176,6 +177,7 @@ def check_swapped_links(w, d, outside):
     t = wait_until(lambda: (lambda s: s if s.get("state") == "FAILED" else None)(task_state(w, "swap-sink")), 30,
                    "swap-sink FAILED")
     assert "FileStreamSink" in t["trace"] and out in t["trace"], t["trace"]
+    print("swap-sink trace:", t["trace"].splitlines()[0][:300])
     assert lines_of(target) == ["untouched"], lines_of(target)
     # A sink whose file does not exist yet, its folder swapped for a link outside: not created there.
     newdir = os.path.join(d, "newdir")
