@@ -86,7 +86,8 @@ void checkLocalPaths(const std::vector<ConfigKey>& keys, const StringMap& config
       if (path.empty()) continue;  // a required key's own check reports a missing value
       auto checked = confinement.check(path);
       if (!checked.isOk())
-        validation.errors[key.name].push_back("Invalid value " + core::PathConfinement::printable(path) + " for configuration " + key.name + ": " +
+        validation.errors[key.name].push_back("Invalid value " + core::PathConfinement::printable(path) +
+                                              " for configuration " + key.name + ": " +
                                               checked.status().message());
     }
   }

@@ -33,7 +33,8 @@ def refused(w, name, config, key, words=None):
     status, report = w.rest("PUT", VALIDATE.format(cls=cls), config)
     assert status == 200, (status, report)
     errs = key_errors(report, key)
-    assert errs and report["error_count"] >= 1, f"validate accepted {key}={config.get(key)} (error_count {report.get('error_count')})"
+    assert errs and report["error_count"] >= 1, \
+        f"validate accepted {key}={config.get(key)} (error_count {report.get('error_count')})"
     if words:
         assert any(words in e for e in errs), (words, errs)
     status, body = w.rest("POST", "/connectors", {"name": name, "config": config})
