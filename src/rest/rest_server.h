@@ -18,6 +18,7 @@
 
 #include "control/herder.h"
 #include "ferry/status.h"
+#include "rest/request_policy.h"
 
 namespace httplib {
 class Server;
@@ -32,6 +33,18 @@ struct RestOptions {
   std::string commit;
   std::string clusterId = "standalone";
   std::string webRoot;  // optional: static files served under /ui/ (GET / from a browser redirects)
+  // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled): GET-verb
+  // stop/pause/resume/restart, bulk */all, POST /connectors/{name}, /plugin/config[/validate].
+  bool rocketmqCompat = false;
+  // Authentication, roles, Host/CORS/Content-Type checks (request_policy.h); bindHost is `host`.
+  PolicySettings security;
+};
+
+// One row of the route table: "/connectors/*/pause" and the least role that may call it.
+struct RouteSpec {
+  std::string method;
+  std::string pattern;
+  Role role;
 };
 
 class RestServer {
@@ -44,18 +57,23 @@ class RestServer {
   RestServer& operator=(const RestServer&) = delete;
 
   // Binds and starts serving. Unavailable naming host:port when the address cannot be bound;
-  // FailedPrecondition when already started.
+  // FailedPrecondition when already started or when the listener policy refuses the address
+  // (checkListenerPolicy: a non-loopback bind without authentication); InvalidArgument when a
+  // credential file cannot be parsed. The policy checks run before binding.
   Status start();
   // Stops serving and joins the threads. Idempotent.
   void stop();
   // The bound port (the chosen one when options.port is 0); 0 before start().
   int port() const;
+  // Every route with its method and role (the auth matrix and README check use it).
+  std::vector<RouteSpec> routeTable() const;
 
  private:
   class Routes;
 
   control::Herder& herder_;
   RestOptions options_;
+  std::unique_ptr<RequestPolicy> policy_;
   std::unique_ptr<Routes> routes_;
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;

@@ -28,6 +28,27 @@ const ConfigDef& workerConfigDef() {
              "resolved (.., symbolic links) before the check; plugin.path and data.dir's own "
              "files stay off limits.");
     d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
+    d.define("rest.auth.users.file", ConfigType::kString, "", Importance::kHigh,
+             "REST users, one name:role:hash a line (roles viewer, operator, admin; hashes from `ferry passwd`). "
+             "Set, it turns REST authentication on (HTTP basic). Re-read when it changes.");
+    d.define("rest.auth.tokens.file", ConfigType::kString, "", Importance::kHigh,
+             "REST bearer tokens, one name:role:<sha256 hex of the token> a line (from `ferry token`). Set, it "
+             "turns REST authentication on. Re-read when it changes.");
+    d.define("rest.auth.mtls.default.role", ConfigType::kString, "", Importance::kMedium,
+             "Role of a verified TLS client certificate whose CN is not in rest.auth.users.file; empty refuses it.",
+             oneOf({"", "viewer", "operator", "admin"}));
+    d.define("rest.auth.allow.unauthenticated", ConfigType::kBool, "false", Importance::kHigh,
+             "Serve REST without authentication on a non-loopback rest.host (the worker refuses to start "
+             "otherwise). Anyone who reaches the port may then change every connector.");
+    d.define("rest.allowed.host.names", ConfigType::kList, "", Importance::kMedium,
+             "Names the REST Host header may carry (DNS-rebinding defence). Default: localhost, 127.0.0.1, ::1, "
+             "rest.host, this machine's host name (and with a wildcard rest.host its interface addresses). "
+             "* turns the check off.");
+    d.define("access.control.allow.origin", ConfigType::kList, "", Importance::kLow,
+             "CORS: origins (scheme://host:port) whose pages may call the REST API; empty turns CORS off. "
+             "* (any origin) is refused while authentication is on.");
+    d.define("access.control.allow.methods", ConfigType::kString, "", Importance::kLow,
+             "CORS: methods allowed cross-origin (comma-separated); empty means GET,POST,HEAD.");
     d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
     d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
@@ -140,6 +161,28 @@ const ConfigDef& workerConfigDef() {
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
              "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
              "connector is validated or created.", between(1, 1000000));
+    d.define("config.providers", ConfigType::kList, "", Importance::kMedium,
+             "Config providers this worker enables (file, env, directory; Kafka Connect's KIP-297): "
+             "connector configs may then hold ${file:/path/f.properties:key}, ${directory:/path:file} or "
+             "${env:NAME}, resolved only where a connector or task starts. Each provider is set with "
+             "config.providers.<name>.class and config.providers.<name>.param.* (allowed.paths for file and "
+             "directory, allowlist.pattern for env; both read nothing until set). See src/runtime/README.md.");
+    d.define("config.unknown.keys", ConfigType::kString, "accept", Importance::kMedium,
+             "Connector config keys that neither the connector nor the framework declares: accept (as Kafka "
+             "Connect does: stored, passed to the connector, reported as warnings by validate) or refuse (a "
+             "create or update naming one is answered 400).",
+             validators::oneOf({"accept", "refuse"}));
+    d.define("connector.client.config.override.policy", ConfigType::kString, "All", Importance::kMedium,
+             "Kafka Connect's policy for producer.override.*, consumer.override.* and admin.override.* keys in "
+             "connector configs: None (refused), Principal (only sasl.jaas.config, sasl.mechanism and "
+             "security.protocol) or All.",
+             validators::oneOf({"None", "Principal", "All"}));
+    d.define("rest.rocketmq.compat.enabled", ConfigType::kBool, "false", Importance::kMedium,
+             "Serve RocketMQ Connect's REST dialect: its GET-verb operations (GET /connectors/{name}/stop|pause|"
+             "resume|restart, GET /connectors/{stop,pause,resume}/all), POST /connectors/{name} (create or "
+             "update), /plugin/list/connectors, /plugin/config[/validate], /plugin/reload. Off by default: a GET "
+             "that changes state can be triggered by any web page or link. Its read-only paths (/getClusterInfo, "
+             "/connectors/list, /allocated/*, /plugin/list) are always served.");
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -154,7 +197,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
                          workerConfigDef().parse(props, /*rejectUnknown=*/true,
                                                  {"key.converter.", "value.converter.", "header.converter.", "backbone.kafka.client.",
-                                                  "backbone.kafka.producer.", "backbone.kafka.consumer."}));
+                                                  "backbone.kafka.producer.", "backbone.kafka.consumer.",
+                                                  "config.providers."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
@@ -168,6 +212,13 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.pluginPath = p.getList("plugin.path");
   c.fileAllowedDirs = p.getList("file.allowed.dirs");
   c.webRoot = p.getString("web.root");
+  c.restAuthUsersFile = p.getString("rest.auth.users.file");
+  c.restAuthTokensFile = p.getString("rest.auth.tokens.file");
+  c.restAuthMtlsDefaultRole = p.getString("rest.auth.mtls.default.role");
+  c.restAuthAllowUnauthenticated = p.getBool("rest.auth.allow.unauthenticated");
+  c.restAllowedHostNames = p.getList("rest.allowed.host.names");
+  c.accessControlAllowOrigin = p.getList("access.control.allow.origin");
+  c.accessControlAllowMethods = p.getString("access.control.allow.methods");
   c.logLevel = p.getString("log.level");
   c.backbone = p.getString("backbone");
   c.embeddedSegmentBytes = p.getLong("backbone.embedded.segment.bytes");
@@ -175,6 +226,9 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
   c.embeddedMaxRecordBytes = p.getLong("backbone.embedded.max.record.bytes");
   c.tasksMaxLimit = p.getLong("tasks.max.limit");
+  c.refuseUnknownConnectorKeys = p.getString("config.unknown.keys") == "refuse";
+  c.clientOverridePolicy = p.getString("connector.client.config.override.policy");
+  c.restRocketmqCompat = p.getBool("rest.rocketmq.compat.enabled");
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");
@@ -222,6 +276,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
   c.taskPollBatch = p.getLong("task.poll.batch");
   c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
+  FERRY_ASSIGN_OR_RETURN(c.configProviders, ConfigProviders::fromWorkerProps(props));
   return c;
 }
 

@@ -22,6 +22,32 @@ TEST(WorkerConfig, DefaultsAndOverrides) {
   EXPECT_TRUE(c->taskRestartEnable);
 }
 
+TEST(WorkerConfig, RestSecurityKeys) {
+  auto d = parseWorkerConfig({});
+  ASSERT_TRUE(d.isOk());
+  EXPECT_TRUE(d->restAuthUsersFile.empty());
+  EXPECT_TRUE(d->restAuthTokensFile.empty());
+  EXPECT_FALSE(d->restAuthAllowUnauthenticated);
+  EXPECT_TRUE(d->restAllowedHostNames.empty());
+  EXPECT_TRUE(d->accessControlAllowOrigin.empty());
+  auto c = parseWorkerConfig({{"rest.auth.users.file", "/etc/ferry/users"},
+                              {"rest.auth.tokens.file", "/etc/ferry/tokens"},
+                              {"rest.auth.mtls.default.role", "viewer"},
+                              {"rest.auth.allow.unauthenticated", "true"},
+                              {"rest.allowed.host.names", "a.example, b.example"},
+                              {"access.control.allow.origin", "https://ui.example,http://localhost:3000"},
+                              {"access.control.allow.methods", "GET,PUT"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->restAuthUsersFile, "/etc/ferry/users");
+  EXPECT_EQ(c->restAuthTokensFile, "/etc/ferry/tokens");
+  EXPECT_EQ(c->restAuthMtlsDefaultRole, "viewer");
+  EXPECT_TRUE(c->restAuthAllowUnauthenticated);
+  EXPECT_EQ(c->restAllowedHostNames, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_EQ(c->accessControlAllowOrigin.size(), 2u);
+  EXPECT_EQ(c->accessControlAllowMethods, "GET,PUT");
+  EXPECT_FALSE(parseWorkerConfig({{"rest.auth.mtls.default.role", "root"}}).isOk());
+}
+
 TEST(WorkerConfig, WorkerIdDefaultsToHostAndPort) {
   auto c = parseWorkerConfig({{"rest.port", "8123"}});
   ASSERT_TRUE(c.isOk());
