@@ -29,6 +29,7 @@
 
 #include "backbone/embedded/embedded.h"
 #include "backbone/kafka/kafka_backbone.h"
+#include "runtime/local_files.h"
 #include "runtime/log_position_store.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/distributed_herder.h"
@@ -278,6 +279,8 @@ int runStandalone(int argc, char** argv) {
     return fail("data.dir " + worker.dataDir + " is in use by another ferry worker (lock " + lockPath + ")");
   (void)::fchmod(lockFd, 0600);  // a lock file an older version made 0644
 
+  if (auto s = runtime::prepareLocalFiles(worker); !s.isOk()) return fail(s.message());
+
   const std::string storeDir = worker.dataDir + "/store";
   if (auto s = core::ensureDir(storeDir); !s.isOk()) return fail(s.toString());
   // The stores hold connector configs (and their secrets, unless they are provider references):
@@ -361,6 +364,7 @@ int runDistributed(int argc, char** argv) {
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
   if (auto s = checkRestSecurity(worker); !s.isOk()) return fail("REST: " + s.message());
+  if (auto s = runtime::prepareLocalFiles(worker); !s.isOk()) return fail(s.message());
   auto opened = openBackbone(worker);
   if (!opened.isOk()) return fail(opened.status().toString());
   std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);

@@ -36,8 +36,10 @@ const ConfigDef& FileStreamSinkConnector::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
     d.define("file", ConfigType::kString, std::nullopt, Importance::kHigh,
-             "The file every record's value is appended to, one line per record.",
+             "The file every record's value is appended to, one line per record, inside the "
+             "worker's file.allowed.dirs (its folder must exist).",
              validators::nonEmptyString());
+    d.localPath("file", LocalPath::kWrite);
     d.define("fsync", ConfigType::kBool, "true", Importance::kMedium,
              "fdatasync() the file on every flush, so committed offsets never run ahead of the "
              "disk.");
@@ -121,9 +123,11 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
   path_ = parsed.getString("file");
   fsync_ = parsed.getBool("fsync");
   FERRY_ASSIGN_OR_RETURN(std::optional<StringMap> state, context.loadState());
-  const bool existed = ::access(path_.c_str(), F_OK) == 0;
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
-  if (fd_ < 0) return ioError("open", path_, errno);
+  // Through the worker's confinement (file.allowed.dirs; no symbolic link followed at open).
+  auto opened = context.openLocalFile(path_, LocalPath::kWrite);
+  if (!opened.isOk())
+    return Status(opened.status().code(), "FileStreamSink: " + opened.status().message());
+  fd_ = opened->fd;
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return ioError("stat", path_, errno);
   if (!S_ISREG(st.st_mode)) {
@@ -132,7 +136,7 @@ Status FileStreamSinkTask::start(const StringMap& config, SinkTaskContext& conte
     return Status::invalidArgument("FileStreamSink: " + path_ + " is not a regular file");
   }
   // The new name must survive a power loss as well as the lines written under it.
-  if (!existed) FERRY_RETURN_IF_ERROR(core::syncDir(core::parentDir(path_)));
+  if (opened->created) FERRY_RETURN_IF_ERROR(core::syncDir(core::parentDir(opened->path)));
   device_ = static_cast<std::uint64_t>(st.st_dev);
   inode_ = static_cast<std::uint64_t>(st.st_ino);
   birth_ = birthTime(fd_);

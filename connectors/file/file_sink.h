@@ -14,6 +14,9 @@
 //   the last flush). A file the task does not recognise (new to it, replaced, or shorter than
 //   recorded) is left as it is; when it does not end with '\n', a '\n' is appended first so the
 //   first record starts a line of its own.
+// - The file is opened through SinkTaskContext::openLocalFile (LocalPath::kWrite): only under the
+//   worker's file.allowed.dirs, following no symbolic link; a missing file is created there, a
+//   missing folder is not.
 // - One task per connector: several writers to one file would interleave.
 //
 // Threading: the connector and its task are called from their owner thread only.

@@ -50,9 +50,12 @@ std::string join(const std::vector<std::string>& items) {
 ConfigDef makeDefinition() {
   ConfigDef d;
   d.define("file", ConfigType::kString, "", Importance::kHigh,
-           "The file to tail. Either 'file' or 'files' is required (both may be given).");
+           "The file to tail, inside the worker's file.allowed.dirs. Either 'file' or 'files' is "
+           "required (both may be given).");
   d.define("files", ConfigType::kList, "", Importance::kHigh,
-           "Several files to tail (comma-separated); they are split over up to tasks.max tasks.");
+           "Several files to tail (comma-separated, inside file.allowed.dirs); they are split over "
+           "up to tasks.max tasks.");
+  d.localPath("file", LocalPath::kRead).localPath("files", LocalPath::kRead);
   d.define("topic", ConfigType::kString, std::nullopt, Importance::kHigh,
            "The backbone topic every line is written to.", validators::nonEmptyString());
   d.define("batch.size", ConfigType::kInt, "2000", Importance::kLow,
@@ -189,22 +192,20 @@ void FileStreamSourceTask::closeFile(Tailed& f) {
 }
 
 Status FileStreamSourceTask::openFile(Tailed& f, bool atStart) {
+  // Through the worker's confinement (file.allowed.dirs; no symbolic link followed at open).
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for ever if none
   // comes. The type is checked before anything is read; only regular files are kept.
-  const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) {
+  auto opened = context_->openLocalFile(f.path, LocalPath::kRead);
+  if (!opened.isOk()) {
+    if (opened.status().code() == StatusCode::kNotFound) {
       if (!f.missingLogged) log_->info("{}: file {} does not exist yet; waiting for it",
                                        context_->connectorName(), f.path);
       f.missingLogged = true;
       return Status::ok();
     }
-    if (err == ENXIO)  // a UNIX socket
-      return notRegular(f.path, "a socket");
-    return Status::unavailable("FileStreamSource: cannot open " + f.path + ": " +
-                               std::strerror(err));
+    return Status(opened.status().code(), "FileStreamSource: " + opened.status().message());
   }
+  const int fd = opened->fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;

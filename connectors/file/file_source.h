@@ -9,6 +9,10 @@
 // - Rotation: when the path names another inode (renamed away and recreated) the old descriptor
 //   is read to its end first (a final unterminated line is emitted then), then the new file is
 //   read from 0. A file shorter than the read offset (truncated in place) is read again from 0.
+// - Files are opened through SourceTaskContext::openLocalFile: only under the worker's
+//   file.allowed.dirs, following no symbolic link (also at every reopen after a rotation); a
+//   refused path fails the task. `file` and `files` are declared LocalPath::kRead, so validation
+//   refuses a path outside first.
 // - A missing file is waited for (logged once), not an error.
 // - Only regular files are read: a FIFO, a device (/dev/zero), a socket or a directory is refused
 //   when it is opened (the task fails at start with the path and its type named), and opening

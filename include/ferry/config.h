@@ -26,6 +26,12 @@ namespace ferry {
 enum class ConfigType { kString, kInt, kLong, kDouble, kBool, kList, kPassword, kClass };
 enum class Importance { kHigh, kMedium, kLow };
 
+// Whether a key's value names a local file the plugin opens (for kList keys: every item does).
+// The runtime checks such values against the worker's allowed folders (file.allowed.dirs) when a
+// config is validated or created, and a task opens the file only through its context's
+// openLocalFile() (connector.h), which checks again at open time.
+enum class LocalPath { kNone, kRead, kWrite };
+
 const char* configTypeName(ConfigType t) noexcept;        // "STRING", "INT", ... (Kafka's names)
 const char* importanceName(Importance i) noexcept;        // "HIGH", "MEDIUM", "LOW"
 
@@ -45,6 +51,7 @@ struct ConfigKey {
   std::string group;                        // optional, for UIs
   std::string displayName;                  // optional, for UIs
   std::vector<std::string> recommended;     // optional allowed/recommended values, for UIs
+  LocalPath localPath = LocalPath::kNone;   // the value names a local file read or written
   bool required() const noexcept { return !defaultValue.has_value(); }
 };
 
@@ -90,6 +97,8 @@ class ConfigDef {
   // Shorthand: a key with a default (use std::nullopt for a required key).
   ConfigDef& define(std::string name, ConfigType type, std::optional<std::string> defaultValue,
                     Importance importance, std::string documentation, Validator validator = {});
+  // Marks the defined key `name` as naming a local file read or written (ConfigKey::localPath).
+  ConfigDef& localPath(std::string_view name, LocalPath access);
   // Adds every key of `other` (for composing framework and connector keys).
   ConfigDef& include(const ConfigDef& other);
   // Keys starting with `prefix` are the plugin's own open-ended keys (e.g. "rule.<id>.<key>"):

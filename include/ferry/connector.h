@@ -29,6 +29,14 @@
 
 namespace ferry {
 
+// A local file opened for a task by the runtime (SourceTaskContext/SinkTaskContext::
+// openLocalFile). The caller owns `fd` and close()s it.
+struct LocalFile {
+  int fd = -1;
+  std::string path;      // the resolved path that was opened (no symbolic links, no "..")
+  bool created = false;  // LocalPath::kWrite: the file did not exist and was created (mode 0644)
+};
+
 // Given to a connector at start. Thread-safe.
 class ConnectorContext {
  public:
@@ -72,6 +80,18 @@ class SourceTaskContext {
   // Asks the runtime to flush and commit soon (before offset.flush.interval.ms), e.g. because
   // the source's peer stops sending until records are acknowledged. Thread-safe; may be a no-op.
   virtual void requestCommit() {}
+  // Opens the local file `path` for a task, confined to the worker's allowed folders
+  // (file.allowed.dirs): `..` and symbolic links are resolved first, the result must lie inside
+  // an allowed folder and outside plugin.path and the worker's own store, and no component may
+  // be a symbolic link when the file is opened (a link swapped in after the check is refused).
+  // kRead opens read-only; kWrite opens read-write for appending and creates a missing file (its
+  // folder must exist). The descriptor is O_CLOEXEC and O_NONBLOCK (clear it after checking the
+  // file's type). NotFound when the file (or a folder on its way) does not exist;
+  // InvalidArgument when the path is refused. The default refuses every path.
+  virtual Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) {
+    (void)access;
+    return Status::failedPrecondition("this runtime opens no local files (" + path + ")");
+  }
 };
 
 class SourceTask {
@@ -122,6 +142,11 @@ class SinkTaskContext {
   virtual Status saveState(const StringMap& state) {
     (void)state;
     return Status::failedPrecondition("this runtime keeps no state for sink tasks");
+  }
+  // As SourceTaskContext::openLocalFile.
+  virtual Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) {
+    (void)access;
+    return Status::failedPrecondition("this runtime opens no local files (" + path + ")");
   }
 };
 

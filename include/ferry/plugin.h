@@ -22,7 +22,8 @@ namespace ferry {
 #ifndef FERRY_ABI_VERSION
 // 2: Transform::apply(record, cache), TransformCache, Predicate::readsKeyOrValueBytes
 // 3: SinkTaskContext::loadState/saveState
-#define FERRY_ABI_VERSION 3
+// 4: ConfigKey::localPath, Source/SinkTaskContext::openLocalFile
+#define FERRY_ABI_VERSION 4
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

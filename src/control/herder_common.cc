@@ -7,6 +7,7 @@
 #include <set>
 
 #include "runtime/config_util.h"
+#include "runtime/local_files.h"
 #include "runtime/secrets.h"
 
 namespace ferry::control {
@@ -149,6 +150,7 @@ Result<runtime::ConnectorShape> checkConnectorConfig(const runtime::PluginRegist
   auto& v = *validated;
   checkWorkerLimits(resolved, v.shape, limits, v.validation);
   for (const auto& [k, msg] : unresolved) v.validation.errors[k].push_back(msg);
+  if (limits.worker != nullptr) runtime::checkLocalPaths(v.keys, resolved, *limits.worker, v.validation);
   if (!v.validation.ok())
     return Status::invalidArgument(runtime::scrubSecrets("Connector configuration is invalid and contains the following " +
                                                          v.validation.summary() +
@@ -198,6 +200,7 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
   auto& v = *validated;
   ConfigReport report;
   checkWorkerLimits(resolved, v.shape, limits, v.validation, &report.warnings);
+  if (limits.worker != nullptr) runtime::checkLocalPaths(v.keys, resolved, *limits.worker, v.validation);
   for (const auto& [k, msg] : unresolved) v.validation.errors[k].push_back(msg);
   for (auto& [k, msgs] : v.validation.errors)
     for (auto& m : msgs) m = runtime::scrubSecrets(std::move(m), secrets);

@@ -9,6 +9,7 @@
 #include "runtime/config_providers.h"
 #include "runtime/connector_config.h"
 #include "runtime/plugins.h"
+#include "runtime/worker_config.h"
 
 namespace ferry::control {
 
@@ -31,6 +32,9 @@ struct WorkerLimits {
   // producer/consumer/admin.override.* key, Principal allows only sasl.jaas.config,
   // sasl.mechanism and security.protocol, All (the default) allows every one.
   std::string overridePolicy = "All";
+  // Local paths (keys declared with ConfigKey::localPath) must lie in its file.allowed.dirs;
+  // null: not checked here (tasks still open files only through the confinement).
+  const runtime::WorkerConfig* worker = nullptr;
 };
 // Adds errors for what `limits` refuses: tasks.max above the limit; a backbone topic name the
 // backbone cannot hold (a sink's `topics` and dead-letter topic, a source's `topic`); client

@@ -111,7 +111,7 @@ class HerderImpl final : public StandaloneHerder {
   std::string workerId() const override { return o_.worker.workerId; }
   WorkerLimits limits() const {
     return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
-                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy};
+                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy, &o_.worker};
   }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/logging.h"
 #include "runtime/config_util.h"
+#include "runtime/local_files.h"
 #include "runtime/log_position_store.h"
 #include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
@@ -131,6 +132,12 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
   }
 }
 
+// Both task contexts open local files through the worker's one confinement (local_files.h).
+Result<LocalFile> openConfined(const TaskEnv& env, const std::string& path, LocalPath access) {
+  if (env.worker == nullptr) return Status::failedPrecondition("no worker config: local files cannot be opened");
+  return localFileConfinement(*env.worker).open(path, access);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Source side, shared by the source and the direct runner.
 
@@ -148,6 +155,9 @@ class SourceContextImpl final : public SourceTaskContext {
     auto r = env_.positions->get(env_.connector, partition);
     if (!r.isOk()) return std::nullopt;
     return *r;
+  }
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return openConfined(env_, path, access);
   }
 
  private:
@@ -796,6 +806,9 @@ class SinkContextImpl final : public SinkTaskContext {
     if (env_.positions == nullptr) return SinkTaskContext::saveState(state);
     if (state.empty()) return Status::invalidArgument("a sink task's state must not be empty");
     return env_.positions->put(env_.connector, {Position{statePartition(), state}});
+  }
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return openConfined(env_, path, access);
   }
 
  private:

@@ -57,6 +57,11 @@ const ConfigDef& workerConfigDef() {
              validators::nonEmptyString());
     d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
              "Folders searched for shared-library plugins (*.so, one level deep).");
+    d.define("file.allowed.dirs", ConfigType::kList, "", Importance::kHigh,
+             "Folders where connectors may read and write local files (FileStreamSource, "
+             "FileStreamSink, ...); empty: <data.dir>/files, created 0700 at start. Paths are "
+             "resolved (.., symbolic links) before the check; plugin.path and data.dir's own "
+             "files stay off limits.");
     d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
     d.define("rest.auth.users.file", ConfigType::kString, "", Importance::kHigh,
              "REST users, one name:role:hash a line (roles viewer, operator, admin; hashes from `ferry passwd`). "
@@ -258,6 +263,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
                                      "the private key and certificate chain");
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
+  c.fileAllowedDirs = p.getList("file.allowed.dirs");
   c.webRoot = p.getString("web.root");
   c.restAuthUsersFile = p.getString("rest.auth.users.file");
   c.restAuthTokensFile = p.getString("rest.auth.tokens.file");

@@ -35,6 +35,8 @@ struct WorkerConfig {
   std::int64_t restRequestQueueSize = 64;
   std::string dataDir = "ferry-data";
   std::vector<std::string> pluginPath;
+  // file.allowed.dirs: where connectors may open local files (empty: <dataDir>/files).
+  std::vector<std::string> fileAllowedDirs;
   std::string webRoot;
   std::string logLevel = "info";
 

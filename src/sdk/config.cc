@@ -164,6 +164,12 @@ void ConfigValidation::merge(const ConfigValidation& other) {
 // ---------------------------------------------------------------------------------------------
 // ConfigDef
 
+ConfigDef& ConfigDef::localPath(std::string_view name, LocalPath access) {
+  for (auto& k : keys_)
+    if (k.name == name) k.localPath = access;
+  return *this;
+}
+
 ConfigDef& ConfigDef::define(ConfigKey key) {
   auto it = std::find_if(keys_.begin(), keys_.end(), [&](const ConfigKey& k) { return k.name == key.name; });
   if (it != keys_.end()) {

@@ -48,8 +48,13 @@ class Worker:
             "rest.port": str(self.port),
             "data.dir": self.data,
             "offset.flush.interval.ms": "1000",
+            # File connectors may use files anywhere in the test's folder (data.dir inside it stays
+            # off limits to them). FERRY_NO_FILE_ALLOWED_DIRS=1 leaves the key out, to run a test
+            # against a binary that predates it.
+            "file.allowed.dirs": None if os.environ.get("FERRY_NO_FILE_ALLOWED_DIRS") == "1" else workdir,
         }
         props.update(extra or {})
+        props = {k: v for k, v in props.items() if v is not None}  # None: leave the key out
         with open(self.props, "w") as f:
             for k, v in props.items():
                 f.write(f"{k}={v}\n")

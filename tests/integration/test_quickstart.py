@@ -18,8 +18,8 @@ def main():
     w.start()
     for name in ("quickstart-file-source", "quickstart-file-sink", "quickstart-datagen"):
         w.wait_running(name)
-    out = os.path.join(d, "output.jsonl")
-    with open(os.path.join(d, "input.txt"), "a") as f:
+    out = os.path.join(d, "files", "output.jsonl")
+    with open(os.path.join(d, "files", "input.txt"), "a") as f:
         f.write("a third line\n")
     def lines():
         try:
@@ -29,7 +29,7 @@ def main():
     got = wait_until(lambda: len(lines()) >= 3 and lines(), 30, "3 transformed lines")
     assert got[0] == {"line": "hello ferry", "pipeline": "quickstart"}, got[0]
     assert got[2]["line"] == "a third line", got
-    dg = os.path.join(d, "datagen.txt")
+    dg = os.path.join(d, "files", "datagen.txt")
     wait_until(lambda: os.path.exists(dg) and len(open(dg).read().splitlines()) >= 2, 30, "datagen output")
     assert open(dg).read().splitlines()[:2] == ["0-0", "0-1"]
     w.stop()

@@ -151,6 +151,9 @@ class Case:
             "plugin.path": os.path.dirname(os.path.abspath(PLUGIN)),
             "offset.flush.interval.ms": "300",
             "task.restart.backoff.initial.ms": "300",
+            # /dev/zero lies outside the test's folder: allowed here on purpose, so the source's own
+            # refusal of a device is what the devzero wedge exercises.
+            **({"file.allowed.dirs": f"{self.d},/dev"} if wedge == "devzero" else {}),
         })
         self.flow = Flow(self.d)
         self.probes = 0

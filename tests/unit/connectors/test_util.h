@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "connectors/builtins.h"
+#include "core/confined_path.h"
 #include "ferry/connector.h"
 
 namespace ferry::connectors::testing {
@@ -68,6 +69,10 @@ class FakeSourceContext : public SourceTaskContext {
     if (it == committed.end()) return std::nullopt;
     return it->second;
   }
+  // Unconfined (allowed: /), as the runtime's confinement with every folder allowed.
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return core::PathConfinement({"/"}, {}, {}).open(path, access);
+  }
   std::map<StringMap, StringMap> committed;
   int lookups = 0;
 
@@ -89,6 +94,9 @@ class FakeSinkContext : public SinkTaskContext {
     state = s;
     ++saves;
     return Status::ok();
+  }
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return core::PathConfinement({"/"}, {}, {}).open(path, access);
   }
   std::optional<StringMap> state;
   bool stateless = false;  // act as a runtime that keeps no sink state
