@@ -57,7 +57,7 @@ def auth_files(d):
     token = next(l.split(":", 1)[1].strip() for l in out if l.lower().startswith("token:"))
     tokens = os.path.join(d, "tokens")
     with open(tokens, "w") as f:
-        f.write(next(l for l in out if l.startswith("bench:")) + "\n")
+        f.write(next(l.split(":", 1)[1].strip() for l in out if l.startswith("line:")) + "\n")
     return users, tokens, token
 
 
@@ -120,7 +120,8 @@ def ferry_variant(variant, requests, certs, keystore, users, tokens, token):
     for run in range(3):
         wd = tmpdir(f"bench-rest-{run}")
         port = free_port()
-        files = os.path.join(wd, "data", "files")
+        files = os.path.join(wd, "files")
+        os.makedirs(files)
         extra = {"rest.port": str(port), "file.allowed.dirs": files}
         if variant != "plain":
             ca = os.path.join(certs, "ca.crt")
@@ -147,7 +148,6 @@ def ferry_variant(variant, requests, certs, keystore, users, tokens, token):
                     time.sleep(0.005)
             starts.append(time.time() - t0)
             if run == 0:
-                os.makedirs(files, exist_ok=True)
                 src = os.path.join(files, "in.txt")
                 open(src, "w").close()
                 body = json.dumps({"name": "src", "config": {

@@ -220,6 +220,10 @@ void Response::set_header(const std::string& name, std::string value) {
   headers.emplace_back(stripCrLf(name), std::move(value));
 }
 
+void Response::add_header(const std::string& name, std::string value) {
+  headers.emplace_back(stripCrLf(name), stripCrLf(std::move(value)));
+}
+
 void Response::set_redirect(const std::string& url, int code) {
   set_header("Location", url);
   status = code;

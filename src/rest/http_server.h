@@ -71,6 +71,9 @@ struct Response {
   void set_content(std::string content, std::string contentType);
   // Replaces a header of the same name. CR and LF are removed from the value (no injection).
   void set_header(const std::string& name, std::string value);
+  // Adds one more header line even when one of the same name exists (WWW-Authenticate may carry
+  // several challenges, one per line). CR and LF are removed as by set_header.
+  void add_header(const std::string& name, std::string value);
   void set_redirect(const std::string& url, int code = 302);
   std::string get_header_value(const std::string& name) const;
 };

@@ -237,7 +237,7 @@ class RestServer::Routes {
     std::string path = req.target.substr(0, req.target.find('?'));
     // Host, CORS, credentials, role and Content-Type (request_policy.h) before any handler.
     Verdict verdict = policy_.admit(authRequestOf(req, path), best ? best->role : Role::kViewer);
-    for (auto& [name, value] : verdict.headers) res.set_header(name, value);
+    for (auto& [name, value] : verdict.headers) res.add_header(name, value);
     if (!verdict.proceed) {
       if (verdict.message.empty()) {
         res.status = verdict.status;

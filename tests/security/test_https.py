@@ -114,6 +114,10 @@ def start_worker(d, name, client_auth, ks):
         "listeners.https.ssl.truststore.location": os.path.join(d, "ca.crt"),
         "listeners.https.ssl.client.authentication": client_auth,
     }
+    if client_auth == "required":
+        # Required client certificates turn authentication on (on every listener): the
+        # certificate's CN is the user, and a CN without a users-file entry gets this role.
+        extra["rest.auth.mtls.default.role"] = "admin"
     w = harness.Worker(wd, extra=extra)
     w.port = http_port
     w.url = f"http://127.0.0.1:{http_port}"
@@ -144,6 +148,12 @@ def main():
     # requested: a client certificate from another CA is refused, one from the truststore's CA served
     assert refused(port, context(d, "ca", cert="stranger")), "a client certificate from an unknown CA was accepted"
     assert get(port, context(d, "ca", cert="client"))[0] == 200
+    # Authentication is on for the plain listener too: no certificate there, so no way in.
+    try:
+        with urllib.request.urlopen(f"{w.url}/connectors", timeout=5) as r:
+            raise AssertionError(f"the http listener served GET /connectors without credentials: {r.status}")
+    except urllib.error.HTTPError as e:
+        assert e.code == 401, e.code
 
     r = ctl("--url", f"https://127.0.0.1:{port}", "--cacert", os.path.join(d, "ca.crt"), "list", "-o", "json")
     assert r.returncode == 0, f"ferry ctl over https failed ({r.returncode}): {r.stderr}"
@@ -171,6 +181,12 @@ def main():
     assert why, "client.authentication=required served a client without a certificate"
     print("no client certificate refused:", why[:100])
     assert get(port, context(d, "ca", cert="client"))[0] == 200
+    # Authentication is on for the plain listener too: no certificate there, so no way in.
+    try:
+        with urllib.request.urlopen(f"{w.url}/connectors", timeout=5) as r:
+            raise AssertionError(f"the http listener served GET /connectors without credentials: {r.status}")
+    except urllib.error.HTTPError as e:
+        assert e.code == 401, e.code
     r = ctl("--url", f"https://127.0.0.1:{port}", "--cacert", os.path.join(d, "ca.crt"), "list")
     assert r.returncode == 3, f"ferry ctl without a certificate got through: {r.returncode} {r.stderr}"
     r = ctl("--url", f"https://127.0.0.1:{port}", "--cacert", os.path.join(d, "ca.crt"),
