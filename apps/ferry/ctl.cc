@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/json_bounds.h"
 
 namespace ferry::ctl {
 namespace {
@@ -111,8 +112,8 @@ class Api {
     }
     reply.status = res->status;
     reply.body = res->body;
-    reply.json = Json::parse(res->body, nullptr, false);
-    if (reply.json.is_discarded()) reply.json = nullptr;
+    auto replyJson = core::parseJsonBounded<Json>(res->body);
+    reply.json = replyJson.isOk() ? std::move(*replyJson) : Json();
     if (res->status >= 200 && res->status < 300) return kExitOk;
     std::string message = field(reply.json, "message");
     if (message.empty()) message = res->body.empty() ? "(no message)" : res->body;
@@ -492,7 +493,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         err << "error: " << textOf.status().message() << "\n";
         return kExitUsage;
       }
-      Json body = Json::parse(*textOf, nullptr, false);
+      auto parsedBody = core::parseJsonBounded<Json>(*textOf);
+      Json body = parsedBody.isOk() ? std::move(*parsedBody) : Json();
       if (!body.is_object() || !member(body, "name").is_string()) {
         err << "error: " << file << " must hold a JSON object with a \"name\" (the body of POST /pipelines)\n";
         return kExitUsage;

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounds.h"
+
 namespace ferry::cluster {
 namespace {
 
@@ -103,8 +105,10 @@ std::string encode(const Event& e) {
 }
 
 Result<Event> decode(std::string_view bytes) {
-  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::invalidArgument("cluster event is not a JSON object");
+  auto parsed = core::parseJsonBounded<json>(bytes);
+  if (!parsed.isOk()) return Status::invalidArgument("cluster event: " + parsed.status().message());
+  json j = std::move(*parsed);
+  if (!j.is_object()) return Status::invalidArgument("cluster event is not a JSON object");
   FERRY_RETURN_IF_ERROR(need(j, "type", json::value_t::string));
   Event e;
   const std::string type = j["type"].get<std::string>();

@@ -2,9 +2,10 @@
 //
 // Parsing: every parse* function takes the raw request body and returns a value or an
 // InvalidArgument Status whose message says where the JSON is malformed (line, column) or which
-// field has the wrong shape. No exception escapes any function here (nlohmann-json is driven
-// through its SAX interface, nesting is bounded to kMaxJsonDepth, and every access is
-// type-checked), so they are safe on arbitrary bytes (see tests/fuzz/rest_config).
+// field has the wrong shape. No exception escapes any function here (the body goes through
+// core::parseJsonBounded, nesting is bounded to kMaxJsonDepth, and every access is
+// type-checked), so they are safe on arbitrary bytes (see tests/fuzz/rest_config). Messages
+// quote at most a few escaped characters of the body, never the body itself.
 //
 // Leniency: Kafka Connect accepts only strings as config values; ferry also accepts numbers and
 // booleans and turns them into their JSON text ("tasks.max": 2 -> "2", true -> "true").
@@ -32,8 +33,8 @@ using Json = nlohmann::json;
 
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses a JSON text. Errors: "malformed JSON: parse error at line L, column C: ...", an empty
-// body, or nesting deeper than kMaxJsonDepth.
+// Parses a JSON text. Errors: "malformed JSON: parse error at line L, column C: ... near '...'",
+// an empty body, or nesting deeper than kMaxJsonDepth.
 Result<Json> parseJson(std::string_view body);
 
 // A JSON object whose values are strings, numbers or booleans, as a StringMap. `what` names the

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounds.h"
 #include "core/logging.h"
 
 namespace ferry::runtime {
@@ -33,8 +34,10 @@ std::string LogPositionStore::encodeKey(const std::string& connector, const Stri
 }
 
 std::optional<std::pair<std::string, StringMap>> LogPositionStore::decodeKey(std::string_view key) {
-  auto j = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array() || j.size() != 2 || !j[0].is_string()) return std::nullopt;
+  auto parsed = core::parseJsonBounded<nlohmann::json>(key);
+  if (!parsed.isOk()) return std::nullopt;
+  const nlohmann::json& j = *parsed;
+  if (!j.is_array() || j.size() != 2 || !j[0].is_string()) return std::nullopt;
   auto part = fromJson(j[1]);
   if (!part) return std::nullopt;
   return std::make_pair(j[0].get<std::string>(), std::move(*part));
@@ -67,8 +70,8 @@ Status LogPositionStore::reload(bool waitForOpen) {
           changes.push_back({key->first, Position{key->second, {}}});
           return;
         }
-        auto j = nlohmann::json::parse(m.value.view(), nullptr, false);
-        auto off = j.is_discarded() ? std::nullopt : fromJson(j);
+        auto j = core::parseJsonBounded<nlohmann::json>(m.value.view());
+        auto off = j.isOk() ? fromJson(*j) : std::nullopt;
         if (!off) {
           ++skipped;
           return;

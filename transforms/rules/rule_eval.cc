@@ -619,7 +619,7 @@ Result<RuleOutput> CompiledRule::evaluate(const Record& record, const Value* pay
   if (!out.fromMatched) return out;
   // No parsed payload handed in: simdjson reads it (no document is built for the paths the rule
   // reads); text that is not JSON, or that simdjson refuses, takes the document path below.
-  thread_local simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser = boundedFastParser();
   simdjson::dom::element fast;
   bool haveFast = false;
   if (!payload && usesPayload_ && !record.value.isNull()) {
