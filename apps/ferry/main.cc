@@ -32,6 +32,7 @@
 #include "control/standalone_herder.h"
 #include "core/fs.h"
 #include "core/logging.h"
+#include "core/private_paths.h"
 #include "core/properties.h"
 #include "ctl.h"
 #include "rest/rest_server.h"
@@ -158,6 +159,7 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   ropts.version = FERRY_VERSION;
   ropts.commit = FERRY_GIT_COMMIT;
   ropts.webRoot = worker.webRoot;
+  core::registerPrivateFolder(worker.dataDir);  // error answers name files relative to it
   rest::RestServer server(herder, ropts);
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();

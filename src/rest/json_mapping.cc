@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/json_bounds.h"
+#include "core/private_paths.h"
 
 namespace ferry::rest {
 namespace {
@@ -249,14 +250,14 @@ Json connectorInfoJson(const control::ConnectorInfo& info) {
 
 Json taskStatusJson(const control::TaskStateInfo& task) {
   Json j = {{"id", task.id}, {"state", stateText(task.state)}, {"worker_id", task.workerId}};
-  if (!task.trace.empty()) j["trace"] = task.trace;
+  if (!task.trace.empty()) j["trace"] = core::withoutPrivatePaths(task.trace);
   if (!task.dataLoss.empty()) j["data_loss"] = task.dataLoss;
   return j;
 }
 
 Json connectorStatusJson(const control::ConnectorStateInfo& status) {
   Json connector = {{"state", stateText(status.state)}, {"worker_id", status.workerId}};
-  if (!status.trace.empty()) connector["trace"] = status.trace;
+  if (!status.trace.empty()) connector["trace"] = core::withoutPrivatePaths(status.trace);
   Json tasks = Json::array();
   for (const auto& t : status.tasks) tasks.push_back(taskStatusJson(t));
   return {{"name", status.name},
@@ -354,7 +355,7 @@ Json positionsJson(const control::PositionList& positions) {
 }
 
 Json errorJson(int httpStatus, std::string_view message) {
-  return {{"error_code", httpStatus}, {"message", std::string(message)}};
+  return {{"error_code", httpStatus}, {"message", core::withoutPrivatePaths(message)}};
 }
 
 std::string dumpJson(const Json& j, int indent) {

@@ -97,7 +97,8 @@ Json pluginJson(const runtime::PluginInfo& plugin, bool detailed = false);
 // {"offsets": [{"partition": {...}, "offset": {...}}]}. The values of kafka_partition and
 // kafka_offset are rendered as numbers when they are integers (as Kafka Connect does).
 Json positionsJson(const control::PositionList& positions);
-// {"error_code": status, "message": message}
+// {"error_code": status, "message": message}, the worker's private folders (data.dir) in the
+// message shown relative to them (core::withoutPrivatePaths).
 Json errorJson(int httpStatus, std::string_view message);
 
 // Serialises without ever throwing (invalid UTF-8 is replaced).

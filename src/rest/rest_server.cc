@@ -6,6 +6,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <atomic>
+#include <cstdio>
+#include <random>
 #include <set>
 
 #include "core/logging.h"
@@ -16,6 +19,16 @@
 
 namespace ferry::rest {
 namespace {
+
+// An unexpected failure: the details (an exception's text may name files, hosts or values) go
+// to the log under a short id; the answer carries only the id.
+std::string internalError(std::string_view request, std::string_view detail) {
+  static std::atomic<std::uint32_t> counter{std::random_device{}()};
+  char id[16];
+  std::snprintf(id, sizeof id, "%08x", counter.fetch_add(0x9E3779B9u));
+  core::logger("rest")->error("internal error {}: {} failed: {}", id, request, detail);
+  return std::string("internal error (id ") + id + "): the worker log has the details";
+}
 
 using httplib::Request;
 using httplib::Response;
@@ -203,8 +216,7 @@ class RestServer::Routes {
     try {
       (this->*(best->handler))(req, res, bestParams);
     } catch (const std::exception& e) {
-      core::logger("rest")->error("{} {} failed: {}", req.method, path, e.what());
-      sendError(res, 500, std::string("internal error: ") + e.what());
+      sendError(res, 500, internalError(req.method + " " + path, e.what()));
     }
   }
 
@@ -675,10 +687,7 @@ class RestServer::Routes {
     auto level = parseLoggerLevel(req.body);
     if (!level.isOk()) return sendStatus(res, level.status());
     auto changed = core::setLoggerLevel(p[0], *level);
-    if (!changed)
-      return sendError(
-          res, 400,
-          "unknown log level '" + *level + "': use TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF");
+    if (!changed.isOk()) return sendError(res, 400, changed.status().message());
     sendJson(res, 200, *changed);
   }
 
@@ -802,7 +811,7 @@ Status RestServer::start() {
     sendError(res, res.status, message);
     return httplib::Server::HandlerResponse::Handled;
   }));
-  server->set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+  server->set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
     try {
       if (ep) std::rethrow_exception(ep);
@@ -810,7 +819,7 @@ Status RestServer::start() {
       what = e.what();
     } catch (...) {
     }
-    sendError(res, 500, "internal error: " + what);
+    sendError(res, 500, internalError(req.method + " " + req.path, what));
   });
   server->set_logger([](const Request& req, const Response& res) {
     core::logger("rest")->debug("{} {} -> {}", req.method, req.target, res.status);
