@@ -108,12 +108,11 @@ void write(const Json& j, std::string& out) {
 
 simdjson::dom::parser boundedFastParser() {
   simdjson::dom::parser p;
-  // The depth is kept when the parser later grows its capacity for a longer text. simdjson
-  // counts the root as a level as well.
+  // The depth is kept when the parser later grows its capacity for a longer text.
   // Should that allocation fail, a later one would use simdjson's default depth: instead the
   // parser takes nothing (every parse answers CAPACITY and callers use the bounded nlohmann path).
   if (p.allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY,
-                 static_cast<std::size_t>(core::kRecordJsonLimits.maxDepth) + 1) !=
+                 static_cast<std::size_t>(core::kRecordJsonLimits.maxDepth)) !=
       simdjson::SUCCESS)
     p.set_max_capacity(0);
   return p;

@@ -106,7 +106,8 @@ std::string encode(const Event& e) {
 
 Result<Event> decode(std::string_view bytes) {
   auto parsed = core::parseJsonBounded<json>(bytes);
-  if (!parsed.isOk()) return Status::invalidArgument("cluster event: " + parsed.status().message());
+  if (!parsed.isOk())
+    return Status::invalidArgument("cluster event is not a JSON object (" + parsed.status().message() + ")");
   json j = std::move(*parsed);
   if (!j.is_object()) return Status::invalidArgument("cluster event is not a JSON object");
   FERRY_RETURN_IF_ERROR(need(j, "type", json::value_t::string));

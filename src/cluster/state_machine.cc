@@ -256,7 +256,8 @@ std::string ClusterState::toSnapshot() const {
 Result<ClusterState> ClusterState::fromSnapshot(std::string_view text) {
   using nlohmann::json;
   auto parsed = core::parseJsonBounded<json>(text);
-  if (!parsed.isOk()) return Status::invalidArgument("cluster snapshot: " + parsed.status().message());
+  if (!parsed.isOk())
+    return Status::invalidArgument("cluster snapshot is not a JSON object (" + parsed.status().message() + ")");
   json j = std::move(*parsed);
   if (!j.is_object()) return Status::invalidArgument("cluster snapshot is not a JSON object");
   try {

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <set>
 
+#include "core/json_bounds.h"
+
 namespace ferry::core {
 namespace {
 std::mutex g_mu;
@@ -93,8 +95,8 @@ Result<std::vector<std::string>> setLoggerLevel(const std::string& name, const s
   bool known = false;
   for (auto* k : kLevels) known |= (lv == k);
   if (!known)
-    return Status::invalidArgument(
-        "unknown log level: use TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF");
+    return Status::invalidArgument("unknown log level '" + jsonExcerpt(level, 0, 16) +
+                                   "': use TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF");
   auto lvl = spdlog::level::from_str(lv);
   std::vector<std::string> changed;
   if (name == "root") {
@@ -110,6 +112,8 @@ Result<std::vector<std::string>> setLoggerLevel(const std::string& name, const s
     });
     return changed;
   }
+  // The empty name is spdlog's default logger, not a name a caller may set.
+  if (name.empty()) return validateLoggerName(name);
   std::shared_ptr<spdlog::logger> target = spdlog::get(name);
   if (!target) {
     FERRY_RETURN_IF_ERROR(validateLoggerName(name));
