@@ -8,6 +8,8 @@
 #include <limits>
 #include <system_error>
 
+#include "core/json_bounds.h"
+
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
@@ -106,6 +108,13 @@ Result<Bytes> JsonConverter::fromRecord(const std::string& topic, const Bytes& d
   if (data.isNull()) return data;
   if (!isJson(data.view())) return notJson(topic, data, "for");
   if (!schemasEnable_) return data;
+  // The envelope adds a level: a value at the record bound could not be read back.
+  const int limit = core::kRecordJsonLimits.maxDepth;
+  if (core::jsonNesting(data.view(), limit) >= limit)
+    return Status::invalidArgument("JsonConverter: the " + role_ + " for topic '" + topic +
+                                   "' is nested " + std::to_string(limit) +
+                                   " levels deep; with schemas.enable=true at most " +
+                                   std::to_string(limit - 1) + " fit in the envelope");
   static constexpr std::string_view kHead = "{\"schema\":null,\"payload\":";
   std::string out;
   out.reserve(kHead.size() + data.size() + 1);

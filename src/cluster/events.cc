@@ -101,7 +101,7 @@ std::string encode(const Event& e) {
       j["trace"] = e.trace;
       break;
   }
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws on bad UTF-8
 }
 
 Result<Event> decode(std::string_view bytes) {

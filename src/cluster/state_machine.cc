@@ -250,7 +250,7 @@ std::string ClusterState::toSnapshot() const {
     statuses.push_back({{"connector", u.connector}, {"task", u.task}, {"state", st.state}, {"trace", st.trace},
                         {"worker", st.worker}, {"epoch", st.epoch}});
   j["statuses"] = statuses;
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws on bad UTF-8
 }
 
 Result<ClusterState> ClusterState::fromSnapshot(std::string_view text) {

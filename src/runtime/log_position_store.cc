@@ -22,7 +22,7 @@ std::optional<StringMap> fromJson(const nlohmann::json& j) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it->is_string()) m[it.key()] = it->get<std::string>();
     else if (it->is_null()) m[it.key()] = "";
-    else m[it.key()] = it->dump();
+    else m[it.key()] = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return m;
 }
@@ -30,7 +30,17 @@ std::optional<StringMap> fromJson(const nlohmann::json& j) {
 }  // namespace
 
 std::string LogPositionStore::encodeKey(const std::string& connector, const StringMap& partition) {
-  return nlohmann::json::array({connector, toJson(partition)}).dump();
+  return nlohmann::json::array({connector, toJson(partition)})
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string LogPositionStore::encodeValue(const StringMap& offset) {
+  return toJson(offset).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<StringMap> LogPositionStore::decodeValue(std::string_view value) {
+  auto j = core::parseJsonBounded<nlohmann::json>(value);
+  return j.isOk() ? fromJson(*j) : std::nullopt;
 }
 
 std::optional<std::pair<std::string, StringMap>> LogPositionStore::decodeKey(std::string_view key) {
@@ -70,8 +80,7 @@ Status LogPositionStore::reload(bool waitForOpen) {
           changes.push_back({key->first, Position{key->second, {}}});
           return;
         }
-        auto j = core::parseJsonBounded<nlohmann::json>(m.value.view());
-        auto off = j.isOk() ? fromJson(*j) : std::nullopt;
+        auto off = decodeValue(m.value.view());
         if (!off) {
           ++skipped;
           return;
@@ -113,7 +122,7 @@ std::vector<backbone::Message> LogPositionStore::encode(const std::string& conne
     backbone::Message m;
     m.topic = topic_;
     m.key = Bytes(encodeKey(connector, p.partition));
-    if (!p.offset.empty()) m.value = Bytes(toJson(p.offset).dump());
+    if (!p.offset.empty()) m.value = Bytes(encodeValue(p.offset));
     out.push_back(std::move(m));
   }
   return out;
