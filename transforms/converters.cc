@@ -9,7 +9,6 @@
 #include <system_error>
 
 #include "core/json_bounds.h"
-
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
