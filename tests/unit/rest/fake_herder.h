@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "control/herder.h"
 
@@ -41,8 +42,15 @@ class FakeHerder : public control::Herder {
     return calls_;
   }
 
+  // connectors() throws this text from now on (an unexpected failure inside a handler).
+  void setThrowOnList(std::string what) {
+    std::lock_guard l(mu_);
+    throwOnList_ = std::move(what);
+  }
+
   std::vector<std::string> connectors() const override {
     std::lock_guard l(mu_);
+    if (!throwOnList_.empty()) throw std::runtime_error(throwOnList_);
     std::vector<std::string> out;
     for (const auto& [k, v] : entries_) out.push_back(k);
     return out;
@@ -301,6 +309,7 @@ class FakeHerder : public control::Herder {
 
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;  // guarded by mu_
+  std::string throwOnList_;               // guarded by mu_
   std::string healthProblem_;             // guarded by mu_
   std::vector<std::string> calls_;        // guarded by mu_
 };
