@@ -244,6 +244,9 @@ ParseError parseFloating(std::string_view text, T& out) {
       std::from_chars(text.data(), text.data() + text.size(), out, std::chars_format::general);
   if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) return ParseError::kOutOfRange;
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return ParseError::kNotANumber;
+  // Every NaN spelling ("-nan", "nan(0x1)") is Java's one NaN (as Double.parseDouble("-NaN")): the
+  // bits written must not depend on the spelling, and toRecord writes every NaN back as "NaN".
+  if (std::isnan(out)) out = std::numeric_limits<T>::quiet_NaN();
   return ParseError::kNone;
 }
 
