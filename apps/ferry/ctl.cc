@@ -1,11 +1,12 @@
 #include "ferry/ctl.h"
 
-#include <httplib.h>
+#include <curl/curl.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "core/fs.h"
@@ -79,10 +80,21 @@ struct Reply {
   Json json;  // parsed body (null when empty or not JSON)
 };
 
-// A REST client bound to one base URL; prints transport and server errors itself.
+// TLS files and credentials for the REST client (--cacert, --cert, --key, --user, --token).
+struct ClientAuth {
+  std::string caCert;
+  std::string cert;
+  std::string key;
+  std::string user;      // NAME or NAME:PASSWORD
+  std::string password;  // when not part of `user`
+  std::string token;
+};
+
+// A REST client bound to one base URL (libcurl); prints transport and server errors itself.
 class Api {
  public:
-  Api(std::string url, std::ostream& err) : url_(std::move(url)), err_(err) {
+  Api(std::string url, ClientAuth auth, std::ostream& err)
+      : url_(std::move(url)), auth_(std::move(auth)), err_(err) {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
   }
 
@@ -91,39 +103,87 @@ class Api {
   // Sends a request; returns kExitOk with `reply` filled for a 2xx answer, otherwise prints
   // what went wrong and returns kExitServerError or kExitUnreachable.
   int call(const std::string& method, const std::string& path, const Json* body, Reply& reply) {
-    httplib::Client client(url_);
-    client.set_connection_timeout(5);
-    client.set_read_timeout(30);
-    client.set_write_timeout(30);
-    std::string payload = body ? dump(*body) : std::string();
-    const char* type = "application/json";
-    auto send = [&]() {
-      if (method == "POST") return client.Post(path, payload, type);
-      if (method == "PUT") return client.Put(path, payload, type);
-      if (method == "PATCH") return client.Patch(path, payload, type);
-      if (method == "DELETE") return client.Delete(path);
-      return client.Get(path);
-    };
-    httplib::Result res = send();
-    if (!res) {
-      err_ << "error: cannot reach ferry at " << url_ << ": " << httplib::to_string(res.error())
-           << "\n";
+    static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+    (void)initialised;
+    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+    if (!curl) {
+      err_ << "error: cannot initialise the HTTP client\n";
       return kExitUnreachable;
     }
-    reply.status = res->status;
-    reply.body = res->body;
-    auto replyJson = core::parseJsonBounded<Json>(res->body);
+    CURL* c = curl.get();
+    std::string payload = body ? dump(*body) : std::string();
+    std::string url = url_ + path;
+    std::string received;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Api::collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &received);
+    if (body) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, payload.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
+    }
+    struct curl_slist* headers = nullptr;
+    headers = curl_slist_append(headers, "Accept: application/json");
+    if (body) headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    std::string bearer;
+    if (!auth_.token.empty()) {
+      bearer = "Authorization: Bearer " + auth_.token;
+      headers = curl_slist_append(headers, bearer.c_str());
+    } else if (!auth_.user.empty()) {
+      std::string userpwd = auth_.user;
+      if (userpwd.find(':') == std::string::npos) userpwd += ":" + auth_.password;
+      curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+      curl_easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
+    }
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> headerList(headers, curl_slist_free_all);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    if (!auth_.caCert.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, auth_.caCert.c_str());
+    if (!auth_.cert.empty()) {
+      curl_easy_setopt(c, CURLOPT_SSLCERT, auth_.cert.c_str());
+      curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!auth_.key.empty()) {
+      curl_easy_setopt(c, CURLOPT_SSLKEY, auth_.key.c_str());
+      curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) {
+      err_ << "error: cannot reach ferry at " << url_ << ": "
+           << (errbuf[0] ? errbuf : curl_easy_strerror(rc)) << "\n";
+      return kExitUnreachable;
+    }
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    reply.status = static_cast<int>(status);
+    reply.body = std::move(received);
+    auto replyJson = core::parseJsonBounded<Json>(reply.body);
     reply.json = replyJson.isOk() ? std::move(*replyJson) : Json();
-    if (res->status >= 200 && res->status < 300) return kExitOk;
+    if (reply.status >= 200 && reply.status < 300) return kExitOk;
     std::string message = field(reply.json, "message");
-    if (message.empty()) message = res->body.empty() ? "(no message)" : res->body;
-    err_ << "error: " << method << " " << path << " answered " << res->status << ": " << message
+    if (message.empty()) message = reply.body.empty() ? "(no message)" : reply.body;
+    err_ << "error: " << method << " " << path << " answered " << reply.status << ": " << message
          << "\n";
     return kExitServerError;
   }
 
  private:
+  static std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
+    auto* s = static_cast<std::string*>(out);
+    constexpr std::size_t kMaxAnswer = 256u << 20;
+    if (s->size() + size * n > kMaxAnswer) return 0;  // aborts the transfer
+    s->append(data, size * n);
+    return size * n;
+  }
+
   std::string url_;
+  ClientAuth auth_;
   std::ostream& err_;
 };
 
@@ -301,6 +361,21 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::string url = env && *env ? env : "http://127.0.0.1:8082";
   app.add_option("--url", url,
                  "the worker's REST URL (default $FERRY_URL or http://127.0.0.1:8082)");
+  ClientAuth auth;
+  auto fromEnv = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  auth.user = fromEnv("FERRY_REST_USER");
+  auth.password = fromEnv("FERRY_REST_PASSWORD");
+  auth.token = fromEnv("FERRY_REST_TOKEN");
+  app.add_option("--cacert", auth.caCert, "https: PEM file of the CAs that sign the worker's certificate");
+  app.add_option("--cert", auth.cert, "https: client certificate (PEM) for workers that ask for one");
+  app.add_option("--key", auth.key, "https: private key (PEM) of --cert");
+  app.add_option("--user", auth.user,
+                 "HTTP basic credentials NAME[:PASSWORD] (default $FERRY_REST_USER, password "
+                 "$FERRY_REST_PASSWORD)");
+  app.add_option("--token", auth.token, "bearer token (default $FERRY_REST_TOKEN)");
 
   std::string name, file, nameOverride, output = "table";
   bool includeTasks = false, onlyFailed = false;
@@ -371,7 +446,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
 
-  Api api(url, err);
+  Api api(url, auth, err);
   if (!api.validUrl()) {
     err << "error: --url must start with http:// or https://, not '" << url << "'\n";
     return kExitUsage;

@@ -4,7 +4,10 @@
 //                         plugins|validate ...
 //
 // --url defaults to $FERRY_URL, else http://127.0.0.1:8082. Read commands take `-o json` to print
-// the server's JSON instead of a table.
+// the server's JSON instead of a table. https:// URLs take --cacert FILE (CAs of the worker's
+// certificate), --cert FILE and --key FILE (a client certificate); --user NAME[:PASSWORD]
+// (or $FERRY_REST_USER / $FERRY_REST_PASSWORD) sends HTTP basic credentials, --token TOKEN (or
+// $FERRY_REST_TOKEN) a bearer token. The HTTP client is libcurl.
 // Exit codes: 0 success; 1 the server answered an error (its message is printed) or, for
 // `validate`, the config has errors; 2 usage error (bad arguments, unreadable definition file);
 // 3 the server cannot be reached (the URL is named).

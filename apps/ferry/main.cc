@@ -3,6 +3,7 @@
 //   ferry standalone worker.properties [connector.json|.yaml|.properties ...]
 //   ferry distributed worker.properties [connector.json|.yaml|.properties ...]   (src/cluster/README.md)
 //   ferry ctl [--url URL] <command> ...      (see apps/ferry/ctl.h)
+//   ferry passwd NAME ROLE / ferry token NAME ROLE  (REST credentials, apps/ferry/credentials.h)
 //   ferry version
 //
 // Standalone start-up order: worker config -> data.dir lock -> stores -> embedded backbone ->
@@ -13,6 +14,8 @@
 // after the backbone is closed, without running destructors those threads may still use (see
 // src/runtime/README.md, "Stopping tasks").
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <filesystem>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -34,6 +37,7 @@
 #include "core/logging.h"
 #include "core/private_paths.h"
 #include "core/properties.h"
+#include "credentials.h"
 #include "ctl.h"
 #include "rest/rest_server.h"
 #include "runtime/plugins.h"
@@ -59,6 +63,8 @@ void usage(std::ostream& out) {
       << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
       << "  ferry distributed WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
       << "  ferry ctl [--url URL] list|get|create|apply|status|pause|resume|stop|restart|delete|offsets|plugins|validate ...\n"
+      << "  ferry passwd NAME ROLE [--iterations N]   (password on stdin; prints a rest.auth.users.file line)\n"
+      << "  ferry token NAME ROLE                      (prints a new token and its rest.auth.tokens.file line)\n"
       << "  ferry version\n";
 }
 
@@ -135,6 +141,51 @@ ferry::Result<ferry::runtime::WorkerConfig> loadWorkerConfig(const char* path) {
   return *cfg;
 }
 
+// The REST server's options from the worker config (rest.*, access.control.*).
+ferry::rest::RestOptions restOptionsFor(const ferry::runtime::WorkerConfig& worker) {
+  ferry::rest::RestOptions ropts;
+  ropts.host = worker.restHost;
+  ropts.port = worker.restPort;
+  ropts.version = FERRY_VERSION;
+  ropts.commit = FERRY_GIT_COMMIT;
+  ropts.webRoot = worker.webRoot;
+  ropts.rocketmqCompat = worker.restRocketmqCompat;
+  ropts.listeners = worker.restListeners;
+  ropts.tls.keystoreLocation = worker.restKeystoreLocation;
+  ropts.tls.keystoreType = worker.restKeystoreType;
+  ropts.tls.keyPassword = worker.restKeyPassword;
+  ropts.tls.truststoreLocation = worker.restTruststoreLocation;
+  ropts.tls.clientAuthentication = worker.restClientAuthentication;
+  ropts.tls.enabledProtocols = worker.restEnabledProtocols;
+  ropts.headerTimeout = std::chrono::milliseconds(worker.restHeaderTimeoutMs);
+  ropts.bodyTimeout = std::chrono::milliseconds(worker.restBodyTimeoutMs);
+  ropts.idleTimeout = std::chrono::milliseconds(worker.restIdleTimeoutMs);
+  ropts.writeTimeout = std::chrono::milliseconds(worker.restWriteTimeoutMs);
+  ropts.maxConnections = static_cast<std::size_t>(worker.restMaxConnections);
+  ropts.requestQueueSize = static_cast<std::size_t>(worker.restRequestQueueSize);
+  auto& sec = ropts.security;
+  sec.bindHosts = ferry::rest::listenerHosts(ropts);
+  sec.auth.clientCertRequired = ferry::rest::clientCertsRequired(ropts);
+  sec.auth.usersFile = worker.restAuthUsersFile;
+  sec.auth.tokensFile = worker.restAuthTokensFile;
+  sec.auth.mtlsDefaultRole = ferry::rest::parseRole(worker.restAuthMtlsDefaultRole);
+  sec.allowUnauthenticated = worker.restAuthAllowUnauthenticated;
+  sec.allowedHostNames = worker.restAllowedHostNames;
+  sec.corsAllowOrigins = worker.accessControlAllowOrigin;
+  sec.corsAllowMethods = worker.accessControlAllowMethods;
+  return ropts;
+}
+
+// REST's start-up checks (exposure without authentication, credential files) before anything
+// else starts, so a refused worker touches no store, backbone or cluster.
+ferry::Status checkRestSecurity(const ferry::runtime::WorkerConfig& worker) {
+  auto ropts = restOptionsFor(worker);
+  if (auto s = ferry::rest::checkListenerPolicy(ropts.security); !s.isOk()) return s;
+  ferry::rest::Authenticator auth(ropts.security.auth);
+  if (auth.enabled()) return auth.load();
+  return ferry::Status::ok();
+}
+
 // Blocks SIGINT/SIGTERM (taken by sigwait() on the main thread) before any thread starts.
 sigset_t blockSignals() {
   sigset_t signals;
@@ -153,21 +204,20 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
           const std::function<std::size_t()>& stopHerder) {
   using namespace ferry;
   auto log = core::logger("worker");
-  rest::RestOptions ropts;
-  ropts.host = worker.restHost;
-  ropts.port = worker.restPort;
-  ropts.version = FERRY_VERSION;
-  ropts.commit = FERRY_GIT_COMMIT;
-  ropts.webRoot = worker.webRoot;
   core::registerPrivateFolder(worker.dataDir);  // error answers name files relative to it
-  rest::RestServer server(herder, ropts);
+  rest::RestServer server(herder, restOptionsFor(worker));
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();
     backbone.close();
     return fail("REST: " + s.toString());
   }
-  log->info("ferry {} {} worker {} ready: REST on http://{}:{}, {}", FERRY_VERSION, mode, worker.workerId,
-            worker.restHost, server.port(), where);
+  std::string restWhere = "http://" + worker.restHost + ":" + std::to_string(server.port());
+  if (!worker.restListeners.empty()) {
+    restWhere.clear();
+    for (const auto& l : worker.restListeners) restWhere += (restWhere.empty() ? "" : ", ") + l;
+  }
+  log->info("ferry {} {} worker {} ready: REST on {}, {}", FERRY_VERSION, mode, worker.workerId, restWhere,
+            where);
   int sig = 0;
   sigwait(&signals, &sig);
   log->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -220,16 +270,32 @@ int runStandalone(int argc, char** argv) {
   runtime::WorkerConfig worker = *cfg;
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
+  if (auto s = checkRestSecurity(worker); !s.isOk()) return fail("REST: " + s.message());
 
   // One worker per data folder.
   if (auto s = core::ensureDir(worker.dataDir); !s.isOk()) return fail(s.toString());
   const std::string lockPath = worker.dataDir + "/.lock";
-  int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lockFd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
     return fail("data.dir " + worker.dataDir + " is in use by another ferry worker (lock " + lockPath + ")");
+  (void)::fchmod(lockFd, 0600);  // a lock file an older version made 0644
 
   const std::string storeDir = worker.dataDir + "/store";
   if (auto s = core::ensureDir(storeDir); !s.isOk()) return fail(s.toString());
+  // The stores hold connector configs (and their secrets, unless they are provider references):
+  // the folders are the owner's alone, whatever an older version or the umask left.
+  for (const std::string& dir : {worker.dataDir, storeDir}) {
+    std::vector<std::string> paths{dir};
+    if (dir == storeDir)
+      for (const auto& e : std::filesystem::directory_iterator(storeDir, std::filesystem::directory_options::skip_permission_denied))
+        if (e.is_regular_file()) paths.push_back(e.path().string());
+    for (const auto& path : paths) {
+      auto was = core::restrictMode(path);
+      if (!was.isOk()) return fail(was.status().toString());
+      if (*was)
+        log->warn("{} was mode {:04o}, readable by other users; tightened to {:04o}", path, **was, **was & 07700);
+    }
+  }
   auto configs = store::openFileConfigStore(storeDir);
   if (!configs.isOk()) return fail("config store: " + configs.status().toString());
   auto positions = store::openFilePositionStore(storeDir);
@@ -296,6 +362,7 @@ int runDistributed(int argc, char** argv) {
                 "state lives in the backbone; backbone is " + worker.backbone + ")");
   core::initLogging(worker.logLevel);
   auto log = core::logger("worker");
+  if (auto s = checkRestSecurity(worker); !s.isOk()) return fail("REST: " + s.message());
   auto opened = openBackbone(worker);
   if (!opened.isOk()) return fail(opened.status().toString());
   std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);
@@ -320,7 +387,9 @@ int runDistributed(int argc, char** argv) {
   dopts.log = clusterLog->get();
   dopts.snapshots = snapshots->get();
   dopts.member.workerId = worker.workerId;
-  dopts.member.url = "http://" + worker.restHost + ":" + std::to_string(worker.restPort);
+  dopts.member.url = worker.restListeners.empty()
+                         ? "http://" + worker.restHost + ":" + std::to_string(worker.restPort)
+                         : worker.restListeners.front();
   dopts.member.capacity = worker.clusterWorkerCapacity;
   dopts.member.heartbeatIntervalMs = worker.clusterHeartbeatIntervalMs;
   dopts.member.leaseMarginMs = worker.clusterLeaseMarginMs;
@@ -351,6 +420,8 @@ int main(int argc, char** argv) {
   if (cmd == "standalone") return runStandalone(argc, argv);
   if (cmd == "distributed") return runDistributed(argc, argv);
   if (cmd == "ctl") return ferry::ctl::run(argc - 1, argv + 1);
+  if (cmd == "passwd") return ferry::credentials::runPasswd(argc - 1, argv + 1);
+  if (cmd == "token") return ferry::credentials::runToken(argc - 1, argv + 1);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "ferry " << FERRY_VERSION << " (" << FERRY_GIT_COMMIT << ")\n";
     return 0;

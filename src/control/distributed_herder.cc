@@ -63,6 +63,7 @@ struct Running {
   std::unique_ptr<ClusterConnectorContext> context;
   std::unique_ptr<TaskRunner> runner;  // task units
   bool failed = false;                 // instance failed to start: not retried until restarted
+  bool paused = false;                 // instance: the target it last reported (PAUSED or RUNNING)
   std::int64_t restartAtMs = -1;       // task failed: restart locally at
   int failures = 0;
 };
@@ -101,7 +102,10 @@ class HerderImpl final : public DistributedHerder {
   // ----- reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const {
+    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
+                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy};
+  }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -369,6 +373,7 @@ class HerderImpl final : public DistributedHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   std::vector<MetricSample> metrics() const override {
     std::vector<MetricSample> out;
@@ -624,10 +629,17 @@ class HerderImpl final : public DistributedHerder {
       auto c = s.connectors().find(u.connector);
       if (c == s.connectors().end() || c->second.target == "STOPPED") continue;
       const bool paused = c->second.target == "PAUSED";
+      bool reportInstance = false;  // a running connector instance follows pause/resume in its status
+      std::int64_t instanceEpoch = 0;
       {
         std::lock_guard lock(unitsMu_);
         auto r = units_.find(u);
         if (r != units_.end()) {
+          if (u.task < 0 && !r->second.failed && r->second.paused != paused) {
+            r->second.paused = paused;
+            reportInstance = true;
+            instanceEpoch = r->second.epoch;
+          }
           if (r->second.runner) {
             if (r->second.runner->finished() && r->second.runner->failed()) {
               if (r->second.restartAtMs < 0) {
@@ -641,8 +653,12 @@ class HerderImpl final : public DistributedHerder {
               r->second.runner->setPaused(paused);
             }
           }
-          continue;
+          if (!reportInstance) continue;
         }
+      }
+      if (reportInstance) {
+        reportStatus(u, instanceEpoch, paused ? State::kPaused : State::kRunning, "");
+        continue;
       }
       Running r;
       r.epoch = own.epoch;
@@ -683,7 +699,7 @@ class HerderImpl final : public DistributedHerder {
     r.context = std::make_unique<ClusterConnectorContext>(*this, u.connector);
     std::vector<StringMap> taskConfigs;
     Status s = startConnectorInstance(*o_.registry, u.connector, c.config, shape->shape, *r.context, r.instance,
-                                      taskConfigs);
+                                      taskConfigs, o_.worker.configProviders.get());
     if (!s.isOk()) {
       r.failed = true;
       log_->error("connector {} failed: {}", u.connector, s.toString());
@@ -698,6 +714,7 @@ class HerderImpl final : public DistributedHerder {
       e.taskConfigs = std::move(taskConfigs);
       appendQuiet(e);
     }
+    r.paused = paused;
     reportStatus(u, epoch, paused ? State::kPaused : State::kRunning, "");
     log_->info("started connector {} (epoch {})", u.connector, epoch);
   }

@@ -19,6 +19,7 @@
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "runtime/plugins.h"
+#include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
 #include "store/store.h"
 
@@ -69,6 +70,9 @@ struct ConfigReport {
   std::vector<std::string> groups;
   std::vector<ConfigKeyReport> keys;
   int errorCount = 0;
+  // Keys nobody declared, accepted (worker key config.unknown.keys=accept): key -> message.
+  // Not counted in errorCount.
+  std::vector<std::pair<std::string, std::string>> warnings;
 };
 
 // One source position as REST shows it: {"partition": {...}, "offset": {...}}; for sink
@@ -135,6 +139,14 @@ class Herder {
   // A transform chain built from `config` (transforms=..., predicates=...) with this worker's
   // plugins, for trying transforms and rules out (POST /rules/test); it touches no connector.
   virtual Result<std::unique_ptr<runtime::TransformChain>> buildTransformChain(const StringMap& config) const = 0;
+
+  // `config` as it may leave the worker (REST answers, ferry ctl): values of keys the config's
+  // plugins declare as passwords, and of undeclared keys whose names look secret, replaced by
+  // "[hidden]"; provider references stay visible (runtime/secrets.h has the rule). Without a
+  // registry only the framework's declarations are known.
+  virtual StringMap maskConfig(const StringMap& config) const {
+    return runtime::maskConfig(config, runtime::frameworkSecretKeys(config));
+  }
 
   // Snapshot of the worker's metrics (Prometheus rendering is REST's job).
   virtual std::vector<MetricSample> metrics() const = 0;

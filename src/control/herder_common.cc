@@ -2,9 +2,12 @@
 // sink offsets in backbone groups, starting a connector instance and computing its task configs.
 #include "control/herder_common.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "runtime/config_util.h"
+#include "runtime/secrets.h"
 
 namespace ferry::control {
 
@@ -14,7 +17,39 @@ namespace {
 
 std::string get(const StringMap& m, const std::string& k) { return runtime::configValue(m, k); }
 
+// `config` with its references resolved for a check; a reference that cannot be resolved keeps
+// its raw text and becomes an error on its key (the message names the reference, not a value).
+StringMap resolvedForCheck(const StringMap& config, const WorkerLimits& limits,
+                           std::map<std::string, std::string>& errors) {
+  if (limits.providers == nullptr) return config;
+  StringMap out = config;
+  for (auto& [k, v] : out) {
+    auto r = limits.providers->resolveValue(k, v);
+    if (r.isOk())
+      v = std::move(*r);
+    else
+      errors[k] = r.status().message();
+  }
+  return out;
+}
+
+// The secret values of a config as given and as resolved, for scrubbing messages.
+std::vector<std::string> secretsOf(const runtime::PluginRegistry& registry, const StringMap& raw,
+                                   const StringMap& resolved) {
+  const auto keys = runtime::secretKeysOf(registry, resolved);
+  auto out = runtime::secretValues(raw, keys);
+  for (auto& v : runtime::secretValues(resolved, keys)) out.push_back(std::move(v));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a < b;
+  });
+  return out;
+}
+
 }  // namespace
+
+StringMap maskedConfig(const runtime::PluginRegistry& registry, const StringMap& config) {
+  return runtime::maskConfig(registry, config);
+}
 
 ConnectorType typeOf(ConnectorShape s) {
   switch (s) {
@@ -37,7 +72,30 @@ Status validName(const std::string& name) {
 std::string sinkGroupOf(const std::string& connector) { return "connect-" + connector; }
 
 void checkWorkerLimits(const StringMap& config, ConnectorShape shape, const WorkerLimits& limits,
-                       ConfigValidation& validation) {
+                       ConfigValidation& validation, std::vector<std::pair<std::string, std::string>>* warnings) {
+  // Client overrides under the worker's policy (Kafka Connect's ConnectorClientConfigOverridePolicy).
+  for (const auto& [k, v] : config) {
+    for (const char* prefix : runtime::kClientOverridePrefixes) {
+      const std::string p = prefix;
+      if (k.compare(0, p.size(), p) != 0) continue;
+      const std::string client = k.substr(p.size());
+      const bool allowed = limits.overridePolicy == "All" ||
+                           (limits.overridePolicy == "Principal" &&
+                            (client == "sasl.jaas.config" || client == "sasl.mechanism" || client == "security.protocol"));
+      if (!allowed)
+        validation.errors[k].push_back("The '" + limits.overridePolicy + "' policy does not allow '" + client +
+                                       "' to be overridden in the connector configuration "
+                                       "(worker key connector.client.config.override.policy)");
+    }
+  }
+  if (!limits.refuseUnknownKeys) {
+    for (const auto& k : validation.unknownKeys)
+      if (warnings)
+        warnings->emplace_back(k, "unknown configuration key '" + k +
+                                      "': accepted and passed to the connector, which does not declare it "
+                                      "(a typo? the worker refuses such keys with config.unknown.keys=refuse)");
+    validation.unknownKeys.clear();
+  }
   const std::string tasks = get(config, "tasks.max");
   if (!tasks.empty()) {
     std::int64_t n = 0;
@@ -82,13 +140,21 @@ Result<runtime::ConnectorShape> checkConnectorConfig(const runtime::PluginRegist
     return Status::invalidArgument("name: the config's name '" + it->second + "' differs from the connector name '" +
                                    name + "'");
   config["name"] = name;
-  FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, config));
-  checkWorkerLimits(config, v.shape, limits, v.validation);
+  std::map<std::string, std::string> unresolved;
+  const StringMap resolved = resolvedForCheck(config, limits, unresolved);
+  auto validated = runtime::validateConnectorConfig(registry, resolved);
+  const auto secrets = secretsOf(registry, config, resolved);
+  if (!validated.isOk())
+    return Status(validated.status().code(), runtime::scrubSecrets(validated.status().message(), secrets));
+  auto& v = *validated;
+  checkWorkerLimits(resolved, v.shape, limits, v.validation);
+  for (const auto& [k, msg] : unresolved) v.validation.errors[k].push_back(msg);
   if (!v.validation.ok())
-    return Status::invalidArgument("Connector configuration is invalid and contains the following " +
-                                   v.validation.summary() +
-                                   "\nYou can also find the above list of errors at the endpoint "
-                                   "`/connector-plugins/{connectorType}/config/validate`");
+    return Status::invalidArgument(runtime::scrubSecrets("Connector configuration is invalid and contains the following " +
+                                                         v.validation.summary() +
+                                                         "\nYou can also find the above list of errors at the endpoint "
+                                                         "`/connector-plugins/{connectorType}/config/validate`",
+                                                         secrets));
   return v.shape;
 }
 
@@ -123,17 +189,32 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
                                     const StringMap& config, const WorkerLimits& limits) {
   StringMap cfg = config;
   if (get(cfg, "connector.class").empty()) cfg["connector.class"] = pluginClass;
-  FERRY_ASSIGN_OR_RETURN(auto v, runtime::validateConnectorConfig(registry, cfg));
-  checkWorkerLimits(cfg, v.shape, limits, v.validation);
+  std::map<std::string, std::string> unresolved;
+  const StringMap resolved = resolvedForCheck(cfg, limits, unresolved);
+  const auto secrets = secretsOf(registry, cfg, resolved);
+  auto validated = runtime::validateConnectorConfig(registry, resolved);
+  if (!validated.isOk())
+    return Status(validated.status().code(), runtime::scrubSecrets(validated.status().message(), secrets));
+  auto& v = *validated;
   ConfigReport report;
+  checkWorkerLimits(resolved, v.shape, limits, v.validation, &report.warnings);
+  for (const auto& [k, msg] : unresolved) v.validation.errors[k].push_back(msg);
+  for (auto& [k, msgs] : v.validation.errors)
+    for (auto& m : msgs) m = runtime::scrubSecrets(std::move(m), secrets);
+  // Values are echoed as given (references stay references), secrets as "[hidden]".
+  const runtime::SecretKeys secretKeys = runtime::secretKeysOf(registry, cfg);
   report.className = v.connectorClass.empty() ? pluginClass : v.connectorClass;
-  report.groups = {"Common", "Transforms", "Predicates", "Error Handling"};
+  // Kafka Connect lists the groups its keys use, in order of first use.
+  for (const auto& key : v.keys)
+    if (!key.group.empty() &&
+        std::find(report.groups.begin(), report.groups.end(), key.group) == report.groups.end())
+      report.groups.push_back(key.group);
   std::set<std::string> seen;
   for (const auto& key : v.keys) {
     ConfigKeyReport k;
     k.definition = key;
     if (auto it = cfg.find(key.name); it != cfg.end()) {
-      k.value = it->second;
+      k.value = secretKeys.hides(key.name, it->second) ? std::string(runtime::kHiddenValue) : it->second;
     } else {
       k.value = key.defaultValue;
     }
@@ -145,7 +226,8 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
     if (seen.count(name)) continue;
     ConfigKeyReport k;
     k.definition.name = name;
-    if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
+    if (auto it = cfg.find(name); it != cfg.end())
+      k.value = secretKeys.hides(name, it->second) ? std::string(runtime::kHiddenValue) : it->second;
     k.errors = msgs;
     seen.insert(name);
     report.keys.push_back(std::move(k));
@@ -153,7 +235,8 @@ Result<ConfigReport> validationReport(const runtime::PluginRegistry& registry, c
   for (const auto& name : v.validation.unknownKeys) {
     ConfigKeyReport k;
     k.definition.name = name;
-    if (auto it = cfg.find(name); it != cfg.end()) k.value = it->second;
+    if (auto it = cfg.find(name); it != cfg.end())
+      k.value = secretKeys.hides(name, it->second) ? std::string(runtime::kHiddenValue) : it->second;
     k.errors.push_back("unknown configuration key '" + name + "' (not declared by " + report.className +
                        " nor by the framework)");
     report.keys.push_back(std::move(k));
@@ -194,38 +277,50 @@ Status alterSinkOffsets(backbone::Backbone& backbone, const std::string& name, c
 
 Status startConnectorInstance(const runtime::PluginRegistry& registry, const std::string& name, const StringMap& config,
                               runtime::ConnectorShape shape, ConnectorContext& context, ConnectorInstances& out,
-                              std::vector<StringMap>& taskConfigs) {
-  const std::string cls = get(config, "connector.class");
+                              std::vector<StringMap>& taskConfigs, const runtime::ConfigProviders* providers) {
+  const StringMap raw = config;
+  StringMap resolvedConfig = raw;
+  if (providers != nullptr) {
+    auto r = providers->resolve(raw);
+    if (!r.isOk()) return r.status().withContext("starting connector " + name);
+    resolvedConfig = std::move(*r);
+  }
+  const StringMap& resolved = resolvedConfig;
+  const auto secrets = secretsOf(registry, raw, resolved);
+  const std::string cls = get(resolved, "connector.class");
   FERRY_ASSIGN_OR_RETURN(auto instance, registry.createConnector(cls));
   Status started;
   try {
-    started = instance->start(config, context);
+    started = instance->start(resolved, context);
   } catch (const std::exception& e) {
     started = Status::internal(std::string("start threw: ") + e.what());
   }
+  if (!started.isOk()) started = Status(started.code(), runtime::scrubSecrets(started.message(), secrets));
   FERRY_RETURN_IF_ERROR(started.withContext("starting connector " + name));
   out.instance = std::move(instance);
-  auto parsedMax = ConfigDef::parseValue(ConfigType::kInt, get(config, "tasks.max").empty() ? "1" : get(config, "tasks.max"));
+  auto parsedMax = ConfigDef::parseValue(ConfigType::kInt, get(resolved, "tasks.max").empty() ? "1" : get(resolved, "tasks.max"));
   const int maxTasks = parsedMax.isOk() ? static_cast<int>(std::get<std::int64_t>(*parsedMax)) : 1;
   FERRY_ASSIGN_OR_RETURN(auto own, out.instance->taskConfigs(maxTasks));
   if (static_cast<int>(own.size()) > maxTasks) own.resize(static_cast<std::size_t>(maxTasks));
   std::vector<StringMap> sinkOwn;
   if (shape == runtime::ConnectorShape::kDirect) {
-    const StringMap sinkCfg = runtime::sinkSideConfig(config);
+    const StringMap sinkCfg = runtime::sinkSideConfig(resolved);
     FERRY_ASSIGN_OR_RETURN(auto sink, registry.createConnector(get(sinkCfg, "connector.class")));
-    FERRY_RETURN_IF_ERROR(sink->start(sinkCfg, context).withContext("starting the sink side of " + name));
+    Status sinkStarted = sink->start(sinkCfg, context);
+    if (!sinkStarted.isOk()) sinkStarted = Status(sinkStarted.code(), runtime::scrubSecrets(sinkStarted.message(), secrets));
+    FERRY_RETURN_IF_ERROR(sinkStarted.withContext("starting the sink side of " + name));
     out.sinkInstance = std::move(sink);
     FERRY_ASSIGN_OR_RETURN(sinkOwn, out.sinkInstance->taskConfigs(std::max<int>(1, static_cast<int>(own.size()))));
     if (sinkOwn.empty()) sinkOwn.push_back({});
   }
   taskConfigs.clear();
   for (std::size_t i = 0; i < own.size(); ++i) {
-    StringMap t = config;
+    StringMap t = raw;
     for (const auto& [k, v] : own[i]) t[k] = v;
     if (!sinkOwn.empty())
       for (const auto& [k, v] : sinkOwn[i % sinkOwn.size()]) t["sink." + k] = v;
     t["task.id"] = std::to_string(i);
-    taskConfigs.push_back(std::move(t));
+    taskConfigs.push_back(providers != nullptr ? runtime::reReference(t, raw, resolved) : std::move(t));
   }
   return Status::ok();
 }

@@ -109,7 +109,10 @@ class HerderImpl final : public StandaloneHerder {
   // Reads
 
   std::string workerId() const override { return o_.worker.workerId; }
-  WorkerLimits limits() const { return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone}; }
+  WorkerLimits limits() const {
+    return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
+                        o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy};
+  }
   std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
 
   std::string healthProblem() const override {
@@ -376,6 +379,7 @@ class HerderImpl final : public StandaloneHerder {
   Result<ConfigReport> validateConfig(const std::string& pluginClass, const StringMap& config) const override {
     return validationReport(*o_.registry, pluginClass, config, limits());
   }
+  StringMap maskConfig(const StringMap& config) const override { return maskedConfig(*o_.registry, config); }
 
   // ---------------------------------------------------------------------------------------------
   // Metrics
@@ -780,7 +784,8 @@ Status HerderImpl::startInstance(const std::string& name, const Entry& wanted, R
                                  std::vector<StringMap>& taskConfigs) {
   rt.context = std::make_unique<ConnectorContextImpl>(*this, name);
   ConnectorInstances instances;
-  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs);
+  Status s = startConnectorInstance(*o_.registry, name, wanted.config, wanted.shape, *rt.context, instances, taskConfigs,
+                                    o_.worker.configProviders.get());
   rt.instance = std::move(instances.instance);
   rt.sinkInstance = std::move(instances.sinkInstance);
   return s;
@@ -846,7 +851,9 @@ void HerderImpl::reconcile(const std::string& name) {
     clearTaskStatuses(name);
     rt.connectorFailed = false;
     storeTaskConfigs(name, {});
-    setConnectorStatus(name, State::kStopped);
+    // STOPPED once its tasks have stopped (a sink's consumer has left its group), so the offsets
+    // can be changed as soon as the status says STOPPED; the stopping thread reconciles again.
+    if (!stopsPending(name)) setConnectorStatus(name, State::kStopped);
     return;
   }
   if (rt.connectorFailed && now < rt.connectorRestartAtMs) return;  // waiting for its automatic restart

@@ -45,7 +45,7 @@ Status syncDir(const std::string& path) {
   return Status::ok();
 }
 
-Status ensureDir(const std::string& path) {
+Status ensureDir(const std::string& path, unsigned mode) {
   namespace fs = std::filesystem;
   fs::path target = fs::path(path).lexically_normal();
   // "a/b/" normalises to "a/b/" (an empty last name); the folder is "a/b".
@@ -71,7 +71,7 @@ Status ensureDir(const std::string& path) {
     cur = up;
   }
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) != 0) {
+    if (::mkdir(it->c_str(), static_cast<mode_t>(mode)) != 0) {
       int err = errno;
       struct stat st {};
       // Someone else created it meanwhile: fine when it is a folder.
@@ -150,6 +150,15 @@ Result<std::string> readFile(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+Result<std::optional<unsigned>> restrictMode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errnoStatus("stat", path, errno);
+  const unsigned mode = st.st_mode & 07777;
+  if ((mode & 077) == 0) return std::optional<unsigned>();
+  if (::chmod(path.c_str(), static_cast<mode_t>(mode & 07700)) != 0) return errnoStatus("chmod", path, errno);
+  return std::optional<unsigned>(mode);
 }
 
 }  // namespace ferry::core

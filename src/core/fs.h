@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,7 +32,12 @@ Status writeSyncedFile(const std::string& path, std::string_view contents, unsig
 Result<std::string> readFile(const std::string& path);
 // mkdir -p; fsyncs the parent of every folder it creates (a new folder's name is durable only
 // once its parent is fsynced). An existing folder is OK; an existing non-folder is Unavailable.
-Status ensureDir(const std::string& path);
+// New folders get `mode` (default 0700: ferry's folders hold configs and records; the umask may
+// only remove bits). An existing folder keeps its mode (restrictMode tightens one).
+Status ensureDir(const std::string& path, unsigned mode = 0700);
+// Removes the group and other bits of `path` (a folder or file) when it has any, keeping the
+// owner's. Returns the mode it had when it changed it, nullopt when it was already private.
+Result<std::optional<unsigned>> restrictMode(const std::string& path);
 // Reads exactly `size` bytes at `offset` of the open file `fd` (retrying short reads and EINTR);
 // Unavailable naming `path` when the file ends first or a read fails.
 Result<std::string> readAt(int fd, std::uint64_t offset, std::size_t size, const std::string& path);

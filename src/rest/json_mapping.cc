@@ -155,6 +155,9 @@ Result<control::PositionList> parseOffsets(std::string_view body) {
     return Status::invalidArgument("field 'offsets' is required");
   if (!offsets->is_array())
     return Status::invalidArgument("field 'offsets' must be an array, not " + describe(*offsets));
+  // Kafka Connect refuses an empty list: nothing to alter is a mistake, not a no-op.
+  if (offsets->empty())
+    return Status::invalidArgument("Partitions / offsets need to be provided for an alter offsets request");
   control::PositionList out;
   for (std::size_t i = 0; i < offsets->size(); ++i) {
     const Json& e = (*offsets)[i];
@@ -216,12 +219,21 @@ const char* connectorTypeText(control::ConnectorType t) noexcept {
     case control::ConnectorType::kSink:
       return "sink";
     case control::ConnectorType::kDirect:
-      return "direct";
+      // Kafka Connect's clients know only source and sink; a direct connector reads an outside
+      // system like a source does (its positions are source positions). ferry_type says more.
+      return "source";
     case control::ConnectorType::kUnknown:
       return "unknown";
   }
   return "unknown";
 }
+
+namespace {
+// ferry's own shape beside Kafka's `type`, only where the two differ.
+void addFerryType(Json& j, control::ConnectorType t) {
+  if (t == control::ConnectorType::kDirect) j["ferry_type"] = "direct";
+}
+}  // namespace
 
 const char* pluginTypeText(PluginKind k) noexcept {
   switch (k) {
@@ -242,28 +254,36 @@ const char* pluginTypeText(PluginKind k) noexcept {
 Json connectorInfoJson(const control::ConnectorInfo& info) {
   Json tasks = Json::array();
   for (int id : info.tasks) tasks.push_back({{"connector", info.name}, {"task", id}});
-  return {{"name", info.name},
-          {"config", info.config},
-          {"tasks", std::move(tasks)},
-          {"type", connectorTypeText(info.type)}};
+  Json j = {{"name", info.name},
+            {"config", info.config},
+            {"tasks", std::move(tasks)},
+            {"type", connectorTypeText(info.type)}};
+  addFerryType(j, info.type);
+  return j;
 }
 
-Json taskStatusJson(const control::TaskStateInfo& task) {
-  Json j = {{"id", task.id}, {"state", stateText(task.state)}, {"worker_id", task.workerId}};
+Json taskStatusJson(const control::TaskStateInfo& task, const std::string& version) {
+  Json j = {{"id", task.id},
+            {"state", stateText(task.state)},
+            {"worker_id", task.workerId},
+            {"version", version}};
   if (!task.trace.empty()) j["trace"] = core::withoutPrivatePaths(task.trace);
   if (!task.dataLoss.empty()) j["data_loss"] = task.dataLoss;
   return j;
 }
 
-Json connectorStatusJson(const control::ConnectorStateInfo& status) {
-  Json connector = {{"state", stateText(status.state)}, {"worker_id", status.workerId}};
+Json connectorStatusJson(const control::ConnectorStateInfo& status, const std::string& version) {
+  Json connector = {
+      {"state", stateText(status.state)}, {"worker_id", status.workerId}, {"version", version}};
   if (!status.trace.empty()) connector["trace"] = core::withoutPrivatePaths(status.trace);
   Json tasks = Json::array();
-  for (const auto& t : status.tasks) tasks.push_back(taskStatusJson(t));
-  return {{"name", status.name},
-          {"connector", std::move(connector)},
-          {"tasks", std::move(tasks)},
-          {"type", connectorTypeText(status.type)}};
+  for (const auto& t : status.tasks) tasks.push_back(taskStatusJson(t, version));
+  Json j = {{"name", status.name},
+            {"connector", std::move(connector)},
+            {"tasks", std::move(tasks)},
+            {"type", connectorTypeText(status.type)}};
+  addFerryType(j, status.type);
+  return j;
 }
 
 Json taskConfigsJson(const std::string& connector, const std::vector<control::TaskInfo>& tasks) {
@@ -274,6 +294,7 @@ Json taskConfigsJson(const std::string& connector, const std::vector<control::Ta
 }
 
 Json configKeyJson(const ConfigKey& key, int orderInGroup) {
+  // Kafka Connect 4.x's ConfigKeyInfo: `order` (not order_in_group), null for no default.
   Json j = {{"name", key.name},
             {"type", configTypeName(key.type)},
             {"required", key.required()},
@@ -281,11 +302,15 @@ Json configKeyJson(const ConfigKey& key, int orderInGroup) {
             {"importance", importanceName(key.importance)},
             {"documentation", key.documentation},
             {"group", nullptr},
-            {"order_in_group", orderInGroup},
+            {"order", orderInGroup},
             {"width", "NONE"},
             {"display_name", key.displayName.empty() ? key.name : key.displayName},
             {"dependents", Json::array()}};
-  if (key.defaultValue) j["default_value"] = *key.defaultValue;
+  // An empty default is "no default" to Kafka's clients (null), except for lists and booleans
+  // where "" is a value Kafka Connect shows as well.
+  if (key.defaultValue &&
+      (!key.defaultValue->empty() || key.type == ConfigType::kList || key.type == ConfigType::kBool))
+    j["default_value"] = *key.defaultValue;
   if (!key.group.empty()) j["group"] = key.group;
   return j;
 }
@@ -314,14 +339,28 @@ Json configReportJson(const control::ConfigReport& report) {
     configs.push_back(
         {{"definition", configKeyJson(k.definition, o)}, {"value", std::move(value)}});
   }
-  return {{"name", report.className},
-          {"error_count", report.errorCount},
-          {"groups", report.groups},
-          {"configs", std::move(configs)}};
+  Json j = {{"name", report.className},
+            {"error_count", report.errorCount},
+            {"groups", report.groups},
+            {"configs", std::move(configs)}};
+  // Keys nobody declared (accepted): a field of its own that Kafka Connect's clients ignore, so
+  // error_count and configs keep Kafka's meaning.
+  if (!report.warnings.empty()) {
+    Json w = Json::array();
+    for (const auto& [key, message] : report.warnings) w.push_back({{"name", key}, {"message", message}});
+    j["warnings"] = std::move(w);
+  }
+  return j;
+}
+
+std::string kafkaClassName(const runtime::PluginInfo& plugin) {
+  for (const auto& a : plugin.aliases)
+    if (a.find('.') != std::string::npos) return a;
+  return plugin.className;
 }
 
 Json pluginJson(const runtime::PluginInfo& plugin, bool detailed) {
-  Json j = {{"class", plugin.className},
+  Json j = {{"class", detailed ? plugin.className : kafkaClassName(plugin)},
             {"type", pluginTypeText(plugin.kind)},
             {"version", plugin.version}};
   if (detailed) {
@@ -333,9 +372,24 @@ Json pluginJson(const runtime::PluginInfo& plugin, bool detailed) {
 }
 
 Json positionsJson(const control::PositionList& positions) {
-  auto render = [](const StringMap& m) {
+  // Positions are stored as text; a value that is an integer's canonical text was a number
+  // (connectors store numbers that way, and PATCH stores JSON numbers that way), so it goes back
+  // out as a number, as Kafka Connect shows it. Partition values stay text except
+  // kafka_partition (a partition names a file, a topic, ...; "007" or "12" there is a name).
+  auto canonicalInteger = [](const std::string& v, std::int64_t& n) {
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    return ec == std::errc() && end == v.data() + v.size() && !v.empty() && std::to_string(n) == v;
+  };
+  auto render = [&](const StringMap& m, bool offset) {
     Json j = Json::object();
     for (const auto& [k, v] : m) {
+      if (offset || k == "kafka_partition") {
+        std::int64_t n = 0;
+        if (canonicalInteger(v, n)) {
+          j[k] = n;
+          continue;
+        }
+      }
       if (k == "kafka_partition" || k == "kafka_offset") {
         std::int64_t n = 0;
         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -350,7 +404,7 @@ Json positionsJson(const control::PositionList& positions) {
   };
   Json list = Json::array();
   for (const auto& p : positions)
-    list.push_back({{"partition", render(p.partition)}, {"offset", render(p.offset)}});
+    list.push_back({{"partition", render(p.partition, false)}, {"offset", render(p.offset, true)}});
   return {{"offsets", std::move(list)}};
 }
 

@@ -59,6 +59,7 @@ using PatchRequest = std::map<std::string, std::optional<std::string>>;
 Result<PatchRequest> parsePatch(std::string_view body);
 
 // PATCH /connectors/{name}/offsets: {"offsets": [{"partition": {...}, "offset": {...} | null}]}.
+// An empty list is refused (400), as Kafka Connect does.
 // A null offset becomes an empty offset map (which resets that partition). Partition and offset
 // values may be strings, numbers or booleans (Kafka's sink offsets are numbers).
 Result<control::PositionList> parseOffsets(std::string_view body);
@@ -74,28 +75,39 @@ std::optional<store::TargetState> parseInitialState(std::string_view text);
 
 // --- rendering (Kafka Connect shapes)
 const char* stateText(store::State s) noexcept;                    // "RUNNING", "FAILED", ...
-const char* connectorTypeText(control::ConnectorType t) noexcept;  // "source", "sink", ...
+// Kafka's words only: "source", "sink" ("source" for a direct connector, whose answers also carry
+// "ferry_type": "direct").
+const char* connectorTypeText(control::ConnectorType t) noexcept;
 const char* pluginTypeText(PluginKind k) noexcept;  // "source", "transformation", ...
 
-// {"name", "config", "tasks": [{"connector", "task"}], "type"}
+// {"name", "config", "tasks": [{"connector", "task"}], "type", "ferry_type"?}
 Json connectorInfoJson(const control::ConnectorInfo& info);
-// {"name", "connector": {"state", "worker_id", "trace"?}, "tasks": [...], "type"}
-Json connectorStatusJson(const control::ConnectorStateInfo& status);
-// {"id", "state", "worker_id", "trace"?}
-Json taskStatusJson(const control::TaskStateInfo& task);
+// {"name", "connector": {"state", "worker_id", "version", "trace"?}, "tasks": [...], "type",
+// "ferry_type"?}; `version` is the connector plugin's version (Kafka Connect 4.x).
+Json connectorStatusJson(const control::ConnectorStateInfo& status, const std::string& version = "");
+// {"id", "state", "worker_id", "version", "trace"?, "data_loss"?}
+Json taskStatusJson(const control::TaskStateInfo& task, const std::string& version = "");
 // [{"id": {"connector", "task"}, "config": {...}}]
 Json taskConfigsJson(const std::string& connector, const std::vector<control::TaskInfo>& tasks);
-// ConfigKeyInfo: {"name", "type", "required", "default_value", "importance", "documentation",
-// "group", "order_in_group", "width", "display_name", "dependents"}
+// ConfigKeyInfo as Kafka Connect 4.x: {"name", "type", "required", "default_value" (null when
+// there is none or it is empty, except lists and booleans), "importance", "documentation",
+// "group", "order", "width", "display_name", "dependents"}
 Json configKeyJson(const ConfigKey& key, int orderInGroup);
-// [ConfigKeyInfo...] with order_in_group counted per group.
+// [ConfigKeyInfo...] with order counted per group.
 Json configKeysJson(const std::vector<ConfigKey>& keys);
-// ConfigInfos: {"name", "error_count", "groups", "configs": [{"definition", "value"}]}
+// ConfigInfos: {"name", "error_count", "groups", "configs": [{"definition", "value"}],
+// "warnings"?: [{"name", "message"}]} (warnings: undeclared keys that were accepted; ferry's own
+// field, which Kafka Connect's clients ignore)
 Json configReportJson(const control::ConfigReport& report);
-// {"class", "type", "version"}; `detailed` adds "aliases", "summary", "origin".
+// The name Kafka Connect would list for a plugin: its first dotted alias (the Java class name,
+// e.g. org.apache.kafka.connect.file.FileStreamSinkConnector), else ferry's class name.
+std::string kafkaClassName(const runtime::PluginInfo& plugin);
+// {"class" (kafkaClassName), "type", "version"}; `detailed` (RocketMQ's /plugin/list) has ferry's
+// class name and adds "aliases", "summary", "origin".
 Json pluginJson(const runtime::PluginInfo& plugin, bool detailed = false);
-// {"offsets": [{"partition": {...}, "offset": {...}}]}. The values of kafka_partition and
-// kafka_offset are rendered as numbers when they are integers (as Kafka Connect does).
+// {"offsets": [{"partition": {...}, "offset": {...}}]}. Offset values and kafka_partition that are
+// an integer's canonical text ("370", not "0370") are rendered as JSON numbers, as Kafka Connect
+// shows them (positions are stored as text; PATCH stores a number as its text).
 Json positionsJson(const control::PositionList& positions);
 // {"error_code": status, "message": message}, the worker's private folders (data.dir) in the
 // message shown relative to them (core::withoutPrivatePaths).

@@ -1,21 +1,24 @@
 #include "rest/rest_server.h"
 
-#include <httplib.h>
-
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
-#include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "core/logging.h"
+#include "rest/http_server.h"
 #include "rest/json_mapping.h"
 #include "rest/pipeline.h"
 #include "rest/rule_trial.h"
 #include "rest/prometheus.h"
+#include "runtime/secrets.h"
 
 namespace ferry::rest {
 namespace {
@@ -30,11 +33,9 @@ std::string internalError(std::string_view request, std::string_view detail) {
   return std::string("internal error (id ") + id + "): the worker log has the details";
 }
 
-using httplib::Request;
-using httplib::Response;
+using http::Request;
+using http::Response;
 using Params = std::vector<std::string>;
-
-constexpr std::size_t kMaxBodyBytes = 8 * 1024 * 1024;
 
 int hexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -43,8 +44,8 @@ int hexDigit(char c) {
   return -1;
 }
 
-// Percent-decodes one path segment. httplib decodes the whole path before splitting, which would
-// turn a connector name containing %2F into two segments; we split the raw target instead.
+// Percent-decodes one path segment. Decoding the whole path before splitting would turn a
+// connector name containing %2F into two segments; we split the raw target instead.
 std::string decodeSegment(std::string_view s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -123,6 +124,25 @@ std::string levelText(std::string spdlogLevel) {
   return spdlogLevel;
 }
 
+// What the request policy needs to know of an httplib request. peerName stays empty until the
+// server speaks TLS with client certificates.
+AuthRequest authRequestOf(const Request& req, const std::string& path) {
+  AuthRequest a;
+  a.method = req.method;
+  a.path = path;
+  a.httpVersion = req.version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+  if (req.has_header("Host")) a.host = req.get_header_value("Host");
+  if (req.has_header("Content-Type")) a.contentType = req.get_header_value("Content-Type");
+  if (req.has_header("Origin")) a.origin = req.get_header_value("Origin");
+  a.accessControlRequestMethod = req.get_header_value("Access-Control-Request-Method");
+  a.authorization = req.get_header_value("Authorization");
+  const std::string length = req.get_header_value("Content-Length");
+  a.hasBody = !req.body.empty() || req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
+  a.remoteAddr = req.remote_addr;
+  a.peerName = req.peer_name;
+  return a;
+}
+
 }  // namespace
 
 // The route table and its handlers. Handlers run on the request pool threads; the only state
@@ -132,52 +152,82 @@ class RestServer::Routes {
  public:
   using Handler = void (Routes::*)(const Request&, Response&, const Params&);
 
-  Routes(control::Herder& herder, const RestOptions& options) : herder_(herder), options_(options) {
-    add("GET", "", &Routes::root);
-    add("GET", "health", &Routes::health);
-    add("GET", "metrics", &Routes::metrics);
-    add("GET", "cluster", &Routes::cluster);
-    add("GET", "connectors", &Routes::listConnectors);
-    add("POST", "connectors", &Routes::createConnector);
-    add("GET", "connectors/*", &Routes::getConnector);
-    add("DELETE", "connectors/*", &Routes::deleteConnector);
-    add("GET", "connectors/*/config", &Routes::getConfig);
-    add("PUT", "connectors/*/config", &Routes::putConfig);
-    add("PATCH", "connectors/*/config", &Routes::patchConfig);
-    add("GET", "connectors/*/status", &Routes::connectorStatus);
-    add("POST", "connectors/*/restart", &Routes::restartConnector);
-    add("PUT", "connectors/*/pause", &Routes::pause);
-    add("PUT", "connectors/*/resume", &Routes::resume);
-    add("PUT", "connectors/*/stop", &Routes::stopConnector);
-    add("GET", "connectors/*/tasks", &Routes::taskConfigs);
-    add("GET", "connectors/*/tasks/*/status", &Routes::taskStatus);
-    add("POST", "connectors/*/tasks/*/restart", &Routes::restartTask);
-    add("GET", "connectors/*/offsets", &Routes::getOffsets);
-    add("PATCH", "connectors/*/offsets", &Routes::alterOffsets);
-    add("DELETE", "connectors/*/offsets", &Routes::resetOffsets);
-    add("GET", "connectors/*/topics", &Routes::topics);
-    add("PUT", "connectors/*/topics/reset", &Routes::resetTopics);
-    add("GET", "pipelines", &Routes::listPipelines);
-    add("POST", "pipelines", &Routes::createPipeline);
-    add("GET", "pipelines/*", &Routes::getPipeline);
-    add("PUT", "pipelines/*", &Routes::putPipeline);
-    add("DELETE", "pipelines/*", &Routes::deletePipeline);
-    add("POST", "rules/test", &Routes::testRules);
-    add("GET", "connector-plugins", &Routes::plugins);
-    add("GET", "connector-plugins/*/config", &Routes::pluginConfig);
-    add("PUT", "connector-plugins/*/config/validate", &Routes::validate);
-    add("GET", "admin/loggers", &Routes::loggers);
-    add("GET", "admin/loggers/*", &Routes::getLogger);
-    add("PUT", "admin/loggers/*", &Routes::putLogger);
-    // RocketMQ Connect paths. Literal segments win over '*', so GET /connectors/list lists.
-    add("GET", "getClusterInfo", &Routes::clusterInfo);
-    add("GET", "connectors/list", &Routes::rmqList);
-    add("POST", "connectors/*", &Routes::rmqCreate);
-    add("GET", "allocated/connectors", &Routes::allocatedConnectors);
-    add("GET", "allocated/tasks", &Routes::allocatedTasks);
-    add("GET", "plugin/list", &Routes::pluginList);
-    add("GET", "plugin/reload", &Routes::pluginReload);
-    add("POST", "plugin/reload", &Routes::pluginReload);
+  Routes(control::Herder& herder, const RestOptions& options, RequestPolicy& policy)
+      : herder_(herder), options_(options), policy_(policy) {
+    add("GET", "", &Routes::root, Role::kViewer);
+    add("GET", "health", &Routes::health, Role::kOpen);
+    add("GET", "metrics", &Routes::metrics, Role::kViewer);
+    add("GET", "cluster", &Routes::cluster, Role::kViewer);
+    add("GET", "connectors", &Routes::listConnectors, Role::kViewer);
+    add("POST", "connectors", &Routes::createConnector, Role::kAdmin);
+    add("GET", "connectors/*", &Routes::getConnector, Role::kViewer);
+    add("DELETE", "connectors/*", &Routes::deleteConnector, Role::kAdmin);
+    add("GET", "connectors/*/config", &Routes::getConfig, Role::kViewer);
+    add("PUT", "connectors/*/config", &Routes::putConfig, Role::kAdmin);
+    add("PATCH", "connectors/*/config", &Routes::patchConfig, Role::kAdmin);
+    add("GET", "connectors/*/status", &Routes::connectorStatus, Role::kViewer);
+    add("POST", "connectors/*/restart", &Routes::restartConnector, Role::kOperator);
+    add("PUT", "connectors/*/pause", &Routes::pause, Role::kOperator);
+    add("PUT", "connectors/*/resume", &Routes::resume, Role::kOperator);
+    add("PUT", "connectors/*/stop", &Routes::stopConnector, Role::kOperator);
+    add("GET", "connectors/*/tasks", &Routes::taskConfigs, Role::kViewer);
+    add("GET", "connectors/*/tasks/*/status", &Routes::taskStatus, Role::kViewer);
+    add("POST", "connectors/*/tasks/*/restart", &Routes::restartTask, Role::kOperator);
+    add("GET", "connectors/*/offsets", &Routes::getOffsets, Role::kViewer);
+    add("PATCH", "connectors/*/offsets", &Routes::alterOffsets, Role::kAdmin);
+    add("DELETE", "connectors/*/offsets", &Routes::resetOffsets, Role::kAdmin);
+    add("GET", "connectors/*/topics", &Routes::topics, Role::kViewer);
+    add("PUT", "connectors/*/topics/reset", &Routes::resetTopics, Role::kAdmin);
+    add("GET", "pipelines", &Routes::listPipelines, Role::kViewer);
+    add("POST", "pipelines", &Routes::createPipeline, Role::kAdmin);
+    add("GET", "pipelines/*", &Routes::getPipeline, Role::kViewer);
+    add("PUT", "pipelines/*", &Routes::putPipeline, Role::kAdmin);
+    add("DELETE", "pipelines/*", &Routes::deletePipeline, Role::kAdmin);
+    add("POST", "rules/test", &Routes::testRules, Role::kAdmin);
+    add("GET", "connector-plugins", &Routes::plugins, Role::kViewer);
+    add("GET", "connector-plugins/*/config", &Routes::pluginConfig, Role::kViewer);
+    add("PUT", "connector-plugins/*/config/validate", &Routes::validate, Role::kAdmin);
+    add("GET", "admin/loggers", &Routes::loggers, Role::kViewer);
+    add("GET", "admin/loggers/*", &Routes::getLogger, Role::kViewer);
+    add("PUT", "admin/loggers/*", &Routes::putLogger, Role::kAdmin);
+    // RocketMQ Connect's read-only paths. Literal segments win over '*', so GET /connectors/list
+    // lists.
+    add("GET", "getClusterInfo", &Routes::clusterInfo, Role::kViewer);
+    add("GET", "connectors/list", &Routes::rmqList, Role::kViewer);
+    add("GET", "allocated/connectors", &Routes::allocatedConnectors, Role::kViewer);
+    add("GET", "allocated/tasks", &Routes::allocatedTasks, Role::kViewer);
+    add("GET", "plugin/list", &Routes::pluginList, Role::kViewer);
+    // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled, off by
+    // default): its GET-verb operations change state, so any link or web page could trigger
+    // them. Each GET-verb write needs the role of the write it performs, not a GET's viewer.
+    if (options.rocketmqCompat) {
+      add("POST", "connectors/*", &Routes::rmqCreate, Role::kAdmin);  // create or update
+      add("GET", "connectors/*/stop", &Routes::rmqStop, Role::kOperator);
+      add("GET", "connectors/*/pause", &Routes::rmqPause, Role::kOperator);
+      add("GET", "connectors/*/resume", &Routes::rmqResume, Role::kOperator);
+      add("GET", "connectors/*/restart", &Routes::rmqRestart, Role::kOperator);
+      add("GET", "connectors/*/tasks/*/restart", &Routes::rmqRestartTask, Role::kOperator);
+      add("GET", "connectors/stop/all", &Routes::rmqStopAll, Role::kOperator);
+      add("GET", "connectors/pause/all", &Routes::rmqPauseAll, Role::kOperator);
+      add("GET", "connectors/resume/all", &Routes::rmqResumeAll, Role::kOperator);
+      add("GET", "plugin/list/connectors", &Routes::rmqConnectorPlugins, Role::kViewer);
+      add("GET", "plugin/config", &Routes::rmqPluginConfig, Role::kViewer);
+      // Validate is admin, as PUT /connector-plugins/{plugin}/config/validate.
+      add("GET", "plugin/config/validate", &Routes::rmqValidate, Role::kAdmin);
+      add("POST", "plugin/config/validate", &Routes::rmqValidate, Role::kAdmin);
+      add("GET", "plugin/reload", &Routes::pluginReload, Role::kAdmin);
+      add("POST", "plugin/reload", &Routes::pluginReload, Role::kAdmin);
+    }
+  }
+
+  std::vector<RouteSpec> table() const {
+    std::vector<RouteSpec> out;
+    for (const auto& r : routes_) {
+      std::string pattern;
+      for (const auto& seg : r.pattern) pattern += "/" + seg;
+      out.push_back({r.method, pattern.empty() ? "/" : pattern, r.role});
+    }
+    return out;
   }
 
   void dispatch(const Request& req, Response& res) {
@@ -198,6 +248,17 @@ class RestServer::Routes {
       }
     }
     std::string path = req.target.substr(0, req.target.find('?'));
+    // Host, CORS, credentials, role and Content-Type (request_policy.h) before any handler.
+    Verdict verdict = policy_.admit(authRequestOf(req, path), best ? best->role : Role::kViewer);
+    for (auto& [name, value] : verdict.headers) res.set_header(name, value);
+    if (!verdict.proceed) {
+      if (verdict.message.empty()) {
+        res.status = verdict.status;
+      } else {
+        sendError(res, verdict.status, verdict.message);
+      }
+      return;
+    }
     if (best == nullptr) {
       if (allowed.empty()) {
         sendError(res, 404, "no such resource: " + req.method + " " + path);
@@ -226,10 +287,12 @@ class RestServer::Routes {
     std::vector<std::string> pattern;
     int literals = 0;
     Handler handler;
+    Role role;
   };
 
-  void add(std::string method, std::string_view pattern, Handler handler) {
-    Route r{std::move(method), splitTarget(pattern), 0, handler};
+  // Every route names the least role that may call it (auth.h): a route cannot be added without.
+  void add(std::string method, std::string_view pattern, Handler handler, Role role) {
+    Route r{std::move(method), splitTarget(pattern), 0, handler, role};
     for (const auto& s : r.pattern) r.literals += s != "*";
     routes_.push_back(std::move(r));
   }
@@ -289,6 +352,21 @@ class RestServer::Routes {
     auto samples = herder_.metrics();
     auto process = processMetrics();
     samples.insert(samples.end(), process.begin(), process.end());
+    if (const http::HttpServer* server = transport_.load()) {
+      auto t = server->stats();
+      auto add = [&](const char* name, std::uint64_t v, const char* type, const char* help) {
+        samples.push_back({name, {}, static_cast<double>(v), help, type});
+      };
+      add("ferry_rest_connections_rejected_total", t.connectionsRejected, "counter",
+          "REST connections closed at accept because rest.max.connections were open");
+      add("ferry_rest_requests_rejected_total", t.requestsRejected, "counter",
+          "REST requests answered 503: rest.request.queue.size requests waiting, or the body budget spent");
+      add("ferry_rest_deadline_closes_total", t.timeouts, "counter",
+          "REST connections closed for missing a header, body, idle or write deadline");
+      add("ferry_rest_tls_reloads_total", t.tlsReloads, "counter",
+          "Times a changed keystore took effect without a restart");
+      add("ferry_rest_open_connections", t.openConnections, "gauge", "Open REST connections");
+    }
     res.status = 200;
     res.set_content(renderPrometheus(samples), "text/plain; version=0.0.4; charset=utf-8");
   }
@@ -297,13 +375,15 @@ class RestServer::Routes {
 
   void listConnectors(const Request& req, Response& res, const Params&) {
     bool status = false, info = false;
+    // Kafka Connect: any expand (even an unknown one) answers the map, name -> expansions.
+    const bool expand = req.get_param_value_count("expand") > 0;
     for (std::size_t i = 0; i < req.get_param_value_count("expand"); ++i) {
       auto v = req.get_param_value("expand", i);
       status |= v == "status";
       info |= v == "info";
     }
     auto names = herder_.connectors();
-    if (!status && !info) {
+    if (!expand) {
       sendJson(res, 200, names);
       return;
     }
@@ -313,12 +393,12 @@ class RestServer::Routes {
       if (status) {
         auto s = herder_.connectorStatus(name);
         if (!s.isOk()) continue;  // deleted meanwhile
-        entry["status"] = connectorStatusJson(*s);
+        entry["status"] = connectorStatusJson(*s, versionOf(name));
       }
       if (info) {
         auto i = herder_.connectorInfo(name);
         if (!i.isOk()) continue;
-        entry["info"] = connectorInfoJson(*i);
+        entry["info"] = connectorInfoJson(masked(*i));
       }
       out[name] = std::move(entry);
     }
@@ -331,24 +411,165 @@ class RestServer::Routes {
     auto created = herder_.createConnector(parsed->name, parsed->config, parsed->initialState);
     if (!created.isOk()) return sendWriteStatus(res, created.status());
     res.set_header("Location", "/connectors/" + parsed->name);
-    sendJson(res, 201, connectorInfoJson(*created));
+    sendJson(res, 201, connectorInfoJson(masked(withTasks(
+                           std::move(*created), parsed->initialState.value_or(store::TargetState::kStarted)))));
   }
 
+  // Kafka Connect's standalone worker answers a create with the tasks it made; ferry makes them
+  // on the worker's thread, so wait for them a little (kTaskWait at most) when the connector is
+  // to run. A slow connector is answered with the tasks known so far (none), as Kafka's
+  // distributed worker does.
+  static constexpr auto kTaskWait = std::chrono::milliseconds(1500);
+  // A replaced config restarts the connector: the same applies unless it is stopped (no tasks).
+  control::ConnectorInfo withTasks(control::ConnectorInfo info) const {
+    if (!info.tasks.empty()) return info;
+    auto s = herder_.connectorStatus(info.name);
+    if (s.isOk() && s->state == store::State::kStopped) return info;
+    return withTasks(std::move(info), store::TargetState::kStarted);
+  }
+  control::ConnectorInfo withTasks(control::ConnectorInfo info, store::TargetState target) const {
+    if (!info.tasks.empty() || target != store::TargetState::kStarted) return info;
+    const auto deadline = std::chrono::steady_clock::now() + kTaskWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      auto now = herder_.connectorInfo(info.name);
+      if (!now.isOk()) break;
+      if (!now->tasks.empty()) return std::move(*now);
+      // A connector that failed to start makes no tasks: answer at once.
+      auto s = herder_.connectorStatus(info.name);
+      if (s.isOk() && s->state == store::State::kFailed) break;
+    }
+    return info;
+  }
+
+  // The version of a connector's plugin (Kafka Connect 4.x shows it in status); "" if unknown.
+  std::string versionOf(const std::string& connector) const {
+    auto config = herder_.connectorConfig(connector);
+    if (!config.isOk()) return "";
+    auto it = config->find("connector.class");
+    if (it == config->end()) return "";
+    const runtime::PluginInfo* p = pluginNamed(it->second);
+    return p ? p->version : "";
+  }
+
+  // The plugin a class name, alias or simple name (last segment of a dotted alias) names.
+  const runtime::PluginInfo* pluginNamed(const std::string& name) const {
+    std::lock_guard lock(pluginsMu_);
+    if (plugins_.empty()) plugins_ = herder_.plugins();
+    for (const auto& p : plugins_) {
+      if (p.className == name) return &p;
+      for (const auto& a : p.aliases) {
+        if (a == name) return &p;
+        auto dot = a.rfind('.');
+        if (dot != std::string::npos && a.compare(dot + 1, std::string::npos, name) == 0) return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  // RocketMQ Connect's POST /connectors/{name}: creates, or replaces the config of an existing
+  // connector (its putConnectorConfig), with a flat config map.
   void rmqCreate(const Request& req, Response& res, const Params& p) {
     if (auto s = validateConnectorName(p[0]); !s.isOk()) return sendStatus(res, s);
     auto config = parseConfigMap(req.body);
     if (!config.isOk()) return sendStatus(res, config.status());
     if (auto s = checkConfigName(p[0], *config); !s.isOk()) return sendStatus(res, s);
-    auto created = herder_.createConnector(p[0], *config, std::nullopt);
-    if (!created.isOk()) return sendWriteStatus(res, created.status());
-    res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, 201, connectorInfoJson(*created));
+    // An update with a config read back masked keeps its secrets, as PUT .../config does.
+    if (auto previous = herder_.connectorConfig(p[0]); previous.isOk())
+      *config = runtime::restoreHidden(std::move(*config), *previous);
+    bool created = false;
+    auto info = herder_.putConnectorConfig(p[0], *config, &created);
+    if (!info.isOk()) return sendWriteStatus(res, info.status());
+    if (created) res.set_header("Location", "/connectors/" + p[0]);
+    sendJson(res, created ? 201 : 200,
+             connectorInfoJson(masked(created ? withTasks(std::move(*info), store::TargetState::kStarted)
+                                              : std::move(*info))));
+  }
+
+  // RocketMQ Connect's envelope for its GET-verb operations: {"status": 200, "body": ...}.
+  static void rmqAnswer(Response& res, const Status& s, const std::string& done) {
+    if (!s.isOk()) return sendStatus(res, s);
+    sendJson(res, 200, {{"status", 200}, {"body", done}});
+  }
+  // GET /connectors/{name}/stop: ferry's stop (config and positions kept). RocketMQ Connect
+  // deletes the connector here; ferry does not destroy anything on a GET (DELETE does that).
+  void rmqStop(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.stopConnector(p[0]), "Connector [" + p[0] + "] stopped successfully");
+  }
+  void rmqPause(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.pauseConnector(p[0]), "Connector [" + p[0] + "] paused successfully");
+  }
+  void rmqResume(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.resumeConnector(p[0]), "Connector [" + p[0] + "] resumed successfully");
+  }
+  void rmqRestart(const Request&, Response& res, const Params& p) {
+    rmqAnswer(res, herder_.restartConnector(p[0], true, false),
+              "Connector [" + p[0] + "] restarted successfully");
+  }
+  void rmqRestartTask(const Request&, Response& res, const Params& p) {
+    auto id = taskId(p[1]);
+    if (!id.isOk()) return sendStatus(res, id.status());
+    rmqAnswer(res, herder_.restartTask(p[0], *id),
+              "Task [" + p[0] + "/" + p[1] + "] restarted successfully");
+  }
+  // The bulk operations act on every connector; the first failure is answered (the ones before
+  // it are done).
+  template <typename Op>
+  void rmqAll(Response& res, Op op, const std::string& verb) {
+    auto names = herder_.connectors();
+    if (names.empty())
+      return rmqAnswer(res, Status::ok(),
+                       "No connector needs to be " + verb + ", please add connector first");
+    for (const auto& n : names)
+      if (auto s = op(n); !s.isOk() && s.code() != StatusCode::kNotFound) return sendStatus(res, s);
+    rmqAnswer(res, Status::ok(), std::to_string(names.size()) + " connectors are " + verb);
+  }
+  void rmqStopAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.stopConnector(n); }, "stopped");
+  }
+  void rmqPauseAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.pauseConnector(n); }, "paused");
+  }
+  void rmqResumeAll(const Request&, Response& res, const Params&) {
+    rmqAll(res, [&](const std::string& n) { return herder_.resumeConnector(n); }, "resumed");
+  }
+  void rmqConnectorPlugins(const Request&, Response& res, const Params&) {
+    Json out = Json::array();
+    for (const auto& p : herder_.plugins())
+      if (p.kind == PluginKind::kSourceConnector || p.kind == PluginKind::kSinkConnector)
+        out.push_back(pluginJson(p, /*detailed=*/true));
+    sendJson(res, 200, {{"status", 200}, {"body", std::move(out)}});
+  }
+  // GET /plugin/config?plugin=<class>: the plugin's ConfigKeyInfo list (RocketMQ Connect
+  // declares this route but answers "not implemented").
+  void rmqPluginConfig(const Request& req, Response& res, const Params&) {
+    if (!req.has_param("plugin"))
+      return sendError(res, 400, "query parameter 'plugin' (a plugin class name) is required");
+    auto keys = herder_.pluginConfig(req.get_param_value("plugin"));
+    if (!keys.isOk()) return sendStatus(res, keys.status());
+    sendJson(res, 200, {{"status", 200}, {"body", configKeysJson(*keys)}});
+  }
+  // GET /plugin/config/validate?config=<JSON map> (RocketMQ's GET style) or POST with the map as
+  // the body: the ConfigInfos of PUT /connector-plugins/{plugin}/config/validate, the plugin
+  // taken from connector.class.
+  void rmqValidate(const Request& req, Response& res, const Params&) {
+    std::string body = req.method == "POST" ? req.body : req.get_param_value("config");
+    if (body.empty())
+      return sendError(res, 400, "the config is required (query parameter 'config' or a POST body)");
+    auto config = parseConfigMap(body);
+    if (!config.isOk()) return sendStatus(res, config.status());
+    auto cls = config->find("connector.class");
+    if (cls == config->end() || cls->second.empty())
+      return sendError(res, 400, "the config must name its connector.class");
+    auto report = herder_.validateConfig(cls->second, *config);
+    if (!report.isOk()) return sendStatus(res, report.status());
+    sendJson(res, 200, {{"status", 200}, {"body", configReportJson(*report)}});
   }
 
   void getConnector(const Request&, Response& res, const Params& p) {
     auto info = herder_.connectorInfo(p[0]);
     if (!info.isOk()) return sendStatus(res, info.status());
-    sendJson(res, 200, connectorInfoJson(*info));
+    sendJson(res, 200, connectorInfoJson(masked(*info)));
   }
 
   void deleteConnector(const Request&, Response& res, const Params& p) {
@@ -382,7 +603,11 @@ class RestServer::Routes {
 
   // The pipeline as declared plus its connectors and their states.
   Json pipelineView(const PipelineSpec& spec) const {
-    Json j = pipelineJson(spec);
+    // Rendered from its connectors' configs with their secrets masked (runtime/secrets.h).
+    auto parts = materialisePipeline(spec);
+    for (auto& c : parts) c.config = herder_.maskConfig(c.config);
+    auto shown = pipelineFromConnectors(spec.name, parts);
+    Json j = pipelineJson(shown.isOk() ? *shown : PipelineSpec{spec.name});
     Json cs = Json::array();
     for (const auto& c : materialisePipeline(spec)) {
       Json o = {{"name", c.name}};
@@ -478,7 +703,10 @@ class RestServer::Routes {
           return sendStatus(res, s.withContext("removing connector " + c.name));
     for (const auto& c : connectors) {
       bool created = false;
-      auto info = herder_.putConnectorConfig(c.name, c.config, &created);
+      StringMap config = c.config;
+      for (const auto& e : existing)
+        if (e.name == c.name) config = runtime::restoreHidden(std::move(config), e.config);
+      auto info = herder_.putConnectorConfig(c.name, config, &created);
       if (!info.isOk()) return sendWriteStatus(res, info.status().withContext("connector " + c.name));
     }
     if (existing.empty()) res.set_header("Location", "/pipelines/" + spec->name);
@@ -497,7 +725,7 @@ class RestServer::Routes {
   void getConfig(const Request&, Response& res, const Params& p) {
     auto config = herder_.connectorConfig(p[0]);
     if (!config.isOk()) return sendStatus(res, config.status());
-    sendJson(res, 200, *config);
+    sendJson(res, 200, herder_.maskConfig(*config));
   }
 
   static Status checkConfigName(const std::string& name, const StringMap& config) {
@@ -513,11 +741,14 @@ class RestServer::Routes {
     auto config = parseConfigMap(req.body);
     if (!config.isOk()) return sendStatus(res, config.status());
     if (auto s = checkConfigName(p[0], *config); !s.isOk()) return sendStatus(res, s);
+    // A config read back masked and put again keeps its secrets.
+    if (auto previous = herder_.connectorConfig(p[0]); previous.isOk())
+      *config = runtime::restoreHidden(std::move(*config), *previous);
     bool created = false;
     auto info = herder_.putConnectorConfig(p[0], *config, &created);
     if (!info.isOk()) return sendWriteStatus(res, info.status());
     if (created) res.set_header("Location", "/connectors/" + p[0]);
-    sendJson(res, created ? 201 : 200, connectorInfoJson(*info));
+    sendJson(res, created ? 201 : 200, connectorInfoJson(masked(withTasks(std::move(*info)))));
   }
 
   void patchConfig(const Request& req, Response& res, const Params& p) {
@@ -526,16 +757,21 @@ class RestServer::Routes {
     if (auto it = patch->find("name"); it != patch->end() && it->second != p[0])
       return sendError(res, 400,
                        "a PATCH cannot rename connector " + p[0] + " (or remove its name)");
+    // "[hidden]" (a masked value sent back) leaves the stored secret as it is.
+    if (auto previous = herder_.connectorConfig(p[0]); previous.isOk())
+      for (auto it = patch->begin(); it != patch->end();)
+        it = it->second && *it->second == runtime::kHiddenValue && previous->count(it->first) ? patch->erase(it)
+                                                                                               : std::next(it);
     auto info = herder_.patchConnectorConfig(p[0], *patch);
     // Unlike create/replace, NotFound here means the connector itself is missing: 404.
     if (!info.isOk()) return sendStatus(res, info.status());
-    sendJson(res, 200, connectorInfoJson(*info));
+    sendJson(res, 200, connectorInfoJson(masked(withTasks(std::move(*info)))));
   }
 
   void connectorStatus(const Request&, Response& res, const Params& p) {
     auto s = herder_.connectorStatus(p[0]);
     if (!s.isOk()) return sendStatus(res, s.status());
-    sendJson(res, 200, connectorStatusJson(*s));
+    sendJson(res, 200, connectorStatusJson(*s, versionOf(p[0])));
   }
 
   void restartConnector(const Request& req, Response& res, const Params& p) {
@@ -556,7 +792,13 @@ class RestServer::Routes {
       res.status = 202;
       return;
     }
-    sendJson(res, 202, connectorStatusJson(*s));
+    // Kafka Connect answers the plan: what it restarts is RESTARTING (onlyFailed: the failed
+    // ones only), the rest keeps its state.
+    if (!*onlyFailed || s->state == store::State::kFailed) s->state = store::State::kRestarting;
+    if (*includeTasks)
+      for (auto& t : s->tasks)
+        if (!*onlyFailed || t.state == store::State::kFailed) t.state = store::State::kRestarting;
+    sendJson(res, 202, connectorStatusJson(*s, versionOf(p[0])));
   }
 
   void pause(const Request&, Response& res, const Params& p) {
@@ -565,8 +807,10 @@ class RestServer::Routes {
   void resume(const Request&, Response& res, const Params& p) {
     targetChange(res, herder_.resumeConnector(p[0]));
   }
+  // Kafka Connect answers a stop with 204 (Strimzi accepts nothing else); pause and resume 202.
   void stopConnector(const Request&, Response& res, const Params& p) {
-    targetChange(res, herder_.stopConnector(p[0]));
+    if (auto s = herder_.stopConnector(p[0]); !s.isOk()) return sendStatus(res, s);
+    res.status = 204;
   }
   static void targetChange(Response& res, const Status& s) {
     if (!s.isOk()) return sendStatus(res, s);
@@ -576,6 +820,7 @@ class RestServer::Routes {
   void taskConfigs(const Request&, Response& res, const Params& p) {
     auto tasks = herder_.taskConfigs(p[0]);
     if (!tasks.isOk()) return sendStatus(res, tasks.status());
+    for (auto& t : *tasks) t.config = herder_.maskConfig(t.config);
     sendJson(res, 200, taskConfigsJson(p[0], *tasks));
   }
 
@@ -584,7 +829,7 @@ class RestServer::Routes {
     if (!id.isOk()) return sendStatus(res, id.status());
     auto s = herder_.taskStatus(p[0], *id);
     if (!s.isOk()) return sendStatus(res, s.status());
-    sendJson(res, 200, taskStatusJson(*s));
+    sendJson(res, 200, taskStatusJson(*s, versionOf(p[0])));
   }
 
   void restartTask(const Request&, Response& res, const Params& p) {
@@ -603,15 +848,39 @@ class RestServer::Routes {
   void alterOffsets(const Request& req, Response& res, const Params& p) {
     auto positions = parseOffsets(req.body);
     if (!positions.isOk()) return sendStatus(res, positions.status());
-    if (auto s = herder_.alterOffsets(p[0], *positions); !s.isOk()) return sendStatus(res, s);
+    if (auto s = whileStopping(p[0], [&] { return herder_.alterOffsets(p[0], *positions); }); !s.isOk())
+      return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been altered successfully"}});
   }
 
   void resetOffsets(const Request&, Response& res, const Params& p) {
-    if (auto s = herder_.resetOffsets(p[0]); !s.isOk()) return sendStatus(res, s);
+    if (auto s = whileStopping(p[0], [&] { return herder_.resetOffsets(p[0]); }); !s.isOk())
+      return sendOffsetsStatus(res, s);
     sendJson(res, 200,
              {{"message", "The offsets for this connector have been reset successfully"}});
+  }
+
+  // A connector whose status says STOPPED may still be letting its tasks go (a sink's consumer
+  // leaving its group): the herder answers FailedPrecondition then. Kafka Connect's clients read
+  // STOPPED as "offsets may change now" and do not retry a 400, so retry here a little
+  // (kTaskWait at most) while the status says STOPPED.
+  template <typename Op>
+  Status whileStopping(const std::string& name, Op op) const {
+    const auto deadline = std::chrono::steady_clock::now() + kTaskWait;
+    while (true) {
+      Status s = op();
+      if (s.code() != StatusCode::kFailedPrecondition || std::chrono::steady_clock::now() >= deadline) return s;
+      auto status = herder_.connectorStatus(name);
+      if (!status.isOk() || status->state != store::State::kStopped) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // Kafka Connect answers 400 when the connector is not STOPPED (a 409 makes kcctl retry for 30 s).
+  static void sendOffsetsStatus(Response& res, const Status& s) {
+    sendError(res, s.code() == StatusCode::kFailedPrecondition ? 400 : httpStatusFor(s.code()),
+              s.message());
   }
 
   void topics(const Request&, Response& res, const Params& p) {
@@ -652,6 +921,7 @@ class RestServer::Routes {
     config->try_emplace("connector.class", p[0]);
     auto report = herder_.validateConfig(p[0], *config);
     if (!report.isOk()) return sendStatus(res, report.status());
+    report->className = p[0];  // Kafka Connect names the plugin as the path does
     sendJson(res, 200, configReportJson(*report));
   }
 
@@ -672,7 +942,7 @@ class RestServer::Routes {
   void loggers(const Request&, Response& res, const Params&) {
     Json out = Json::object();
     for (const auto& [name, level] : core::loggerLevels())
-      out[name] = {{"level", levelText(level)}};
+      out[name] = {{"level", levelText(level)}, {"last_modified", lastModified(name)}};
     sendJson(res, 200, out);
   }
 
@@ -680,7 +950,7 @@ class RestServer::Routes {
     auto levels = core::loggerLevels();
     auto it = levels.find(p[0]);
     if (it == levels.end()) return sendError(res, 404, "no logger named '" + p[0] + "'");
-    sendJson(res, 200, {{"level", levelText(it->second)}});
+    sendJson(res, 200, {{"level", levelText(it->second)}, {"last_modified", lastModified(p[0])}});
   }
 
   void putLogger(const Request& req, Response& res, const Params& p) {
@@ -688,13 +958,37 @@ class RestServer::Routes {
     if (!level.isOk()) return sendStatus(res, level.status());
     auto changed = core::setLoggerLevel(p[0], *level);
     if (!changed.isOk()) return sendError(res, 400, changed.status().message());
+    {
+      const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+      std::lock_guard lock(loggersMu_);
+      for (const auto& name : *changed) loggerChanged_[name] = now;
+    }
     sendJson(res, 200, *changed);
+  }
+
+  // Kafka Connect's last_modified: when a logger's level was last set over REST (epoch ms), null
+  // if never.
+  Json lastModified(const std::string& name) const {
+    std::lock_guard lock(loggersMu_);
+    auto it = loggerChanged_.find(name);
+    return it == loggerChanged_.end() ? Json(nullptr) : Json(it->second);
   }
 
   // --- RocketMQ Connect paths
 
+  // Every live worker, idle ones too: in a cluster the members of GET /cluster (the ones that run
+  // nothing were missing), plus any worker a status names.
   void clusterInfo(const Request&, Response& res, const Params&) {
     std::set<std::string> workers{herder_.workerId()};
+    if (auto cluster = herder_.clusterJson(); cluster.isOk()) {
+      auto j = parseJson(*cluster);
+      if (j.isOk() && j->is_object() && j->contains("workers") && (*j)["workers"].is_array())
+        for (const auto& m : (*j)["workers"])
+          if (m.is_object() && m.contains("id") && m["id"].is_string())
+            workers.insert(m["id"].get<std::string>());
+    }
     for (const auto& name : herder_.connectors()) {
       auto s = herder_.connectorStatus(name);
       if (!s.isOk()) continue;
@@ -714,7 +1008,8 @@ class RestServer::Routes {
       auto config = herder_.connectorConfig(name);
       auto status = herder_.connectorStatus(name);
       if (!config.isOk() || !status.isOk()) continue;
-      out[name] = {{"config", *config}, {"status", connectorStatusJson(*status)}};
+      out[name] = {{"config", herder_.maskConfig(*config)},
+                   {"status", connectorStatusJson(*status, versionOf(name))}};
     }
     sendJson(res, 200, out);
   }
@@ -726,7 +1021,7 @@ class RestServer::Routes {
       auto status = herder_.connectorStatus(name);
       if (!status.isOk() || status->workerId != me) continue;
       auto config = herder_.connectorConfig(name);
-      if (config.isOk()) out[name] = *config;
+      if (config.isOk()) out[name] = herder_.maskConfig(*config);
     }
     sendJson(res, 200, out);
   }
@@ -746,7 +1041,7 @@ class RestServer::Routes {
                      {"config", Json::object()}};
         if (configs.isOk())
           for (const auto& c : *configs)
-            if (c.id == t.id) task["config"] = c.config;
+            if (c.id == t.id) task["config"] = herder_.maskConfig(c.config);
         out.push_back(std::move(task));
       }
     }
@@ -765,97 +1060,113 @@ class RestServer::Routes {
               "plugins from plugin.path");
   }
 
+  // A connector's info as it may leave the worker: secrets masked (runtime/secrets.h).
+  control::ConnectorInfo masked(control::ConnectorInfo info) const {
+    info.config = herder_.maskConfig(info.config);
+    return info;
+  }
+
   control::Herder& herder_;
   const RestOptions& options_;
+  RequestPolicy& policy_;
   std::vector<Route> routes_;
+  // The worker's plugins, read once (the registry is read-only after start-up).
+  mutable std::mutex pluginsMu_;
+  mutable std::vector<runtime::PluginInfo> plugins_;
+  mutable std::mutex loggersMu_;
+  std::map<std::string, std::int64_t> loggerChanged_;  // logger -> epoch ms of its last PUT
+
+ public:
+  // The running transport, for its counters in /metrics (set by start(), cleared by stop()).
+  std::atomic<const http::HttpServer*> transport_{nullptr};
 };
 
+std::vector<std::string> listenerHosts(const RestOptions& options) {
+  if (options.listeners.empty()) return {options.host};
+  std::vector<std::string> out;
+  for (const auto& text : options.listeners)
+    if (auto l = http::parseListener(text); l.isOk()) out.push_back(l->host);
+  return out;  // a listener that does not parse fails start() with its own message
+}
+
+bool clientCertsRequired(const RestOptions& options) {
+  if (options.tls.clientAuthentication != "required") return false;
+  for (const auto& text : options.listeners)
+    if (auto l = http::parseListener(text); l.isOk() && l->tls) return true;
+  return false;
+}
+
 RestServer::RestServer(control::Herder& herder, RestOptions options)
-    : herder_(herder),
-      options_(std::move(options)),
-      routes_(std::make_unique<Routes>(herder_, options_)) {}
+    : herder_(herder), options_(std::move(options)) {
+  options_.security.bindHosts = listenerHosts(options_);
+  options_.security.auth.clientCertRequired = clientCertsRequired(options_);
+  policy_ = std::make_unique<RequestPolicy>(options_.security);
+  routes_ = std::make_unique<Routes>(herder_, options_, *policy_);
+}
+
+std::vector<RouteSpec> RestServer::routeTable() const { return routes_->table(); }
 
 RestServer::~RestServer() { stop(); }
 
-int RestServer::port() const { return port_.load(); }
+int RestServer::port() const { return ports_.empty() ? 0 : ports_.front(); }
+
+std::vector<int> RestServer::ports() const { return ports_; }
+
+http::ServerStats RestServer::transportStats() const {
+  return server_ ? server_->stats() : http::ServerStats{};
+}
 
 Status RestServer::start() {
   if (server_) return Status::failedPrecondition("the REST server is already started");
-  auto server = std::make_unique<httplib::Server>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kRequestThreads); };
-  server->set_payload_max_length(kMaxBodyBytes);
-  // httplib's default sets SO_REUSEPORT, which lets a second worker bind the same port and
-  // silently share its connections. SO_REUSEADDR alone allows a quick restart but refuses that.
-  server->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
-  });
-  server->set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive clients
-  httplib::Server::Handler handler = [this](const Request& req, Response& res) {
-    routes_->dispatch(req, res);
-  };
-  // One catch-all per method: our own router decides between 404 and 405.
-  server->Get(".*", handler);
-  server->Post(".*", handler);
-  server->Put(".*", handler);
-  server->Patch(".*", handler);
-  server->Delete(".*", handler);
-  server->Options(".*", handler);
-  // Errors httplib produces itself (bad request line, body too large) get our error shape too.
-  server->set_error_handler(httplib::Server::HandlerWithResponse([](const Request&, Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message =
-        res.status == 413
-            ? "request body too large (limit " + std::to_string(kMaxBodyBytes) + " bytes)"
-            : "request failed with HTTP status " + std::to_string(res.status);
-    sendError(res, res.status, message);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  server->set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+  if (auto s = policy_->start(); !s.isOk()) return s;
+  http::ServerOptions so;
+  if (options_.listeners.empty()) {
+    so.listeners.push_back(http::Listener{false, options_.host, options_.port});
+  } else {
+    for (const auto& text : options_.listeners) {
+      auto l = http::parseListener(text);
+      if (!l.isOk()) return l.status();
+      so.listeners.push_back(*l);
     }
-    sendError(res, 500, internalError(req.method + " " + req.path, what));
-  });
-  server->set_logger([](const Request& req, const Response& res) {
-    core::logger("rest")->debug("{} {} -> {}", req.method, req.target, res.status);
-  });
-  if (!options_.webRoot.empty() && !server->set_mount_point("/ui", options_.webRoot))
-    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served",
-                               options_.webRoot);
-
-  errno = 0;
-  int bound = options_.port;
-  bool ok = options_.port == 0 ? (bound = server->bind_to_any_port(options_.host)) > 0
-                               : server->bind_to_port(options_.host, options_.port);
-  if (!ok) {
-    int err = errno;
-    return Status::unavailable("cannot listen on " + options_.host + ":" +
-                               std::to_string(options_.port) + ": " +
-                               (err ? std::strerror(err) : "bind failed") +
-                               " (is another process using the port? choose another one)");
   }
-  port_ = bound;
+  const std::vector<http::Listener> listeners = so.listeners;
+  so.tls = options_.tls;
+  so.limits = options_.limits;
+  so.handlerThreads = kRequestThreads;
+  so.queueCapacity = options_.requestQueueSize;
+  so.maxConnections = options_.maxConnections;
+  so.headerTimeout = options_.headerTimeout;
+  so.bodyTimeout = options_.bodyTimeout;
+  so.idleTimeout = options_.idleTimeout;
+  so.writeTimeout = options_.writeTimeout;
+  std::string webRoot = options_.webRoot;
+  if (!webRoot.empty() && !std::filesystem::is_directory(webRoot)) {
+    core::logger("rest")->warn("web console folder {} does not exist; /ui is not served", webRoot);
+    webRoot.clear();
+  }
+  auto server = std::make_unique<http::HttpServer>(
+      std::move(so), [this, webRoot](const Request& req, Response& res) {
+        if (!webRoot.empty() && http::serveStatic(webRoot, "/ui", req, res)) return;
+        routes_->dispatch(req, res);
+      });
+  if (auto s = server->start(); !s.isOk()) return s;
+  ports_ = server->ports();
   server_ = std::move(server);
-  listener_ = std::thread([s = server_.get()] { s->listen_after_bind(); });
-  // stop() only acts once the listener runs, so wait for it (it starts in microseconds).
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server_->is_running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  core::logger("rest")->info("REST server listening on {}:{}", options_.host, bound);
+  routes_->transport_ = server_.get();
+  std::string where;
+  for (std::size_t i = 0; i < ports_.size() && i < listeners.size(); ++i)
+    where += (where.empty() ? "" : ", ") + std::string(listeners[i].tls ? "https://" : "http://") +
+             listeners[i].host + ":" + std::to_string(ports_[i]);
+  core::logger("rest")->info("REST server listening on {}", where);
   return Status::ok();
 }
 
 void RestServer::stop() {
   if (!server_) return;
   server_->stop();
-  if (listener_.joinable()) listener_.join();
+  routes_->transport_ = nullptr;
   server_.reset();
-  port_ = 0;
+  ports_.clear();
 }
 
 }  // namespace ferry::rest

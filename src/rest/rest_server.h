@@ -4,24 +4,25 @@
 // Every request is answered by calling the Herder, which is thread-safe and returns promptly, so
 // REST never waits for task I/O. Errors always read {"error_code": <status>, "message": "..."}.
 //
+// Transport: http::HttpServer (http_server.h) — one I/O thread, kRequestThreads handler threads
+// behind a bounded queue, per-connection deadlines and size limits, optional TLS.
+//
 // Threading: start() and stop() are called by the owner (the app's main thread), not
-// concurrently. start() binds the socket, starts the listener thread and returns once the server
-// accepts connections; requests are served by a pool of kRequestThreads threads owned by the
-// listener. stop() (also run by the destructor) stops accepting, lets requests in flight finish
-// and joins every thread. The Herder must outlive the RestServer.
+// concurrently. start() binds every listener and returns once the server accepts connections;
+// routes run on the handler threads. stop() (also run by the destructor) stops accepting, lets
+// requests in flight finish and joins every thread. The Herder must outlive the RestServer.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "control/herder.h"
 #include "ferry/status.h"
-
-namespace httplib {
-class Server;
-}
+#include "rest/http_server.h"
+#include "rest/request_policy.h"
 
 namespace ferry::rest {
 
@@ -32,7 +33,36 @@ struct RestOptions {
   std::string commit;
   std::string clusterId = "standalone";
   std::string webRoot;  // optional: static files served under /ui/ (GET / from a browser redirects)
+  // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled): GET-verb
+  // stop/pause/resume/restart, bulk */all, POST /connectors/{name}, /plugin/config[/validate].
+  bool rocketmqCompat = false;
+  // Authentication, roles, Host/CORS/Content-Type checks (request_policy.h); its bindHosts are
+  // the listeners' hosts and clientCertRequired follows listeners.https.ssl.client.authentication
+  // (listenerHosts(), clientCertsRequired()).
+  PolicySettings security;
+  // Kafka Connect's `listeners` (http://host:port, https://host:port); empty: http://host:port.
+  std::vector<std::string> listeners;
+  http::TlsOptions tls;  // listeners.https.ssl.*
+  http::Limits limits;
+  std::size_t maxConnections = 1024;     // rest.max.connections
+  std::size_t requestQueueSize = 64;     // rest.request.queue.size
+  std::chrono::milliseconds headerTimeout{10000};  // rest.request.header.timeout.ms
+  std::chrono::milliseconds bodyTimeout{30000};    // rest.request.body.timeout.ms
+  std::chrono::milliseconds idleTimeout{30000};    // rest.keepalive.idle.timeout.ms
+  std::chrono::milliseconds writeTimeout{30000};   // rest.response.write.timeout.ms
 };
+
+// One row of the route table: "/connectors/*/pause" and the least role that may call it.
+struct RouteSpec {
+  std::string method;
+  std::string pattern;
+  Role role;
+};
+
+// The hosts the REST listeners bind (options.listeners, else options.host).
+std::vector<std::string> listenerHosts(const RestOptions& options);
+// True when an https listener requires client certificates (then authentication is on).
+bool clientCertsRequired(const RestOptions& options);
 
 class RestServer {
  public:
@@ -44,22 +74,31 @@ class RestServer {
   RestServer& operator=(const RestServer&) = delete;
 
   // Binds and starts serving. Unavailable naming host:port when the address cannot be bound;
-  // FailedPrecondition when already started.
+  // FailedPrecondition when already started or when the listener policy refuses the address
+  // (checkListenerPolicy: a non-loopback bind without authentication); InvalidArgument naming the
+  // worker key when a listener, TLS setting or credential file is unusable. The policy checks run
+  // before binding.
   Status start();
   // Stops serving and joins the threads. Idempotent.
   void stop();
-  // The bound port (the chosen one when options.port is 0); 0 before start().
+  // The first listener's bound port (the chosen one when its port is 0); 0 before start().
   int port() const;
+  // Every route with its method and role (the auth matrix and README check use it).
+  std::vector<RouteSpec> routeTable() const;
+  // Every listener's bound port, in the order of options.listeners.
+  std::vector<int> ports() const;
+  // The transport's refusal counters (connections over the cap, 503s, deadlines).
+  http::ServerStats transportStats() const;
 
  private:
   class Routes;
 
   control::Herder& herder_;
   RestOptions options_;
+  std::unique_ptr<RequestPolicy> policy_;
   std::unique_ptr<Routes> routes_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread listener_;
-  std::atomic<int> port_{0};
+  std::unique_ptr<http::HttpServer> server_;
+  std::vector<int> ports_;
 };
 
 }  // namespace ferry::rest

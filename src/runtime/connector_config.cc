@@ -2,6 +2,7 @@
 #include "runtime/connector_config.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "runtime/config_util.h"
@@ -58,6 +59,24 @@ ConfigDef commonDef() {
   return d;
 }
 
+// Kafka Connect's groups for the framework keys (ConfigKeyInfo.group; validate lists them in
+// `groups`), so UIs built for it lay the keys out the same way.
+ConfigDef withKafkaGroups(const ConfigDef& in) {
+  ConfigDef out;
+  for (ConfigKey k : in.keys()) {
+    const auto starts = [&](const char* p) { return k.name.rfind(p, 0) == 0; };
+    if (starts("errors.")) k.group = "Error Handling";
+    else if (k.name == "transforms") k.group = "Transforms";
+    else if (k.name == "predicates") k.group = "Predicates";
+    else if (starts("topic.creation.")) k.group = "Topic Creation";
+    else if (starts("exactly.once.") || starts("transaction.")) k.group = "Exactly Once Support";
+    else k.group = "Common";
+    out.define(std::move(k));
+  }
+  for (const auto& p : in.allowedPrefixes()) out.allowPrefix(p);
+  return out;
+}
+
 const ConfigDef& sourceDef() {
   static const ConfigDef d = [] {
     ConfigDef c = commonDef();
@@ -75,16 +94,26 @@ const ConfigDef& sourceDef() {
     c.define("transaction.boundary.interval.ms", ConfigType::kLong, "-1", Importance::kLow,
              "Commit interval for transaction.boundary=interval (-1: the worker's "
              "offset.flush.interval.ms).", validators::atLeast(-1));
-    return c;
+    // Kafka Connect's topic creation keys (KIP-158): accepted and stored; topic.creation.<group>.*
+    // keys are open-ended (frameworkPrefixes). The backbone creates topics with its own defaults.
+    c.define("topic.creation.groups", ConfigType::kList, "", Importance::kLow,
+             "Kafka Connect's topic creation groups (accepted for compatibility; the backbone creates "
+             "topics with backbone.topic.default.queues).");
+    return withKafkaGroups(c);
   }();
   return d;
 }
 const ConfigDef& sinkDef() {
   static const ConfigDef d = [] {
     ConfigDef c = commonDef();
-    c.define("topics", ConfigType::kList, std::nullopt, Importance::kHigh, "Backbone topics to consume.",
-             validators::nonEmptyList());
-    return c;
+    // Kafka Connect's rule: exactly one of topics and topics.regex (checked in
+    // validateConnectorConfig, since a validator sees one key only).
+    c.define("topics", ConfigType::kList, "", Importance::kHigh,
+             "Backbone topics to consume (this or topics.regex).");
+    c.define("topics.regex", ConfigType::kString, "", Importance::kHigh,
+             "A regular expression (ECMAScript syntax) naming the backbone topics to consume, matched "
+             "against the topics that exist when a task starts (this or topics).");
+    return withKafkaGroups(c);
   }();
   return d;
 }
@@ -94,7 +123,7 @@ const ConfigDef& directDef() {
     c.define("sink.connector.class", ConfigType::kClass, std::nullopt, Importance::kHigh,
              "Sink connector class of a direct connector; sink.* keys configure it.",
              validators::nonEmptyString());
-    return c;
+    return withKafkaGroups(c);
   }();
   return d;
 }
@@ -229,6 +258,10 @@ const ConfigDef& frameworkConfigDef(ConnectorShape shape) {
 std::vector<std::string> frameworkPrefixes(ConnectorShape shape) {
   std::vector<std::string> p{"transforms.", "predicates.", "key.converter.", "value.converter.",
                              "header.converter."};
+  // Kafka Connect's client overrides, checked against the worker's
+  // connector.client.config.override.policy (control/herder_common.cc).
+  for (const char* o : kClientOverridePrefixes) p.push_back(o);
+  if (shape != ConnectorShape::kSink) p.push_back("topic.creation.");
   if (shape == ConnectorShape::kDirect) p.push_back("sink.");
   return p;
 }
@@ -284,6 +317,22 @@ Result<ConnectorValidation> validateConnectorConfig(const PluginRegistry& regist
   out.keys = def.keys();
   out.validation = def.validate(config, frameworkPrefixes(out.shape));
   connector->validate(config, out.validation);
+  if (out.shape == ConnectorShape::kSink) {
+    // Kafka Connect: exactly one of topics and topics.regex.
+    const bool list = !get(config, "topics").empty(), regex = !get(config, "topics.regex").empty();
+    if (list == regex)
+      addError(out.validation, "topics",
+               list ? "Must configure one of topics or topics.regex, not both"
+                    : "Must configure one of topics or topics.regex");
+    if (regex) {
+      try {
+        std::regex re(get(config, "topics.regex"));
+      } catch (const std::regex_error& e) {
+        addError(out.validation, "topics.regex",
+                 "Invalid value " + get(config, "topics.regex") + " for configuration topics.regex: " + e.what());
+      }
+    }
+  }
   if (hasSinkClass && out.shape == ConnectorShape::kSink)
     addError(out.validation, "sink.connector.class", "only a source connector can have a sink side");
   if (out.shape == ConnectorShape::kDirect) {

@@ -26,7 +26,11 @@ const char* connectorShapeName(ConnectorShape s) noexcept;
 // Framework keys of each shape (name, connector.class, tasks.max, errors.*, transforms, ...).
 const ConfigDef& frameworkConfigDef(ConnectorShape shape);
 
-// Prefixes under which keys are checked elsewhere (transforms.<alias>.*, ...).
+// Kafka Connect's per-connector client override prefixes.
+inline constexpr const char* kClientOverridePrefixes[] = {"producer.override.", "consumer.override.",
+                                                          "admin.override."};
+
+// Prefixes under which keys are checked elsewhere (transforms.<alias>.*, producer.override.*, ...).
 std::vector<std::string> frameworkPrefixes(ConnectorShape shape);
 
 struct ConnectorValidation {

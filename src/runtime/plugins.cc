@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -90,6 +91,18 @@ std::string dlErrorText() {
 struct PluginRegistry::Impl {
   std::vector<Registered> plugins;
   std::map<std::string, std::size_t> byName;  // class names and aliases -> index in plugins
+  // Simple names of dotted aliases ("FileStreamSinkConnector" for
+  // org.apache.kafka.connect.file.FileStreamSinkConnector), as Kafka Connect accepts them. Looked
+  // up after byName, so they never shadow a registered name; a simple name two plugins share is
+  // nobody's (ambiguous, as in Kafka Connect).
+  std::map<std::string, std::size_t> bySimpleName;
+  std::set<std::string> ambiguousSimpleNames;
+  // The index of a class name, alias or simple name.
+  std::optional<std::size_t> indexOf(const std::string& name) const {
+    if (auto it = byName.find(name); it != byName.end()) return it->second;
+    if (auto it = bySimpleName.find(name); it != bySimpleName.end()) return it->second;
+    return std::nullopt;
+  }
   std::map<std::string, std::string> pairs;   // source class name -> paired sink class name
 
   Status add(const PluginDescriptor* d, const std::string& origin,
@@ -180,7 +193,18 @@ Status PluginRegistry::Impl::add(const PluginDescriptor* d, const std::string& o
   for (Registered& r : fresh) {
     std::size_t index = plugins.size();
     byName.emplace(r.info.className, index);
-    for (const auto& a : r.info.aliases) byName.emplace(a, index);
+    for (const auto& a : r.info.aliases) {
+      byName.emplace(a, index);
+      const auto dot = a.rfind('.');
+      if (dot == std::string::npos || dot + 1 == a.size()) continue;
+      const std::string simple = a.substr(dot + 1);
+      if (ambiguousSimpleNames.count(simple)) continue;
+      auto [it, fresh] = bySimpleName.emplace(simple, index);
+      if (!fresh && it->second != index) {
+        bySimpleName.erase(it);
+        ambiguousSimpleNames.insert(simple);
+      }
+    }
     plugins.push_back(std::move(r));
   }
   return Status::ok();
@@ -189,7 +213,7 @@ Status PluginRegistry::Impl::add(const PluginDescriptor* d, const std::string& o
 Result<const Registered*> PluginRegistry::Impl::lookup(const std::string& name,
                                                        const std::string& what,
                                                        const std::set<PluginKind>& wanted) const {
-  if (auto it = byName.find(name); it != byName.end()) return &plugins[it->second];
+  if (auto i = indexOf(name)) return &plugins[*i];
   std::vector<std::string> known;
   for (const auto& r : plugins) {
     if (wanted.count(r.info.kind) > 0) known.push_back(r.info.className);
@@ -351,9 +375,9 @@ Status PluginRegistry::pairDirect(const std::string& sourceClass, const std::str
 }
 
 std::string PluginRegistry::pairedSink(const std::string& connectorClass) const {
-  auto it = impl_->byName.find(connectorClass);
-  if (it == impl_->byName.end()) return {};
-  auto p = impl_->pairs.find(impl_->plugins[it->second].info.className);
+  auto i = impl_->indexOf(connectorClass);
+  if (!i) return {};
+  auto p = impl_->pairs.find(impl_->plugins[*i].info.className);
   return p == impl_->pairs.end() ? std::string() : p->second;
 }
 
@@ -364,8 +388,8 @@ Result<PluginInfo> PluginRegistry::find(const std::string& name) const {
 }
 
 bool PluginRegistry::isConnector(const std::string& name) const {
-  auto it = impl_->byName.find(name);
-  return it != impl_->byName.end() && isConnectorKind(impl_->plugins[it->second].info.kind);
+  auto i = impl_->indexOf(name);
+  return i && isConnectorKind(impl_->plugins[*i].info.kind);
 }
 
 Result<PluginPtr<SourceConnector>> PluginRegistry::createSourceConnector(

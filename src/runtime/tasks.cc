@@ -2,6 +2,7 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
+#include <regex>
 #include <chrono>
 #include <deque>
 #include <exception>
@@ -12,6 +13,7 @@
 #include "core/logging.h"
 #include "runtime/config_util.h"
 #include "runtime/log_position_store.h"
+#include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
 
 namespace ferry::runtime {
@@ -45,7 +47,8 @@ class ErrorReporter {
                                        (offset >= 0 ? "@" + std::to_string(offset) : "") + " failed in " + stage +
                                        " (errors.tolerance=none): " + reason.message());
     if (policy_.logErrors)
-      log_->warn("{}: tolerated error in {} for a record of {}: {}{}", where, stage, topic, reason.toString(),
+      log_->warn("{}: tolerated error in {} for a record of {}: {}{}", where, stage, topic,
+                 scrubSecrets(reason.toString(), env_.secrets),
                  policy_.logMessages ? " value=" + std::string(value.view().substr(0, 256)) : std::string());
     if (policy_.deadLetterTopic.empty() || env_.backbone == nullptr) return Status::ok();
     if (!dlq_) {
@@ -67,7 +70,7 @@ class ErrorReporter {
       m.headers.add("__connect.errors.task.id", std::to_string(env_.taskId));
       m.headers.add("__connect.errors.stage", stage);
       m.headers.add("__connect.errors.class.name", statusCodeName(reason.code()));
-      m.headers.add("__connect.errors.exception.message", reason.message());
+      m.headers.add("__connect.errors.exception.message", scrubSecrets(reason.message(), env_.secrets));
     }
     auto* metrics = &metrics_;
     Status s = dlq_->send(std::move(m), [metrics](const Status& st, std::int32_t, std::int64_t) {
@@ -842,7 +845,19 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
                                                                      env_.connector + "-" + std::to_string(env_.taskId),
                                                                      {}));
-    const auto topics = listOf(env_.config, "topics");
+    auto topics = listOf(env_.config, "topics");
+    if (topics.empty() && !get(env_.config, "topics.regex").empty()) {
+      // Kafka Connect's topics.regex: the topics that exist now and match (validated at create).
+      // A topic made later is picked up when the task restarts.
+      FERRY_ASSIGN_OR_RETURN(auto all, env_.backbone->admin().listTopics());
+      try {
+        const std::regex re(get(env_.config, "topics.regex"));
+        for (const auto& t : all)
+          if (std::regex_match(t.name, re)) topics.push_back(t.name);
+      } catch (const std::regex_error& e) {
+        return Status::invalidArgument(std::string("topics.regex: ") + e.what());
+      }
+    }
     for (const auto& t : topics) {
       FERRY_RETURN_IF_ERROR(env_.backbone->admin().ensureTopic(t, env_.worker->defaultQueues));
       noteTopic(t);
@@ -1248,6 +1263,22 @@ Status convertHeaders(Converter& converter, HeaderDirection direction, const std
 // ---------------------------------------------------------------------------------------------
 
 std::unique_ptr<TaskRunner> TaskRunner::create(TaskEnv env) {
+  // The stored task config holds provider references; the task resolves them here, on the worker
+  // that runs it, and keeps the resolved secrets out of what it reports.
+  const StringMap raw = env.config;
+  if (env.worker != nullptr && env.worker->configProviders) {
+    auto resolved = env.worker->configProviders->resolve(env.config);
+    if (!resolved.isOk()) return std::unique_ptr<TaskRunner>(new FailingRunner(std::move(env), resolved.status()));
+    env.config = std::move(*resolved);
+  }
+  if (env.registry != nullptr) {
+    const SecretKeys keys = secretKeysOf(*env.registry, env.config);
+    env.secrets = secretValues(env.config, keys);
+    for (auto& v : secretValues(raw, keys)) env.secrets.push_back(std::move(v));
+    std::sort(env.secrets.begin(), env.secrets.end(), [](const auto& a, const auto& b) {
+      return a.size() != b.size() ? a.size() > b.size() : a < b;
+    });
+  }
   switch (env.shape) {
     case ConnectorShape::kSource:
       if (env.worker != nullptr && env.worker->exactlyOnceSource)
@@ -1295,11 +1326,12 @@ void TaskRunner::start() {
       // Abandoned after a stop timeout: whatever it returned has no effect (the worker may even
       // run a new instance of it by now).
       core::logger("runtime")->warn("abandoned task {}-{} returned at last ({}); its result is discarded",
-                                    env_.connector, env_.taskId, s.isOk() ? "OK" : s.toString());
+                                    env_.connector, env_.taskId, s.isOk() ? "OK" : scrubSecrets(s.toString(), env_.secrets));
     } else if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
-      core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, s.toString());
+      const std::string why = scrubSecrets(s.toString(), env_.secrets);
+      core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, why);
       failed_.store(true);
-      reportState(State::kFailed, s.toString());
+      reportState(State::kFailed, why);
     }
     tActivity = nullptr;
     {

@@ -96,6 +96,9 @@ struct TaskEnv {
   int taskId = 0;
   ConnectorShape shape = ConnectorShape::kSource;
   StringMap config;  // the task config: connector config merged with the connector's task config
+  // Filled by TaskRunner::create(): the secret values of the resolved config (runtime/secrets.h),
+  // scrubbed from the task's traces, error logs and dead-letter headers.
+  std::vector<std::string> secrets;
   // Called on the task thread whenever its state changes (RUNNING, PAUSED, FAILED + trace).
   std::function<void(store::State, const std::string&)> onState;
   // Called on the task thread the first time the task writes to / reads from a topic.

@@ -17,12 +17,68 @@ const ConfigDef& workerConfigDef() {
              "Address the REST API listens on.");
     d.define("rest.port", ConfigType::kInt, "8082", Importance::kHigh, "Port of the REST API (0 = any free port).",
              between(0, 65535));
+    d.define("listeners", ConfigType::kList, "", Importance::kHigh,
+             "REST listeners as in Kafka Connect: a comma list of http://host:port and "
+             "https://host:port (an empty host is every interface). Empty: http://<rest.host>:<rest.port>.");
+    d.define("listeners.https.ssl.keystore.location", ConfigType::kString, "", Importance::kHigh,
+             "https listeners: PEM file holding the private key and the certificate chain. Reloaded "
+             "without a restart when it changes (checked at most once a second, on new connections).");
+    d.define("listeners.https.ssl.keystore.type", ConfigType::kString, "PEM", Importance::kMedium,
+             "Type of the keystore file: only PEM.", oneOf({"PEM"}));
+    d.define("listeners.https.ssl.key.password", ConfigType::kPassword, "", Importance::kHigh,
+             "Password of an encrypted private key in the keystore.");
+    d.define("listeners.https.ssl.truststore.location", ConfigType::kString, "", Importance::kHigh,
+             "https listeners: PEM bundle of the CAs that client certificates must chain to.");
+    d.define("listeners.https.ssl.client.authentication", ConfigType::kString, "none", Importance::kMedium,
+             "Client certificates on https listeners: none, requested (verified when sent) or required.",
+             oneOf({"none", "requested", "required"}));
+    d.define("listeners.https.ssl.enabled.protocols", ConfigType::kList, "TLSv1.2,TLSv1.3", Importance::kMedium,
+             "TLS versions https listeners accept.");
+    d.define("rest.request.header.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
+             "A REST client must send a request's whole header (and finish the TLS handshake) within "
+             "this time or its connection is closed (slow clients hold no thread, only a socket).",
+             between(100, 600000));
+    d.define("rest.request.body.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "A REST client must send a request's body within this time after its header.", between(100, 3600000));
+    d.define("rest.keepalive.idle.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "An idle keep-alive REST connection is closed after this time (Kafka Connect's Jetty: 30 s).",
+             between(100, 3600000));
+    d.define("rest.response.write.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
+             "A REST client must take an answer within this time or its connection is closed.",
+             between(100, 3600000));
+    d.define("rest.max.connections", ConfigType::kLong, "1024", Importance::kLow,
+             "Most open REST connections; further ones are closed at once (and logged at most once a second).",
+             between(1, 1000000));
+    d.define("rest.request.queue.size", ConfigType::kLong, "64", Importance::kLow,
+             "Most complete REST requests waiting for a handler thread; beyond it a request is answered "
+             "503 with Retry-After: 1.", between(1, 100000));
     d.define("data.dir", ConfigType::kString, "ferry-data", Importance::kHigh,
              "Folder for the stores (configs, positions, status) and the embedded backbone.",
              validators::nonEmptyString());
     d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
              "Folders searched for shared-library plugins (*.so, one level deep).");
     d.define("web.root", ConfigType::kString, "", Importance::kLow, "Static files served under /ui/.");
+    d.define("rest.auth.users.file", ConfigType::kString, "", Importance::kHigh,
+             "REST users, one name:role:hash a line (roles viewer, operator, admin; hashes from `ferry passwd`). "
+             "Set, it turns REST authentication on (HTTP basic). Re-read when it changes.");
+    d.define("rest.auth.tokens.file", ConfigType::kString, "", Importance::kHigh,
+             "REST bearer tokens, one name:role:<sha256 hex of the token> a line (from `ferry token`). Set, it "
+             "turns REST authentication on. Re-read when it changes.");
+    d.define("rest.auth.mtls.default.role", ConfigType::kString, "", Importance::kMedium,
+             "Role of a verified TLS client certificate whose CN is not in rest.auth.users.file; empty refuses it.",
+             oneOf({"", "viewer", "operator", "admin"}));
+    d.define("rest.auth.allow.unauthenticated", ConfigType::kBool, "false", Importance::kHigh,
+             "Serve REST without authentication on a non-loopback rest.host (the worker refuses to start "
+             "otherwise). Anyone who reaches the port may then change every connector.");
+    d.define("rest.allowed.host.names", ConfigType::kList, "", Importance::kMedium,
+             "Names the REST Host header may carry (DNS-rebinding defence). Default: localhost, 127.0.0.1, ::1, "
+             "rest.host, this machine's host name (and with a wildcard rest.host its interface addresses). "
+             "* turns the check off.");
+    d.define("access.control.allow.origin", ConfigType::kList, "", Importance::kLow,
+             "CORS: origins (scheme://host:port) whose pages may call the REST API; empty turns CORS off. "
+             "* (any origin) is refused while authentication is on.");
+    d.define("access.control.allow.methods", ConfigType::kString, "", Importance::kLow,
+             "CORS: methods allowed cross-origin (comma-separated); empty means GET,POST,HEAD.");
     d.define("log.level", ConfigType::kString, "info", Importance::kMedium, "Root log level.",
              oneOf({"trace", "debug", "info", "warn", "error", "off"}));
     d.define("backbone", ConfigType::kString, "embedded", Importance::kHigh,
@@ -135,6 +191,28 @@ const ConfigDef& workerConfigDef() {
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
              "The most tasks one connector may ask for (its tasks.max); a larger tasks.max is refused when the "
              "connector is validated or created.", between(1, 1000000));
+    d.define("config.providers", ConfigType::kList, "", Importance::kMedium,
+             "Config providers this worker enables (file, env, directory; Kafka Connect's KIP-297): "
+             "connector configs may then hold ${file:/path/f.properties:key}, ${directory:/path:file} or "
+             "${env:NAME}, resolved only where a connector or task starts. Each provider is set with "
+             "config.providers.<name>.class and config.providers.<name>.param.* (allowed.paths for file and "
+             "directory, allowlist.pattern for env; both read nothing until set). See src/runtime/README.md.");
+    d.define("config.unknown.keys", ConfigType::kString, "accept", Importance::kMedium,
+             "Connector config keys that neither the connector nor the framework declares: accept (as Kafka "
+             "Connect does: stored, passed to the connector, reported as warnings by validate) or refuse (a "
+             "create or update naming one is answered 400).",
+             validators::oneOf({"accept", "refuse"}));
+    d.define("connector.client.config.override.policy", ConfigType::kString, "All", Importance::kMedium,
+             "Kafka Connect's policy for producer.override.*, consumer.override.* and admin.override.* keys in "
+             "connector configs: None (refused), Principal (only sasl.jaas.config, sasl.mechanism and "
+             "security.protocol) or All.",
+             validators::oneOf({"None", "Principal", "All"}));
+    d.define("rest.rocketmq.compat.enabled", ConfigType::kBool, "false", Importance::kMedium,
+             "Serve RocketMQ Connect's REST dialect: its GET-verb operations (GET /connectors/{name}/stop|pause|"
+             "resume|restart, GET /connectors/{stop,pause,resume}/all), POST /connectors/{name} (create or "
+             "update), /plugin/list/connectors, /plugin/config[/validate], /plugin/reload. Off by default: a GET "
+             "that changes state can be triggered by any web page or link. Its read-only paths (/getClusterInfo, "
+             "/connectors/list, /allocated/*, /plugin/list) are always served.");
     d.define("task.shutdown.graceful.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
              "How long stopping a task may take (a stop, delete, restart, reconfiguration or the "
              "worker's shutdown). A task still running then is abandoned: its thread is left "
@@ -149,7 +227,8 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   FERRY_ASSIGN_OR_RETURN(ParsedConfig p,
                          workerConfigDef().parse(props, /*rejectUnknown=*/true,
                                                  {"key.converter.", "value.converter.", "header.converter.", "backbone.kafka.client.",
-                                                  "backbone.kafka.producer.", "backbone.kafka.consumer."}));
+                                                  "backbone.kafka.producer.", "backbone.kafka.consumer.",
+                                                  "config.providers."}));
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
@@ -159,9 +238,34 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
     if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
     c.workerId = std::string(host) + ":" + std::to_string(c.restPort);
   }
+  c.restListeners = p.getList("listeners");
+  c.restKeystoreLocation = p.getString("listeners.https.ssl.keystore.location");
+  c.restKeystoreType = p.getString("listeners.https.ssl.keystore.type");
+  c.restKeyPassword = p.getString("listeners.https.ssl.key.password");
+  c.restTruststoreLocation = p.getString("listeners.https.ssl.truststore.location");
+  c.restClientAuthentication = p.getString("listeners.https.ssl.client.authentication");
+  c.restEnabledProtocols = p.getList("listeners.https.ssl.enabled.protocols");
+  c.restHeaderTimeoutMs = p.getLong("rest.request.header.timeout.ms");
+  c.restBodyTimeoutMs = p.getLong("rest.request.body.timeout.ms");
+  c.restIdleTimeoutMs = p.getLong("rest.keepalive.idle.timeout.ms");
+  c.restWriteTimeoutMs = p.getLong("rest.response.write.timeout.ms");
+  c.restMaxConnections = p.getLong("rest.max.connections");
+  c.restRequestQueueSize = p.getLong("rest.request.queue.size");
+  for (const auto& l : c.restListeners)
+    if (l.rfind("https://", 0) == 0 && c.restKeystoreLocation.empty())
+      return Status::invalidArgument("listeners has " + l +
+                                     ": set listeners.https.ssl.keystore.location to a PEM file with "
+                                     "the private key and certificate chain");
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
   c.webRoot = p.getString("web.root");
+  c.restAuthUsersFile = p.getString("rest.auth.users.file");
+  c.restAuthTokensFile = p.getString("rest.auth.tokens.file");
+  c.restAuthMtlsDefaultRole = p.getString("rest.auth.mtls.default.role");
+  c.restAuthAllowUnauthenticated = p.getBool("rest.auth.allow.unauthenticated");
+  c.restAllowedHostNames = p.getList("rest.allowed.host.names");
+  c.accessControlAllowOrigin = p.getList("access.control.allow.origin");
+  c.accessControlAllowMethods = p.getString("access.control.allow.methods");
   c.logLevel = p.getString("log.level");
   c.backbone = p.getString("backbone");
   c.embeddedSegmentBytes = p.getLong("backbone.embedded.segment.bytes");
@@ -169,6 +273,9 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.embeddedFsyncIntervalMs = p.getLong("backbone.embedded.fsync.interval.ms");
   c.embeddedMaxRecordBytes = p.getLong("backbone.embedded.max.record.bytes");
   c.tasksMaxLimit = p.getLong("tasks.max.limit");
+  c.refuseUnknownConnectorKeys = p.getString("config.unknown.keys") == "refuse";
+  c.clientOverridePolicy = p.getString("connector.client.config.override.policy");
+  c.restRocketmqCompat = p.getBool("rest.rocketmq.compat.enabled");
   c.embeddedRetentionBytes = p.getLong("backbone.embedded.retention.bytes");
   c.embeddedRetentionMs = p.getLong("backbone.embedded.retention.ms");
   c.defaultQueues = p.getInt("backbone.topic.default.queues");
@@ -216,6 +323,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
   c.taskPollBatch = p.getLong("task.poll.batch");
   c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
+  FERRY_ASSIGN_OR_RETURN(c.configProviders, ConfigProviders::fromWorkerProps(props));
   return c;
 }
 

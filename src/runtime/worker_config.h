@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ferry/config.h"
 #include "ferry/result.h"
+#include "runtime/config_providers.h"
 
 namespace ferry::runtime {
 
@@ -17,10 +19,33 @@ struct WorkerConfig {
   std::string workerId;              // default: <hostname>:<rest.port>
   std::string restHost = "127.0.0.1";
   int restPort = 8082;
+  // REST transport: listeners and listeners.https.ssl.* as Kafka Connect names them.
+  std::vector<std::string> restListeners;
+  std::string restKeystoreLocation;
+  std::string restKeystoreType = "PEM";
+  std::string restKeyPassword;
+  std::string restTruststoreLocation;
+  std::string restClientAuthentication = "none";
+  std::vector<std::string> restEnabledProtocols{"TLSv1.2", "TLSv1.3"};
+  std::int64_t restHeaderTimeoutMs = 10000;
+  std::int64_t restBodyTimeoutMs = 30000;
+  std::int64_t restIdleTimeoutMs = 30000;
+  std::int64_t restWriteTimeoutMs = 30000;
+  std::int64_t restMaxConnections = 1024;
+  std::int64_t restRequestQueueSize = 64;
   std::string dataDir = "ferry-data";
   std::vector<std::string> pluginPath;
   std::string webRoot;
   std::string logLevel = "info";
+
+  // REST authentication and request checks (src/rest/request_policy.h).
+  std::string restAuthUsersFile;           // rest.auth.users.file
+  std::string restAuthTokensFile;          // rest.auth.tokens.file
+  std::string restAuthMtlsDefaultRole;     // rest.auth.mtls.default.role ("" = refused)
+  bool restAuthAllowUnauthenticated = false;
+  std::vector<std::string> restAllowedHostNames;  // empty: the defaults
+  std::vector<std::string> accessControlAllowOrigin;
+  std::string accessControlAllowMethods;
 
   std::string backbone = "embedded";
   std::int64_t embeddedSegmentBytes = 64ll << 20;
@@ -28,6 +53,9 @@ struct WorkerConfig {
   std::int64_t embeddedFsyncIntervalMs = 1000;
   std::int64_t embeddedMaxRecordBytes = 16ll << 20;
   std::int64_t tasksMaxLimit = 1000;  // tasks.max.limit
+  bool refuseUnknownConnectorKeys = false;   // config.unknown.keys=refuse (default accept)
+  std::string clientOverridePolicy = "All";  // connector.client.config.override.policy
+  bool restRocketmqCompat = false;           // rest.rocketmq.compat.enabled
   std::int64_t embeddedRetentionBytes = -1;
   std::int64_t embeddedRetentionMs = 7ll * 24 * 3600 * 1000;
   std::int32_t defaultQueues = 4;
@@ -77,6 +105,10 @@ struct WorkerConfig {
   std::int64_t taskMaxInflightBytes = 64ll << 20;
   std::int64_t taskPollBatch = 2000;
   std::int64_t taskShutdownTimeoutMs = 5000;
+
+  // config.providers (config_providers.h): resolves ${provider:...} references in connector
+  // configs where they are used. Never null after parseWorkerConfig (empty when none enabled).
+  std::shared_ptr<const ConfigProviders> configProviders;
 };
 
 const ConfigDef& workerConfigDef();

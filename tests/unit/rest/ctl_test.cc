@@ -2,6 +2,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <mutex>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -259,6 +261,48 @@ TEST_F(CtlTest, PipelineApplyGetListDelete) {
   EXPECT_EQ(ctl({"pipeline", "apply", "-f", dir_.write("bad.json", "[1]")}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("JSON object with a \"name\""));
   EXPECT_EQ(ctl({"pipeline", "frobnicate"}), kExitUsage);
+}
+
+// Credentials: --token sends a bearer token, --user basic credentials (password from the
+// option or $FERRY_REST_PASSWORD), and the body goes out as JSON without a 100-continue wait.
+TEST(CtlCredentials, SentAsAuthorizationHeaders) {
+  std::mutex mu;
+  std::vector<std::string> seen;  // "METHOD Authorization|Content-Type|Expect"
+  rest::http::ServerOptions o;
+  o.listeners.push_back(rest::http::Listener{false, "127.0.0.1", 0});
+  rest::http::HttpServer server(o, [&](const rest::http::Request& req, rest::http::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(req.method + " " + req.get_header_value("Authorization") + "|" +
+                   req.get_header_value("Content-Type") + "|" + req.get_header_value("Expect"));
+    res.status = 200;
+    res.set_content("{}", "application/json");
+  });
+  ASSERT_TRUE(server.start().isOk());
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.ports().at(0));
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"ctl", "--url", url};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    std::ostringstream out, err;
+    return run(static_cast<int>(argv.size()), argv.data(), out, err);
+  };
+  EXPECT_EQ(ctl({"--token", "t0k3n", "list", "-o", "json"}), kExitOk);
+  EXPECT_EQ(ctl({"--user", "alice:s3cret", "list", "-o", "json"}), kExitOk);
+  ::setenv("FERRY_REST_USER", "bob", 1);
+  ::setenv("FERRY_REST_PASSWORD", "pw", 1);
+  EXPECT_EQ(ctl({"list", "-o", "json"}), kExitOk);
+  ::unsetenv("FERRY_REST_USER");
+  ::unsetenv("FERRY_REST_PASSWORD");
+  TempDir d;
+  auto file = d.write("a.json", R"({"name": "a", "config": {"connector.class": "X"}})");
+  EXPECT_EQ(ctl({"create", "-f", file}), kExitOk);
+  server.stop();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0], "GET Bearer t0k3n||");
+  EXPECT_EQ(seen[1], "GET Basic YWxpY2U6czNjcmV0||");  // alice:s3cret
+  EXPECT_EQ(seen[2], "GET Basic Ym9iOnB3||");          // bob:pw
+  EXPECT_EQ(seen[3], "POST |application/json|");
 }
 
 }  // namespace

@@ -37,6 +37,21 @@ class FakeHerder : public control::Herder {
     std::lock_guard l(mu_);
     entries_[name].positions = std::move(p);
   }
+  // The next `n` offset changes of a STOPPED connector fail as if its tasks were still leaving.
+  void setStillStopping(int n) {
+    std::lock_guard l(mu_);
+    stillStopping_ = n;
+  }
+  // Distributed mode's GET /cluster answer; empty = a standalone worker (NotFound).
+  void setClusterJson(std::string j) {
+    std::lock_guard l(mu_);
+    clusterJson_ = std::move(j);
+  }
+  Result<std::string> clusterJson() const override {
+    std::lock_guard l(mu_);
+    if (clusterJson_.empty()) return Status::notFound("standalone");
+    return clusterJson_;
+  }
   std::vector<std::string> calls() const {
     std::lock_guard l(mu_);
     return calls_;
@@ -165,6 +180,10 @@ class FakeHerder : public control::Herder {
     if (it == entries_.end()) return notFound(name);
     if (it->second.target != store::TargetState::kStopped)
       return Status::failedPrecondition("connector " + name + " must be STOPPED to alter offsets");
+    if (stillStopping_ > 0) {
+      --stillStopping_;
+      return Status::failedPrecondition("group connect-" + name + " has 1 live member(s)");
+    }
     it->second.positions = positions;
     return Status::ok();
   }
@@ -174,6 +193,10 @@ class FakeHerder : public control::Herder {
     if (it == entries_.end()) return notFound(name);
     if (it->second.target != store::TargetState::kStopped)
       return Status::failedPrecondition("connector " + name + " must be STOPPED to reset offsets");
+    if (stillStopping_ > 0) {
+      --stillStopping_;
+      return Status::failedPrecondition("group connect-" + name + " has 1 live member(s)");
+    }
     it->second.positions.clear();
     return Status::ok();
   }
@@ -309,8 +332,10 @@ class FakeHerder : public control::Herder {
 
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;  // guarded by mu_
-  std::string throwOnList_;               // guarded by mu_
-  std::string healthProblem_;             // guarded by mu_
+  std::string healthProblem_;            // guarded by mu_
+  std::string clusterJson_;              // guarded by mu_
+  int stillStopping_ = 0;                // guarded by mu_
+  std::string throwOnList_;              // guarded by mu_
   std::vector<std::string> calls_;        // guarded by mu_
 };
 

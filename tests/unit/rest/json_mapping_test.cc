@@ -141,9 +141,14 @@ TEST(ParseOffsets, Good) {
   EXPECT_EQ((*r)[1].partition.at("kafka_partition"), "3");
   EXPECT_TRUE((*r)[1].offset.empty());
   EXPECT_TRUE((*r)[2].offset.empty());
+}
+
+// Kafka Connect refuses an alter request with nothing to alter (400); it used to be a no-op.
+TEST(ParseOffsets, EmptyListIsRefused) {
   auto empty = parseOffsets(R"({"offsets": []})");
-  ASSERT_TRUE(empty.isOk());
-  EXPECT_TRUE(empty->empty());
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("need to be provided"), std::string::npos);
 }
 
 TEST(ParseOffsets, WrongShapesNameThePlace) {
@@ -213,7 +218,37 @@ TEST(Render, PositionsMakeKafkaNumbersNumeric) {
   EXPECT_EQ(j["offsets"][0]["partition"]["kafka_partition"], 3);
   EXPECT_EQ(j["offsets"][0]["partition"]["kafka_topic"], "t");
   EXPECT_EQ(j["offsets"][0]["offset"]["kafka_offset"], 17);
-  EXPECT_EQ(j["offsets"][1]["offset"]["pos"], "5");  // other keys stay as stored
+  EXPECT_EQ(j["offsets"][1]["offset"]["pos"], 5);  // a number, as Kafka Connect shows it
+  EXPECT_EQ(j["offsets"][1]["partition"]["file"], "/a");
+}
+
+// Source offsets went out as strings ("position": "370"), so they could not move back to Kafka
+// Connect: offset values that are an integer's canonical text are numbers; anything else stays
+// text, and partition values stay text (they name things) except kafka_partition.
+TEST(Render, SourceOffsetNumbersStayNumbers) {
+  control::PositionList p{{{{"filename", "/in.txt"}, {"shard", "12"}},
+                           {{"position", "370"},
+                            {"negative", "-4"},
+                            {"padded", "0370"},
+                            {"plus", "+1"},
+                            {"big", "99999999999999999999"},
+                            {"lsn", "0/16B3748"},
+                            {"empty", ""}}}};
+  Json j = positionsJson(p);
+  const Json& off = j["offsets"][0]["offset"];
+  EXPECT_TRUE(off["position"].is_number_integer());
+  EXPECT_EQ(off["position"], 370);
+  EXPECT_EQ(off["negative"], -4);
+  EXPECT_EQ(off["padded"], "0370");
+  EXPECT_EQ(off["plus"], "+1");
+  EXPECT_EQ(off["big"], "99999999999999999999");
+  EXPECT_EQ(off["lsn"], "0/16B3748");
+  EXPECT_EQ(off["empty"], "");
+  EXPECT_EQ(j["offsets"][0]["partition"]["shard"], "12");
+  // Round trip: what GET shows, PATCH accepts and stores as the same text.
+  auto back = parseOffsets(dumpJson(j));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ((*back)[0], p[0]);
 }
 
 TEST(Render, ConfigReportShape) {
@@ -234,12 +269,96 @@ TEST(Render, ConfigReportShape) {
   const Json& c = j["configs"][0];
   EXPECT_EQ(c["definition"]["name"], "topic");
   EXPECT_EQ(c["definition"]["required"], true);
-  EXPECT_EQ(c["definition"]["order_in_group"], 0);
+  EXPECT_EQ(c["definition"]["order"], 0);  // Kafka Connect 4.x's name
+  EXPECT_FALSE(c["definition"].contains("order_in_group"));
   EXPECT_TRUE(c["definition"]["default_value"].is_null());
   EXPECT_EQ(c["value"]["name"], "topic");
   EXPECT_TRUE(c["value"]["value"].is_null());
   EXPECT_EQ(c["value"]["errors"][0], "required");
   EXPECT_EQ(c["value"]["visible"], true);
+}
+
+// ConfigKeyInfo said "" where Kafka Connect 4.x says null (no default), and order_in_group.
+TEST(Render, ConfigKeyInfoAsKafkaConnect4) {
+  auto key = [](std::string name, ConfigType type, std::string def) {
+    ConfigKey k;
+    k.name = std::move(name);
+    k.type = type;
+    k.defaultValue = std::move(def);
+    k.importance = Importance::kHigh;
+    return k;
+  };
+  ConfigKey none = key("file", ConfigType::kString, "");
+  Json j = configKeyJson(none, -1);
+  EXPECT_TRUE(j["default_value"].is_null());
+  EXPECT_EQ(j["order"], -1);
+  EXPECT_TRUE(j["group"].is_null());
+  ConfigKey list = key("transforms", ConfigType::kList, "");
+  EXPECT_EQ(configKeyJson(list, 0)["default_value"], "");  // Kafka shows "" for an empty list
+  ConfigKey withDefault = key("tasks.max", ConfigType::kInt, "1");
+  withDefault.group = "Common";
+  Json d = configKeyJson(withDefault, 3);
+  EXPECT_EQ(d["default_value"], "1");
+  EXPECT_EQ(d["group"], "Common");
+  EXPECT_EQ(d["order"], 3);
+  for (const char* k : {"name", "type", "required", "default_value", "importance", "documentation",
+                        "group", "order", "width", "display_name", "dependents"})
+    EXPECT_TRUE(d.contains(k)) << k;
+  EXPECT_EQ(d.size(), 11u);
+}
+
+// Kafka Connect 4.x carries the plugin version in connector and task status.
+TEST(Render, StatusCarriesVersion) {
+  control::ConnectorStateInfo s;
+  s.name = "c";
+  s.state = store::State::kRunning;
+  s.type = control::ConnectorType::kSource;
+  s.tasks.push_back({0, store::State::kRunning, "w1", "", ""});
+  Json j = connectorStatusJson(s, "0.1.0");
+  EXPECT_EQ(j["connector"]["version"], "0.1.0");
+  EXPECT_EQ(j["tasks"][0]["version"], "0.1.0");
+  EXPECT_EQ(taskStatusJson(s.tasks[0], "2.0")["version"], "2.0");
+  EXPECT_FALSE(j.contains("ferry_type"));
+}
+
+// "type": "direct" broke clients generated from Kafka's API (source|sink only).
+TEST(Render, DirectConnectorIsASourceWithFerryType) {
+  control::ConnectorInfo info{"d", {{"connector.class", "MQTTSource"}}, {0}, control::ConnectorType::kDirect};
+  Json i = connectorInfoJson(info);
+  EXPECT_EQ(i["type"], "source");
+  EXPECT_EQ(i["ferry_type"], "direct");
+  control::ConnectorStateInfo s;
+  s.name = "d";
+  s.type = control::ConnectorType::kDirect;
+  Json st = connectorStatusJson(s);
+  EXPECT_EQ(st["type"], "source");
+  EXPECT_EQ(st["ferry_type"], "direct");
+  EXPECT_STREQ(connectorTypeText(control::ConnectorType::kSink), "sink");
+}
+
+// /connector-plugins listed ferry's short names; Kafka's clients look for the Java class name.
+TEST(Render, PluginListedByKafkaClassName) {
+  runtime::PluginInfo file{"FileStreamSink",
+                           {"org.apache.kafka.connect.file.FileStreamSinkConnector", "file-sink"},
+                           PluginKind::kSinkConnector, "0.1.0", "", "builtin"};
+  EXPECT_EQ(pluginJson(file)["class"], "org.apache.kafka.connect.file.FileStreamSinkConnector");
+  EXPECT_EQ(pluginJson(file, /*detailed=*/true)["class"], "FileStreamSink");  // RocketMQ's list
+  runtime::PluginInfo own{"MQTTSource", {"mqtt-source"}, PluginKind::kSourceConnector, "0.1.0", "", "builtin"};
+  EXPECT_EQ(pluginJson(own)["class"], "MQTTSource");
+}
+
+// Undeclared keys are accepted and reported in a field of their own, outside error_count.
+TEST(Render, ConfigReportWarnings) {
+  control::ConfigReport r;
+  r.className = "FileStreamSinkConnector";
+  Json none = configReportJson(r);
+  EXPECT_FALSE(none.contains("warnings"));
+  r.warnings.emplace_back("custom.key", "unknown configuration key 'custom.key': accepted");
+  Json j = configReportJson(r);
+  EXPECT_EQ(j["error_count"], 0);
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  EXPECT_EQ(j["warnings"][0]["name"], "custom.key");
+  EXPECT_THAT(j["warnings"][0]["message"].get<std::string>(), HasSubstr("accepted"));
 }
 
 TEST(Render, DumpNeverThrowsOnInvalidUtf8) {

@@ -2,13 +2,14 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "core/logging.h"
 #include "fake_herder.h"
+#include "http_test_client.h"
 #include "rest/json_mapping.h"
 
 namespace ferry::rest {
@@ -31,33 +32,35 @@ class RestServerTest : public ::testing::Test {
     o.port = 0;
     o.version = "0.1.0";
     o.commit = "abc123";
+    o.rocketmqCompat = rocketmqCompat_;
     server_ = std::make_unique<RestServer>(herder_, o);
     ASSERT_TRUE(server_->start().isOk());
     ASSERT_GT(server_->port(), 0);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(30);
   }
   void TearDown() override { server_->stop(); }
 
+  // Sends on one kept-alive connection (reconnecting when the server closed it), as a client
+  // library would.
   Answer call(const std::string& method, const std::string& path, const std::string& body = "") {
-    const char* type = "application/json";
-    auto send = [&]() {
-      if (method == "POST") return client_->Post(path, body, type);
-      if (method == "PUT") return client_->Put(path, body, type);
-      if (method == "PATCH") return client_->Patch(path, body, type);
-      if (method == "DELETE") return client_->Delete(path);
-      if (method == "OPTIONS") return client_->Options(path);
-      return client_->Get(path);
-    };
-    httplib::Result r = send();
-    EXPECT_TRUE(static_cast<bool>(r)) << method << " " << path;
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    if (method == "POST" || method == "PUT" || method == "PATCH")
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\n";
+    req += "\r\n" + body;
+    testing::HttpAnswer r;
+    for (int attempt = 0; attempt < 2 && r.status == 0; ++attempt) {
+      if (!conn_ || attempt > 0) conn_ = std::make_unique<testing::TestConnection>(server_->port());
+      if (conn_->send(req)) r = conn_->read(std::chrono::seconds(30), method == "HEAD");
+    }
+    EXPECT_NE(r.status, 0) << method << " " << path;
     Answer a;
-    if (!r) return a;
-    a.status = r->status;
-    a.body = r->body;
-    a.allow = r->get_header_value("Allow");
-    a.contentType = r->get_header_value("Content-Type");
-    a.json = Json::parse(r->body, nullptr, false);
+    if (r.status == 0) return a;
+    a.status = r.status;
+    a.body = r.body;
+    a.allow = r.header("Allow");
+    a.contentType = r.header("Content-Type");
+    a.json = Json::parse(r.body, nullptr, false);
+    if (r.header("Connection") == "close") conn_.reset();
     return a;
   }
 
@@ -80,9 +83,10 @@ class RestServerTest : public ::testing::Test {
     ASSERT_EQ(a.status, 201) << a.body;
   }
 
+  bool rocketmqCompat_ = false;  // worker key rest.rocketmq.compat.enabled
   testing::FakeHerder herder_;
   std::unique_ptr<RestServer> server_;
-  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<testing::TestConnection> conn_;
 };
 
 TEST_F(RestServerTest, RootHealthAndMetrics) {
@@ -109,6 +113,8 @@ TEST_F(RestServerTest, RootHealthAndMetrics) {
   EXPECT_THAT(metrics.body, HasSubstr("ferry_up 1\n"));
   EXPECT_THAT(metrics.body, HasSubstr("process_resident_memory_bytes "));
   EXPECT_THAT(metrics.body, HasSubstr("process_cpu_seconds_total "));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_connections_rejected_total 0\n"));
+  EXPECT_THAT(metrics.body, HasSubstr("ferry_rest_open_connections 1\n"));
 }
 
 TEST_F(RestServerTest, CreateReadListDelete) {
@@ -141,18 +147,25 @@ TEST_F(RestServerTest, CreateReadListDelete) {
   EXPECT_EQ(status.json["tasks"][0]["id"], 0);
   EXPECT_EQ(status.json["tasks"][0]["state"], "RUNNING");
   EXPECT_EQ(status.json["type"], "source");
+  // Kafka Connect 4.x: the plugin's version in connector and task status.
+  EXPECT_EQ(status.json["connector"]["version"], "1.0");
+  EXPECT_EQ(status.json["tasks"][0]["version"], "1.0");
 
   auto expanded = call("GET", "/connectors?expand=status&expand=info");
   EXPECT_EQ(expanded.json["src"]["status"]["connector"]["state"], "RUNNING");
   EXPECT_EQ(expanded.json["src"]["info"]["name"], "src");
   auto onlyStatus = call("GET", "/connectors?expand=status");
   EXPECT_FALSE(onlyStatus.json["src"].contains("info"));
+  EXPECT_EQ(onlyStatus.json["src"]["status"]["connector"]["version"], "1.0");
+  // Kafka Connect answers the map for any expand, an unknown one too (ferry listed names).
+  EXPECT_EQ(call("GET", "/connectors?expand=bogus").json, (Json{{"src", Json::object()}}));
 
   auto tasks = call("GET", "/connectors/src/tasks");
   EXPECT_EQ(tasks.json[0]["id"], (Json{{"connector", "src"}, {"task", 0}}));
   EXPECT_EQ(tasks.json[0]["config"]["file"], "/in");
   auto task = call("GET", "/connectors/src/tasks/0/status");
   EXPECT_EQ(task.json["state"], "RUNNING");
+  EXPECT_EQ(task.json["version"], "1.0");
   EXPECT_EQ(task.json["id"], 0);
   expectError(call("GET", "/connectors/src/tasks/7/status"), 404);
   expectError(call("GET", "/connectors/src/tasks/x/status"), 400);
@@ -231,14 +244,28 @@ TEST_F(RestServerTest, TargetStatesAndRestart) {
   EXPECT_EQ(call("PUT", "/connectors/src/pause").status, 202);
   EXPECT_EQ(call("GET", "/connectors/src/status").json["connector"]["state"], "PAUSED");
   EXPECT_EQ(call("PUT", "/connectors/src/resume").status, 202);
-  EXPECT_EQ(call("PUT", "/connectors/src/stop").status, 202);
+  // Kafka Connect answers a stop with 204 (Strimzi accepts nothing else); it was 202.
+  auto stop = call("PUT", "/connectors/src/stop");
+  EXPECT_EQ(stop.status, 204);
+  EXPECT_TRUE(stop.body.empty());
   EXPECT_EQ(call("GET", "/connectors/src/status").json["connector"]["state"], "STOPPED");
+  EXPECT_EQ(call("PUT", "/connectors/src/resume").status, 202);
   expectError(call("PUT", "/connectors/nope/pause"), 404);
 
   EXPECT_EQ(call("POST", "/connectors/src/restart").status, 204);
   auto withTasks = call("POST", "/connectors/src/restart?includeTasks=true&onlyFailed=false");
   EXPECT_EQ(withTasks.status, 202);
   EXPECT_EQ(withTasks.json["name"], "src");  // Kafka Connect answers the status with 202
+  // ... as the restart plans it: what is restarted is RESTARTING (it showed the current states).
+  EXPECT_EQ(withTasks.json["connector"]["state"], "RESTARTING");
+  EXPECT_EQ(withTasks.json["tasks"][0]["state"], "RESTARTING");
+  auto connectorOnly = call("POST", "/connectors/src/restart?onlyFailed=false&includeTasks=false");
+  EXPECT_EQ(connectorOnly.status, 204);
+  // onlyFailed: nothing failed, nothing restarts.
+  auto onlyFailed = call("POST", "/connectors/src/restart?includeTasks=true&onlyFailed=true");
+  EXPECT_EQ(onlyFailed.status, 202);
+  EXPECT_EQ(onlyFailed.json["connector"]["state"], "RUNNING");
+  EXPECT_EQ(onlyFailed.json["tasks"][0]["state"], "RUNNING");
   EXPECT_THAT(expectError(call("POST", "/connectors/src/restart?includeTasks=maybe"), 400),
               HasSubstr("includeTasks"));
   auto calls = herder_.calls();
@@ -253,20 +280,34 @@ TEST_F(RestServerTest, Offsets) {
   auto got = call("GET", "/connectors/src/offsets");
   EXPECT_EQ(got.status, 200);
   EXPECT_EQ(got.json["offsets"][0]["partition"]["file"], "/in");
-  EXPECT_EQ(got.json["offsets"][0]["offset"]["line"], "3");
-  // Not STOPPED: FailedPrecondition -> 409.
-  expectError(call("DELETE", "/connectors/src/offsets"), 409);
-  expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": []})"), 409);
+  EXPECT_EQ(got.json["offsets"][0]["offset"]["line"], 3);  // a number, as Kafka Connect shows it
+  // Not STOPPED: 400 as Kafka Connect (409 made kcctl retry for 30 s).
+  expectError(call("DELETE", "/connectors/src/offsets"), 400);
+  expectError(call("PATCH", "/connectors/src/offsets",
+                   R"({"offsets": [{"partition": {"file": "/in"}, "offset": {"line": 9}}]})"),
+              400);
   call("PUT", "/connectors/src/stop");
+  // Nothing to alter is refused, stopped or not.
+  EXPECT_THAT(expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": []})"), 400),
+              HasSubstr("need to be provided"));
   auto altered = call("PATCH", "/connectors/src/offsets",
                       R"({"offsets": [{"partition": {"file": "/in"}, "offset": {"line": 9}}]})");
   EXPECT_EQ(altered.status, 200) << altered.body;
   EXPECT_THAT(altered.json.value("message", ""), HasSubstr("altered"));
-  EXPECT_EQ(call("GET", "/connectors/src/offsets").json["offsets"][0]["offset"]["line"], "9");
+  EXPECT_EQ(call("GET", "/connectors/src/offsets").json["offsets"][0]["offset"]["line"], 9);
   EXPECT_THAT(
       expectError(call("PATCH", "/connectors/src/offsets", R"({"offsets": [{"partition": 3}]})"),
                   400),
       HasSubstr("offsets[0].partition"));
+  // STOPPED while its tasks still leave: retried briefly instead of a 400 clients do not retry.
+  herder_.setStillStopping(3);
+  EXPECT_EQ(call("PATCH", "/connectors/src/offsets",
+                 R"({"offsets": [{"partition": {"file": "/in"}, "offset": {"line": 9}}]})")
+                .status,
+            200);
+  herder_.setStillStopping(1000);  // never done: the herder's answer, as 400, after the bound
+  EXPECT_THAT(expectError(call("DELETE", "/connectors/src/offsets"), 400), HasSubstr("live member"));
+  herder_.setStillStopping(0);
   auto reset = call("DELETE", "/connectors/src/offsets");
   EXPECT_EQ(reset.status, 200);
   EXPECT_THAT(reset.json.value("message", ""), HasSubstr("reset"));
@@ -297,6 +338,8 @@ TEST_F(RestServerTest, Plugins) {
                   R"({"file": "/a", "tasks.max": 2})");
   ASSERT_EQ(val.status, 200) << val.body;
   EXPECT_EQ(val.json["name"], "FileStreamSource");
+  EXPECT_TRUE(cfg.json[0].contains("order"));  // Kafka Connect 4.x's name
+  EXPECT_FALSE(cfg.json[0].contains("order_in_group"));
   EXPECT_EQ(val.json["error_count"], 1);
   EXPECT_EQ(val.json["groups"][0], "Common");
   bool topicError = false;
@@ -313,7 +356,10 @@ TEST_F(RestServerTest, Loggers) {
   EXPECT_TRUE(all.json.contains("root"));
   auto put = call("PUT", "/admin/loggers/rest-test-logger", R"({"level": "DEBUG"})");
   EXPECT_EQ(put.status, 200) << put.body;
-  EXPECT_EQ(call("GET", "/admin/loggers/rest-test-logger").json["level"], "DEBUG");
+  auto one = call("GET", "/admin/loggers/rest-test-logger");
+  EXPECT_EQ(one.json["level"], "DEBUG");
+  EXPECT_TRUE(one.json["last_modified"].is_number_integer()) << one.body;  // Kafka's field
+  EXPECT_TRUE(call("GET", "/admin/loggers").json["root"]["last_modified"].is_null());
   EXPECT_THAT(
       expectError(call("PUT", "/admin/loggers/rest-test-logger", R"({"level": "LOUD"})"), 400),
       HasSubstr("LOUD"));
@@ -365,6 +411,20 @@ TEST_F(RestServerTest, UnknownRoute404WrongMethod405) {
   auto options = call("OPTIONS", "/connectors/x/config");
   EXPECT_EQ(options.status, 204);
   EXPECT_EQ(options.allow, "GET, PATCH, PUT");
+  // HEAD answers as GET without the body, on the same kept-alive connection.
+  auto get = call("GET", "/connectors");
+  auto head = call("HEAD", "/connectors");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  EXPECT_EQ(call("GET", "/connectors").body, get.body);
+}
+
+TEST_F(RestServerTest, ErrorAnswersNeverEchoTheBody) {
+  auto a = call("POST", "/connectors", "{\"name\": \"SECRET-IN-BODY\", \"config\": 5}");
+  EXPECT_EQ(a.status, 400);
+  auto b = call("POST", "/connectors", std::string(9 * 1024 * 1024, 'Q'));
+  expectError(b, 413);
+  EXPECT_EQ(b.body.find("QQQQ"), std::string::npos);
 }
 
 TEST_F(RestServerTest, EncodedNamesAndTrailingSlash) {
@@ -376,14 +436,9 @@ TEST_F(RestServerTest, EncodedNamesAndTrailingSlash) {
   EXPECT_EQ(call("GET", "/connectors/").status, 200);
 }
 
+// RocketMQ Connect's paths that only read are always served.
 TEST_F(RestServerTest, RocketMqPaths) {
-  auto created =
-      call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})");
-  EXPECT_EQ(created.status, 201) << created.body;
-  expectError(
-      call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})"),
-      409);
-  expectError(call("POST", "/connectors/rmq2", R"({"connector.class": 5.5, "topic": {}})"), 400);
+  createSource("rmq");
 
   auto list = call("GET", "/connectors/list");
   EXPECT_EQ(list.status, 200);
@@ -392,6 +447,9 @@ TEST_F(RestServerTest, RocketMqPaths) {
 
   auto cluster = call("GET", "/getClusterInfo");
   EXPECT_EQ(cluster.json["workers"], Json::array({"w1"}));
+  // Idle members of a cluster are listed too (only workers running something were).
+  herder_.setClusterJson(R"({"workers": [{"id": "w1"}, {"id": "idle-w2", "units": 0}]})");
+  EXPECT_EQ(call("GET", "/getClusterInfo").json["workers"], Json::array({"idle-w2", "w1"}));
   auto allocated = call("GET", "/allocated/connectors");
   EXPECT_EQ(allocated.json["rmq"]["topic"], "t");
   auto tasks = call("GET", "/allocated/tasks");
@@ -399,6 +457,80 @@ TEST_F(RestServerTest, RocketMqPaths) {
   EXPECT_EQ(tasks.json[0]["state"], "RUNNING");
   auto plugins = call("GET", "/plugin/list");
   EXPECT_EQ(plugins.json[0]["aliases"][0], "FileSource");
+}
+
+// Its dialect with writes is off by default: GET-verb writes are unsafe without authentication.
+TEST_F(RestServerTest, RocketMqDialectOffByDefault) {
+  createSource("src");
+  // Kafka Connect's paths with GET: 405, as Kafka Connect answers them.
+  expectError(call("GET", "/connectors/src/stop"), 405);
+  expectError(call("GET", "/connectors/src/pause"), 405);
+  expectError(call("GET", "/connectors/pause/all"), 404);
+  expectError(call("GET", "/connectors/stop/all"), 404);
+  expectError(call("GET", "/plugin/list/connectors"), 404);
+  expectError(call("GET", "/plugin/reload"), 404);
+  // POST /connectors/{name} is RocketMQ's create: off too (405: the path has other methods).
+  expectError(call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})"),
+              405);
+  EXPECT_EQ(call("GET", "/connectors/src/status").json["connector"]["state"], "RUNNING");
+  const auto calls = herder_.calls();
+  for (const auto& c : calls) EXPECT_EQ(c.find("stop"), std::string::npos) << c;
+  for (const auto& c : calls) EXPECT_EQ(c.find("pause"), std::string::npos) << c;
+}
+
+class RestServerRocketMqTest : public RestServerTest {
+ protected:
+  RestServerRocketMqTest() { rocketmqCompat_ = true; }
+};
+
+TEST_F(RestServerRocketMqTest, GetVerbOperations) {
+  auto created =
+      call("POST", "/connectors/rmq", R"({"connector.class": "FileStreamSource", "topic": "t"})");
+  EXPECT_EQ(created.status, 201) << created.body;
+  // An existing connector is updated (it answered 409: RocketMQ's POST is its putConnectorConfig).
+  auto updated = call("POST", "/connectors/rmq",
+                      R"({"connector.class": "FileStreamSource", "topic": "t2"})");
+  EXPECT_EQ(updated.status, 200) << updated.body;
+  EXPECT_EQ(call("GET", "/connectors/rmq/config").json["topic"], "t2");
+  expectError(call("POST", "/connectors/rmq2", R"({"connector.class": 5.5, "topic": {}})"), 400);
+
+  auto pause = call("GET", "/connectors/rmq/pause");
+  EXPECT_EQ(pause.status, 200) << pause.body;
+  EXPECT_EQ(pause.json["status"], 200);  // RocketMQ Connect's envelope
+  EXPECT_THAT(pause.json["body"].get<std::string>(), HasSubstr("paused"));
+  EXPECT_EQ(call("GET", "/connectors/rmq/status").json["connector"]["state"], "PAUSED");
+  EXPECT_EQ(call("GET", "/connectors/rmq/resume").status, 200);
+  EXPECT_EQ(call("GET", "/connectors/rmq/status").json["connector"]["state"], "RUNNING");
+  EXPECT_EQ(call("GET", "/connectors/rmq/restart").status, 200);
+  EXPECT_EQ(call("GET", "/connectors/rmq/tasks/0/restart").status, 200);
+  expectError(call("GET", "/connectors/rmq/tasks/x/restart"), 400);
+  // stop keeps the connector (RocketMQ deletes it; ferry destroys nothing on a GET).
+  EXPECT_EQ(call("GET", "/connectors/rmq/stop").status, 200);
+  EXPECT_EQ(call("GET", "/connectors/rmq/status").json["connector"]["state"], "STOPPED");
+  expectError(call("GET", "/connectors/nope/pause"), 404);
+
+  createSource("second");
+  auto pauseAll = call("GET", "/connectors/pause/all");
+  EXPECT_EQ(pauseAll.status, 200) << pauseAll.body;
+  EXPECT_THAT(pauseAll.json["body"].get<std::string>(), HasSubstr("2 connectors"));
+  EXPECT_EQ(call("GET", "/connectors/second/status").json["connector"]["state"], "PAUSED");
+  EXPECT_EQ(call("GET", "/connectors/resume/all").status, 200);
+  EXPECT_EQ(call("GET", "/connectors/second/status").json["connector"]["state"], "RUNNING");
+  EXPECT_EQ(call("GET", "/connectors/stop/all").status, 200);
+  EXPECT_EQ(call("GET", "/connectors/second/status").json["connector"]["state"], "STOPPED");
+
+  auto plugins = call("GET", "/plugin/list/connectors");
+  ASSERT_EQ(plugins.status, 200);
+  EXPECT_EQ(plugins.json["body"].size(), 2u);  // connectors only
+  auto cfg = call("GET", "/plugin/config?plugin=FileStreamSource");
+  EXPECT_EQ(cfg.status, 200) << cfg.body;
+  EXPECT_EQ(cfg.json["body"][0]["name"], "file");
+  expectError(call("GET", "/plugin/config"), 400);
+  auto val = call("POST", "/plugin/config/validate", R"({"connector.class": "FileStreamSource"})");
+  EXPECT_EQ(val.status, 200) << val.body;
+  EXPECT_EQ(val.json["body"]["error_count"], 2);  // file and topic are required
+  auto valGet = call("GET", "/plugin/config/validate?config=%7B%22connector.class%22%3A%22FileStreamSource%22%7D");
+  EXPECT_EQ(valGet.status, 200) << valGet.body;
   EXPECT_THAT(expectError(call("GET", "/plugin/reload"), 501), HasSubstr("not supported"));
   expectError(call("POST", "/plugin/reload"), 501);
 }
@@ -417,7 +549,7 @@ TEST_F(RestServerTest, OversizedBodyIs413WithErrorShape) {
   expectError(a, 413);
 }
 
-// Regression: httplib's default socket options set SO_REUSEPORT, so a second server on the same
+// Regression: cpp-httplib's default socket options set SO_REUSEPORT, so a second server on the same
 // port started fine and shared the first one's connections.
 TEST(RestServerBind, SecondServerOnSamePortIsRefusedNotShared) {
   testing::FakeHerder herder;
@@ -460,19 +592,17 @@ TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   o.webRoot = dir;
   RestServer server(herder, o);
   ASSERT_TRUE(server.start().isOk());
-  httplib::Client client("127.0.0.1", server.port());
-  auto browser = client.Get("/", {{"Accept", "text/html,application/xhtml+xml"}});
-  ASSERT_TRUE(static_cast<bool>(browser));
-  EXPECT_EQ(browser->status, 302);
-  EXPECT_EQ(browser->get_header_value("Location"), "/ui/");
-  auto api = client.Get("/");  // scripts still get the JSON
-  ASSERT_TRUE(static_cast<bool>(api));
-  EXPECT_EQ(api->status, 200);
-  EXPECT_THAT(api->body, ::testing::HasSubstr("kafka_cluster_id"));
-  auto page = client.Get("/ui/index.html");
-  ASSERT_TRUE(static_cast<bool>(page));
-  EXPECT_EQ(page->status, 200);
-  EXPECT_EQ(page->body, "<html>console</html>");
+  auto browser = testing::httpRequest(server.port(), "GET", "/", "",
+                                      "Accept: text/html,application/xhtml+xml\r\n");
+  EXPECT_EQ(browser.status, 302);
+  EXPECT_EQ(browser.header("Location"), "/ui/");
+  auto api = testing::httpRequest(server.port(), "GET", "/");  // scripts still get the JSON
+  EXPECT_EQ(api.status, 200);
+  EXPECT_THAT(api.body, ::testing::HasSubstr("kafka_cluster_id"));
+  auto page = testing::httpRequest(server.port(), "GET", "/ui/index.html");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.body, "<html>console</html>");
+  EXPECT_THAT(page.header("Content-Type"), ::testing::HasSubstr("text/html"));
   server.stop();
   std::filesystem::remove_all(dir);
 }

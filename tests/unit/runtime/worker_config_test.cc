@@ -22,6 +22,64 @@ TEST(WorkerConfig, DefaultsAndOverrides) {
   EXPECT_TRUE(c->taskRestartEnable);
 }
 
+TEST(WorkerConfig, RestSecurityKeys) {
+  auto d = parseWorkerConfig({});
+  ASSERT_TRUE(d.isOk());
+  EXPECT_TRUE(d->restAuthUsersFile.empty());
+  EXPECT_TRUE(d->restAuthTokensFile.empty());
+  EXPECT_FALSE(d->restAuthAllowUnauthenticated);
+  EXPECT_TRUE(d->restAllowedHostNames.empty());
+  EXPECT_TRUE(d->accessControlAllowOrigin.empty());
+  auto c = parseWorkerConfig({{"rest.auth.users.file", "/etc/ferry/users"},
+                              {"rest.auth.tokens.file", "/etc/ferry/tokens"},
+                              {"rest.auth.mtls.default.role", "viewer"},
+                              {"rest.auth.allow.unauthenticated", "true"},
+                              {"rest.allowed.host.names", "a.example, b.example"},
+                              {"access.control.allow.origin", "https://ui.example,http://localhost:3000"},
+                              {"access.control.allow.methods", "GET,PUT"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->restAuthUsersFile, "/etc/ferry/users");
+  EXPECT_EQ(c->restAuthTokensFile, "/etc/ferry/tokens");
+  EXPECT_EQ(c->restAuthMtlsDefaultRole, "viewer");
+  EXPECT_TRUE(c->restAuthAllowUnauthenticated);
+  EXPECT_EQ(c->restAllowedHostNames, (std::vector<std::string>{"a.example", "b.example"}));
+  EXPECT_EQ(c->accessControlAllowOrigin.size(), 2u);
+  EXPECT_EQ(c->accessControlAllowMethods, "GET,PUT");
+  EXPECT_FALSE(parseWorkerConfig({{"rest.auth.mtls.default.role", "root"}}).isOk());
+}
+
+TEST(WorkerConfig, RestListenersTlsAndLimits) {
+  auto c = parseWorkerConfig({{"listeners", "http://127.0.0.1:8082,https://127.0.0.1:8443"},
+                              {"listeners.https.ssl.keystore.location", "/etc/ferry/ks.pem"},
+                              {"listeners.https.ssl.key.password", "pw"},
+                              {"listeners.https.ssl.client.authentication", "required"},
+                              {"rest.request.header.timeout.ms", "2000"},
+                              {"rest.max.connections", "10"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->restListeners, (std::vector<std::string>{"http://127.0.0.1:8082", "https://127.0.0.1:8443"}));
+  EXPECT_EQ(c->restKeystoreLocation, "/etc/ferry/ks.pem");
+  EXPECT_EQ(c->restKeystoreType, "PEM");
+  EXPECT_EQ(c->restKeyPassword, "pw");
+  EXPECT_EQ(c->restClientAuthentication, "required");
+  EXPECT_EQ(c->restEnabledProtocols, (std::vector<std::string>{"TLSv1.2", "TLSv1.3"}));
+  EXPECT_EQ(c->restHeaderTimeoutMs, 2000);
+  EXPECT_EQ(c->restBodyTimeoutMs, 30000);
+  EXPECT_EQ(c->restIdleTimeoutMs, 30000);
+  EXPECT_EQ(c->restMaxConnections, 10);
+  EXPECT_EQ(c->restRequestQueueSize, 64);
+  // An https listener without a keystore, a keystore type other than PEM, an unknown client
+  // authentication: refused, naming the key.
+  auto noKs = parseWorkerConfig({{"listeners", "https://127.0.0.1:8443"}});
+  ASSERT_FALSE(noKs.isOk());
+  EXPECT_NE(noKs.status().message().find("listeners.https.ssl.keystore.location"), std::string::npos);
+  auto jks = parseWorkerConfig({{"listeners.https.ssl.keystore.type", "JKS"}});
+  ASSERT_FALSE(jks.isOk());
+  EXPECT_NE(jks.status().message().find("listeners.https.ssl.keystore.type"), std::string::npos);
+  auto auth = parseWorkerConfig({{"listeners.https.ssl.client.authentication", "maybe"}});
+  ASSERT_FALSE(auth.isOk());
+  EXPECT_NE(auth.status().message().find("listeners.https.ssl.client.authentication"), std::string::npos);
+}
+
 TEST(WorkerConfig, WorkerIdDefaultsToHostAndPort) {
   auto c = parseWorkerConfig({{"rest.port", "8123"}});
   ASSERT_TRUE(c.isOk());
