@@ -8,6 +8,7 @@
 #include <limits>
 #include <system_error>
 
+#include "core/json_bounds.h"
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
@@ -106,6 +107,13 @@ Result<Bytes> JsonConverter::fromRecord(const std::string& topic, const Bytes& d
   if (data.isNull()) return data;
   if (!isJson(data.view())) return notJson(topic, data, "for");
   if (!schemasEnable_) return data;
+  // The envelope adds a level: a value at the record bound could not be read back.
+  const int limit = core::kRecordJsonLimits.maxDepth;
+  if (core::jsonNesting(data.view(), limit) >= limit)
+    return Status::invalidArgument("JsonConverter: the " + role_ + " for topic '" + topic +
+                                   "' is nested " + std::to_string(limit) +
+                                   " levels deep; with schemas.enable=true at most " +
+                                   std::to_string(limit - 1) + " fit in the envelope");
   static constexpr std::string_view kHead = "{\"schema\":null,\"payload\":";
   std::string out;
   out.reserve(kHead.size() + data.size() + 1);
@@ -236,6 +244,9 @@ ParseError parseFloating(std::string_view text, T& out) {
       std::from_chars(text.data(), text.data() + text.size(), out, std::chars_format::general);
   if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) return ParseError::kOutOfRange;
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return ParseError::kNotANumber;
+  // Every NaN spelling ("-nan", "nan(0x1)") is Java's one NaN (as Double.parseDouble("-NaN")): the
+  // bits written must not depend on the spelling, and toRecord writes every NaN back as "NaN".
+  if (std::isnan(out)) out = std::numeric_limits<T>::quiet_NaN();
   return ParseError::kNone;
 }
 

@@ -6,18 +6,25 @@
 #include <charconv>
 #include <regex>
 
+#include "core/json_bounds.h"
+
 namespace ferry::transforms {
 namespace {
+
+simdjson::dom::parser& fastParser();
 
 // simdjson parses and validates several times faster than nlohmann's lexer; the document is then
 // built as nlohmann's ordered_json (what the transforms edit), node by node with the same
 // types nlohmann's own parser gives: non-negative integers unsigned, duplicate keys the last wins
 // in the place of the first. Text simdjson refuses for a reason nlohmann may not (an integer
-// beyond 64 bits, deeper than 1024 levels) goes to nlohmann's parser, so what is JSON does not
-// change — with one exception on purpose: nlohmann takes a NUL byte outside a string for the end
-// of the input (it accepts "1\0garbage"); simdjson refuses that, and so do we.
+// beyond 64 bits) goes to nlohmann's parser, so what is JSON does not change — with two
+// exceptions on purpose: nlohmann takes a NUL byte outside a string for the end of the input (it
+// accepts "1\0garbage"); simdjson refuses that, and so do we. And a value nested deeper than
+// core::kRecordJsonLimits.maxDepth is refused by both parsers (writing or copying a document
+// recurses once per level: a deep value must not take the worker's stack).
+
 simdjson::dom::parser& fastParser() {
-  thread_local simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser = boundedFastParser();
   return parser;
 }
 
@@ -25,8 +32,8 @@ simdjson::dom::parser& fastParser() {
 bool nlohmannMayAccept(simdjson::error_code e, std::string_view text) {
   // A raw NUL byte is never part of JSON (not even inside a string), but nlohmann would stop there.
   if (text.find('\0') != std::string_view::npos) return false;
-  return e == simdjson::NUMBER_ERROR || e == simdjson::DEPTH_ERROR ||
-         e == simdjson::NUMBER_OUT_OF_RANGE || e == simdjson::CAPACITY || e == simdjson::MEMALLOC;
+  return e == simdjson::NUMBER_ERROR || e == simdjson::NUMBER_OUT_OF_RANGE ||
+         e == simdjson::CAPACITY || e == simdjson::MEMALLOC;
 }
 
 // Strings of printable ASCII without quote or backslash are written as they are; anything else
@@ -99,6 +106,18 @@ void write(const Json& j, std::string& out) {
 
 }  // namespace
 
+simdjson::dom::parser boundedFastParser() {
+  simdjson::dom::parser p;
+  // The depth is kept when the parser later grows its capacity for a longer text.
+  // Should that allocation fail, a later one would use simdjson's default depth: instead the
+  // parser takes nothing (every parse answers CAPACITY and callers use the bounded nlohmann path).
+  if (p.allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY,
+                 static_cast<std::size_t>(core::kRecordJsonLimits.maxDepth)) !=
+      simdjson::SUCCESS)
+    p.set_max_capacity(0);
+  return p;
+}
+
 void toJson(simdjson::dom::element e, Json& out) {
   using T = simdjson::dom::element_type;
   switch (e.type()) {
@@ -142,25 +161,21 @@ std::optional<Json> parseJson(std::string_view text) {
     return j;
   }
   if (!nlohmannMayAccept(doc.error(), text)) return std::nullopt;
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  auto j = core::parseJsonBounded<Json>(text, core::kRecordJsonLimits);
+  if (!j.isOk()) return std::nullopt;
+  return std::move(*j);
 }
 
 bool isJson(std::string_view text) {
   auto doc = fastParser().parse(text.data(), text.size());
   if (!doc.error()) return true;
-  return nlohmannMayAccept(doc.error(), text) && Json::accept(text.begin(), text.end());
+  return nlohmannMayAccept(doc.error(), text) &&
+         core::parseJsonBounded<Json>(text, core::kRecordJsonLimits).isOk();
 }
 
 std::string jsonError(std::string_view text) {
-  try {
-    Json ignored = Json::parse(text.begin(), text.end());
-    (void)ignored;
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  auto j = core::parseJsonBounded<Json>(text, core::kRecordJsonLimits);
+  return j.isOk() ? std::string() : j.status().message();
 }
 
 std::string dumpJson(const Json& j) {

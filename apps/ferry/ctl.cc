@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/json_bounds.h"
 
 namespace ferry::ctl {
 namespace {
@@ -162,8 +163,8 @@ class Api {
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     reply.status = static_cast<int>(status);
     reply.body = std::move(received);
-    reply.json = Json::parse(reply.body, nullptr, false);
-    if (reply.json.is_discarded()) reply.json = nullptr;
+    auto replyJson = core::parseJsonBounded<Json>(reply.body);
+    reply.json = replyJson.isOk() ? std::move(*replyJson) : Json();
     if (reply.status >= 200 && reply.status < 300) return kExitOk;
     std::string message = field(reply.json, "message");
     if (message.empty()) message = reply.body.empty() ? "(no message)" : reply.body;
@@ -567,7 +568,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         err << "error: " << textOf.status().message() << "\n";
         return kExitUsage;
       }
-      Json body = Json::parse(*textOf, nullptr, false);
+      auto parsedBody = core::parseJsonBounded<Json>(*textOf);
+      Json body = parsedBody.isOk() ? std::move(*parsedBody) : Json();
       if (!body.is_object() || !member(body, "name").is_string()) {
         err << "error: " << file << " must hold a JSON object with a \"name\" (the body of POST /pipelines)\n";
         return kExitUsage;

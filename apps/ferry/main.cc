@@ -36,6 +36,7 @@
 #include "control/standalone_herder.h"
 #include "core/fs.h"
 #include "core/logging.h"
+#include "core/private_paths.h"
 #include "core/properties.h"
 #include "credentials.h"
 #include "ctl.h"
@@ -204,6 +205,7 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
           const std::function<std::size_t()>& stopHerder) {
   using namespace ferry;
   auto log = core::logger("worker");
+  core::registerPrivateFolder(worker.dataDir);  // error answers name files relative to it
   rest::RestServer server(herder, restOptionsFor(worker));
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();

@@ -4,6 +4,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 
 #include "core/logging.h"
 
@@ -18,15 +20,33 @@ void fillFromKafka(const rd_kafka_message_t* m, const std::string& sourceTopic, 
   r.position.offset = {{"kafka.offset", std::to_string(m->offset + 1)}};
 }
 
+std::optional<std::int64_t> parseKafkaNumber(std::string_view text) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
+std::optional<KafkaPosition> kafkaPositionOf(const Position& pos) {
+  auto t = pos.partition.find("kafka.topic");
+  auto p = pos.partition.find("kafka.partition");
+  auto o = pos.offset.find("kafka.offset");
+  if (t == pos.partition.end() || p == pos.partition.end() || o == pos.offset.end())
+    return std::nullopt;
+  auto partition = parseKafkaNumber(p->second);
+  auto offset = parseKafkaNumber(o->second);
+  if (!partition || !offset || *partition < 0 ||
+      *partition > std::numeric_limits<std::int32_t>::max() || *offset < 0)
+    return std::nullopt;
+  return KafkaPosition{t->second, static_cast<std::int32_t>(*partition), *offset};
+}
+
 void SafeOffsets::markSafe(const Record& record) {
-  auto t = record.position.partition.find("kafka.topic");
-  auto p = record.position.partition.find("kafka.partition");
-  auto o = record.position.offset.find("kafka.offset");
-  if (t == record.position.partition.end() || p == record.position.partition.end() ||
-      o == record.position.offset.end())
-    return;
-  auto& next = next_[{t->second, static_cast<std::int32_t>(std::stol(p->second))}];
-  next = std::max<std::int64_t>(next, std::stoll(o->second));
+  auto pos = kafkaPositionOf(record.position);
+  if (!pos) return;
+  auto& next = next_[{pos->topic, pos->partition}];
+  next = std::max<std::int64_t>(next, pos->nextOffset);
 }
 
 Status SafeOffsets::commit(rd_kafka_t* rk, spdlog::logger& log, const char* who) {

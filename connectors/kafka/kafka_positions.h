@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ferry/record.h"
@@ -26,9 +28,22 @@ namespace ferry::connectors {
 // Key, value, timestamp and position of `m` (headers and topic are the caller's).
 void fillFromKafka(const rd_kafka_message_s* m, const std::string& sourceTopic, Record& r);
 
+// A Kafka source position read back: {kafka.topic, kafka.partition} / {kafka.offset}.
+struct KafkaPosition {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::int64_t nextOffset = 0;  // the offset after the record's
+};
+// The Kafka position in `p`; nullopt when a field is missing or not a number in range (positions
+// come back from stores and from REST offset changes: they are not trusted to be ours).
+std::optional<KafkaPosition> kafkaPositionOf(const Position& p);
+// `text` as a whole decimal integer (optional '-'), nullopt otherwise (no exceptions).
+std::optional<std::int64_t> parseKafkaNumber(std::string_view text);
+
 class SafeOffsets {
  public:
-  // The record's next offset becomes committable (records without a Kafka position are ignored).
+  // The record's next offset becomes committable (records without a valid Kafka position are
+  // ignored).
   void markSafe(const Record& record);
   // Commits the committable offsets synchronously. A failed commit (a rebalance moved a partition
   // away) is logged and kept for the next one: the partition's new owner re-reads from the last

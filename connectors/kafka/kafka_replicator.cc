@@ -576,7 +576,8 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
   for (auto& r : records) {
     auto st = r.position.partition.find("kafka.topic");
     auto off = r.position.offset.find("kafka.offset");
-    if (st == r.position.partition.end() || off == r.position.offset.end() || !r.queue)
+    auto nextOffset = off == r.position.offset.end() ? std::nullopt : parseKafkaNumber(off->second);
+    if (st == r.position.partition.end() || !nextOffset || *nextOffset < 1 || !r.queue)
       return Status::invalidArgument("KafkaReplicatorSink: a record that did not come from KafkaReplicator (topic " +
                                      r.topic + ")");
     const std::int32_t partition = *r.queue;
@@ -587,10 +588,10 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
     }
     if (eos_) {
       auto& next = txnOffsets_[{r.topic, partition}];
-      next = std::max<std::int64_t>(next, std::stoll(off->second));
+      next = std::max<std::int64_t>(next, *nextOffset);
     }
     rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
-    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, std::stoll(off->second) - 1};
+    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1};
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
           producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition),

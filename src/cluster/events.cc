@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounds.h"
+
 namespace ferry::cluster {
 namespace {
 
@@ -99,12 +101,15 @@ std::string encode(const Event& e) {
       j["trace"] = e.trace;
       break;
   }
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws on bad UTF-8
 }
 
 Result<Event> decode(std::string_view bytes) {
-  json j = json::parse(bytes, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::invalidArgument("cluster event is not a JSON object");
+  auto parsed = core::parseJsonBounded<json>(bytes);
+  if (!parsed.isOk())
+    return Status::invalidArgument("cluster event is not a JSON object (" + parsed.status().message() + ")");
+  json j = std::move(*parsed);
+  if (!j.is_object()) return Status::invalidArgument("cluster event is not a JSON object");
   FERRY_RETURN_IF_ERROR(need(j, "type", json::value_t::string));
   Event e;
   const std::string type = j["type"].get<std::string>();

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounds.h"
+
 namespace ferry::cluster {
 namespace {
 
@@ -248,13 +250,16 @@ std::string ClusterState::toSnapshot() const {
     statuses.push_back({{"connector", u.connector}, {"task", u.task}, {"state", st.state}, {"trace", st.trace},
                         {"worker", st.worker}, {"epoch", st.epoch}});
   j["statuses"] = statuses;
-  return j.dump();
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws on bad UTF-8
 }
 
 Result<ClusterState> ClusterState::fromSnapshot(std::string_view text) {
   using nlohmann::json;
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::invalidArgument("cluster snapshot is not a JSON object");
+  auto parsed = core::parseJsonBounded<json>(text);
+  if (!parsed.isOk())
+    return Status::invalidArgument("cluster snapshot is not a JSON object (" + parsed.status().message() + ")");
+  json j = std::move(*parsed);
+  if (!j.is_object()) return Status::invalidArgument("cluster snapshot is not a JSON object");
   try {
     if (j.at("version").get<int>() != 1) return Status::incompatible("cluster snapshot version is not 1");
     ClusterOptions o;

@@ -14,6 +14,7 @@
 
 #include "core/crc32c.h"
 #include "core/fs.h"
+#include "core/json_bounds.h"
 
 namespace ferry::core {
 namespace {
@@ -120,11 +121,10 @@ Result<CheckedText> parseCheckedJson(std::string_view text) {
                             " levels deep");
   }
   CheckedText out;
-  try {
-    out.doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return Status::dataLoss(std::string("damaged: not valid JSON (") + e.what() + ")");
-  }
+  auto parsed = parseJsonBounded<json>(text, JsonLimits{kMaxCheckedDepth, SIZE_MAX});
+  if (!parsed.isOk())
+    return Status::dataLoss("damaged: not valid JSON (" + parsed.status().message() + ")");
+  out.doc = std::move(*parsed);
   if (!out.doc.is_object()) return Status::dataLoss("damaged: not a JSON object");
   auto it = out.doc.find(std::string(kChecksumMember));
   if (it == out.doc.end()) {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_bounds.h"
+
 namespace ferry::core {
 namespace {
 
@@ -159,9 +161,9 @@ Result<ConnectorDefinition> parseConnectorDefinition(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) ++i;
   if (i < text.size() && text[i] == '{') {
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return Status::invalidArgument("malformed JSON connector definition");
-    return fromJson(j);
+    auto j = parseJsonBounded<nlohmann::json>(text);
+    if (!j.isOk()) return Status::invalidArgument("connector definition: " + j.status().message());
+    return fromJson(*j);
   }
   // YAML when it parses to a map whose values are maps/scalars and uses ': ' syntax; otherwise
   // properties. A properties file with `key: value` lines is valid YAML too, which is fine: both

@@ -3,61 +3,11 @@
 #include <charconv>
 #include <exception>
 
+#include "core/json_bounds.h"
+#include "core/private_paths.h"
+
 namespace ferry::rest {
 namespace {
-
-// Builds the DOM through nlohmann's own DOM builder but sees every event first, so it can bound
-// the nesting depth and keep the parser's error message (which names line and column) instead of
-// the bare "discarded" value that parse(..., nullptr, false) gives.
-class BoundedSax {
- public:
-  explicit BoundedSax(Json& out) : dom_(out, /*allow_exceptions=*/false) {}
-
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(Json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(Json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(Json::number_float_t v, const Json::string_t& s) {
-    return dom_.number_float(v, s);
-  }
-  bool string(Json::string_t& v) { return dom_.string(v); }
-  bool binary(Json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
-  bool key(Json::string_t& v) { return dom_.key(v); }
-  bool end_object() {
-    --depth_;
-    return dom_.end_object();
-  }
-  bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
-  bool end_array() {
-    --depth_;
-    return dom_.end_array();
-  }
-  bool parse_error(std::size_t /*position*/, const std::string& /*lastToken*/,
-                   const nlohmann::detail::exception& ex) {
-    std::string what = ex.what();
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> drop the tag.
-    if (auto close = what.find("] "); !what.empty() && what[0] == '[' && close != std::string::npos)
-      what = what.substr(close + 2);
-    error_ = "malformed JSON: " + what;
-    return false;
-  }
-
-  const std::string& error() const { return error_; }
-
- private:
-  bool enter() {
-    if (++depth_ > kMaxJsonDepth) {
-      error_ = "malformed JSON: nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-      return false;
-    }
-    return true;
-  }
-
-  nlohmann::detail::json_sax_dom_parser<Json> dom_;
-  int depth_ = 0;
-  std::string error_;
-};
 
 std::string describe(const Json& v) {
   return std::string(v.type_name());  // "object", "array", "null", "number", ...
@@ -120,19 +70,7 @@ Result<Json> parseJson(std::string_view body) {
   bool blank = true;
   for (char c : body) blank = blank && (c == ' ' || c == '\t' || c == '\r' || c == '\n');
   if (blank) return Status::invalidArgument("request body is empty: expected JSON");
-  Json out;
-  BoundedSax sax(out);
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(body.data(), body.data() + body.size(), &sax);
-  } catch (const std::exception& e) {
-    // Not expected (errors go through parse_error), but nothing may escape this adapter.
-    return Status::invalidArgument(std::string("malformed JSON: ") + e.what());
-  }
-  if (!ok) {
-    return Status::invalidArgument(sax.error().empty() ? "malformed JSON" : sax.error());
-  }
-  return out;
+  return core::parseJsonBounded<Json>(body, core::JsonLimits{kMaxJsonDepth, body.size()});
 }
 
 Status validateConnectorName(std::string_view name) {
@@ -329,7 +267,7 @@ Json taskStatusJson(const control::TaskStateInfo& task, const std::string& versi
             {"state", stateText(task.state)},
             {"worker_id", task.workerId},
             {"version", version}};
-  if (!task.trace.empty()) j["trace"] = task.trace;
+  if (!task.trace.empty()) j["trace"] = core::withoutPrivatePaths(task.trace);
   if (!task.dataLoss.empty()) j["data_loss"] = task.dataLoss;
   return j;
 }
@@ -337,7 +275,7 @@ Json taskStatusJson(const control::TaskStateInfo& task, const std::string& versi
 Json connectorStatusJson(const control::ConnectorStateInfo& status, const std::string& version) {
   Json connector = {
       {"state", stateText(status.state)}, {"worker_id", status.workerId}, {"version", version}};
-  if (!status.trace.empty()) connector["trace"] = status.trace;
+  if (!status.trace.empty()) connector["trace"] = core::withoutPrivatePaths(status.trace);
   Json tasks = Json::array();
   for (const auto& t : status.tasks) tasks.push_back(taskStatusJson(t, version));
   Json j = {{"name", status.name},
@@ -471,7 +409,7 @@ Json positionsJson(const control::PositionList& positions) {
 }
 
 Json errorJson(int httpStatus, std::string_view message) {
-  return {{"error_code", httpStatus}, {"message", std::string(message)}};
+  return {{"error_code", httpStatus}, {"message", core::withoutPrivatePaths(message)}};
 }
 
 std::string dumpJson(const Json& j, int indent) {

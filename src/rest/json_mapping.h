@@ -2,9 +2,10 @@
 //
 // Parsing: every parse* function takes the raw request body and returns a value or an
 // InvalidArgument Status whose message says where the JSON is malformed (line, column) or which
-// field has the wrong shape. No exception escapes any function here (nlohmann-json is driven
-// through its SAX interface, nesting is bounded to kMaxJsonDepth, and every access is
-// type-checked), so they are safe on arbitrary bytes (see tests/fuzz/rest_config).
+// field has the wrong shape. No exception escapes any function here (the body goes through
+// core::parseJsonBounded, nesting is bounded to kMaxJsonDepth, and every access is
+// type-checked), so they are safe on arbitrary bytes (see tests/fuzz/rest_config). Messages
+// quote at most a few escaped characters of the body, never the body itself.
 //
 // Leniency: Kafka Connect accepts only strings as config values; ferry also accepts numbers and
 // booleans and turns them into their JSON text ("tasks.max": 2 -> "2", true -> "true").
@@ -32,8 +33,8 @@ using Json = nlohmann::json;
 
 inline constexpr int kMaxJsonDepth = 64;
 
-// Parses a JSON text. Errors: "malformed JSON: parse error at line L, column C: ...", an empty
-// body, or nesting deeper than kMaxJsonDepth.
+// Parses a JSON text. Errors: "malformed JSON: parse error at line L, column C: ... near '...'",
+// an empty body, or nesting deeper than kMaxJsonDepth.
 Result<Json> parseJson(std::string_view body);
 
 // A JSON object whose values are strings, numbers or booleans, as a StringMap. `what` names the
@@ -108,7 +109,8 @@ Json pluginJson(const runtime::PluginInfo& plugin, bool detailed = false);
 // an integer's canonical text ("370", not "0370") are rendered as JSON numbers, as Kafka Connect
 // shows them (positions are stored as text; PATCH stores a number as its text).
 Json positionsJson(const control::PositionList& positions);
-// {"error_code": status, "message": message}
+// {"error_code": status, "message": message}, the worker's private folders (data.dir) in the
+// message shown relative to them (core::withoutPrivatePaths).
 Json errorJson(int httpStatus, std::string_view message);
 
 // Serialises without ever throwing (invalid UTF-8 is replaced).

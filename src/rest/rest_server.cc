@@ -1,13 +1,16 @@
 #include "rest/rest_server.h"
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <filesystem>
+#include <mutex>
+#include <random>
 #include <set>
+#include <thread>
 
 #include "core/logging.h"
 #include "rest/http_server.h"
@@ -19,6 +22,16 @@
 
 namespace ferry::rest {
 namespace {
+
+// An unexpected failure: the details (an exception's text may name files, hosts or values) go
+// to the log under a short id; the answer carries only the id.
+std::string internalError(std::string_view request, std::string_view detail) {
+  static std::atomic<std::uint32_t> counter{std::random_device{}()};
+  char id[16];
+  std::snprintf(id, sizeof id, "%08x", counter.fetch_add(0x9E3779B9u));
+  core::logger("rest")->error("internal error {}: {} failed: {}", id, request, detail);
+  return std::string("internal error (id ") + id + "): the worker log has the details";
+}
 
 using http::Request;
 using http::Response;
@@ -264,8 +277,7 @@ class RestServer::Routes {
     try {
       (this->*(best->handler))(req, res, bestParams);
     } catch (const std::exception& e) {
-      core::logger("rest")->error("{} {} failed: {}", req.method, path, e.what());
-      sendError(res, 500, std::string("internal error: ") + e.what());
+      sendError(res, 500, internalError(req.method + " " + path, e.what()));
     }
   }
 
@@ -945,10 +957,7 @@ class RestServer::Routes {
     auto level = parseLoggerLevel(req.body);
     if (!level.isOk()) return sendStatus(res, level.status());
     auto changed = core::setLoggerLevel(p[0], *level);
-    if (!changed)
-      return sendError(
-          res, 400,
-          "unknown log level '" + *level + "': use TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF");
+    if (!changed.isOk()) return sendError(res, 400, changed.status().message());
     {
       const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())

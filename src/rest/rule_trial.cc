@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "core/json_bounds.h"
+
 namespace ferry::rest {
 namespace {
 
@@ -12,16 +14,28 @@ Status fieldError(const std::string& field, const std::string& what) {
   return Status::invalidArgument(field + ": " + what);
 }
 
-Bytes bytesOf(const Json& j) {
+// A key or value given as a string is the record's bytes; the rules and converters parse them as
+// JSON, with the record bound. Text nested deeper than that is refused here, with the field named,
+// rather than tried (it would only fail per record).
+Result<Bytes> bytesOf(const Json& j, const std::string& field) {
   if (j.is_null()) return Bytes::null();
-  if (j.is_string()) return Bytes(j.get<std::string>());
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    const int limit = core::kRecordJsonLimits.maxDepth;
+    if (core::jsonNesting(s, limit) > limit)
+      return fieldError(field, "nested deeper than " + std::to_string(limit) +
+                                   " levels (record values are parsed as JSON with that bound)");
+    return Bytes(s);
+  }
   return Bytes(dumpJson(j));
 }
 
+// The answer shows a JSON value as JSON, anything else as a string. Parsed with the record bound,
+// so the answer's serialiser never meets a document deeper than that.
 Json bytesJson(const Bytes& b) {
   if (b.isNull()) return nullptr;
-  Json j = Json::parse(b.view().begin(), b.view().end(), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_discarded()) return j;
+  auto j = core::parseJsonBounded<Json>(b.view(), core::kRecordJsonLimits);
+  if (j.isOk()) return std::move(*j);
   return std::string(b.view());
 }
 
@@ -56,9 +70,9 @@ Result<Record> recordOf(const Json& j, const std::string& field) {
       if (k == "topic") r.topic = v.get<std::string>();
       else r.headers.set("mqtt.topic", Bytes(v.get<std::string>()));
     } else if (k == "key") {
-      r.key = bytesOf(v);
+      FERRY_ASSIGN_OR_RETURN(r.key, bytesOf(v, field + ".key"));
     } else if (k == "value") {
-      r.value = bytesOf(v);
+      FERRY_ASSIGN_OR_RETURN(r.value, bytesOf(v, field + ".value"));
     } else if (k == "timestamp") {
       if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
         return fieldError(field + ".timestamp", "must be epoch milliseconds (a non-negative integer)");

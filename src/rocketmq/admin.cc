@@ -5,6 +5,7 @@
 
 #include "rocketmq/connection.h"
 #include "rocketmq/consumer.h"
+#include "core/json_bounds.h"
 #include "rocketmq/fastjson.h"
 
 namespace ferry::rocketmq {
@@ -192,7 +193,8 @@ Result<ConsumeStats> parseConsumeStats(std::string_view body) {
   if (!table->is_object()) return Status::invalidArgument("consume stats: 'offsetTable' is not an object");
   for (const auto& [key, value] : table->items()) {
     // parseFastjson turned each MessageQueue key into a string holding its strict JSON.
-    nlohmann::json k = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
+    auto parsedKey = core::parseJsonBounded<nlohmann::json>(key);
+    const nlohmann::json k = parsedKey.isOk() ? std::move(*parsedKey) : nlohmann::json();
     if (!k.is_object() || !value.is_object())
       return Status::invalidArgument("consume stats: offsetTable entry '" + key.substr(0, 120) +
                                      "' is not MessageQueue -> OffsetWrapper");

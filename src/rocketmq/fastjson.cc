@@ -6,10 +6,15 @@
 #include <cstdio>
 #include <string>
 
+#include "core/json_bounds.h"
+
 namespace ferry::rocketmq {
 namespace {
 
 constexpr int kMaxDepth = 256;
+// The rewriter bounds the nesting; the strict text's parse repeats the bound (never the size:
+// the caller's frame limit is the size bound).
+constexpr core::JsonLimits kStrictLimits{kMaxDepth + 1, SIZE_MAX};
 
 class Rewriter {
  public:
@@ -126,9 +131,9 @@ class Rewriter {
       std::string inner;
       if (!value(inner, depth)) return false;
       // Re-serialise compactly so equal keys compare equal whatever the source spacing was.
-      nlohmann::json parsed = nlohmann::json::parse(inner, nullptr, false);
-      if (parsed.is_discarded()) return fail("bad object key");
-      appendEscaped(out, parsed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      auto parsed = core::parseJsonBounded<nlohmann::json>(inner, kStrictLimits);
+      if (!parsed.isOk()) return fail("bad object key");
+      appendEscaped(out, parsed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return true;
     }
     std::string_view tok = bareToken();
@@ -215,13 +220,7 @@ Result<std::string> normalizeFastjson(std::string_view text) {
 Result<nlohmann::json> parseFastjson(std::string_view text) {
   auto strict = normalizeFastjson(text);
   if (!strict.isOk()) return strict.status();
-  try {
-    nlohmann::json j = nlohmann::json::parse(*strict, nullptr, false);
-    if (j.is_discarded()) return Status::invalidArgument("malformed JSON");
-    return j;
-  } catch (const std::exception& e) {  // allocation failures only; parse errors do not throw
-    return Status::invalidArgument(std::string("malformed JSON: ") + e.what());
-  }
+  return core::parseJsonBounded<nlohmann::json>(*strict, kStrictLimits);
 }
 
 }  // namespace ferry::rocketmq

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounds.h"
 #include "core/logging.h"
 
 namespace ferry::runtime {
@@ -21,7 +22,7 @@ std::optional<StringMap> fromJson(const nlohmann::json& j) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it->is_string()) m[it.key()] = it->get<std::string>();
     else if (it->is_null()) m[it.key()] = "";
-    else m[it.key()] = it->dump();
+    else m[it.key()] = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return m;
 }
@@ -29,12 +30,24 @@ std::optional<StringMap> fromJson(const nlohmann::json& j) {
 }  // namespace
 
 std::string LogPositionStore::encodeKey(const std::string& connector, const StringMap& partition) {
-  return nlohmann::json::array({connector, toJson(partition)}).dump();
+  return nlohmann::json::array({connector, toJson(partition)})
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string LogPositionStore::encodeValue(const StringMap& offset) {
+  return toJson(offset).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<StringMap> LogPositionStore::decodeValue(std::string_view value) {
+  auto j = core::parseJsonBounded<nlohmann::json>(value);
+  return j.isOk() ? fromJson(*j) : std::nullopt;
 }
 
 std::optional<std::pair<std::string, StringMap>> LogPositionStore::decodeKey(std::string_view key) {
-  auto j = nlohmann::json::parse(key, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array() || j.size() != 2 || !j[0].is_string()) return std::nullopt;
+  auto parsed = core::parseJsonBounded<nlohmann::json>(key);
+  if (!parsed.isOk()) return std::nullopt;
+  const nlohmann::json& j = *parsed;
+  if (!j.is_array() || j.size() != 2 || !j[0].is_string()) return std::nullopt;
   auto part = fromJson(j[1]);
   if (!part) return std::nullopt;
   return std::make_pair(j[0].get<std::string>(), std::move(*part));
@@ -67,8 +80,7 @@ Status LogPositionStore::reload(bool waitForOpen) {
           changes.push_back({key->first, Position{key->second, {}}});
           return;
         }
-        auto j = nlohmann::json::parse(m.value.view(), nullptr, false);
-        auto off = j.is_discarded() ? std::nullopt : fromJson(j);
+        auto off = decodeValue(m.value.view());
         if (!off) {
           ++skipped;
           return;
@@ -110,7 +122,7 @@ std::vector<backbone::Message> LogPositionStore::encode(const std::string& conne
     backbone::Message m;
     m.topic = topic_;
     m.key = Bytes(encodeKey(connector, p.partition));
-    if (!p.offset.empty()) m.value = Bytes(toJson(p.offset).dump());
+    if (!p.offset.empty()) m.value = Bytes(encodeValue(p.offset));
     out.push_back(std::move(m));
   }
   return out;

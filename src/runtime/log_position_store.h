@@ -46,8 +46,12 @@ class LogPositionStore final : public store::PositionStore {
   const std::string& topic() const { return topic_; }
 
   // The format, exposed for tests: nullopt when the bytes are not a ferry/Kafka Connect position.
+  // Records are read from a topic others may write: decoding parses with core::parseJsonBounded.
+  // Encoding never throws: invalid UTF-8 in a name or value is replaced by U+FFFD.
   static std::string encodeKey(const std::string& connector, const StringMap& partition);
   static std::optional<std::pair<std::string, StringMap>> decodeKey(std::string_view key);
+  static std::string encodeValue(const StringMap& offset);
+  static std::optional<StringMap> decodeValue(std::string_view value);
 
  private:
   LogPositionStore(backbone::Backbone& b, std::string topic, std::int32_t partitions, std::chrono::milliseconds t)

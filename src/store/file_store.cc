@@ -22,6 +22,7 @@
 #include "core/checked_file.h"
 #include "core/fs.h"
 #include "core/logging.h"
+#include "core/private_paths.h"
 #include "store/state.h"
 #include "store/store.h"
 
@@ -149,7 +150,10 @@ class FileBacked {
     Status written = core::writeCheckedJson(path_, internal::toJson(next), check_);
     if (!written.isOk()) {
       if (written.code() == StatusCode::kInvalidArgument) return written;  // names the path
-      return Status::unavailable("could not save " + path_ + ": " + written.message());
+      // The answer may reach a REST client: the file is named within the store's folder.
+      const std::string folder = std::filesystem::path(path_).parent_path().string();
+      return Status::unavailable("could not save " + core::relativeTo(path_, folder) + ": " +
+                                 core::relativeTo(written.message(), folder));
     }
     state_ = std::move(next);
     return Status::ok();

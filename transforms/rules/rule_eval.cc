@@ -9,6 +9,7 @@
 #include <optional>
 #include <regex>
 
+#include "core/json_bounds.h"
 #include "transforms/json_fast.h"
 #include "transforms/rules/rule_parser.h"
 
@@ -217,9 +218,9 @@ const std::map<std::string, Function>& functions() {
                 }};
     m["json_decode"] = {1, 1, [](const Node& c, std::vector<Value>& a) -> Result<Value> {
                           FERRY_ASSIGN_OR_RETURN(auto s, str(c, a[0], "json_decode"));
-                          auto j = Value::parse(s, nullptr, false);
-                          if (j.is_discarded()) return at(c, "json_decode: not JSON");
-                          return j;
+                          auto j = core::parseJsonBounded<Value>(s, core::kRecordJsonLimits);
+                          if (!j.isOk()) return at(c, "json_decode: not JSON (" + j.status().message() + ")");
+                          return std::move(*j);
                         }};
     m["json_encode"] = {1, 1, [](const Node&, std::vector<Value>& a) -> Result<Value> {
                           return Value(a[0].dump(-1, ' ', false, Value::error_handler_t::replace));
@@ -330,8 +331,13 @@ class Eval {
           if (r_.value.isNull()) {
             ownPayload_ = Value();
           } else {
-            auto j = Value::parse(r_.value.view(), nullptr, false);
-            ownPayload_ = j.is_discarded() ? Value(std::string(r_.value.view())) : std::move(j);
+            // Text that is not JSON is the payload as a string; JSON nested deeper than the record
+            // bound is this record's error (evaluating it would recurse once per level).
+            auto j = core::parseJsonBounded<Value>(r_.value.view(), core::kRecordJsonLimits);
+            if (!j.isOk() && core::jsonNesting(r_.value.view(), core::kRecordJsonLimits.maxDepth) >
+                                 core::kRecordJsonLimits.maxDepth)
+              return Status::invalidArgument("the payload is " + j.status().message());
+            ownPayload_ = j.isOk() ? std::move(*j) : Value(std::string(r_.value.view()));
           }
           payload_ = &*ownPayload_;
         }
@@ -619,7 +625,7 @@ Result<RuleOutput> CompiledRule::evaluate(const Record& record, const Value* pay
   if (!out.fromMatched) return out;
   // No parsed payload handed in: simdjson reads it (no document is built for the paths the rule
   // reads); text that is not JSON, or that simdjson refuses, takes the document path below.
-  thread_local simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser = boundedFastParser();
   simdjson::dom::element fast;
   bool haveFast = false;
   if (!payload && usesPayload_ && !record.value.isNull()) {

@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "control/herder.h"
 
@@ -56,8 +57,15 @@ class FakeHerder : public control::Herder {
     return calls_;
   }
 
+  // connectors() throws this text from now on (an unexpected failure inside a handler).
+  void setThrowOnList(std::string what) {
+    std::lock_guard l(mu_);
+    throwOnList_ = std::move(what);
+  }
+
   std::vector<std::string> connectors() const override {
     std::lock_guard l(mu_);
+    if (!throwOnList_.empty()) throw std::runtime_error(throwOnList_);
     std::vector<std::string> out;
     for (const auto& [k, v] : entries_) out.push_back(k);
     return out;
@@ -327,6 +335,7 @@ class FakeHerder : public control::Herder {
   std::string healthProblem_;            // guarded by mu_
   std::string clusterJson_;              // guarded by mu_
   int stillStopping_ = 0;                // guarded by mu_
+  std::string throwOnList_;              // guarded by mu_
   std::vector<std::string> calls_;        // guarded by mu_
 };
 

@@ -1,5 +1,7 @@
 #include "rest/json_mapping.h"
 
+#include "core/private_paths.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -372,6 +374,25 @@ TEST(Render, StatusCodes) {
   EXPECT_EQ(httpStatusFor(StatusCode::kFailedPrecondition), 409);
   EXPECT_EQ(httpStatusFor(StatusCode::kUnavailable), 500);
   EXPECT_EQ(httpStatusFor(StatusCode::kInternal), 500);
+}
+
+// Error answers named files by their absolute path (a store's "could not save /abs/data/...").
+TEST(Render, ErrorAnswersShowDataDirFilesRelativeToIt) {
+  core::registerPrivateFolder("/srv/ferry-json-mapping-test/data");
+  Json e = errorJson(500, "could not save /srv/ferry-json-mapping-test/data/store/configs.json: "
+                          "create /srv/ferry-json-mapping-test/data/store/configs.json.tmp: EISDIR");
+  EXPECT_EQ(e["message"], "could not save store/configs.json: create store/configs.json.tmp: EISDIR");
+  control::TaskStateInfo t;
+  t.trace = "append to /srv/ferry-json-mapping-test/data/backbone/t-0 failed";
+  EXPECT_EQ(taskStatusJson(t)["trace"], "append to backbone/t-0 failed");
+}
+
+// A malformed body is not echoed: nlohmann's "last read: '<token>'" quoted whole strings.
+TEST(Parse, MalformedBodyIsNotEchoed) {
+  auto r = parseCreateConnector(R"({"name": "a", "config": {"password": "hunter2-very-secret-value)");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("malformed JSON"));
+  EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("hunter2-very-secret")));
 }
 
 }  // namespace

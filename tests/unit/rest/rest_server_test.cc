@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/logging.h"
 #include "fake_herder.h"
 #include "http_test_client.h"
 #include "rest/json_mapping.h"
@@ -364,6 +365,38 @@ TEST_F(RestServerTest, Loggers) {
       HasSubstr("LOUD"));
   expectError(call("PUT", "/admin/loggers/x", R"({"lvl": "DEBUG"})"), 400);
   expectError(call("GET", "/admin/loggers/never-created-logger"), 404);
+}
+
+// The 500 answer carried the exception's text ("internal error: open /abs/path: ..."): now an id
+// that the log line with the details carries.
+TEST_F(RestServerTest, InternalErrorAnswersAnIdNotTheExceptionText) {
+  herder_.setThrowOnList("open /var/lib/ferry-secret-place/store/configs.json: EIO");
+  auto a = call("GET", "/connectors");
+  const std::string message = expectError(a, 500);
+  EXPECT_THAT(message, HasSubstr("internal error (id "));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("ferry-secret-place")));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("EIO")));
+  herder_.setThrowOnList("");
+  EXPECT_EQ(call("GET", "/connectors").status, 200);
+}
+
+// PUT /admin/loggers of new names: validated and bounded (each registered a logger forever).
+TEST_F(RestServerTest, NewLoggerNamesAreValidatedAndBounded) {
+  expectError(call("PUT", "/admin/loggers/" + std::string(300, 'a'), R"({"level": "INFO"})"), 400);
+  expectError(call("PUT", "/admin/loggers/a%20b", R"({"level": "INFO"})"), 400);
+  int refused = 0;
+  for (std::size_t i = 0; i < core::kMaxCreatedLoggers + 10; ++i) {
+    auto a = call("PUT", "/admin/loggers/rest.bound." + std::to_string(i), R"({"level": "INFO"})");
+    if (a.status == 400) {
+      ++refused;
+      EXPECT_THAT(a.body, HasSubstr("too many new logger names"));
+    } else {
+      EXPECT_EQ(a.status, 200) << a.body;
+    }
+  }
+  EXPECT_GE(refused, 10);
+  EXPECT_EQ(call("PUT", "/admin/loggers/root", R"({"level": "INFO"})").status, 200);
+  EXPECT_EQ(call("PUT", "/admin/loggers/rest.bound.0", R"({"level": "WARN"})").status, 200);
 }
 
 TEST_F(RestServerTest, UnknownRoute404WrongMethod405) {

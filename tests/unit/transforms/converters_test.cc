@@ -229,6 +229,9 @@ TEST(FloatConverter, Ieee754FourBytes) {
   expectLayout(*c, "-Infinity", bytes({0xff, 0x80, 0x00, 0x00}));
   // Any NaN payload reads as NaN.
   EXPECT_EQ(c->toRecord("t", Bytes(bytes({0x7f, 0x80, 0x00, 0x01})))->str(), "NaN");
+  // Every NaN spelling writes the canonical bits (found by the converters fuzz target: "-NaN"
+  // wrote the sign bit, and NaN read back wrote other bytes).
+  expectLayout(*c, "-NaN", bytes({0x7f, 0xc0, 0x00, 0x00}), "NaN");
 }
 
 TEST(FloatConverter, Errors) {

@@ -151,6 +151,24 @@ TEST(RuleEval, RunTimeErrorsHavePositions) {
   EXPECT_EQ(runError(R"(SELECT upper(payload.n) FROM "t")", r), "line 1, column 8: upper needs a string, got a number");
 }
 
+// A payload nested 200,000 levels took the worker's stack (the document path parsed it without a
+// bound, then copied it). It is this record's error now; a payload at the bound still evaluates.
+TEST(RuleEval, PayloadNestedDeeperThanTheRecordBoundIsTheRecordsError) {
+  auto c = CompiledRule::compile(R"(SELECT payload AS p FROM "#")");
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto out = c->evaluate(mqttRecord("a/b", deep));
+  ASSERT_FALSE(out.isOk());
+  EXPECT_NE(out.status().message().find("nesting deeper than 128"), std::string::npos)
+      << out.status().message();
+  auto decoded = CompiledRule::compile(R"(SELECT json_decode(payload.s) AS d FROM "#")");
+  ASSERT_TRUE(decoded.isOk());
+  const std::string wrapped = "{\"s\": \"" + std::string(300, '[') + std::string(300, ']') + "\"}";
+  EXPECT_FALSE(decoded->evaluate(mqttRecord("a/b", wrapped)).isOk());
+  const std::string atBound = std::string(128, '[') + std::string(128, ']');
+  EXPECT_EQ(one(R"(SELECT payload AS p FROM "#")", mqttRecord("a/b", atBound))["p"].dump(), atBound);
+}
+
 }  // namespace
 }  // namespace ferry::transforms::rules
 
