@@ -148,12 +148,6 @@ def main():
     # requested: a client certificate from another CA is refused, one from the truststore's CA served
     assert refused(port, context(d, "ca", cert="stranger")), "a client certificate from an unknown CA was accepted"
     assert get(port, context(d, "ca", cert="client"))[0] == 200
-    # Authentication is on for the plain listener too: no certificate there, so no way in.
-    try:
-        with urllib.request.urlopen(f"{w.url}/connectors", timeout=5) as r:
-            raise AssertionError(f"the http listener served GET /connectors without credentials: {r.status}")
-    except urllib.error.HTTPError as e:
-        assert e.code == 401, e.code
 
     r = ctl("--url", f"https://127.0.0.1:{port}", "--cacert", os.path.join(d, "ca.crt"), "list", "-o", "json")
     assert r.returncode == 0, f"ferry ctl over https failed ({r.returncode}): {r.stderr}"
