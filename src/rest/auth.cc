@@ -93,17 +93,19 @@ std::optional<std::string> pbkdf2(std::string_view password, std::string_view sa
 }
 
 // A user name as it may appear in a log line: printable ASCII, at most 64 characters.
-std::string loggable(std::string_view name) {
+std::string loggable(std::string_view name) { return printableText(name, 64); }
+
+}  // namespace
+
+std::string printableText(std::string_view s, std::size_t max) {
   std::string out;
-  for (char c : name.substr(0, 64)) {
+  for (char c : s.substr(0, max)) {
     auto u = static_cast<unsigned char>(c);
     out += (u >= 0x20 && u < 0x7f) ? c : '?';
   }
-  if (name.size() > 64) out += "...";
+  if (s.size() > max) out += "...";
   return out;
 }
-
-}  // namespace
 
 const char* roleName(Role role) {
   switch (role) {

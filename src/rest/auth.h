@@ -46,6 +46,10 @@ inline constexpr int kDefaultPbkdf2Iterations = 600000;
 inline constexpr int kMinPbkdf2Iterations = 1000;
 inline constexpr int kMaxPbkdf2Iterations = 10000000;
 
+// Text from a request as it may appear in a message or a log line: at most `max` bytes, bytes
+// outside printable ASCII as '?', "..." when cut.
+std::string printableText(std::string_view s, std::size_t max);
+
 std::string base64Encode(std::string_view bytes);
 // Standard alphabet with padding; nullopt on anything malformed.
 std::optional<std::string> base64Decode(std::string_view text);

@@ -60,22 +60,7 @@ int hexValue(char c) {
 }
 
 // Query components: '+' is a space, %XX a byte.
-std::string decodeQueryComponent(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 &&
-               hexValue(s[i + 2]) >= 0) {
-      out += static_cast<char>(hexValue(s[i + 1]) * 16 + hexValue(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
+std::string decodeQueryComponent(std::string_view s) { return percentDecode(s, true); }
 
 void parseQuery(std::string_view query, std::multimap<std::string, std::string>& params) {
   std::size_t start = 0;
@@ -1096,6 +1081,23 @@ ServerStats HttpServer::stats() const {
   s.openConnections = impl_->open_.load();
   s.bodyBytesInFlight = impl_->bodyBytesInFlight_.load();
   return s;
+}
+
+std::string percentDecode(std::string_view s, bool plusIsSpace) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (plusIsSpace && s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 &&
+               hexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(hexValue(s[i + 1]) * 16 + hexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
 }
 
 }  // namespace ferry::rest::http

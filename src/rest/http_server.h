@@ -178,4 +178,8 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// %XX decoding (a malformed escape stays as it is); with plusIsSpace '+' is a space (query
+// components). The routes decode path segments with it one by one, after splitting.
+std::string percentDecode(std::string_view s, bool plusIsSpace);
+
 }  // namespace ferry::rest::http

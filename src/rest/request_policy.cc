@@ -35,15 +35,7 @@ std::string_view trim(std::string_view s) {
 }
 
 // A header value as it may be echoed in a message or a log line.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 100)) {
-    auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? c : '?';
-  }
-  if (s.size() > 100) out += "...";
-  return out;
-}
+std::string printable(std::string_view s) { return printableText(s, 100); }
 
 bool isWildcard(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]"; }
 

@@ -37,30 +37,9 @@ using http::Request;
 using http::Response;
 using Params = std::vector<std::string>;
 
-int hexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Percent-decodes one path segment. Decoding the whole path before splitting would turn a
 // connector name containing %2F into two segments; we split the raw target instead.
-std::string decodeSegment(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = hexDigit(s[i + 1]), lo = hexDigit(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out += static_cast<char>(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
+std::string decodeSegment(std::string_view s) { return http::percentDecode(s, false); }
 
 std::vector<std::string> splitTarget(std::string_view target) {
   target = target.substr(0, target.find('?'));
