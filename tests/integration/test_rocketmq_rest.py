@@ -21,7 +21,7 @@ def main():
 
     # --- off (the default)
     os.makedirs(os.path.join(d, "off"))
-    w = Worker(os.path.join(d, "off"))
+    w = Worker(os.path.join(d, "off"), extra={"file.allowed.dirs": d})  # in.txt sits beside the workers
     w.start()
     w.ok("POST", "/connectors", {"name": "src", "config": config}, expect=(201,))
     w.wait_running("src")
@@ -40,7 +40,7 @@ def main():
 
     # --- on
     os.makedirs(os.path.join(d, "on"))
-    w = Worker(os.path.join(d, "on"), extra={"rest.rocketmq.compat.enabled": "true"})
+    w = Worker(os.path.join(d, "on"), extra={"rest.rocketmq.compat.enabled": "true", "file.allowed.dirs": d})
     w.start()
     created = w.ok("POST", "/connectors/src", config, expect=(201,))
     assert created["name"] == "src", created
