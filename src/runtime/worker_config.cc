@@ -1,6 +1,8 @@
 // Worker configuration: declarations and parsing (see worker_config.h).
 #include "runtime/worker_config.h"
 
+#include <charconv>
+
 #include <unistd.h>
 
 namespace ferry::runtime {
@@ -237,13 +239,25 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   WorkerConfig c;
   c.restHost = p.getString("rest.host");
   c.restPort = p.getInt("rest.port");
+  c.restListeners = p.getList("listeners");
   c.workerId = p.getString("worker.id");
   if (c.workerId.empty()) {
     char host[256] = {0};
     if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
-    c.workerId = std::string(host) + ":" + std::to_string(c.restPort);
+    // The port clients reach: the first listener's when `listeners` is set, else rest.port.
+    int port = c.restPort;
+    if (!c.restListeners.empty()) {
+      const std::string& l = c.restListeners.front();
+      const auto colon = l.rfind(':');
+      int parsed = -1;
+      if (colon != std::string::npos && colon + 1 < l.size()) {
+        auto [end, ec] = std::from_chars(l.data() + colon + 1, l.data() + l.size(), parsed);
+        if (ec != std::errc() || end != l.data() + l.size()) parsed = -1;
+      }
+      if (parsed > 0) port = parsed;
+    }
+    c.workerId = std::string(host) + ":" + std::to_string(port);
   }
-  c.restListeners = p.getList("listeners");
   c.restKeystoreLocation = p.getString("listeners.https.ssl.keystore.location");
   c.restKeystoreType = p.getString("listeners.https.ssl.keystore.type");
   c.restKeyPassword = p.getString("listeners.https.ssl.key.password");

@@ -84,6 +84,12 @@ TEST(WorkerConfig, WorkerIdDefaultsToHostAndPort) {
   auto c = parseWorkerConfig({{"rest.port", "8123"}});
   ASSERT_TRUE(c.isOk());
   EXPECT_NE(c->workerId.find(":8123"), std::string::npos) << c->workerId;
+  // With `listeners`, the first listener's port is the one clients reach.
+  auto l = parseWorkerConfig({{"rest.port", "8123"},
+                              {"listeners", "https://127.0.0.1:8443,http://127.0.0.1:8082"},
+                              {"listeners.https.ssl.keystore.location", "/etc/ferry/ks.pem"}});
+  ASSERT_TRUE(l.isOk()) << l.status().toString();
+  EXPECT_EQ(l->workerId.substr(l->workerId.rfind(':')), ":8443") << l->workerId;
 }
 
 TEST(WorkerConfig, EveryErrorAtOnce) {
