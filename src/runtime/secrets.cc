@@ -102,10 +102,46 @@ SecretKeys secretKeysOf(const PluginRegistry& registry, const StringMap& config)
   return out;
 }
 
+namespace {
+// [start, end) of each URI password in `v`: after "://", within the authority (up to the next
+// '/', '?', '#', ',' or whitespace), the userinfo before the last '@', after its first ':'.
+std::vector<std::pair<std::size_t, std::size_t>> uriPasswordSpans(std::string_view v) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (auto scheme = v.find("://"); scheme != std::string_view::npos; scheme = v.find("://", scheme + 3)) {
+    const std::size_t start = scheme + 3;
+    std::size_t end = start;
+    while (end < v.size() && std::string_view("/?#, \t\n").find(v[end]) == std::string_view::npos) ++end;
+    const std::string_view authority = v.substr(start, end - start);
+    const auto at = authority.rfind('@');
+    if (at == std::string_view::npos) continue;
+    const auto colon = authority.substr(0, at).find(':');
+    if (colon == std::string_view::npos || colon + 1 >= at) continue;
+    if (authority.substr(colon + 1, at - colon - 1) == kHiddenValue) continue;
+    out.emplace_back(start + colon + 1, start + at);
+  }
+  return out;
+}
+}  // namespace
+
+std::string maskUriPasswords(std::string value) {
+  const auto spans = uriPasswordSpans(value);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it)  // from the back: earlier offsets stay valid
+    value.replace(it->first, it->second - it->first, kHiddenValue);
+  return value;
+}
+
+std::vector<std::string> uriPasswords(std::string_view value) {
+  std::vector<std::string> out;
+  for (const auto& [b, e] : uriPasswordSpans(value)) out.emplace_back(value.substr(b, e - b));
+  return out;
+}
+
 StringMap maskConfig(const StringMap& config, const SecretKeys& keys) {
   StringMap out = config;
-  for (auto& [k, v] : out)
+  for (auto& [k, v] : out) {
     if (keys.hides(k, v)) v = kHiddenValue;
+    else if (!isProviderReference(v)) v = maskUriPasswords(std::move(v));
+  }
   return out;
 }
 
@@ -115,8 +151,11 @@ StringMap maskConfig(const PluginRegistry& registry, const StringMap& config) {
 
 std::vector<std::string> secretValues(const StringMap& config, const SecretKeys& keys) {
   std::vector<std::string> out;
-  for (const auto& [k, v] : config)
+  for (const auto& [k, v] : config) {
     if (v.size() >= 4 && keys.hides(k, v)) out.push_back(v);
+    for (auto& p : uriPasswords(v))
+      if (p.size() >= 4) out.push_back(std::move(p));
+  }
   // Longest first, so a secret that contains another is replaced whole.
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
     return a.size() != b.size() ? a.size() > b.size() : a < b;
@@ -136,8 +175,10 @@ std::string scrubSecrets(std::string text, const std::vector<std::string>& secre
 
 StringMap restoreHidden(StringMap config, const StringMap& previous) {
   for (auto& [k, v] : config) {
-    if (v != kHiddenValue) continue;
-    if (auto it = previous.find(k); it != previous.end()) v = it->second;
+    if (v.find(kHiddenValue) == std::string::npos) continue;
+    auto it = previous.find(k);
+    if (it == previous.end()) continue;
+    if (v == kHiddenValue || v == maskUriPasswords(it->second)) v = it->second;
   }
   return config;
 }

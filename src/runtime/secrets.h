@@ -58,7 +58,15 @@ SecretKeys secretKeysOf(const PluginRegistry& registry, const StringMap& config)
 // Without a registry: only the framework's keys (so everything else is judged by its name).
 SecretKeys frameworkSecretKeys(const StringMap& config);
 
-// `config` with every hidden value replaced by kHiddenValue.
+// The password of every "scheme://user:password@host" in `value` (several URIs in one value too)
+// replaced by kHiddenValue: a credential inside a URI hides under any key name
+// (mqtt.server.uri=tcp://u:pw@h reads tcp://u:[hidden]@h). A value without one comes back as is.
+std::string maskUriPasswords(std::string value);
+// Those passwords themselves, for scrubbing messages.
+std::vector<std::string> uriPasswords(std::string_view value);
+
+// `config` with every hidden value replaced by kHiddenValue (and URI passwords masked in the
+// values the rule shows).
 StringMap maskConfig(const StringMap& config, const SecretKeys& keys);
 StringMap maskConfig(const PluginRegistry& registry, const StringMap& config);
 
@@ -70,7 +78,8 @@ std::vector<std::string> secretValues(const StringMap& config, const SecretKeys&
 std::string scrubSecrets(std::string text, const std::vector<std::string>& secrets);
 
 // A config written back by a client that read it masked: every value equal to kHiddenValue whose
-// key `previous` has is replaced by the previous value, so GET, edit, PUT keeps the secret.
+// key `previous` has is replaced by the previous value, and a value equal to the previous value
+// with its URI passwords masked gets the previous value back, so GET, edit, PUT keeps the secret.
 StringMap restoreHidden(StringMap config, const StringMap& previous);
 
 }  // namespace ferry::runtime

@@ -46,13 +46,15 @@ PASSTHROUGH = {
     "producer.override.api.token": secret("token"),
     "producer.override.aws.credentials": secret("creds"),
     "producer.override.my.private.key": secret("private"),
+    # A credential inside a URI hides under any key name.
+    "producer.override.schema.registry.url": f"https://reg:{secret('uri')}@registry.example:8081",
 }
 MQTT_PASSWORD = secret("mqtt")
 SINK_PASSWORD = secret("sinkmqtt")
 PIPE_PASSWORD = secret("pipe")
 REFUSED = secret("refused")
 ALL_SECRETS = [MQTT_PASSWORD, SINK_PASSWORD, PIPE_PASSWORD, REFUSED] + [secret(t) for t in (
-    "sasl", "sslkey", "keystore", "jaas", "pem", "keystorekey", "oauth", "basic", "token", "creds", "private")]
+    "sasl", "sslkey", "keystore", "jaas", "pem", "keystorekey", "oauth", "basic", "token", "creds", "private", "uri")]
 REFERENCE = "${vault:secret/data/ferry:password}"  # a provider this worker does not have: left as is
 
 
@@ -118,7 +120,8 @@ def main():
     assert status == 201, f"create kafka -> {status}: {body}"
     check("POST /connectors answer (kafka)", body)
     for k in PASSTHROUGH:
-        assert body["config"][k] == "[hidden]", f"{k}: {body['config'][k]}"
+        want = "https://reg:[hidden]@registry.example:8081" if k.endswith(".url") else "[hidden]"
+        assert body["config"][k] == want, f"{k}: {body['config'][k]}"
     assert body["config"]["producer.override.sasl.username"] == "alice"
 
     # 3. A direct connector whose sink side carries the password (sink.mqtt.password).

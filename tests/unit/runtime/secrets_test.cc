@@ -97,6 +97,27 @@ TEST(ScrubSecrets, ReplacesEveryOccurrenceLongestFirst) {
   EXPECT_EQ(scrubSecrets("nothing", {}), "nothing");
 }
 
+TEST(UriPasswords, MaskedUnderAnyKeyAndRestoredOnWriteBack) {
+  EXPECT_EQ(maskUriPasswords("tcp://u:s3cret@broker:1883"), "tcp://u:[hidden]@broker:1883");
+  EXPECT_EQ(maskUriPasswords("tcp://u:pw1x@a:1,ssl://v:pw2y@b:2/x?y"), "tcp://u:[hidden]@a:1,ssl://v:[hidden]@b:2/x?y");
+  for (const char* plain : {"tcp://broker:1883", "tcp://user@broker", "mailto:a@b", "http://h/p?u=a:b@c", "no uri"})
+    EXPECT_EQ(maskUriPasswords(plain), plain) << plain;
+  EXPECT_EQ(uriPasswords("postgres://app:hunter22@db/x"), (std::vector<std::string>{"hunter22"}));
+
+  SecretKeys none;  // a declared non-secret key still has its URI password masked
+  none.declared.insert("mqtt.server.uri");
+  StringMap config{{"mqtt.server.uri", "tcp://u:s3cret@broker:1883"}, {"ref", "${file:/x:y}"}};
+  auto masked = maskConfig(config, none);
+  EXPECT_EQ(masked.at("mqtt.server.uri"), "tcp://u:[hidden]@broker:1883");
+  EXPECT_EQ(masked.at("ref"), "${file:/x:y}");
+  EXPECT_EQ(scrubSecrets("cannot connect to tcp://u:s3cret@broker", secretValues(config, none)),
+            "cannot connect to tcp://u:[hidden]@broker");
+  // GET, edit another key, PUT: the URI keeps its password; a changed URI is taken as written.
+  EXPECT_EQ(restoreHidden(masked, config).at("mqtt.server.uri"), "tcp://u:s3cret@broker:1883");
+  StringMap moved{{"mqtt.server.uri", "tcp://u:[hidden]@other:1883"}};
+  EXPECT_EQ(restoreHidden(moved, config).at("mqtt.server.uri"), "tcp://u:[hidden]@other:1883");
+}
+
 TEST(RestoreHidden, KeepsStoredSecretsOnly) {
   auto r = restoreHidden({{"a.password", kHiddenValue}, {"b", kHiddenValue}, {"c", "new"}},
                          {{"a.password", "old"}, {"c", "old"}});
