@@ -172,6 +172,7 @@ ferry::rest::RestOptions restOptionsFor(const ferry::runtime::WorkerConfig& work
   sec.auth.mtlsDefaultRole = ferry::rest::parseRole(worker.restAuthMtlsDefaultRole);
   sec.allowUnauthenticated = worker.restAuthAllowUnauthenticated;
   sec.allowedHostNames = worker.restAllowedHostNames;
+  sec.advertisedHost = worker.restAdvertisedHostName;
   sec.corsAllowOrigins = worker.accessControlAllowOrigin;
   sec.corsAllowMethods = worker.accessControlAllowMethods;
   return ropts;
@@ -394,6 +395,16 @@ int runDistributed(int argc, char** argv) {
   dopts.member.url = worker.restListeners.empty()
                          ? "http://" + worker.restHost + ":" + std::to_string(worker.restPort)
                          : worker.restListeners.front();
+  if (!worker.restAdvertisedHostName.empty()) {
+    // The URL others use: the listener's scheme and port with the advertised host.
+    const auto scheme = dopts.member.url.find("://");
+    const auto colon = dopts.member.url.rfind(':');
+    if (scheme != std::string::npos && colon > scheme + 2) {
+      const std::string& h = worker.restAdvertisedHostName;
+      dopts.member.url = dopts.member.url.substr(0, scheme + 3) +
+                         (h.find(':') != std::string::npos ? "[" + h + "]" : h) + dopts.member.url.substr(colon);
+    }
+  }
   dopts.member.capacity = worker.clusterWorkerCapacity;
   dopts.member.heartbeatIntervalMs = worker.clusterHeartbeatIntervalMs;
   dopts.member.leaseMarginMs = worker.clusterLeaseMarginMs;

@@ -77,6 +77,9 @@ const ConfigDef& workerConfigDef() {
     d.define("rest.auth.allow.unauthenticated", ConfigType::kBool, "false", Importance::kHigh,
              "Serve REST without authentication on a non-loopback rest.host (the worker refuses to start "
              "otherwise). Anyone who reaches the port may then change every connector.");
+    d.define("rest.advertised.host.name", ConfigType::kString, "", Importance::kMedium,
+             "The host name clients and other workers use to reach this worker's REST API (Kafka Connect's key): "
+             "accepted in the Host header by default and used in the cluster's member URL. Empty: the listener's host.");
     d.define("rest.allowed.host.names", ConfigType::kList, "", Importance::kMedium,
              "Names the REST Host header may carry (DNS-rebinding defence). Default: localhost, 127.0.0.1, ::1, "
              "rest.host, this machine's host name (and with a wildcard rest.host its interface addresses). "
@@ -284,6 +287,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.restAuthMtlsDefaultRole = p.getString("rest.auth.mtls.default.role");
   c.restAuthAllowUnauthenticated = p.getBool("rest.auth.allow.unauthenticated");
   c.restAllowedHostNames = p.getList("rest.allowed.host.names");
+  c.restAdvertisedHostName = p.getString("rest.advertised.host.name");
   c.accessControlAllowOrigin = p.getList("access.control.allow.origin");
   c.accessControlAllowMethods = p.getString("access.control.allow.methods");
   c.logLevel = p.getString("log.level");

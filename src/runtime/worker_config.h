@@ -46,6 +46,7 @@ struct WorkerConfig {
   std::string restAuthMtlsDefaultRole;     // rest.auth.mtls.default.role ("" = refused)
   bool restAuthAllowUnauthenticated = false;
   std::vector<std::string> restAllowedHostNames;  // empty: the defaults
+  std::string restAdvertisedHostName;             // rest.advertised.host.name; empty: none
   std::vector<std::string> accessControlAllowOrigin;
   std::string accessControlAllowMethods;
 

@@ -92,6 +92,18 @@ def check_host(w):
         assert status == 200, f"GET /connectors with Host {host} -> {status} {body}"
 
 
+def check_advertised_host(root):
+    """rest.advertised.host.name joins the default Host names; others stay refused."""
+    w = worker(root, "advertised", {"rest.advertised.host.name": "connect-1.internal"})
+    w.start()
+    try:
+        assert request(w.port, "GET", "/connectors", host=f"connect-1.internal:{w.port}")[0] == 200
+        assert request(w.port, "GET", "/connectors", host=f"127.0.0.1:{w.port}")[0] == 200
+        assert request(w.port, "GET", "/connectors", host=f"connect-2.internal:{w.port}")[0] in (421, 403)
+    finally:
+        w.stop()
+
+
 def check_cors_default(w):
     status, headers, _ = request(w.port, "OPTIONS", "/connectors",
                                  headers={"Origin": "https://ui.example", "Access-Control-Request-Method": "POST"})
@@ -296,6 +308,7 @@ def main():
     checks.run("cors_off_by_default", lambda: check_cors_default(plain))
     plain.stop()
     checks.run("cors_configured", lambda: check_cors_configured(root))
+    checks.run("advertised_host", lambda: check_advertised_host(root))
     checks.run("exposure", lambda: check_exposure(root))
     state = {}
 

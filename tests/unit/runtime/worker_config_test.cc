@@ -46,6 +46,10 @@ TEST(WorkerConfig, RestSecurityKeys) {
   EXPECT_EQ(c->accessControlAllowOrigin.size(), 2u);
   EXPECT_EQ(c->accessControlAllowMethods, "GET,PUT");
   EXPECT_FALSE(parseWorkerConfig({{"rest.auth.mtls.default.role", "root"}}).isOk());
+  EXPECT_TRUE(d->restAdvertisedHostName.empty());
+  auto adv = parseWorkerConfig({{"rest.advertised.host.name", "connect-1.internal"}});
+  ASSERT_TRUE(adv.isOk());
+  EXPECT_EQ(adv->restAdvertisedHostName, "connect-1.internal");
 }
 
 TEST(WorkerConfig, RestListenersTlsAndLimits) {
