@@ -149,6 +149,19 @@ class Worker:
         return wait_until(running, timeout, f"{name} RUNNING")
 
 
+def start_cluster(root, base, n=3, timeout=60):
+    """n `ferry distributed` workers w1..wn in folders root/w1..wn with the shared properties
+    `base` (worker.id set per worker), started; returns them in order."""
+    workers = []
+    for i in range(n):
+        wd = os.path.join(root, f"w{i + 1}")
+        os.makedirs(wd)
+        workers.append(Worker(wd, dict(base, **{"worker.id": f"w{i + 1}"}), mode="distributed"))
+    for w in workers:
+        w.start(timeout=timeout)
+    return workers
+
+
 def tmpdir(prefix):
     return tempfile.mkdtemp(prefix=f"ferry-{prefix}-")
 

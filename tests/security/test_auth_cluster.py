@@ -16,7 +16,7 @@ import random
 import re
 
 from authlib import ROOT, basic, passwd_line, request
-from harness import Worker, run, tmpdir, wait_until
+from harness import run, start_cluster, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 PASSWORDS = {"viewer": "pw-viewer-C1", "operator": "pw-operator-C2", "admin": "pw-admin-C3"}
@@ -48,13 +48,7 @@ def main():
     base = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP, "cluster.name": f"auth{run_id}",
             "cluster.session.timeout.ms": "2000", "cluster.heartbeat.interval.ms": "300",
             "rest.auth.users.file": users}
-    workers = []
-    for i in range(3):
-        wd = os.path.join(root, f"w{i + 1}")
-        os.makedirs(wd)
-        workers.append(Worker(wd, dict(base, **{"worker.id": f"w{i + 1}"}), mode="distributed"))
-    for w in workers:
-        w.start(timeout=60)
+    workers = start_cluster(root, base)
     w1, w2, w3 = workers
 
     def members(w):

@@ -37,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import Worker, run, tmpdir, wait_until  # noqa: E402
+from harness import run, start_cluster, tmpdir, wait_until  # noqa: E402
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
@@ -134,13 +134,7 @@ def main():
             "cluster.snapshot.interval.events": "50", "offset.flush.interval.ms": "500",
             "config.providers": "file", "config.providers.file.param.allowed.paths": secrets,
             "file.allowed.dirs": files}
-    workers = []
-    for i in range(3):
-        wd = os.path.join(root, f"w{i + 1}")
-        os.makedirs(wd)
-        workers.append(Worker(wd, dict(base, **{"worker.id": f"w{i + 1}"}), mode="distributed"))
-    for w in workers:
-        w.start(timeout=60)
+    workers = start_cluster(root, base)
     by_id = {f"w{i + 1}": w for i, w in enumerate(workers)}
 
     def members(w):
