@@ -35,3 +35,20 @@ function(ferry_add_fuzz_target name)
     set_tests_properties(${name}_corpus PROPERTIES LABELS "unit;fuzz" TIMEOUT 300)
   endif()
 endfunction()
+
+# ferry_add_python_test(<name> <script> LABELS <labels...> [ARGS <args...>] [TIMEOUT <s>])
+# A Python (standard library only) test of the real `ferry` binary ($FERRY_BIN), run from the
+# script's folder, labelled exactly LABELS; the folders wrap it to add their own label.
+function(ferry_add_python_test name script)
+  cmake_parse_arguments(A "" "TIMEOUT" "LABELS;ARGS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 300)
+  endif()
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  add_test(NAME ${name}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/${script} ${A_ARGS}
+    WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  set_tests_properties(${name} PROPERTIES
+    LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT}
+    ENVIRONMENT "FERRY_BIN=$<TARGET_FILE:ferry>;PYTHONDONTWRITEBYTECODE=1")
+endfunction()

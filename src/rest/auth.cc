@@ -416,9 +416,14 @@ Authenticator::Outcome Authenticator::basic(std::string_view encoded) {
     }
     generation = generation_;
     if (!hash.empty()) {
-      // Wait briefly for a slot (a client's first parallel requests), then give up.
-      slotFree_.wait_for(lock, std::chrono::milliseconds(settings_.verificationWaitMs),
-                         [&] { return verifying_ < settings_.maxConcurrentVerifications; });
+      // Wait briefly for a slot (a client's first parallel requests), then give up; when enough
+      // checks already wait, give up at once.
+      if (verifying_ >= settings_.maxConcurrentVerifications && waiting_ < settings_.maxWaitingVerifications) {
+        ++waiting_;
+        slotFree_.wait_for(lock, std::chrono::milliseconds(settings_.verificationWaitMs),
+                           [&] { return verifying_ < settings_.maxConcurrentVerifications; });
+        --waiting_;
+      }
       if (verifying_ >= settings_.maxConcurrentVerifications) {
         Outcome busy{std::nullopt, loggable(user), "too many password checks in progress; retry in a second"};
         busy.busy = true;

@@ -99,10 +99,12 @@ struct AuthSettings {
   // Successful basic verifications are remembered this long (PBKDF2 is deliberately slow).
   std::int64_t cacheTtlMs = 60000;
   std::size_t cacheEntries = 1024;
-  // PBKDF2 verifications running at once; another waits up to verificationWaitMs for a slot and
-  // is then answered "busy" (503), so a flood of wrong passwords cannot take every core from the
-  // tasks.
+  // PBKDF2 verifications running at once; at most maxWaitingVerifications more wait up to
+  // verificationWaitMs for a slot, any other is answered "busy" (503) at once. So a flood of wrong
+  // passwords can neither take every core from the tasks nor hold more than 4 of the 8 REST
+  // handler threads (the rest keep serving cached credentials, tokens and open routes).
   int maxConcurrentVerifications = 2;
+  int maxWaitingVerifications = 2;
   std::int64_t verificationWaitMs = 2000;  // how long a password check waits for a free slot
 };
 
@@ -176,6 +178,7 @@ class Authenticator {
   std::uint64_t generation_ = 0;                       // GUARDED_BY(mu_): bumped on every reload
   std::uint64_t pbkdf2Runs_ = 0;                       // GUARDED_BY(mu_)
   int verifying_ = 0;                                  // GUARDED_BY(mu_): PBKDF2 runs in progress
+  int waiting_ = 0;                                    // GUARDED_BY(mu_): checks waiting for a slot
   std::condition_variable slotFree_;                   // signalled when verifying_ drops
   std::uint64_t reloads_ = 0;                          // GUARDED_BY(mu_)
 };

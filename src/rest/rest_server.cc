@@ -520,7 +520,7 @@ class RestServer::Routes {
     sendJson(res, 200, {{"status", 200}, {"body", std::move(out)}});
   }
   // GET /plugin/config?plugin=<class>: the plugin's ConfigKeyInfo list (RocketMQ Connect
-  // declares this route but answers "not implemented").
+  // declares this route without serving it; ferry serves it).
   void rmqPluginConfig(const Request& req, Response& res, const Params&) {
     if (!req.has_param("plugin"))
       return sendError(res, 400, "query parameter 'plugin' (a plugin class name) is required");
@@ -1069,7 +1069,7 @@ std::vector<std::string> listenerHosts(const RestOptions& options) {
 }
 
 bool clientCertsRequired(const RestOptions& options) {
-  if (options.tls.clientAuthentication != "required") return false;
+  if (options.transport.tls.clientAuthentication != "required") return false;
   for (const auto& text : options.listeners)
     if (auto l = http::parseListener(text); l.isOk() && l->tls) return true;
   return false;
@@ -1098,7 +1098,8 @@ http::ServerStats RestServer::transportStats() const {
 Status RestServer::start() {
   if (server_) return Status::failedPrecondition("the REST server is already started");
   if (auto s = policy_->start(); !s.isOk()) return s;
-  http::ServerOptions so;
+  http::ServerOptions so = options_.transport;
+  so.listeners.clear();
   if (options_.listeners.empty()) {
     so.listeners.push_back(http::Listener{false, options_.host, options_.port});
   } else {
@@ -1109,15 +1110,7 @@ Status RestServer::start() {
     }
   }
   const std::vector<http::Listener> listeners = so.listeners;
-  so.tls = options_.tls;
-  so.limits = options_.limits;
   so.handlerThreads = kRequestThreads;
-  so.queueCapacity = options_.requestQueueSize;
-  so.maxConnections = options_.maxConnections;
-  so.headerTimeout = options_.headerTimeout;
-  so.bodyTimeout = options_.bodyTimeout;
-  so.idleTimeout = options_.idleTimeout;
-  so.writeTimeout = options_.writeTimeout;
   std::string webRoot = options_.webRoot;
   if (!webRoot.empty() && !std::filesystem::is_directory(webRoot)) {
     core::logger("rest")->warn("web console folder {} does not exist; /ui is not served", webRoot);

@@ -42,14 +42,12 @@ struct RestOptions {
   PolicySettings security;
   // Kafka Connect's `listeners` (http://host:port, https://host:port); empty: http://host:port.
   std::vector<std::string> listeners;
-  http::TlsOptions tls;  // listeners.https.ssl.*
-  http::Limits limits;
-  std::size_t maxConnections = 1024;     // rest.max.connections
-  std::size_t requestQueueSize = 64;     // rest.request.queue.size
-  std::chrono::milliseconds headerTimeout{10000};  // rest.request.header.timeout.ms
-  std::chrono::milliseconds bodyTimeout{30000};    // rest.request.body.timeout.ms
-  std::chrono::milliseconds idleTimeout{30000};    // rest.keepalive.idle.timeout.ms
-  std::chrono::milliseconds writeTimeout{30000};   // rest.response.write.timeout.ms
+  // The transport's settings: tls (listeners.https.ssl.*), limits, maxConnections
+  // (rest.max.connections), queueCapacity (rest.request.queue.size) and the deadlines
+  // (rest.request.header/body.timeout.ms, rest.keepalive.idle.timeout.ms,
+  // rest.response.write.timeout.ms). start() fills its listeners from `listeners` (or host/port)
+  // and its handlerThreads with kRequestThreads.
+  http::ServerOptions transport;
 };
 
 // One row of the route table: "/connectors/*/pause" and the least role that may call it.

@@ -268,6 +268,22 @@ TEST_F(AuthenticatorTest, PasswordChecksBeyondTheConcurrencyBoundAreBusy) {
   EXPECT_TRUE(withTokens.authenticate("Bearer " + token, "").principal);
 }
 
+TEST_F(AuthenticatorTest, PasswordChecksBeyondTheWaitingBoundAreBusyAtOnce) {
+  writeUsers(userLine("alice", "admin", "pw"));
+  AuthSettings s = settings();
+  s.tokensFile.clear();
+  s.maxConcurrentVerifications = 0;  // no slot ever frees
+  s.maxWaitingVerifications = 0;     // and nobody may wait for one
+  s.verificationWaitMs = 60000;      // so a check that waited would take a minute
+  Authenticator auth(s, clock_);
+  ASSERT_TRUE(auth.load().isOk());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = auth.authenticate(basicHeader("alice", "pw"), "");
+  EXPECT_TRUE(out.busy);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(auth.pbkdf2Runs(), 0u);
+}
+
 TEST_F(AuthenticatorTest, ConcurrentPasswordChecksWaitForASlot) {
   std::string users;
   for (int i = 0; i < 4; ++i) users += userLine("u" + std::to_string(i), "viewer", "pw");
@@ -275,6 +291,7 @@ TEST_F(AuthenticatorTest, ConcurrentPasswordChecksWaitForASlot) {
   AuthSettings s = settings();
   s.tokensFile.clear();
   s.maxConcurrentVerifications = 1;
+  s.maxWaitingVerifications = 3;  // the other three threads may all wait
   s.verificationWaitMs = 60000;
   Authenticator auth(s, clock_);
   ASSERT_TRUE(auth.load().isOk());
