@@ -186,6 +186,17 @@ class Side:
             time.sleep(0.1)
         print(f"NOTE {self.name}: {conn} not {state} within {timeout}s: {json.dumps(last)[:300]}")
 
+    def wait_topics(self, conn, timeout=30):
+        """Until the connector reports an active topic (a Kafka Connect sink records one only once
+        its task has seen a record of it), so the comparison does not race the peer."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            status, t = self.rest("GET", f"/connectors/{conn}/topics")
+            if status == 200 and isinstance(t, dict) and t.get(conn, {}).get("topics"):
+                return
+            time.sleep(0.1)
+        print(f"NOTE {self.name}: {conn} reports no active topic within {timeout}s")
+
     def wait_offsets(self, conn, timeout=30):
         """Until the connector has committed a position (so offsets GET has something to show)."""
         deadline = time.time() + timeout
@@ -321,6 +332,8 @@ def main():
     step("get-tasks", "GET", f"/connectors/{src}/tasks")
     step("get-task-status", "GET", f"/connectors/{src}/tasks/0/status")
     step("get-task-status-missing", "GET", f"/connectors/{src}/tasks/7/status")
+    for s in sides:
+        s.wait_topics(sink)
     step("get-topics", "GET", f"/connectors/{sink}/topics")
     step("list-expand-status", "GET", "/connectors?expand=status")
     step("list-expand-info", "GET", "/connectors?expand=info")
