@@ -158,6 +158,9 @@ void RocketMQSourceTask::commitRecord(const Record& record) {
   auto queue = rmq::queueFromPartition(record.position.partition);
   auto next = rmq::offsetFromPosition(record.position.offset);
   if (!queue || !next) return;
+  // A record polled before its queue was revoked: the queue is someone else's now (or ours again
+  // from another start); committing it would put the group's offset back.
+  if (assigned_.count(*queue) == 0) return;
   std::int64_t& safe = safe_[*queue];
   if (*next > safe) {
     safe = *next;
@@ -186,12 +189,13 @@ Status RocketMQSourceTask::commit() {
 void RocketMQSourceTask::onRevoked(const std::vector<rocketmq::MessageQueue>& queues) {
   std::map<rocketmq::MessageQueue, std::int64_t> revoked;
   for (const auto& q : queues) {
+    assigned_.erase(q);
+    lastPolled_.erase(q);
+    skipTo_.erase(q);
     auto it = safe_.find(q);
     if (it == safe_.end()) continue;
     revoked.insert(*it);
     safe_.erase(it);
-    lastPolled_.erase(q);
-    skipTo_.erase(q);
   }
   if (revoked.empty() || !consumer_) return;
   Status s = consumer_->commit(revoked);
@@ -199,6 +203,7 @@ void RocketMQSourceTask::onRevoked(const std::vector<rocketmq::MessageQueue>& qu
 }
 
 void RocketMQSourceTask::onAssigned(const std::vector<rocketmq::MessageQueue>& queues) {
+  assigned_.insert(queues.begin(), queues.end());
   if (context_ == nullptr || !consumer_) return;
   for (const auto& q : queues) {
     auto committed = context_->committedOffset(rmq::queuePartition(q));
@@ -219,6 +224,7 @@ void RocketMQSourceTask::stop() {
   }
   client_.reset();
   safe_.clear();
+  assigned_.clear();
   lastPolled_.clear();
   skipTo_.clear();
   dirty_ = false;

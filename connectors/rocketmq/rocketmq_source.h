@@ -9,7 +9,9 @@
 //
 // Offsets: commitRecord() (records the runtime reported safe, in poll order) raises the safe next
 // offset of the record's queue; commit() sends those to the broker (UPDATE_CONSUMER_OFFSET), and
-// a revoked queue's safe offset is committed before it is handed over. On assignment a queue with
+// a revoked queue's safe offset is committed before it is handed over. Records acknowledged after
+// their queue was revoked are ignored (the consumer also refuses them, and offsets below what the
+// current assignment started at); the consumer re-sends the last commit until the broker holds it. On assignment a queue with
 // a position committed in the runtime's store resumes there (otherwise at the group's broker
 // offset, or rocketmq.from for a new group).
 //
@@ -22,6 +24,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +87,9 @@ class RocketMQSourceTask : public SourceTask, public rocketmq::RebalanceListener
   // Safe next offsets per queue not yet sent to the broker / all safe ones.
   std::map<rocketmq::MessageQueue, std::int64_t> safe_;
   bool dirty_ = false;
+  // Queues assigned now (onAssigned .. onRevoked): commitRecord ignores records of other queues,
+  // i.e. records polled before their queue was revoked and acknowledged afterwards.
+  std::set<rocketmq::MessageQueue> assigned_;
   // Skipped messages: per queue, the next offset of the last record polled, and the offset to
   // raise `safe_` to once that record is safe.
   std::map<rocketmq::MessageQueue, std::int64_t> lastPolled_;

@@ -1,7 +1,9 @@
 // PullConsumer (see consumer.h). State lives in Impl, shared with the io-thread callbacks through
 // weak pointers. Per assigned queue a QueueState carries the next pull offset, an epoch (bumped by
 // seek so a response to an older pull is discarded) and flags saying whether a pull is in flight,
-// waiting for buffer room (paused) or backing off (delayed, handled by the membership thread).
+// waiting for buffer room (paused) or backing off (delayed, handled by the membership thread); and
+// its commit state: the floor below which commits are refused, the last commit of this assignment
+// and whether the broker was seen holding it (confirmed).
 #include "rocketmq/consumer.h"
 
 #include <algorithm>
@@ -141,6 +143,12 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
     bool paused = false;
     bool delayed = false;
     std::int64_t brokerId = 0;
+    // Commit state (this assignment only; a revoked queue's state goes with it).
+    std::int64_t floor = 0;                 // valid once offsetKnown
+    std::optional<std::int64_t> committed;  // last accepted commit
+    bool confirmed = true;                  // the broker answered `committed` (or more)
+    bool exactOnly = false;                 // lowered by seek / OFFSET_MOVED: only == confirms
+    std::uint64_t commitVersion = 0;        // bumps with every accepted commit / seek
   };
   struct PullSpec {
     std::shared_ptr<QueueState> q;
@@ -176,6 +184,18 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
   Result<std::int64_t> resolveOffset(const MessageQueue& mq);
   void processDue(std::vector<std::shared_ptr<QueueState>> due);
   void applyPending();
+  void persist(bool recheckAll);
+  // Marks the commits of queues on `brokerName` (every broker when empty) as unconfirmed.
+  void unconfirmLocked(const std::string& brokerName) {
+    for (auto& [mq, q] : queues_) {
+      if (q->committed && (brokerName.empty() || mq.brokerName == brokerName)) q->confirmed = false;
+    }
+  }
+  std::shared_ptr<QueueState> committableLocked(const MessageQueue& mq) const {
+    if (auto it = queues_.find(mq); it != queues_.end()) return it->second;
+    if (auto it = revoking_.find(mq); it != revoking_.end()) return it->second;
+    return nullptr;
+  }
 
   bool bufferFullLocked() const {
     return buffer_.size() >= options_.maxBufferedMessages ||
@@ -218,12 +238,16 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
   std::optional<std::set<MessageQueue>> pendingTarget_;
   std::set<MessageQueue> publishedTarget_;
   std::map<MessageQueue, std::shared_ptr<QueueState>> queues_;
+  // Queues handed to onRevoked: still committable during the callback.
+  std::map<MessageQueue, std::shared_ptr<QueueState>> revoking_;
   std::deque<PulledMessage> buffer_;
   std::size_t bufferedBytes_ = 0;
   std::multimap<Clock::time_point, std::shared_ptr<QueueState>> delayed_;
   std::map<std::string, std::map<std::int64_t, std::string>> brokerAddrs_;
   std::set<std::string> heartbeatAddrs_;
   std::size_t listBrokerIndex_ = 0;
+  // Held by commit() and by the re-send of persist() (before mu_): one UPDATE per queue at a time.
+  std::mutex commitMu_;
 };
 
 Status PullConsumer::Impl::start() {
@@ -240,6 +264,7 @@ Status PullConsumer::Impl::start() {
   if (options_.pullBatchSize <= 0 || options_.longPollingSuspendMs < 0 ||
       options_.pullTimeoutMs <= options_.longPollingSuspendMs ||
       options_.heartbeatIntervalMs <= 0 || options_.rebalanceIntervalMs <= 0 ||
+      options_.persistIntervalMs <= 0 || options_.persistRecheckEvery <= 0 ||
       options_.maxBufferedMessages == 0 || options_.maxBufferedBytes == 0) {
     return Status::invalidArgument(
         "rocketmq consumer: pullBatchSize, intervals and buffer bounds must be > 0 and "
@@ -286,17 +311,20 @@ Status PullConsumer::Impl::start() {
 void PullConsumer::Impl::loop() {
   auto nextHeartbeat = Clock::now() + std::chrono::milliseconds(options_.heartbeatIntervalMs);
   auto nextRebalance = Clock::now();
+  auto nextPersist = Clock::now() + std::chrono::milliseconds(options_.persistIntervalMs);
+  std::int64_t persistRounds = 0;
   std::unique_lock lock(mu_);
   while (!closed_) {
     const auto now = Clock::now();
     const bool doHeartbeat = heartbeatRequested_ || now >= nextHeartbeat;
     const bool doRebalance = rebalanceRequested_ || now >= nextRebalance;
+    const bool doPersist = now >= nextPersist;
     std::vector<std::shared_ptr<QueueState>> due;
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       due.push_back(delayed_.begin()->second);
       delayed_.erase(delayed_.begin());
     }
-    if (doHeartbeat || doRebalance || !due.empty()) {
+    if (doHeartbeat || doRebalance || doPersist || !due.empty()) {
       heartbeatRequested_ = false;
       rebalanceRequested_ = false;
       lock.unlock();
@@ -309,10 +337,14 @@ void PullConsumer::Impl::loop() {
         nextRebalance = Clock::now() + std::chrono::milliseconds(options_.rebalanceIntervalMs);
       }
       processDue(std::move(due));
+      if (doPersist) {
+        persist(++persistRounds % options_.persistRecheckEvery == 0);
+        nextPersist = Clock::now() + std::chrono::milliseconds(options_.persistIntervalMs);
+      }
       lock.lock();
       continue;
     }
-    auto wake = std::min(nextHeartbeat, nextRebalance);
+    auto wake = std::min({nextHeartbeat, nextRebalance, nextPersist});
     if (!delayed_.empty()) wake = std::min(wake, delayed_.begin()->first);
     workCv_.wait_until(lock, wake);
   }
@@ -350,6 +382,13 @@ std::size_t PullConsumer::Impl::heartbeat() {
       ++ok;
     } else {
       log()->warn("consumer {}: heartbeat to {} failed: {}", options_.group, addr, s.toString());
+      // The broker may be restarting: its in-memory offsets may be older than our commits.
+      std::lock_guard lock(mu_);
+      for (const auto& [name, addrs] : brokerAddrs_) {
+        for (const auto& [id, a] : addrs) {
+          if (a == addr) unconfirmLocked(name);
+        }
+      }
     }
   }
   return ok;
@@ -478,6 +517,7 @@ void PullConsumer::Impl::processDue(std::vector<std::shared_ptr<QueueState>> due
         }
         q->nextOffset = **resolved;
         q->offsetKnown = true;
+        q->floor = q->nextOffset;  // where this assignment starts: nothing below is committed
         log()->info("consumer {}: {} starts at offset {}", options_.group, q->mq.toString(),
                     q->nextOffset);
       }
@@ -552,6 +592,8 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
     } else if (!r.isOk()) {
       log()->warn("consumer {}: pull of {} at {} failed: {}; retrying in {} ms", options_.group,
                   q->mq.toString(), spec.offset, r.status().toString(), options_.pullBackoffMs);
+      // A lost connection may be a broker restart, which reloads older offsets: verify again.
+      if (r.status().code() == StatusCode::kUnavailable) unconfirmLocked(q->mq.brokerName);
       delayLocked(q, options_.pullBackoffMs);
     } else {
       const RemotingCommand& resp = *r;
@@ -607,7 +649,12 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
                       options_.group, spec.offset, q->mq.toString(),
                       resp.extInt("minOffset").value_or(-1), resp.extInt("maxOffset").value_or(-1),
                       next.value_or(spec.offset));
-          if (next) q->nextOffset = *next;
+          if (next) {
+            q->nextOffset = *next;
+            // As the Java client: the broker's position is the new floor (it may be lower).
+            q->floor = *next;
+            q->exactOnly = true;
+          }
           startPullLocked(q, out);
           break;
         case kRespSubscriptionNotExist:
@@ -644,6 +691,7 @@ void PullConsumer::Impl::applyPending() {
       it->second->active = false;
       dropBufferedLocked(it->first);
       revoked.push_back(it->first);
+      revoking_.insert(*it);
       it = queues_.erase(it);
     }
     for (const auto& mq : target) {
@@ -653,6 +701,7 @@ void PullConsumer::Impl::applyPending() {
   if (listener_ != nullptr && !revoked.empty()) listener_->onRevoked(revoked);
   {
     std::lock_guard lock(mu_);
+    revoking_.clear();  // no longer ours: never committed (or re-sent) by this member again
     if (closed_) return;
     for (const auto& mq : added) {
       auto q = std::make_shared<QueueState>();
@@ -704,33 +753,173 @@ Result<std::vector<PulledMessage>> PullConsumer::Impl::poll(std::size_t max,
   return out;
 }
 
+namespace {
+
+RemotingCommand updateOffsetRequest(const std::string& group, const MessageQueue& mq,
+                                    std::int64_t offset) {
+  RemotingCommand req;
+  req.code = kCodeUpdateConsumerOffset;
+  req.extFields["consumerGroup"] = group;
+  req.extFields["topic"] = mq.topic;
+  req.extFields["queueId"] = std::to_string(mq.queueId);
+  req.extFields["commitOffset"] = std::to_string(offset);
+  return req;
+}
+
+// Sends every request (in parallel) and waits for all answers.
+std::vector<Result<RemotingCommand>> invokeAll(
+    RocketmqClient& client, std::vector<std::pair<std::string, RemotingCommand>> requests) {
+  std::vector<std::future<Result<RemotingCommand>>> futures;
+  for (auto& [addr, req] : requests) {
+    auto promise = std::make_shared<std::promise<Result<RemotingCommand>>>();
+    futures.push_back(promise->get_future());
+    client.invokeAsync(addr, std::move(req), -1,
+                       [promise](Result<RemotingCommand> r) { promise->set_value(std::move(r)); });
+  }
+  std::vector<Result<RemotingCommand>> out;
+  for (auto& f : futures) out.push_back(f.get());
+  return out;
+}
+
+}  // namespace
+
 Status PullConsumer::Impl::commit(const std::map<MessageQueue, std::int64_t>& offsets) {
-  std::vector<std::pair<MessageQueue, std::future<Result<RemotingCommand>>>> calls;
+  std::lock_guard commitLock(commitMu_);
+  std::vector<std::pair<MessageQueue, std::int64_t>> accepted;
   Status first;
-  for (const auto& [mq, offset] : offsets) {
-    auto addr = client_.brokerAddress(mq.brokerName);
+  std::size_t unassigned = 0, stale = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [mq, offset] : offsets) {
+      auto q = committableLocked(mq);
+      if (!q || !q->offsetKnown) {
+        ++unassigned;
+        continue;
+      }
+      if (offset < q->floor) {
+        ++stale;
+        continue;
+      }
+      if (q->committed && *q->committed == offset) continue;  // nothing new
+      q->floor = offset;
+      q->committed = offset;
+      q->confirmed = false;  // until persist() sees the broker answer it (also after a failure)
+      ++q->commitVersion;
+      accepted.emplace_back(mq, offset);
+    }
+  }
+  std::vector<MessageQueue> sent;
+  std::vector<std::pair<std::string, RemotingCommand>> requests;
+  for (const auto& [mq, offset] : accepted) {
+    auto addr = client_.brokerAddress(mq.brokerName);  // may ask the NameServer: not under mu_
     if (!addr.isOk()) {
       if (first.isOk()) first = addr.status().withContext("commit of " + mq.toString());
       continue;
     }
-    RemotingCommand req;
-    req.code = kCodeUpdateConsumerOffset;
-    req.extFields["consumerGroup"] = options_.group;
-    req.extFields["topic"] = mq.topic;
-    req.extFields["queueId"] = std::to_string(mq.queueId);
-    req.extFields["commitOffset"] = std::to_string(offset);
-    auto promise = std::make_shared<std::promise<Result<RemotingCommand>>>();
-    calls.emplace_back(mq, promise->get_future());
-    client_.invokeAsync(*addr, std::move(req), -1,
-                        [promise](Result<RemotingCommand> r) { promise->set_value(std::move(r)); });
+    sent.push_back(mq);
+    requests.emplace_back(*addr, updateOffsetRequest(options_.group, mq, offset));
   }
-  for (auto& [mq, fut] : calls) {
-    auto r = fut.get();
-    Status s = r.isOk() ? responseStatus(*r, "commit of " + mq.toString())
-                        : r.status().withContext("commit of " + mq.toString());
+  if (unassigned + stale > 0) {
+    log()->debug("consumer {}: commit ignored {} queue(s) not assigned (or not started yet) and {} "
+                 "offset(s) below what this assignment already committed or started at",
+                 options_.group, unassigned, stale);
+  }
+  auto answers = invokeAll(client_, std::move(requests));
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    auto& r = answers[i];
+    const std::string what = "commit of " + sent[i].toString();
+    Status s = r.isOk() ? responseStatus(*r, what) : r.status().withContext(what);
     if (!s.isOk() && first.isOk()) first = s;
   }
   return first;
+}
+
+void PullConsumer::Impl::persist(bool recheckAll) {
+  struct Check {
+    std::shared_ptr<QueueState> q;
+    std::int64_t value;
+    std::uint64_t version;
+  };
+  std::vector<Check> candidates;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    for (auto& [mq, q] : queues_) {
+      if (!q->committed || (q->confirmed && !recheckAll)) continue;
+      candidates.push_back({q, *q->committed, q->commitVersion});
+    }
+  }
+  std::vector<Check> checks;
+  std::vector<std::pair<std::string, RemotingCommand>> queries;
+  {
+    for (const auto& c : candidates) {
+      const MessageQueue& mq = c.q->mq;
+      auto addr = client_.brokerAddress(mq.brokerName);
+      if (!addr.isOk()) continue;
+      RemotingCommand req;
+      req.code = kCodeQueryConsumerOffset;
+      req.extFields["consumerGroup"] = options_.group;
+      req.extFields["topic"] = mq.topic;
+      req.extFields["queueId"] = std::to_string(mq.queueId);
+      req.extFields["setZeroIfNotFound"] = "false";  // 5.x; 4.9.x answers 0 when not found
+      checks.push_back(c);
+      queries.emplace_back(*addr, std::move(req));
+    }
+  }
+  if (checks.empty()) return;
+  auto answers = invokeAll(client_, std::move(queries));
+  std::vector<Check> resend;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const Check& c = checks[i];
+      if (!c.q->active || c.q->commitVersion != c.version) continue;  // gone or committed since
+      const auto& r = answers[i];
+      if (!r.isOk() || (r->code != kRespSuccess && r->code != kRespQueryNotFound)) {
+        c.q->confirmed = false;  // cannot tell: ask again next round
+        continue;
+      }
+      std::optional<std::int64_t> held;
+      if (r->code == kRespSuccess) held = r->extInt("offset");
+      // Held higher: another member moved it on (never move it back) — unless this assignment
+      // lowered it on purpose (seek, OFFSET_MOVED).
+      if (held && (*held == c.value || (*held > c.value && !c.q->exactOnly))) {
+        c.q->confirmed = true;
+        continue;
+      }
+      c.q->confirmed = false;
+      log()->info("consumer {}: broker holds offset {} of {}, committed {}: sending it again",
+                  options_.group, held ? std::to_string(*held) : std::string("none"),
+                  c.q->mq.toString(), c.value);
+      resend.push_back(c);
+    }
+  }
+  if (resend.empty()) return;
+  std::vector<std::string> addrs;
+  for (const auto& c : resend) addrs.push_back(client_.brokerAddress(c.q->mq.brokerName).valueOr(""));
+  std::lock_guard commitLock(commitMu_);
+  std::vector<std::pair<std::string, RemotingCommand>> updates;
+  std::vector<MessageQueue> sent;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < resend.size(); ++i) {
+      const Check& c = resend[i];
+      // Still ours (applied and in the latest rebalance result) and not committed since.
+      if (closed_ || addrs[i].empty() || !c.q->active || c.q->commitVersion != c.version ||
+          queues_.count(c.q->mq) == 0 || publishedTarget_.count(c.q->mq) == 0) {
+        continue;
+      }
+      sent.push_back(c.q->mq);
+      updates.emplace_back(addrs[i], updateOffsetRequest(options_.group, c.q->mq, c.value));
+    }
+  }
+  auto answers2 = invokeAll(client_, std::move(updates));
+  for (std::size_t i = 0; i < answers2.size(); ++i) {
+    const auto& r = answers2[i];
+    Status s = r.isOk() ? responseStatus(*r, "re-sent commit of " + sent[i].toString())
+                        : r.status();
+    if (!s.isOk()) log()->warn("consumer {}: {}", options_.group, s.toString());
+  }
 }
 
 std::vector<MessageQueue> PullConsumer::Impl::assignment() const {
@@ -754,6 +943,12 @@ Status PullConsumer::Impl::seek(const MessageQueue& queue, std::int64_t offset) 
     q->nextOffset = offset;
     q->offsetKnown = true;
     ++q->epoch;
+    // An explicit position is the new commit floor; what was committed before is not re-sent.
+    q->floor = offset;
+    q->committed.reset();
+    q->confirmed = true;
+    q->exactOnly = true;
+    ++q->commitVersion;
     dropBufferedLocked(queue);
     startPullLocked(q, pulls);
   }

@@ -9,9 +9,11 @@
 //  - The owner thread: start(), poll(), commit(), seek(), assignment(), close(). These are meant
 //    for ONE thread (like a Kafka consumer); the RebalanceListener runs inside poll() on it.
 //  - The membership thread (owned by the consumer): heartbeats, rebalance computation, start
-//    offset lookups, delayed (backed-off) pulls. Uses the client's synchronous calls.
+//    offset lookups, delayed (backed-off) pulls, verifying and re-sending the last commit of each
+//    assigned queue. Uses the client's synchronous calls.
 //  - The client's io thread: pull responses and the NOTIFY handler (never blocks).
-// Shared state is guarded by one mutex; callbacks hold a weak reference, so responses arriving
+// Shared state is guarded by one mutex (commits and re-sends are also serialized by a second
+// one, so a re-send never overtakes a newer commit of the same queue); callbacks hold a weak reference, so responses arriving
 // after the consumer is gone are dropped.
 //
 // One PullConsumer per RocketmqClient: the NOTIFY_CONSUMER_IDS_CHANGED handler is per client, and
@@ -73,6 +75,12 @@ struct ConsumerOptions {
   std::int64_t heartbeatIntervalMs = 30000;
   std::int64_t rebalanceIntervalMs = 20000;
   std::int64_t pullBackoffMs = 3000;          // after a failed pull / offset lookup
+  // How often the membership thread checks the last commit of every assigned queue with
+  // QUERY_CONSUMER_OFFSET and re-sends the ones the broker does not hold (the Java client's
+  // persistConsumerOffsetInterval, 5 s). Every `persistRecheckEvery`-th round also re-checks
+  // queues already confirmed (a broker restart may have lost them).
+  std::int64_t persistIntervalMs = 5000;
+  std::int32_t persistRecheckEvery = 12;
   std::size_t maxBufferedMessages = 10000;    // pulling pauses at either bound
   std::size_t maxBufferedBytes = 64u << 20;
 };
@@ -115,10 +123,17 @@ class PullConsumer {
   // is the NEXT offset to consume. On success the broker holds it in memory and persists it with
   // its periodic flush (5 s) — a broker crash inside that window loses the commit (at-least-once).
   // Returns the first failure; later queues are still attempted.
+  // Only queues currently assigned (or being revoked, from inside onRevoked) whose start offset
+  // is known are committed, and never below the queue's floor: the start offset, the last value
+  // committed in this assignment, or the last seek / OFFSET_MOVED position. Other entries are
+  // ignored (a stale acknowledgement must not move the group back); a value equal to the last
+  // commit is not sent again. The last commit of each assigned queue is then verified and
+  // re-sent by the membership thread every persistIntervalMs until the broker holds it.
   Status commit(const std::map<MessageQueue, std::int64_t>& offsets);
   // The queues currently assigned (as the owner thread last applied them).
   std::vector<MessageQueue> assignment() const;
-  // Next pull of an assigned queue starts at `offset`; its buffered messages are dropped.
+  // Next pull of an assigned queue starts at `offset`; its buffered messages are dropped. The
+  // offset becomes the queue's commit floor (it may be below earlier commits).
   Status seek(const MessageQueue& queue, std::int64_t offset);
   // Stops pulling and the membership thread, drops buffered messages and sends UNREGISTER_CLIENT
   // (35) to every broker it heartbeated. Commits nothing (commit before). Idempotent.

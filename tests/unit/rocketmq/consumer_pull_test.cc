@@ -13,190 +13,12 @@
 
 #include "rocketmq/client.h"
 #include "rocketmq/consumer.h"
-#include "client_test_peer.h"
-#include "codec_test_util.h"
+#include "fake_broker.h"
 
 namespace ferry::rocketmq {
 namespace {
 
-using testing::PeerConnection;
-using testing::ScriptedPeer;
-using PullResponder = std::function<void(PeerConnection&, const RemotingCommand&)>;
-
-constexpr const char* kTopic = "orders";
-constexpr const char* kBroker = "fake-a";
-
-struct FakeBroker {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<PeerConnection> conn;
-  int queues = 1;
-  std::vector<std::string> members;
-  std::map<std::int32_t, std::int64_t> committed;  // answered by QUERY_CONSUMER_OFFSET
-  std::int64_t minOffset = 0;
-  std::int64_t maxOffset = 0;
-  std::map<std::int32_t, std::deque<PullResponder>> pullScript;  // empty: hold the pull
-  std::vector<RemotingCommand> heartbeats, pulls, commits, lists, unregisters, offsetCalls;
-  std::unique_ptr<ScriptedPeer> peer;
-
-  FakeBroker() {
-    peer = std::make_unique<ScriptedPeer>([this](PeerConnection& c, const RemotingCommand& r) {
-      std::lock_guard lock(mu);
-      conn = c;
-      handle(c, r);
-      cv.notify_all();
-    });
-  }
-
-  void handle(PeerConnection& c, const RemotingCommand& r) {
-    const std::string self = peer->address();
-    switch (r.code) {
-      case kCodeGetRouteInfoByTopic:
-        c.reply(r, 0,
-                R"({"brokerDatas":[{"brokerAddrs":{0:")" + self + R"("},"brokerName":")" +
-                    kBroker + R"(","cluster":"fake"}],"queueDatas":[{"brokerName":")" + kBroker +
-                    R"(","perm":6,"readQueueNums":)" + std::to_string(queues) +
-                    R"(,"writeQueueNums":)" + std::to_string(queues) + "}]}");
-        return;
-      case kCodeHeartBeat:
-        heartbeats.push_back(r);
-        c.reply(r, 0);
-        return;
-      case kCodeGetConsumerListByGroup: {
-        lists.push_back(r);
-        if (members.empty()) {
-          c.reply(r, 1);
-          return;
-        }
-        nlohmann::json body = {{"consumerIdList", members}};
-        c.reply(r, 0, body.dump());
-        return;
-      }
-      case kCodeQueryConsumerOffset: {
-        offsetCalls.push_back(r);
-        auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(-1));
-        if (auto it = committed.find(q); it != committed.end()) {
-          c.reply(r, 0, {}, {{"offset", std::to_string(it->second)}});
-        } else {
-          c.reply(r, kRespQueryNotFound);
-        }
-        return;
-      }
-      case kCodeGetMinOffset:
-        offsetCalls.push_back(r);
-        c.reply(r, 0, {}, {{"offset", std::to_string(minOffset)}});
-        return;
-      case kCodeGetMaxOffset:
-        offsetCalls.push_back(r);
-        c.reply(r, 0, {}, {{"offset", std::to_string(maxOffset)}});
-        return;
-      case kCodePullMessage: {
-        pulls.push_back(r);
-        auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(-1));
-        auto& script = pullScript[q];
-        if (!script.empty()) {
-          auto fn = std::move(script.front());
-          script.pop_front();
-          fn(c, r);
-        }
-        return;  // else held: a long poll with nothing new
-      }
-      case kCodeUpdateConsumerOffset:
-        commits.push_back(r);
-        c.reply(r, r.extInt("queueId").value_or(0) == 9 ? 26 : 0);
-        return;
-      case kCodeUnregisterClient:
-        unregisters.push_back(r);
-        c.reply(r, 0);
-        return;
-      default:
-        c.reply(r, 3);
-    }
-  }
-
-  template <typename Pred>
-  bool waitFor(Pred pred) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(10), pred);
-  }
-
-  // Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) over the client's connection.
-  void notifyIdsChanged(const std::string& group) {
-    std::lock_guard lock(mu);
-    ASSERT_TRUE(conn.has_value());
-    RemotingCommand n;
-    n.code = kCodeNotifyConsumerIdsChanged;
-    n.flag = kFlagOneway;
-    n.opaque = 4242;
-    n.extFields["consumerGroup"] = group;
-    conn->send(n);
-  }
-};
-
-std::string storedMessage(std::int32_t queueId, std::int64_t offset, const std::string& body,
-                          std::map<std::string, std::string> props) {
-  testing::StoredSpec s;
-  s.topic = kTopic;
-  s.queueId = queueId;
-  s.queueOffset = offset;
-  s.physicalOffset = 1000 + offset * 100;
-  s.body = body;
-  s.bodyCrc = bodyCrc(body);
-  s.properties = encodeProperties(props);
-  return testing::storedRecord(s);
-}
-
-PullResponder found(std::string body, std::int64_t next) {
-  return [body = std::move(body), next](PeerConnection& c, const RemotingCommand& r) {
-    c.reply(r, 0, body,
-            {{"nextBeginOffset", std::to_string(next)},
-             {"minOffset", "0"},
-             {"maxOffset", std::to_string(next)},
-             {"suggestWhichBrokerId", "0"}});
-  };
-}
-
-PullResponder status(std::int32_t code, std::int64_t next) {
-  return [code, next](PeerConnection& c, const RemotingCommand& r) {
-    c.reply(r, code, {},
-            {{"nextBeginOffset", std::to_string(next)},
-             {"minOffset", "0"},
-             {"maxOffset", std::to_string(next)},
-             {"suggestWhichBrokerId", "0"}});
-  };
-}
-
-std::unique_ptr<RocketmqClient> clientFor(const std::string& ns, const std::string& id) {
-  ClientOptions o;
-  o.namesrvAddrs = ns;
-  o.clientId = id;
-  o.routeRefreshMs = 0;
-  auto c = RocketmqClient::create(o);
-  EXPECT_TRUE(c.isOk());
-  return std::move(c).value();
-}
-
-ConsumerOptions options(const std::string& expression = "*") {
-  ConsumerOptions o;
-  o.group = "g1";
-  o.subscriptions = {{kTopic, expression}};
-  o.fromWhere = ConsumeFromWhere::kFirstOffset;
-  o.heartbeatIntervalMs = 3600000;  // only the start heartbeat and explicit triggers
-  o.rebalanceIntervalMs = 3600000;
-  return o;
-}
-
-std::vector<PulledMessage> pollAtLeast(PullConsumer& c, std::size_t n) {
-  std::vector<PulledMessage> all;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (all.size() < n && std::chrono::steady_clock::now() < deadline) {
-    auto r = c.poll(100, std::chrono::milliseconds(200));
-    EXPECT_TRUE(r.isOk()) << r.status().toString();
-    if (!r.isOk()) break;
-    for (auto& m : *r) all.push_back(std::move(m));
-  }
-  return all;
-}
+using namespace testing;  // FakeBroker and its helpers
 
 const std::string kMe = "127.0.0.1@consumer-a";
 
@@ -406,10 +228,12 @@ TEST(RocketmqConsumer, NotifyTriggersRebalanceAndListenerRevokesFirst) {
 
 TEST(RocketmqConsumer, CommitSendsUpdateConsumerOffsetAndReportsFailures) {
   FakeBroker fake;
+  fake.queues = 10;
   fake.members = {kMe};
   auto client = clientFor(fake.peer->address(), kMe);
   PullConsumer consumer(*client, options());
   ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 10));
   Status s = consumer.commit({{{kTopic, kBroker, 0}, 42}, {{kTopic, kBroker, 1}, 7}});
   ASSERT_TRUE(s.isOk()) << s.toString();
   {
@@ -429,7 +253,135 @@ TEST(RocketmqConsumer, CommitSendsUpdateConsumerOffsetAndReportsFailures) {
   Status bad = consumer.commit({{{kTopic, kBroker, 9}, 1}});
   EXPECT_FALSE(bad.isOk());
   EXPECT_NE(bad.message().find("26"), std::string::npos) << bad.toString();
-  EXPECT_EQ(consumer.commit({{{kTopic, "no-such-broker", 0}, 1}}).isOk(), false);
+}
+
+TEST(RocketmqConsumer, CommitOfAQueueNotAssignedIsIgnored) {
+  FakeBroker fake;
+  fake.queues = 2;
+  fake.members = {kMe, "127.0.0.1@consumer-b"};  // a gets queue 0, b queue 1
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 1));
+  ASSERT_EQ(consumer.assignment(), (std::vector<MessageQueue>{{kTopic, kBroker, 0}}));
+  Status s = consumer.commit({{{kTopic, kBroker, 0}, 5},
+                              {{kTopic, kBroker, 1}, 9},
+                              {{kTopic, "no-such-broker", 0}, 1}});
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.commits.size(), 1u);
+  EXPECT_EQ(fake.commits[0].ext("queueId"), std::optional<std::string>("0"));
+  EXPECT_EQ(fake.commits[0].ext("commitOffset"), std::optional<std::string>("5"));
+  EXPECT_EQ(fake.committed.count(1), 0u);
+}
+
+TEST(RocketmqConsumer, CommitNeverMovesAQueueBackwardsButSeekSetsANewFloor) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  fake.committed[0] = 20;  // the group's offset: this assignment starts there
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 1));
+  const MessageQueue q{kTopic, kBroker, 0};
+  for (std::int64_t off : {15, 25, 22, 25}) {  // below the start, new, backwards, unchanged
+    ASSERT_TRUE(consumer.commit({{q, off}}).isOk());
+  }
+  ASSERT_TRUE(consumer.seek(q, 3).isOk());  // explicit: may go below
+  ASSERT_TRUE(consumer.commit({{q, 2}}).isOk());
+  ASSERT_TRUE(consumer.commit({{q, 4}}).isOk());
+  std::lock_guard lock(fake.mu);
+  std::vector<std::string> sent;
+  for (const auto& c : fake.commits) sent.push_back(c.ext("commitOffset").value_or("?"));
+  EXPECT_EQ(sent, (std::vector<std::string>{"25", "4"}));
+  EXPECT_EQ(fake.committed[0], 4);
+}
+
+ConsumerOptions persistOptions() {
+  ConsumerOptions o = options();
+  o.persistIntervalMs = 5;  // rounds follow each other quickly; the tests wait on the fake
+  o.persistRecheckEvery = 1000000;
+  return o;
+}
+
+TEST(RocketmqConsumer, ALostCommitIsSentAgainUntilTheBrokerHoldsIt) {
+  FakeBroker fake;
+  fake.queues = 2;
+  fake.members = {kMe};
+  fake.dropCommits[0] = 2;   // the first commit and the first re-send are lost
+  fake.dropCommits[1] = -1;  // queue 1 is never stored: its re-sends show the rounds go on
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, persistOptions());
+  ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 2));
+  ASSERT_TRUE(consumer.commit({{{kTopic, kBroker, 0}, 42}, {{kTopic, kBroker, 1}, 7}}).isOk());
+  ASSERT_TRUE(fake.waitFor([&] { return fake.committed.count(0) != 0; }));
+  std::size_t stored = 0;
+  {
+    std::lock_guard lock(fake.mu);
+    EXPECT_EQ(fake.committed[0], 42);
+    EXPECT_EQ(countEvents(fake, kCodeUpdateConsumerOffset, 0), 3u);  // commit + 2 re-sends
+    stored = fake.events.size();
+  }
+  // Five more rounds (queue 1 re-sent each time): queue 0 was checked once more, then left alone.
+  ASSERT_TRUE(fake.waitFor(
+      [&] { return countEvents(fake, kCodeUpdateConsumerOffset, 1, stored) >= 5; }));
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(countEvents(fake, kCodeUpdateConsumerOffset, 0, stored), 0u);
+  EXPECT_EQ(countEvents(fake, kCodeQueryConsumerOffset, 0, stored), 1u);
+  // The check asks for "not found" rather than 0 when nothing is committed (5.x).
+  ASSERT_FALSE(fake.offsetCalls.empty());
+  EXPECT_EQ(fake.offsetCalls.back().code, kCodeQueryConsumerOffset);
+  EXPECT_EQ(fake.offsetCalls.back().ext("setZeroIfNotFound"), std::optional<std::string>("false"));
+}
+
+TEST(RocketmqConsumer, ARevokedQueueIsNoLongerSentAgain) {
+  FakeBroker fake;
+  fake.queues = 2;
+  fake.members = {kMe};
+  fake.dropCommits[0] = -1;
+  fake.dropCommits[1] = -1;
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, persistOptions());
+  ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 2));
+  ASSERT_TRUE(consumer.commit({{{kTopic, kBroker, 0}, 5}, {{kTopic, kBroker, 1}, 6}}).isOk());
+  ASSERT_TRUE(fake.waitFor([&] {
+    return countEvents(fake, kCodeUpdateConsumerOffset, 1) >= 3;  // being re-sent
+  }));
+  {
+    std::lock_guard lock(fake.mu);
+    fake.members = {kMe, "127.0.0.1@consumer-b"};  // b takes queue 1
+  }
+  fake.notifyIdsChanged("g1");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (consumer.assignment().size() != 1 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(consumer.poll(10, std::chrono::milliseconds(20)).isOk());
+  }
+  ASSERT_EQ(consumer.assignment(), (std::vector<MessageQueue>{{kTopic, kBroker, 0}}));
+  std::size_t revokedAt = 0;
+  {
+    std::lock_guard lock(fake.mu);
+    revokedAt = fake.events.size();
+  }
+  // A round already under way may still carry queue 1; from the second re-send of queue 0 after
+  // the revoke on, queue 1 is gone.
+  ASSERT_TRUE(fake.waitFor(
+      [&] { return countEvents(fake, kCodeUpdateConsumerOffset, 0, revokedAt) >= 5; }));
+  {
+    std::lock_guard lock(fake.mu);
+    std::size_t second = revokedAt, seen = 0;
+    for (; second < fake.events.size(); ++second) {
+      if (fake.events[second] == std::make_pair(kCodeUpdateConsumerOffset, 0) && ++seen == 2) break;
+    }
+    EXPECT_EQ(countEvents(fake, kCodeUpdateConsumerOffset, 1, second), 0u);
+    EXPECT_EQ(countEvents(fake, kCodeQueryConsumerOffset, 1, second), 0u);
+    revokedAt = fake.events.size();
+  }
+  // And a commit of it now is ignored.
+  ASSERT_TRUE(consumer.commit({{{kTopic, kBroker, 1}, 60}}).isOk());
+  std::lock_guard lock(fake.mu);
+  for (const auto& c : fake.commits) EXPECT_NE(c.ext("commitOffset"), std::optional<std::string>("60"));
 }
 
 TEST(RocketmqConsumer, SeekRestartsThePullAtTheNewOffset) {
