@@ -1,7 +1,8 @@
 // RocketMQSourceTask's committed offsets against a real NameServer + Broker: records flow while a
-// second member joins and leaves the group (queues are revoked while their records are still
-// being acknowledged, as the runtime acknowledges after delivery), and right after the final
-// commit the group's offsets are overwritten with 0 behind the task's back (what a broker does
+// second member joins and leaves the group and a third joins and stays (queues are revoked while
+// their records are still being acknowledged, as the runtime acknowledges after delivery); after
+// the final commits every queue must be at its end, then the group's offsets are overwritten
+// with 0 behind the tasks' back (what a broker does
 // when it loses a concurrent first commit of a new group). At the end the group's lag on the
 // broker (GET_CONSUME_STATS brokerOffset - consumerOffset) must be 0 on every queue and every
 // sequence number must have been read.
@@ -185,24 +186,36 @@ TEST(RocketmqSourceOffsetsBroker, LagIsZeroAfterARebalanceAndALostCommit) {
     ASSERT_TRUE(waitUntil([&] { return b.read() >= 800; }, std::chrono::seconds(60)));
     b.leave();  // leaves: a gets them back
   }
+  ASSERT_TRUE(waitUntil([&] { return distinct() >= 4000; }, std::chrono::seconds(60)));
+  Member c(config, mu, seen);  // joins again and stays to the end
+  c.join();
   producer.join();
   ASSERT_EQ(failed.load(), 0);
   ASSERT_TRUE(waitUntil([&] { return distinct() == static_cast<std::size_t>(kTotal); },
                         std::chrono::seconds(60)))
       << distinct() << " of " << kTotal << " records read";
-  // Let a's last batches be acknowledged, then its final commit...
+  // Let the last batches be acknowledged, then the final commits...
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  a.finish();
-  // ... is lost on the broker (as when it drops a concurrent first commit of a new group).
+  c.finish();
+  a.finish();  // after c's: a stale offset of a queue c took would be the last word
   auto queues = topicQueues(**admin, topic);
   ASSERT_TRUE(queues.isOk()) << queues.status().toString();
+  // Nothing stale came back after the rebalances: the group is at the end of every queue.
+  for (const auto& q : *queues) {
+    auto committed = queryGroupOffset(**admin, group, q);
+    auto end = maxOffset(**admin, q);
+    ASSERT_TRUE(committed.isOk() && end.isOk());
+    EXPECT_EQ(committed->value_or(-1), *end) << q.toString() << " right after the final commits";
+  }
+  // ... are lost on the broker (as when it drops a concurrent first commit of a new group).
   for (const auto& q : *queues) ASSERT_TRUE(updateGroupOffset(**admin, group, q, 0).isOk());
 
   // No new records arrive; the group's offsets must still come back to the end of every queue.
   std::string lagText;
   bool zero = waitUntil(
       [&] {
-        a.pollIdle(std::chrono::milliseconds(100));
+        a.pollIdle(std::chrono::milliseconds(50));
+        c.pollIdle(std::chrono::milliseconds(50));
         auto stats = consumeStats(**admin, group, topic);
         if (!stats.isOk()) return false;
         lagText.clear();
