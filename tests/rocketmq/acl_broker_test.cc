@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "tests/rocketmq/broker_env.h"
 #include "rocketmq/admin.h"
 #include "rocketmq/client.h"
 #include "rocketmq/consumer.h"
@@ -61,14 +62,14 @@ class RocketmqAclBroker : public ::testing::Test {
 
 TEST_F(RocketmqAclBroker, SignedRequestsWork) {
   const std::string topic = freshName("ferry-acl-");
-  Status created = good_->createTopic(topic, 2, {"ferry-s"});
+  Status created = good_->createTopic(topic, 2, {testenv::secureCluster()});
   ASSERT_TRUE(created.isOk()) << created.toString();
   Producer producer(*good_);
   OutgoingMessage m;
   m.topic = topic;
   m.body = std::string("secured\0body", 12);
   m.properties["TAGS"] = "T";
-  auto sent = producer.send(m, QueueSelection::queue("ferry-s", 1));
+  auto sent = producer.send(m, QueueSelection::queue(testenv::secureCluster(), 1));
   ASSERT_TRUE(sent.isOk()) << sent.status().toString();
 
   // Pull it back (PULL, HEART_BEAT, QUERY/UPDATE_CONSUMER_OFFSET are all signed).
@@ -101,7 +102,7 @@ TEST_F(RocketmqAclBroker, SignedRequestsWork) {
 
 TEST_F(RocketmqAclBroker, WrongSecretIsRefusedWithAClearError) {
   const std::string topic = freshName("ferry-acl-");
-  ASSERT_TRUE(good_->createTopic(topic, 1, {"ferry-s"}).isOk());
+  ASSERT_TRUE(good_->createTopic(topic, 1, {testenv::secureCluster()}).isOk());
   auto bad = client(accessKey(), "not-the-secret");
   ASSERT_NE(bad, nullptr);
   Producer producer(*bad, ProducerOptions{.group = "ferry_producer", .retries = 0});
@@ -114,13 +115,13 @@ TEST_F(RocketmqAclBroker, WrongSecretIsRefusedWithAClearError) {
   EXPECT_NE(msg.find("NO_PERMISSION"), std::string::npos) << msg;
   EXPECT_NE(msg.find("access key '" + accessKey() + "'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("check signature failed"), std::string::npos) << msg;  // the broker's reason
-  Status create = bad->createTopic(freshName("ferry-acl-x-"), 1, {"ferry-s"});
+  Status create = bad->createTopic(freshName("ferry-acl-x-"), 1, {testenv::secureCluster()});
   ASSERT_FALSE(create.isOk());
   EXPECT_NE(create.toString().find("check signature failed"), std::string::npos) << create.toString();
   // An access key the broker does not know.
   auto stranger = client("ferryNobody", secretKey());
   ASSERT_NE(stranger, nullptr);
-  Status s = stranger->createTopic(freshName("ferry-acl-x-"), 1, {"ferry-s"});
+  Status s = stranger->createTopic(freshName("ferry-acl-x-"), 1, {testenv::secureCluster()});
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.toString().find("ferryNobody"), std::string::npos) << s.toString();
   EXPECT_NE(s.toString().find("not found"), std::string::npos) << s.toString();
@@ -129,13 +130,13 @@ TEST_F(RocketmqAclBroker, WrongSecretIsRefusedWithAClearError) {
 TEST_F(RocketmqAclBroker, UnsignedRequestsAreRefused) {
   auto anonymous = client("", "");
   ASSERT_NE(anonymous, nullptr);
-  Status s = anonymous->createTopic(freshName("ferry-acl-anon-"), 1, {"ferry-s"});
+  Status s = anonymous->createTopic(freshName("ferry-acl-anon-"), 1, {testenv::secureCluster()});
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.toString().find("NO_PERMISSION"), std::string::npos) << s.toString();
   EXPECT_NE(s.toString().find("no access key configured"), std::string::npos) << s.toString();
   // Sends too (the NameServer is open, so the route is found; the broker refuses).
   const std::string topic = freshName("ferry-acl-");
-  ASSERT_TRUE(good_->createTopic(topic, 1, {"ferry-s"}).isOk());
+  ASSERT_TRUE(good_->createTopic(topic, 1, {testenv::secureCluster()}).isOk());
   Producer producer(*anonymous, ProducerOptions{.group = "ferry_producer", .retries = 0});
   OutgoingMessage m;
   m.topic = topic;
@@ -148,7 +149,7 @@ TEST_F(RocketmqAclBroker, UnsignedRequestsAreRefused) {
 
 TEST_F(RocketmqAclBroker, NormalUserIsHeldToItsAcl) {
   const std::string topic = freshName("ferry-acl-");
-  ASSERT_TRUE(good_->createTopic(topic, 1, {"ferry-s"}).isOk());
+  ASSERT_TRUE(good_->createTopic(topic, 1, {testenv::secureCluster()}).isOk());
   Producer admin(*good_);
   OutgoingMessage m;
   m.topic = topic;
