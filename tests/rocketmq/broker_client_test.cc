@@ -167,6 +167,48 @@ TEST_F(RocketmqBroker, BatchSendsGetConsecutiveOffsets) {
   }
 }
 
+// Regression: the batch wrapper carried a UNIQ_KEY of its own, which 4.9.x and 5.3.x brokers copy
+// onto every message of the batch, so all of them were stored with one message id.
+TEST_F(RocketmqBroker, BatchMessagesKeepTheirOwnIdsWhenPulledBack) {
+  const std::string topic = freshTopic(1);
+  Producer producer(*client_, {});
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 16; ++i) batch.push_back(makeMessage(topic, i));
+  auto sent = producer.sendBatch(batch, QueueSelection::queue(testenv::cluster(), 0));
+  ASSERT_TRUE(sent.isOk()) << sent.status().toString();
+  std::vector<std::string> ids;
+  for (std::size_t start = 0;;) {
+    const auto comma = sent->msgId.find(',', start);
+    ids.push_back(sent->msgId.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  ASSERT_EQ(ids.size(), 16u);
+  ASSERT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 16u);
+  const auto stored = testenv::pullStored(*client_, {topic, testenv::cluster(), 0}, sent->queueOffset, 16);
+  ASSERT_EQ(stored.size(), 16u);
+  std::set<std::string> storedIds;
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_EQ(stored[i].properties.at("ferry.index"), std::to_string(i));
+    EXPECT_EQ(stored[i].properties.at("UNIQ_KEY"), ids[i]) << "message " << i;
+    storedIds.insert(stored[i].properties.at("UNIQ_KEY"));
+  }
+  EXPECT_EQ(storedIds.size(), 16u);
+}
+
+// The broker's version is read off its answers (the `version` header field) and named.
+TEST_F(RocketmqBroker, BrokerVersionIsTheClustersRelease) {
+  auto addr = client_->brokerAddress(testenv::cluster());
+  ASSERT_TRUE(addr.isOk()) << addr.status().toString();
+  auto v = client_->brokerVersion(*addr);
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(mqVersionName(*v), testenv::expectedVersion()) << "ordinal " << *v;
+  // The NameServer answers with its version too.
+  auto ns = client_->brokerVersion(client_->namesrvAddresses().front());
+  ASSERT_TRUE(ns.isOk()) << ns.status().toString();
+  EXPECT_EQ(mqVersionName(*ns), testenv::expectedVersion()) << "ordinal " << *ns;
+}
+
 TEST_F(RocketmqBroker, CompressedSendRoundTripsByteExact) {
   // A 64 KiB compressible body goes out zlib-compressed (over compressOverBytes, as the Java
   // producer); the broker stores it as sent (the raw pull answer is much smaller than the body)
