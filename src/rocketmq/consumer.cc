@@ -223,6 +223,7 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
   std::multimap<Clock::time_point, std::shared_ptr<QueueState>> delayed_;
   std::map<std::string, std::map<std::int64_t, std::string>> brokerAddrs_;
   std::set<std::string> heartbeatAddrs_;
+  Status heartbeatRefusal_;  // an ACL refusal heartbeat() saw; read by start() before thread_ runs
   std::size_t listBrokerIndex_ = 0;
 };
 
@@ -271,6 +272,7 @@ Status PullConsumer::Impl::start() {
                             });
   if (heartbeat() == 0) {
     client_.setRequestHandler(kCodeNotifyConsumerIdsChanged, {});
+    if (!heartbeatRefusal_.isOk()) return heartbeatRefusal_;  // ACL: retrying cannot help
     return Status::unavailable("rocketmq consumer: no broker accepted the heartbeat of group '" +
                                options_.group + "'");
   }
@@ -350,6 +352,7 @@ std::size_t PullConsumer::Impl::heartbeat() {
       ++ok;
     } else {
       log()->warn("consumer {}: heartbeat to {} failed: {}", options_.group, addr, s.toString());
+      if (r.isOk() && isAclRefusal(*r)) heartbeatRefusal_ = s;
     }
   }
   return ok;

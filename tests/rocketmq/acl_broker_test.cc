@@ -125,6 +125,16 @@ TEST_F(RocketmqAclBroker, WrongSecretIsRefusedWithAClearError) {
   ASSERT_FALSE(create.isOk());
   EXPECT_FALSE(create.isRetriable()) << create.toString();
   EXPECT_NE(create.toString().find("heck signature failed"), std::string::npos) << create.toString();
+  // A consumer with the wrong secret fails to start, for good (its heartbeat is refused).
+  ConsumerOptions co;
+  co.group = freshName("ferry-acl-g-");
+  co.subscriptions = {{topic, "*"}};
+  PullConsumer consumer(*bad, co);
+  Status started = consumer.start();
+  ASSERT_FALSE(started.isOk());
+  EXPECT_FALSE(started.isRetriable()) << started.toString();
+  EXPECT_NE(started.toString().find("needs SUB permission"), std::string::npos) << started.toString();
+  consumer.close();
   // An access key the broker does not know.
   auto stranger = client("ferryNobody", secretKey());
   ASSERT_NE(stranger, nullptr);
