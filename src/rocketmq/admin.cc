@@ -63,15 +63,35 @@ Result<std::int64_t> offsetCall(RocketmqClient& client, std::int32_t code, const
 
 }  // namespace
 
-Result<std::optional<std::int64_t>> queryGroupOffset(RocketmqClient& client, const std::string& group,
-                                                     const MessageQueue& queue) {
+RemotingCommand queryGroupOffsetRequest(const std::string& group, const MessageQueue& queue,
+                                        std::int32_t brokerVersion) {
   RemotingCommand req;
   req.code = kCodeQueryConsumerOffset;
   req.extFields["consumerGroup"] = group;
   req.extFields["topic"] = queue.topic;
   req.extFields["queueId"] = std::to_string(queue.queueId);
-  req.extFields["setZeroIfNotFound"] = "false";
-  FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, brokerCall(client, queue.brokerName, std::move(req)));
+  // 4.x has no such field (it would ignore it): it answers 0 for a queue never committed whose
+  // first message is still in memory, and the 4.x Java client takes that 0 as the offset.
+  if (!isV4OrOlder(brokerVersion)) req.extFields["setZeroIfNotFound"] = "false";
+  return req;
+}
+
+RemotingCommand deleteGroupRequest(const std::string& group, std::int32_t brokerVersion) {
+  RemotingCommand req;
+  req.code = kCodeDeleteSubscriptionGroup;
+  req.extFields["groupName"] = group;
+  // DeleteSubscriptionGroupRequestHeader: `removeOffset` up to 4.9.x, `cleanOffset` from 5.0.
+  // A broker ignores the other one, so the wrong name deletes the group but keeps its offsets.
+  req.extFields[isV4OrOlder(brokerVersion) ? "removeOffset" : "cleanOffset"] = "true";
+  return req;
+}
+
+Result<std::optional<std::int64_t>> queryGroupOffset(RocketmqClient& client, const std::string& group,
+                                                     const MessageQueue& queue) {
+  FERRY_ASSIGN_OR_RETURN(std::string addr, client.brokerAddress(queue.brokerName));
+  FERRY_ASSIGN_OR_RETURN(std::int32_t version, client.brokerVersion(addr));
+  FERRY_ASSIGN_OR_RETURN(RemotingCommand resp,
+                         client.invoke(addr, queryGroupOffsetRequest(group, queue, version)));
   if (resp.code == kRespQueryNotFound) return std::optional<std::int64_t>{};
   FERRY_RETURN_IF_ERROR(responseStatus(resp, "offset of group " + group + " on " + queue.toString()));
   auto off = resp.extInt("offset");
@@ -259,11 +279,9 @@ Status deleteGroup(RocketmqClient& client, const std::string& group,
   if (group.empty()) return Status::invalidArgument("delete group: no group");
   FERRY_ASSIGN_OR_RETURN(auto where, masters(client, clusterOrBrokerNames, "delete group"));
   for (const auto& m : where) {
-    RemotingCommand req;
-    req.code = kCodeDeleteSubscriptionGroup;
-    req.extFields["groupName"] = group;
-    req.extFields["cleanOffset"] = "true";
-    FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, client.invoke(m.address, std::move(req)));
+    FERRY_ASSIGN_OR_RETURN(std::int32_t version, client.brokerVersion(m.address));
+    FERRY_ASSIGN_OR_RETURN(RemotingCommand resp,
+                           client.invoke(m.address, deleteGroupRequest(group, version)));
     FERRY_RETURN_IF_ERROR(responseStatus(resp, "deleting group " + group + " on broker " + m.brokerName));
   }
   return Status::ok();
@@ -294,7 +312,9 @@ Result<std::vector<std::string>> groupMembers(RocketmqClient& client, const std:
     req.code = kCodeGetConsumerListByGroup;
     req.extFields["consumerGroup"] = group;
     FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, client.invoke(m.address, std::move(req)));
-    if (resp.code == 1) continue;  // SYSTEM_ERROR "no consumer for this group"
+    // SYSTEM_ERROR "no consumer for this group" (4.x and 5.x). A 4.x ACL refusal is code 1 too
+    // on the wire; the client has turned it into 16 NO_PERMISSION, so it is not taken for "none".
+    if (resp.code == 1) continue;
     FERRY_RETURN_IF_ERROR(responseStatus(resp, "members of group " + group + " on broker " + m.brokerName));
     FERRY_ASSIGN_OR_RETURN(nlohmann::json j, parseFastjson(resp.body));
     if (!j.is_object() || !j.contains("consumerIdList") || !j["consumerIdList"].is_array())

@@ -36,8 +36,10 @@ bool isSystemTopic(const std::string& topic,
                    const std::vector<std::string>& clusterAndBrokerNames = {});
 
 // The group's committed (next-to-consume) offset of `queue` (QUERY_CONSUMER_OFFSET 14), nullopt
-// when the broker has none (22 QUERY_NOT_FOUND). Sends setZeroIfNotFound=false: without it a
-// broker answers 0 for a queue the group never committed whose first message is still in memory.
+// when the broker has none (22 QUERY_NOT_FOUND). To 5.x it sends setZeroIfNotFound=false: without
+// it a broker answers 0 for a queue the group never committed whose first message is still in
+// memory. 4.x has no such field and answers 0 there: that 0 is returned as an offset, as the 4.x
+// Java client takes it (the dialect follows RocketmqClient::brokerVersion).
 Result<std::optional<std::int64_t>> queryGroupOffset(RocketmqClient& client, const std::string& group,
                                                      const MessageQueue& queue);
 // Sets the group's offset of `queue` (UPDATE_CONSUMER_OFFSET 15) without being a member.
@@ -88,7 +90,12 @@ Result<ConsumeStats> parseConsumeStats(std::string_view body);
 Result<ConsumeStats> consumeStats(RocketmqClient& client, const std::string& group,
                                   const std::string& topic = {});
 
-// DELETE_SUBSCRIPTIONGROUP (207) with cleanOffset=true on the master of every broker of the given
+// The requests above as sent to a broker of `brokerVersion` (pure; for tests).
+RemotingCommand queryGroupOffsetRequest(const std::string& group, const MessageQueue& queue,
+                                        std::int32_t brokerVersion);
+RemotingCommand deleteGroupRequest(const std::string& group, std::int32_t brokerVersion);
+
+// DELETE_SUBSCRIPTIONGROUP (207) with cleanOffset=true (5.x; removeOffset=true to 4.x) on the master of every broker of the given
 // clusters or broker names (empty: every broker of every cluster): the group's settings and all
 // its committed offsets are gone. A group that does not exist is not an error. A broker with
 // autoCreateSubscriptionGroup=true (the default) recreates the group at its next heartbeat.

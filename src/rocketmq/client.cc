@@ -222,19 +222,61 @@ void RocketmqClient::setRequestHandler(std::int32_t code, RequestHandler handler
 void RocketmqClient::invokeAsync(const std::string& address, RemotingCommand request,
                                  std::int64_t timeoutMs, ResponseCallback callback) {
   sign(request);
-  // A refusal (16 NO_PERMISSION) gets the identity the request was sent with appended to the
-  // broker's reason, so the error names the access key (or says there was none).
-  callback = [cb = std::move(callback), who = options_.accessKey](Result<RemotingCommand> r) {
-    if (r.isOk() && r->code == kRespNoPermission) {
-      r->remark = r->remark.value_or("") +
-                  (who.empty() ? " [sent unsigned: no access key configured]"
-                               : " [signed with access key '" + who + "']");
+  // An ACL refusal gets the identity the request was sent with and the permission it needs
+  // appended to the broker's reason, so the error names the access key (or says there was none).
+  // A 4.x broker answers refusals with 1 SYSTEM_ERROR (its AclException as the remark), which
+  // every caller would take for a transient failure: it is turned into the 16 NO_PERMISSION a
+  // 5.x broker sends, so refusals look (and are handled) the same on every version.
+  callback = [cb = std::move(callback), who = options_.accessKey,
+              code = request.code](Result<RemotingCommand> r) {
+    if (r.isOk() && isAclRefusal(*r)) {
+      std::string note = " [";
+      if (r->code != kRespNoPermission) {
+        note += "4.x ACL refusal, answered as code " + std::to_string(r->code) + "; ";
+        r->code = kRespNoPermission;
+      }
+      note += who.empty() ? "sent unsigned: no access key configured"
+                          : "signed with access key '" + who + "'";
+      if (const char* perm = requiredPermission(code); *perm != '\0') {
+        note += std::string("; request code ") + std::to_string(code) + " needs " + perm +
+                " permission";
+      }
+      r->remark = r->remark.value_or("") + note + "]";
     }
     cb(std::move(r));
   };
   connection(address)->invokeAsync(std::move(request),
                                    std::chrono::milliseconds(timeoutOrDefault(timeoutMs)),
                                    std::move(callback));
+}
+
+void RocketmqClient::brokerVersionAsync(const std::string& address,
+                                        std::function<void(Result<std::int32_t>)> callback) {
+  if (const std::int32_t v = knownVersion(address); v >= 0) {
+    callback(v);
+    return;
+  }
+  RemotingCommand probe;
+  probe.code = kCodeGetBrokerRuntimeInfo;
+  invokeAsync(address, std::move(probe), -1,
+              [cb = std::move(callback), address](Result<RemotingCommand> r) {
+                if (!r.isOk()) {
+                  cb(r.status().withContext("probing the version of RocketMQ at " + address));
+                  return;
+                }
+                cb(r->version);
+              });
+}
+
+Result<std::int32_t> RocketmqClient::brokerVersion(const std::string& address) {
+  if (const std::int32_t v = knownVersion(address); v >= 0) return v;
+  if (onIoThread()) {
+    return Status::internal("rocketmq: synchronous brokerVersion called from the io thread");
+  }
+  auto promise = std::make_shared<std::promise<Result<std::int32_t>>>();
+  auto future = promise->get_future();
+  brokerVersionAsync(address, [promise](Result<std::int32_t> r) { promise->set_value(std::move(r)); });
+  return future.get();
 }
 
 void RocketmqClient::invokeOneway(const std::string& address, RemotingCommand request) {

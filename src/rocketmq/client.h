@@ -33,6 +33,7 @@ namespace ferry::rocketmq {
 // Request codes the client layer uses (§2.1).
 inline constexpr std::int32_t kCodeSendMessage = 10;
 inline constexpr std::int32_t kCodeUpdateAndCreateTopic = 17;
+inline constexpr std::int32_t kCodeGetBrokerRuntimeInfo = 28;
 inline constexpr std::int32_t kCodeNotifyConsumerIdsChanged = 40;
 inline constexpr std::int32_t kCodeGetRouteInfoByTopic = 105;
 inline constexpr std::int32_t kCodeGetBrokerClusterInfo = 106;
@@ -85,6 +86,20 @@ class RocketmqClient {
   // invoke() on the NameServers in turn (starting with the last one that answered) until one
   // answers; transport errors move on to the next.
   Result<RemotingCommand> invokeNamesrv(const RemotingCommand& request, std::int64_t timeoutMs = -1);
+
+  // The version of the server at `address` (an MQVersion ordinal; mqVersionName() spells it):
+  // the `version` field of the last response read on the current connection to it, else that of
+  // the answer to a probe (GET_BROKER_RUNTIME_INFO 28; every answer carries the version, a
+  // refusal or "not supported" too). So a version is probed at most once per connection while
+  // answers keep coming, and again after a reconnect (the server may have been upgraded).
+  // Fails only when the server cannot be reached.
+  Result<std::int32_t> brokerVersion(const std::string& address);
+  void brokerVersionAsync(const std::string& address,
+                          std::function<void(Result<std::int32_t>)> callback);
+  // The cached version only, -1 when none is known. Never blocks; any thread.
+  std::int32_t knownVersion(const std::string& address) { return connection(address)->peerVersion(); }
+  // True when requests are signed (ClientOptions::accessKey set).
+  bool signsRequests() const { return !options_.accessKey.empty(); }
 
   // Handler for a broker-initiated request code (e.g. NOTIFY_CONSUMER_IDS_CHANGED 40). Codes
   // without one are answered with 3 REQUEST_CODE_NOT_SUPPORTED (oneway ones are dropped).

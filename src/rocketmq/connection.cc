@@ -104,11 +104,38 @@ std::shared_ptr<spdlog::logger> log() {
 
 }  // namespace
 
+bool isV4AclRefusal(const RemotingCommand& response) {
+  return response.code == kSystemError && response.remark &&
+         response.remark->find("AclException") != std::string::npos;
+}
+
+bool isAclRefusal(const RemotingCommand& response) {
+  return response.code == 16 || isV4AclRefusal(response);
+}
+
+const char* requiredPermission(std::int32_t requestCode) {
+  switch (requestCode) {
+    case 10: case 310: case 320:  // SEND_MESSAGE, _V2, SEND_BATCH_MESSAGE
+      return "PUB";
+    case 11: case 12: case 14: case 15: case 34: case 35: case 36: case 38: case 41:
+      // PULL, QUERY_MESSAGE, QUERY/UPDATE_CONSUMER_OFFSET, HEART_BEAT, UNREGISTER_CLIENT,
+      // CONSUMER_SEND_MSG_BACK, GET_CONSUMER_LIST_BY_GROUP, LOCK_BATCH_MQ
+      return "SUB";
+    case 17: case 25: case 200: case 207: case 208: case 215:
+      // UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+      // DELETE_SUBSCRIPTIONGROUP, GET_CONSUME_STATS, DELETE_TOPIC_IN_BROKER
+      return "admin";
+    default:
+      return "";
+  }
+}
+
 Status responseStatus(const RemotingCommand& response, const std::string& what) {
   if (response.code == 0) return Status::ok();
   std::string msg = what + ": broker/namesrv answered code " + std::to_string(response.code);
   if (const char* name = responseCodeName(response.code)) msg += std::string(" ") + name;
   if (response.remark && !response.remark->empty()) msg += " (" + *response.remark + ")";
+  if (isAclRefusal(response)) return Status::failedPrecondition("permission denied: " + msg);
   switch (response.code) {
     case 2:
     case 1500: return Status::unavailable(std::move(msg));
@@ -253,6 +280,7 @@ void Connection::onConnectFailed(const std::string& why) {
   socket_.close(ignored);
   connectTimer_.cancel();
   state_ = State::kIdle;
+  peerVersion_.store(-1);
   backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
   nextAttempt_ = Clock::now() + backoff_;
   writeQueue_.clear();
@@ -264,6 +292,7 @@ void Connection::onConnectFailed(const std::string& why) {
 void Connection::onConnected() {
   connectTimer_.cancel();
   state_ = State::kConnected;
+  peerVersion_.store(-1);
   backoff_ = std::chrono::milliseconds(0);
   connectedFlag_.store(true);
   asio::error_code ignored;
@@ -314,6 +343,7 @@ void Connection::handleFrame(RemotingCommand cmd) {
                    cmd.opaque);
       return;
     }
+    peerVersion_.store(cmd.version);
     Pending p = std::move(it->second);
     pending_.erase(it);
     deadlines_.erase({p.deadline, cmd.opaque});
@@ -396,6 +426,7 @@ void Connection::lose(const std::string& why) {
   connectTimer_.cancel();
   state_ = State::kIdle;
   connectedFlag_.store(false);
+  peerVersion_.store(-1);
   readBuffer_.clear();
   writeQueue_.clear();
   writeInFlight_ = false;

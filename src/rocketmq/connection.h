@@ -72,6 +72,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Drops the socket (as on a loss); the next call reconnects. For tests and error handling.
   void resetConnection();
 
+  // The `version` field (MQVersion ordinal) of the last response read on the current socket, or
+  // -1 when none arrived since it connected: the server's version. Reset on every (re)connect and
+  // loss, since the peer at this address may have been upgraded meanwhile. Thread-safe.
+  std::int32_t peerVersion() const { return peerVersion_.load(); }
+
   // Thread-safe snapshot for tests/metrics.
   std::size_t pendingCount() const { return pendingCount_.load(); }
   bool connected() const { return connectedFlag_.load(); }
@@ -119,13 +124,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Cross-thread views.
   std::atomic<std::size_t> pendingCount_{0};
   std::atomic<bool> connectedFlag_{false};
+  std::atomic<std::int32_t> peerVersion_{-1};
 };
 
 // Maps a response code to a Status: 0 -> OK; 2 SYSTEM_BUSY and 1500 GO_AWAY -> kUnavailable;
 // 17 TOPIC_NOT_EXIST -> kNotFound; 1 SYSTEM_ERROR and 14 SERVICE_NOT_AVAILABLE -> kRetriable;
 // 13 MESSAGE_ILLEGAL and 29 INVALID_PARAMETER -> kInvalidArgument; anything else ->
-// kFailedPrecondition. The message names `what`, the code (and its name when known) and the
-// remark.
+// kFailedPrecondition. An ACL refusal (isAclRefusal) is kFailedPrecondition whatever its code:
+// retrying with the same credentials cannot succeed. The message names `what`, the code (and its
+// name when known) and the remark.
 Status responseStatus(const RemotingCommand& response, const std::string& what);
+
+// A 4.x broker with ACL 1.0 answers a refused request with 1 SYSTEM_ERROR whose remark is the
+// AclException ("org.apache.rocketmq.acl.common.AclException: ..."), 5.x with 16 NO_PERMISSION.
+bool isV4AclRefusal(const RemotingCommand& response);
+bool isAclRefusal(const RemotingCommand& response);
+// The permission a request code needs from the broker's ACL, for error messages: "PUB" (sends),
+// "SUB" (pulls, offsets, heartbeats, group membership), "admin" (topic/group changes, consume
+// stats), or "" when the code is none of those.
+const char* requiredPermission(std::int32_t requestCode);
 
 }  // namespace ferry::rocketmq

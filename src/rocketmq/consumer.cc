@@ -245,6 +245,7 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
   std::multimap<Clock::time_point, std::shared_ptr<QueueState>> delayed_;
   std::map<std::string, std::map<std::int64_t, std::string>> brokerAddrs_;
   std::set<std::string> heartbeatAddrs_;
+  Status heartbeatRefusal_;  // an ACL refusal heartbeat() saw; read by start() before thread_ runs
   std::size_t listBrokerIndex_ = 0;
   // Held by commit() and by the re-send of persist() (before mu_): one UPDATE per queue at a time.
   std::mutex commitMu_;
@@ -296,6 +297,7 @@ Status PullConsumer::Impl::start() {
                             });
   if (heartbeat() == 0) {
     client_.setRequestHandler(kCodeNotifyConsumerIdsChanged, {});
+    if (!heartbeatRefusal_.isOk()) return heartbeatRefusal_;  // ACL: retrying cannot help
     return Status::unavailable("rocketmq consumer: no broker accepted the heartbeat of group '" +
                                options_.group + "'");
   }
@@ -382,6 +384,7 @@ std::size_t PullConsumer::Impl::heartbeat() {
       ++ok;
     } else {
       log()->warn("consumer {}: heartbeat to {} failed: {}", options_.group, addr, s.toString());
+      if (r.isOk() && isAclRefusal(*r)) heartbeatRefusal_ = s;
       // The broker may be restarting: its in-memory offsets may be older than our commits.
       std::lock_guard lock(mu_);
       for (const auto& [name, addrs] : brokerAddrs_) {

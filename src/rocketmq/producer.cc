@@ -19,6 +19,19 @@ bool retriableCode(std::int32_t code) {
   }
 }
 
+// The Java producer retries every code above. A 16 NO_PERMISSION is worth another attempt (on
+// another broker) only when it is a broker's or topic's write permission ("the topic[..] sending
+// message is forbidden"); an ACL refusal (16 on 5.x, 1 + AclException on 4.x, which the client
+// turns into 16) fails the same way again.
+bool retriableResponse(const RemotingCommand& r) {
+  if (!retriableCode(r.code)) return false;
+  if (isAclRefusal(r)) {
+    return r.code == kRespNoPermission && r.remark &&
+           r.remark->find("sending message is forbidden") != std::string::npos;
+  }
+  return true;
+}
+
 std::uint64_t randomStart() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -43,6 +56,13 @@ struct Producer::Attempt {
   std::int32_t sysFlag = 0;  // COMPRESSED (+ zlib type) when the body was compressed
   std::string properties;  // encoded header properties
   std::string msgId;       // UNIQ_KEY(s)
+  // A batch sent as single SEND_MESSAGE_V2s (a signing client and a 4.x broker, see run()):
+  // the messages, how many are stored, and what the stored ones answered.
+  std::string versionCheckedFor;  // broker address whose version decided `split`
+  bool split = false;
+  std::vector<OutgoingMessage> parts;
+  std::size_t partsDone = 0;
+  SendResult partsResult;
   QueueSelection selection;
   TopicRoute route;
   std::vector<MessageQueue> queues;
@@ -122,7 +142,10 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
       if (!attempt->msgId.empty()) attempt->msgId += ",";
       attempt->msgId += m.properties[kPropUniqKey];
     }
-    attempt->properties = encodeProperties({{kPropUniqKey, newUniqKey()}, {kPropWait, "true"}});
+    // As the Java client's MessageBatch: the wrapper carries WAIT only. 4.x and 5.3 brokers
+    // append the wrapper's properties to every inner message's (the last duplicate wins when
+    // read), so a UNIQ_KEY here would give the whole batch one message id.
+    attempt->properties = encodeProperties({{kPropWait, "true"}});
     attempt->body = encodeBatchBody(messages);
   }
   FERRY_ASSIGN_OR_RETURN(attempt->route, client_.queryRoute(topic));
@@ -164,6 +187,55 @@ bool Producer::pickQueue(Attempt& a, const std::string& avoidBroker) {
   }
 }
 
+namespace {
+
+RemotingCommand sendRequest(const std::string& group, const std::string& topic,
+                            const MessageQueue& queue, bool v1, bool batch, std::int32_t sysFlag,
+                            std::int32_t flag, const std::string& properties, std::string body) {
+  RemotingCommand req;
+  req.code = batch ? kCodeSendBatchMessage : (v1 ? kCodeSendMessage : kCodeSendMessageV2);
+  auto& f = req.extFields;
+  f[v1 ? "producerGroup" : "a"] = group;
+  f[v1 ? "topic" : "b"] = topic;
+  f[v1 ? "defaultTopic" : "c"] = "TBW102";
+  f[v1 ? "defaultTopicQueueNums" : "d"] = "4";
+  f[v1 ? "queueId" : "e"] = std::to_string(queue.queueId);
+  f[v1 ? "sysFlag" : "f"] = std::to_string(sysFlag);
+  f[v1 ? "bornTimestamp" : "g"] = std::to_string(core::nowMs());
+  f[v1 ? "flag" : "h"] = std::to_string(flag);
+  f[v1 ? "properties" : "i"] = properties;
+  f[v1 ? "reconsumeTimes" : "j"] = "0";
+  f[v1 ? "unitMode" : "k"] = "false";
+  f[v1 ? "batch" : "m"] = batch ? "true" : "false";
+  f[v1 ? "bname" : "n"] = queue.brokerName;
+  req.body = std::move(body);
+  return req;
+}
+
+}  // namespace
+
+bool Producer::retryAfter(const std::shared_ptr<Attempt>& a, const Result<RemotingCommand>& r) {
+  Status error;
+  bool retry = false;
+  const std::string what = "send to " + a->queue.toString();
+  if (r.isOk()) {
+    error = responseStatus(*r, what);
+    retry = retriableResponse(*r);
+    if (r->code == kRespTopicNotExist) client_.invalidateRoute(a->topic);
+  } else {
+    error = r.status().withContext(what);
+    retry = r.status().code() == StatusCode::kUnavailable ||
+            r.status().code() == StatusCode::kTimeout;
+  }
+  if (!retry || a->attemptsLeft <= 0) {
+    a->callback(std::move(error));
+    return false;
+  }
+  --a->attemptsLeft;
+  pickQueue(*a, a->queue.brokerName);
+  return true;
+}
+
 void Producer::run(std::shared_ptr<Attempt> a) {
   auto addr = a->route.masterAddress(a->queue.brokerName);
   if (!addr) {
@@ -171,28 +243,27 @@ void Producer::run(std::shared_ptr<Attempt> a) {
                                     "' has no master in the route of '" + a->topic + "'"));
     return;
   }
-  RemotingCommand req;
-  const bool v1 = options_.useV1Header && !a->batch;
-  req.code = a->batch ? kCodeSendBatchMessage : (v1 ? kCodeSendMessage : kCodeSendMessageV2);
-  auto& f = req.extFields;
-  f[v1 ? "producerGroup" : "a"] = options_.group;
-  f[v1 ? "topic" : "b"] = a->topic;
-  f[v1 ? "defaultTopic" : "c"] = "TBW102";
-  f[v1 ? "defaultTopicQueueNums" : "d"] = "4";
-  f[v1 ? "queueId" : "e"] = std::to_string(a->queue.queueId);
-  f[v1 ? "sysFlag" : "f"] = std::to_string(a->sysFlag);
-  f[v1 ? "bornTimestamp" : "g"] = std::to_string(core::nowMs());
-  f[v1 ? "flag" : "h"] = std::to_string(a->flag);
-  f[v1 ? "properties" : "i"] = a->properties;
-  f[v1 ? "reconsumeTimes" : "j"] = "0";
-  f[v1 ? "unitMode" : "k"] = "false";
-  f[v1 ? "batch" : "m"] = a->batch ? "true" : "false";
-  f[v1 ? "bname" : "n"] = a->queue.brokerName;
-  req.body = a->body;
+  // A 4.x broker with ACL 1.0 checks no topic permission for SEND_BATCH_MESSAGE (its
+  // PlainAccessValidator has no case for code 320), so an account without PUB could write
+  // through a batch. A signing client therefore sends a batch to a 4.x broker (or one whose
+  // version cannot be told) as single SEND_MESSAGE_V2s, which that broker does check.
+  if (a->batch && client_.signsRequests() && a->versionCheckedFor != *addr) {
+    a->versionCheckedFor = *addr;
+    client_.brokerVersionAsync(*addr, [this, a](Result<std::int32_t> v) {
+      a->split = !v.isOk() || isV4OrOlder(*v);
+      run(a);
+    });
+    return;
+  }
+  if (a->batch && a->split) {
+    runSplit(a, *addr);
+    return;
+  }
+  RemotingCommand req =
+      sendRequest(options_.group, a->topic, a->queue, options_.useV1Header && !a->batch, a->batch,
+                  a->sysFlag, a->flag, a->properties, a->body);
   client_.invokeAsync(*addr, std::move(req), options_.sendTimeoutMs, [this, a](
                                                                          Result<RemotingCommand> r) {
-    Status error;
-    bool retry = false;
     if (r.isOk() && r->code == kRespSuccess) {
       SendResult out;
       out.brokerName = a->queue.brokerName;
@@ -203,23 +274,47 @@ void Producer::run(std::shared_ptr<Attempt> a) {
       a->callback(std::move(out));
       return;
     }
-    const std::string what = "send to " + a->queue.toString();
-    if (r.isOk()) {
-      error = responseStatus(*r, what);
-      retry = retriableCode(r->code);
-      if (r->code == kRespTopicNotExist) client_.invalidateRoute(a->topic);
-    } else {
-      error = r.status().withContext(what);
-      retry = r.status().code() == StatusCode::kUnavailable ||
-              r.status().code() == StatusCode::kTimeout;
-    }
-    if (!retry || a->attemptsLeft <= 0) {
-      a->callback(std::move(error));
+    if (retryAfter(a, r)) run(a);
+  });
+}
+
+// One message of a split batch after the other (not pipelined: a broker runs sends on several
+// threads, so pipelined sends to one queue could be stored out of order and with gaps between
+// the offsets of one batch). A retry resumes with the first message not yet stored.
+void Producer::runSplit(std::shared_ptr<Attempt> a, const std::string& addr) {
+  if (a->parts.empty()) {
+    auto parts = decodeBatchBody(a->body);
+    if (!parts.isOk()) {
+      a->callback(parts.status().withContext("rocketmq send: splitting a batch"));
       return;
     }
-    --a->attemptsLeft;
-    pickQueue(*a, a->queue.brokerName);
-    run(a);
+    a->parts = std::move(parts).value();
+  }
+  OutgoingMessage& m = a->parts[a->partsDone];
+  if (m.properties.find(kPropWait) == m.properties.end()) m.properties[kPropWait] = "true";
+  RemotingCommand req = sendRequest(options_.group, a->topic, a->queue, false, false, 0, m.flag,
+                                    encodeProperties(m.properties), m.body);
+  client_.invokeAsync(addr, std::move(req), options_.sendTimeoutMs, [this, a, addr](
+                                                                        Result<RemotingCommand> r) {
+    if (r.isOk() && r->code == kRespSuccess) {
+      SendResult& out = a->partsResult;
+      if (a->partsDone == 0) {
+        out.brokerName = a->queue.brokerName;
+        out.queueId = static_cast<std::int32_t>(r->extInt("queueId").value_or(a->queue.queueId));
+        out.queueOffset = r->extInt("queueOffset").value_or(-1);
+        out.msgId = a->msgId;
+      } else {
+        out.offsetMsgId += ",";
+      }
+      out.offsetMsgId += r->ext("msgId").value_or("");
+      if (++a->partsDone == a->parts.size()) {
+        a->callback(std::move(out));
+        return;
+      }
+      runSplit(a, addr);
+      return;
+    }
+    if (retryAfter(a, r)) run(a);
   });
 }
 

@@ -1,11 +1,15 @@
 // Producer: sends messages to a topic's brokers (§2.2, §4.6, §6.3) over a RocketmqClient.
 // Single messages go with SEND_MESSAGE_V2 (310, one-letter header), batches with
-// SEND_BATCH_MESSAGE (320). Every message gets a UNIQ_KEY (returned as msgId) and WAIT=true.
+// SEND_BATCH_MESSAGE (320). Every message gets a UNIQ_KEY (returned as msgId) and WAIT=true; a
+// batch's wrapper carries WAIT only (as the Java client's MessageBatch), so each message keeps
+// its own id. A client that signs (ACL) sends a batch to a 4.x broker as single SEND_MESSAGE_V2s
+// one after the other (that broker checks no PUB permission for batches); the result is the same
+// (ids, first offset, comma-joined offset ids), and a retry resends only what was not stored.
 //
 // Queue choice: round-robin over the writable queues of the route (default), a hash of a key
 // (same key -> same queue while the route is unchanged), or an explicit (brokerName, queueId).
 // Retries: up to `retries` more attempts on transport errors and on the codes the Java producer
-// retries (1, 2, 14, 16, 17, 204, 205, 1500); round-robin moves to a queue of another broker when
+// retries (1, 2, 14, 16, 17, 204, 205, 1500) except ACL refusals (isAclRefusal); round-robin moves to a queue of another broker when
 // there is one, key-hash and explicit selections keep their queue (ordering). Codes 10/11/12
 // (stored, not fully durable) are returned as errors without retry.
 //
@@ -99,6 +103,10 @@ class Producer {
   Result<std::shared_ptr<Attempt>> prepare(std::vector<OutgoingMessage> messages,
                                            const QueueSelection& selection, bool batch);
   void run(std::shared_ptr<Attempt> attempt);
+  void runSplit(std::shared_ptr<Attempt> attempt, const std::string& address);
+  // After a failed attempt: true when it should be tried again (the queue is re-picked), else
+  // the callback got the error.
+  bool retryAfter(const std::shared_ptr<Attempt>& attempt, const Result<RemotingCommand>& r);
   bool pickQueue(Attempt& attempt, const std::string& avoidBroker);
 
   RocketmqClient& client_;

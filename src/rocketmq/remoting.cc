@@ -746,6 +746,19 @@ std::string uniqPrefix() {
 
 }  // namespace
 
+std::string mqVersionName(std::int32_t ordinal) {
+  if (ordinal < 0) return "unknown";
+  if (ordinal < kVersion4_0_0Snapshot) return "3.x";
+  if (ordinal >= kVersionHigher) return "newer than 5.9.9";
+  // From V4_0_0_SNAPSHOT on, every x.y.z (y, z in 0..9) has a SNAPSHOT ordinal and the release
+  // right after it.
+  const std::int32_t n = (ordinal - kVersion4_0_0Snapshot) / 2;
+  std::string out = std::to_string(4 + n / 100) + "." + std::to_string(n / 10 % 10) + "." +
+                    std::to_string(n % 10);
+  if ((ordinal - kVersion4_0_0Snapshot) % 2 == 0) out += "-SNAPSHOT";
+  return out;
+}
+
 std::string newUniqKey() {
   static const std::string prefix = uniqPrefix();
   static std::atomic<std::uint32_t> counter{0};

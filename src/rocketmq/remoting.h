@@ -27,6 +27,23 @@ inline constexpr std::size_t kMaxFrameBytes = 16u << 20;  // 4 + frameLength mus
 inline constexpr std::int32_t kLanguageCpp = 1;
 inline constexpr std::int32_t kVersion = 479;             // V5_3_3 (§1.8)
 
+// The `version` header field is the ordinal of Java's MQVersion.Version (the same enum in the
+// 4.9.7, 5.3.3 and 5.5.0 jars: V3_0_0_SNAPSHOT = 0 ... V5_9_9 = 611, HIGHER_VERSION = 612). A
+// server writes its own version into every command it creates (the broker and NameServer set
+// rocketmq.remoting.version at start-up), so any response tells the peer's version.
+inline constexpr std::int32_t kVersion4_0_0Snapshot = 212;
+inline constexpr std::int32_t kVersion4_9_7 = 407;
+inline constexpr std::int32_t kVersion5_0_0Snapshot = 412;
+inline constexpr std::int32_t kVersion5_3_3 = 479;
+inline constexpr std::int32_t kVersion5_5_0 = 513;
+inline constexpr std::int32_t kVersionHigher = 612;  // HIGHER_VERSION
+// "4.9.7", "5.5.0-SNAPSHOT", "3.x" (before 4.0.0, whose ordinals are irregular), "newer than
+// 5.9.9" (HIGHER_VERSION and beyond), "unknown" for a negative ordinal.
+std::string mqVersionName(std::int32_t ordinal);
+// True for a 4.x (or older) server: it speaks the 4.x dialect of the admin headers
+// (removeOffset, no setZeroIfNotFound) and its ACL 1.0 answers refusals with SYSTEM_ERROR.
+inline bool isV4OrOlder(std::int32_t ordinal) { return ordinal < kVersion5_0_0Snapshot; }
+
 // One request or response (§1.3).
 struct RemotingCommand {
   std::int32_t code = 0;

@@ -10,14 +10,16 @@ standalone worker that is kill -9ed mid-way and restarted.
   3. the worker starts the replicator (rename A-<topic>, placement preserve, checkpoints of G) and
      is kill -9ed once about 40 % went through, then restarted;
   4. on B a fresh group reads A-<topic>: every seq arrives with identical body bytes, tags, keys
-     and seq property, on queue seq % 4 (placement kept), the first copies of each queue in seq
-     order; duplicates are counted and reported;
+     and seq property and the message id (UNIQ_KEY) the send to A returned — ids are distinct
+     though A was written in batches of 32 —, on queue seq % 4 (placement kept), the first copies
+     of each queue in seq order; duplicates are counted and reported;
   5. G on B (failed over) resumes from the checkpointed offsets: every message G had not consumed
      on A arrives (0 lost); how many it sees again is reported;
   6. heartbeats were replicated (A-ferry_heartbeats on B has messages);
   7. B's broker is kill -9ed and restarted while 20,000 more messages stream through (single
      synchronous sends to A): the task reports the outage (retries, or FAILED and restarted),
-     resumes by itself, and every one of them arrives on B — 0 lost, first copies in order.
+     resumes by itself, and every one of them arrives on B with its id — 0 lost, first copies
+     in order.
 
 Needs clusters A and B (scripts/services/rocketmq start all; scripts/test does it for the
 `rocketmq` and `integration` labels); fails when either is unreachable.
@@ -105,14 +107,22 @@ def main():
     group = f"ferry-repl-g-{run_id}"
     tool("create-topic", "--namesrv", NS_A, "--topic", topic, "--queues", str(QUEUES))
     t0 = time.time()
-    tool("produce", "--namesrv", NS_A, "--topic", topic, "--count", str(COUNT), "--seed", str(seed),
-         "--batch", "32")
+    sent = tool("produce", "--namesrv", NS_A, "--topic", topic, "--count", str(COUNT), "--seed",
+                str(seed), "--batch", "32")
     print(f"produced {COUNT} to A in {time.time() - t0:.1f} s", flush=True)
+    # The message id each send returned: one per message, batches included.
+    id_of = {int(r["seq"]): r["msg_id"] for r in sent}
+    assert len(id_of) == COUNT, f"{len(id_of)} send results for {COUNT} messages"
+    distinct = len(set(id_of.values()))
+    assert distinct == COUNT, f"{distinct} distinct message ids for {COUNT} messages sent in batches"
 
     # G consumes the first part on A and commits.
     g_on_a = consume(NS_A, topic, group, count=COUNT // 5, exact=True)
     consumed_on_a = {int(m["props"]["seq"]) for m in g_on_a}
     assert len(consumed_on_a) == COUNT // 5, f"G read {len(consumed_on_a)} on A, expected {COUNT // 5}"
+    for m in g_on_a:  # stored on A with the id the send returned
+        seq = int(m["props"]["seq"])
+        assert m["msg_id"] == id_of[seq], f"seq {seq} on A: id {m['msg_id']}, sent as {id_of[seq]}"
 
     d = tmpdir("rmq-replicator")
     w = Worker(d, {"offset.flush.interval.ms": "1000"})
@@ -143,6 +153,8 @@ def main():
     last_per_queue = {}
     for m in rows:
         seq = check_message(seed, m)
+        assert m["msg_id"] == id_of[seq], \
+            f"seq {seq}: replicated with id {m['msg_id']}, sent to A as {id_of[seq]}"
         assert m["queue"] == seq % QUEUES, f"seq {seq} on queue {m['queue']}, expected {seq % QUEUES}"
         assert m["props"].get("FERRY_REPL_PATH") == "A", f"seq {seq}: path {m['props'].get('FERRY_REPL_PATH')!r}"
         if seq not in seen:
@@ -170,13 +182,20 @@ def main():
 
     # 7. B's broker restarted mid-stream.
     retries_before = metric(w, "ferry_task_retries_total")
+    stream_out = open(os.path.join(d, "stream-sends.jsonl"), "w+")
     producer = subprocess.Popen([TOOL, "produce", "--namesrv", NS_A, "--topic", topic, "--count", str(STREAM),
                                  "--seed", str(seed), "--first-seq", str(COUNT)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=stream_out, stderr=subprocess.PIPE)
     wait_until(lambda: metric(w, "ferry_task_records_out_total") >= STREAM // 4 or producer.poll() is not None,
                120, "the stream flowing", 0.05)
     down_s, _ = restart_broker(RUN_DIR_B, BROKER_B)
     assert producer.wait(300) == 0, f"producer failed: {producer.stderr.read().decode()[-2000:]}"
+    stream_out.seek(0)
+    for line in stream_out:
+        if line.strip():
+            r = json.loads(line)
+            id_of[int(r["seq"])] = r["msg_id"]
+    stream_out.close()
     total = COUNT + STREAM
 
     def streamed():
@@ -194,6 +213,8 @@ def main():
         seq = check_message(seed, m)
         if seq < COUNT:
             continue
+        assert m["msg_id"] == id_of.get(seq), \
+            f"seq {seq}: replicated with id {m['msg_id']}, sent to A as {id_of.get(seq)}"
         if seq not in seen2:
             q = m["queue"]
             assert seq > last2.get(q, -1), f"queue {q}: first copy of {seq} after {last2[q]} (after the restart)"
@@ -206,6 +227,7 @@ def main():
     assert saw_outage, "the broker outage left no trace (retries metric, worker log)"
     assert w.stop() == 0
     print(json.dumps({"records": COUNT, "lost": 0, "duplicates": dups, "seconds": round(elapsed, 1),
+                      "ids_kept": True,
                       "group_consumed_on_a": len(consumed_on_a), "group_reread_on_b": again,
                       "heartbeats_on_b": len(beats), "stream": STREAM, "stream_lost": 0,
                       "stream_duplicates": sum(c - 1 for c in seen2.values()),

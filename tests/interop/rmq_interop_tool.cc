@@ -1,7 +1,7 @@
 // rmq_interop_tool: the ferry side of the RocketMQ interop tests (tests/interop), a CLI shaped
 // like the Java one (tests/interop/java):
 //
-//   create-topic --namesrv A --topic T [--queues 4] [--cluster ferry-a]
+//   create-topic --namesrv A --topic T [--queues 4] [--cluster C (default: the only one listed)]
 //       RocketmqClient::createTopic (UPDATE_AND_CREATE_TOPIC, then waits for the route).
 //   produce --namesrv A --topic T --count N --seed S [--batch K] [--first-seq F]
 //       N synchronous sends, each to the explicit queue (broker of the route, seq % queues), of
@@ -90,7 +90,19 @@ int createTopic(const std::string& namesrv, const std::string& topic, int queues
                 const std::string& cluster) {
   auto client = connect(namesrv);
   if (!client) return 1;
-  ferry::Status s = client->createTopic(topic, queues, {cluster});
+  std::string target = cluster;
+  if (target.empty()) {
+    // Default: the NameServer's only cluster (each test cluster of scripts/services/rocketmq
+    // has one, named after its broker).
+    auto info = client->clusterInfo();
+    if (!info.isOk() || info->clusters.size() != 1) {
+      std::cerr << "createTopic " << topic << ": pass --cluster (the NameServer lists "
+                << (info.isOk() ? std::to_string(info->clusters.size()) : "no") << " clusters)\n";
+      return 1;
+    }
+    target = info->clusters.begin()->first;
+  }
+  ferry::Status s = client->createTopic(topic, queues, {target});
   if (!s.isOk()) {
     std::cerr << "createTopic " << topic << ": " << s.toString() << "\n";
     return 1;
@@ -300,7 +312,7 @@ int main(int argc, char** argv) {
   std::string namesrv = "127.0.0.1:19876";
   std::string topic;
   std::string group;
-  std::string cluster = "ferry-a";
+  std::string cluster;  // empty: the NameServer's only cluster
   std::int64_t count = 0;
   std::int64_t seed = 0;
   std::int64_t timeoutMs = 60000;

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/rocketmq/broker_env.h"
 #include "rocketmq/client.h"
 #include "rocketmq/consumer.h"
 #include "rocketmq/producer.h"
@@ -49,7 +50,7 @@ class RocketmqBroker : public ::testing::Test {
   // Creates a fresh topic with `queues` queues on cluster ferry-a.
   std::string freshTopic(int queues) {
     std::string topic = "ferry-t-" + randomSuffix();
-    Status s = client_->createTopic(topic, queues, {"ferry-a"});
+    Status s = client_->createTopic(topic, queues, {testenv::cluster()});
     EXPECT_TRUE(s.isOk()) << s.toString();
     return topic;
   }
@@ -71,13 +72,13 @@ TEST_F(RocketmqBroker, SmokeTopicRouteListsBrokerFerryA) {
   auto r = client_->queryRoute("ferry-smoke");
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   bool found = false;
-  for (const auto& b : r->brokerDatas) found = found || b.brokerName == "ferry-a";
+  for (const auto& b : r->brokerDatas) found = found || b.brokerName == testenv::cluster();
   EXPECT_TRUE(found);
-  EXPECT_TRUE(r->masterAddress("ferry-a").has_value());
+  EXPECT_TRUE(r->masterAddress(testenv::cluster()).has_value());
   EXPECT_FALSE(r->publishQueues().empty());
-  auto addr = client_->brokerAddress("ferry-a");
+  auto addr = client_->brokerAddress(testenv::cluster());
   ASSERT_TRUE(addr.isOk()) << addr.status().toString();
-  EXPECT_EQ(*addr, *r->masterAddress("ferry-a"));
+  EXPECT_EQ(*addr, *r->masterAddress(testenv::cluster()));
 }
 
 TEST_F(RocketmqBroker, UnknownTopicIsNotFound) {
@@ -101,7 +102,7 @@ TEST_F(RocketmqBroker, ThousandSyncSendsHaveIncreasingOffsetsPerQueue) {
   for (int i = 0; i < 1000; ++i) {
     auto r = producer.send(makeMessage(topic, i));
     ASSERT_TRUE(r.isOk()) << "message " << i << ": " << r.status().toString();
-    EXPECT_EQ(r->brokerName, "ferry-a");
+    EXPECT_EQ(r->brokerName, testenv::cluster());
     auto it = last.find(r->queueId);
     if (it != last.end()) {
       EXPECT_GT(r->queueOffset, it->second);
@@ -157,13 +158,55 @@ TEST_F(RocketmqBroker, BatchSendsGetConsecutiveOffsets) {
     std::vector<OutgoingMessage> batch;
     for (int i = 0; i < 10; ++i) batch.push_back(makeMessage(topic, b * 10 + i));
     const std::int32_t queue = b % 4;
-    auto r = producer.sendBatch(batch, QueueSelection::queue("ferry-a", queue));
+    auto r = producer.sendBatch(batch, QueueSelection::queue(testenv::cluster(), queue));
     ASSERT_TRUE(r.isOk()) << "batch " << b << ": " << r.status().toString();
     EXPECT_EQ(r->queueId, queue);
     EXPECT_EQ(r->queueOffset, expected[queue]) << "batch " << b;
     expected[queue] += 10;
     EXPECT_EQ(std::count(r->msgId.begin(), r->msgId.end(), ','), 9);
   }
+}
+
+// Regression: the batch wrapper carried a UNIQ_KEY of its own, which 4.9.x and 5.3.x brokers copy
+// onto every message of the batch, so all of them were stored with one message id.
+TEST_F(RocketmqBroker, BatchMessagesKeepTheirOwnIdsWhenPulledBack) {
+  const std::string topic = freshTopic(1);
+  Producer producer(*client_, {});
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 16; ++i) batch.push_back(makeMessage(topic, i));
+  auto sent = producer.sendBatch(batch, QueueSelection::queue(testenv::cluster(), 0));
+  ASSERT_TRUE(sent.isOk()) << sent.status().toString();
+  std::vector<std::string> ids;
+  for (std::size_t start = 0;;) {
+    const auto comma = sent->msgId.find(',', start);
+    ids.push_back(sent->msgId.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  ASSERT_EQ(ids.size(), 16u);
+  ASSERT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 16u);
+  const auto stored = testenv::pullStored(*client_, {topic, testenv::cluster(), 0}, sent->queueOffset, 16);
+  ASSERT_EQ(stored.size(), 16u);
+  std::set<std::string> storedIds;
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_EQ(stored[i].properties.at("ferry.index"), std::to_string(i));
+    EXPECT_EQ(stored[i].properties.at("UNIQ_KEY"), ids[i]) << "message " << i;
+    storedIds.insert(stored[i].properties.at("UNIQ_KEY"));
+  }
+  EXPECT_EQ(storedIds.size(), 16u);
+}
+
+// The broker's version is read off its answers (the `version` header field) and named.
+TEST_F(RocketmqBroker, BrokerVersionIsTheClustersRelease) {
+  auto addr = client_->brokerAddress(testenv::cluster());
+  ASSERT_TRUE(addr.isOk()) << addr.status().toString();
+  auto v = client_->brokerVersion(*addr);
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(mqVersionName(*v), testenv::expectedVersion()) << "ordinal " << *v;
+  // The NameServer answers with its version too.
+  auto ns = client_->brokerVersion(client_->namesrvAddresses().front());
+  ASSERT_TRUE(ns.isOk()) << ns.status().toString();
+  EXPECT_EQ(mqVersionName(*ns), testenv::expectedVersion()) << "ordinal " << *ns;
 }
 
 TEST_F(RocketmqBroker, CompressedSendRoundTripsByteExact) {
@@ -180,10 +223,10 @@ TEST_F(RocketmqBroker, CompressedSendRoundTripsByteExact) {
   m.topic = topic;
   m.body = big;
   m.properties["TAGS"] = "big";
-  auto sent = producer.send(m, QueueSelection::queue("ferry-a", 0));
+  auto sent = producer.send(m, QueueSelection::queue(testenv::cluster(), 0));
   ASSERT_TRUE(sent.isOk()) << sent.status().toString();
 
-  auto addr = client_->brokerAddress("ferry-a");
+  auto addr = client_->brokerAddress(testenv::cluster());
   ASSERT_TRUE(addr.isOk()) << addr.status().toString();
   RemotingCommand pull;
   pull.code = kCodePullMessage;
@@ -198,7 +241,7 @@ TEST_F(RocketmqBroker, CompressedSendRoundTripsByteExact) {
                     {"subscription", "*"},
                     {"subVersion", "0"},
                     {"expressionType", "TAG"},
-                    {"bname", "ferry-a"}};
+                    {"bname", testenv::cluster()}};
   // The broker acknowledges a send once the commit log has it; the consume queue is filled by
   // its asynchronous reput service, so a pull that follows at once may still answer 19
   // (PULL_NOT_FOUND, "no message in queue"). Ask again for up to ten seconds.

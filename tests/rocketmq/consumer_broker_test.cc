@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "tests/rocketmq/broker_env.h"
 #include "rocketmq/client.h"
 #include "rocketmq/consumer.h"
 #include "rocketmq/producer.h"
@@ -69,7 +70,7 @@ class RocketmqConsumerBroker : public ::testing::Test {
 
   std::string freshTopic(int queues) {
     std::string topic = "ferry-c-" + randomSuffix();
-    Status s = admin_->createTopic(topic, queues, {"ferry-a"});
+    Status s = admin_->createTopic(topic, queues, {testenv::cluster()});
     EXPECT_TRUE(s.isOk()) << s.toString();
     return topic;
   }

@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 
+#include "tests/rocketmq/broker_env.h"
 #include "rocketmq/client.h"
 #include "rocketmq/producer.h"
 
@@ -172,7 +173,7 @@ class RocketmqFaultsBroker : public ::testing::Test {
 
   std::string freshTopic(int queues) {
     std::string topic = "ferry-fault-" + randomSuffix();
-    Status s = client_->createTopic(topic, queues, {"ferry-a"});
+    Status s = client_->createTopic(topic, queues, {testenv::cluster()});
     EXPECT_TRUE(s.isOk()) << s.toString();
     return topic;
   }
@@ -183,7 +184,7 @@ class RocketmqFaultsBroker : public ::testing::Test {
     ok.body = "normal message after a failure";
     auto r = producer.send(ok);
     ASSERT_TRUE(r.isOk()) << r.status().toString();
-    EXPECT_EQ(r->brokerName, "ferry-a");
+    EXPECT_EQ(r->brokerName, testenv::cluster());
     EXPECT_GE(r->queueOffset, 0);
   }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rocketmq/client.h"
+#include "rocketmq/consumer.h"
 #include "client_test_peer.h"
 
 namespace ferry::rocketmq {
@@ -105,6 +106,43 @@ TEST(Acl, ClientSignsEveryRequestAndNamesTheKeyOnRefusal) {
     EXPECT_EQ(got.extFields.count("AccessKey"), 0u);
     EXPECT_EQ(got.extFields.count("Signature"), 0u);
   }
+}
+
+// A consumer whose heartbeat a 4.x broker refuses (1 SYSTEM_ERROR + AclException) fails to start
+// with a non-retriable error naming the key and SUB; it was "no broker accepted the heartbeat"
+// (Unavailable), so a source task with wrong keys restarted forever.
+TEST(Acl, ConsumerStartRefusedByV4AclIsNotRetriable) {
+  testing::ScriptedPeer peer([&](testing::PeerConnection& conn, const RemotingCommand& req) {
+    conn.version = kVersion4_9_7;
+    if (req.code == kCodeGetRouteInfoByTopic) {
+      conn.reply(req, 0,
+                 R"({"brokerDatas":[{"brokerAddrs":{0:")" + peer.address() +
+                     R"("},"brokerName":"fake-a","cluster":"fake"}],"queueDatas":[)"
+                     R"({"brokerName":"fake-a","perm":6,"readQueueNums":1,"writeQueueNums":1}]})");
+    } else {
+      conn.reply(req, 1, {}, {},
+                 std::string("org.apache.rocketmq.acl.common.AclException: Check signature failed "
+                             "for accessKey=ferryReader, org.apache.rocketmq.acl.plain."
+                             "PlainPermissionManager.validate(PlainPermissionManager.java:683)"));
+    }
+  });
+  ClientOptions o;
+  o.namesrvAddrs = peer.address();
+  o.routeRefreshMs = 0;
+  o.accessKey = "ferryReader";
+  o.secretKey = "wrong";
+  auto client = RocketmqClient::create(o);
+  ASSERT_TRUE(client.isOk());
+  ConsumerOptions co;
+  co.group = "g";
+  co.subscriptions = {{"orders", "*"}};
+  PullConsumer consumer(**client, co);
+  Status s = consumer.start();
+  ASSERT_FALSE(s.isOk());
+  EXPECT_FALSE(s.isRetriable()) << s.toString();
+  EXPECT_NE(s.message().find("access key 'ferryReader'"), std::string::npos) << s.toString();
+  EXPECT_NE(s.message().find("needs SUB permission"), std::string::npos) << s.toString();
+  consumer.close();
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "rocketmq/client.h"
 #include "rocketmq/producer.h"
@@ -20,12 +22,18 @@ struct FakeBroker {
   std::vector<RemotingCommand> sends;
   std::map<std::int32_t, std::int64_t> nextOffset;
   int busyAnswers = 0;  // answer this many sends with SYSTEM_BUSY first
+  std::int32_t version = kVersion;  // the `version` of every answer (the broker's MQVersion)
+  int probes = 0;                   // GET_BROKER_RUNTIME_INFO requests seen
+  // When set, every send is answered with this code and remark (an ACL refusal, say).
+  std::optional<std::pair<std::int32_t, std::string>> refuseSends;
   std::unique_ptr<ScriptedPeer> peer;
 
   FakeBroker() {
     peer = std::make_unique<ScriptedPeer>([this](PeerConnection& conn, const RemotingCommand& r) {
       std::lock_guard lock(mu);
+      conn.version = version;
       const std::string self = peer->address();
+      if (r.code == kCodeGetBrokerRuntimeInfo) ++probes;
       if (r.code == kCodeGetRouteInfoByTopic) {
         conn.reply(r, 0,
                    R"({"brokerDatas":[{"brokerAddrs":{0:")" + self +
@@ -39,6 +47,10 @@ struct FakeBroker {
         return;
       }
       sends.push_back(r);
+      if (refuseSends) {
+        conn.reply(r, refuseSends->first, {}, {}, refuseSends->second);
+        return;
+      }
       if (busyAnswers > 0) {
         --busyAnswers;
         conn.reply(r, 2);
@@ -233,6 +245,209 @@ TEST(RocketmqProducer, BatchUsesCode320WithEntries) {
   EXPECT_EQ((*entries)[2].properties.at("TAGS"), "tagA");
   EXPECT_FALSE((*entries)[0].properties.at("UNIQ_KEY").empty());
   EXPECT_NE((*entries)[0].properties.at("UNIQ_KEY"), (*entries)[1].properties.at("UNIQ_KEY"));
+}
+
+// The properties a 4.x / 5.3 broker stores for the inner messages of a batch: each message's own,
+// then the wrapper's appended (MessageDecoder reads the last duplicate).
+std::vector<std::map<std::string, std::string>> storedBatchProperties(const RemotingCommand& send) {
+  std::vector<std::map<std::string, std::string>> out;
+  auto entries = decodeBatchBody(send.body);
+  EXPECT_TRUE(entries.isOk());
+  if (!entries.isOk()) return out;
+  const std::string wrapper = send.ext("i").value_or("");
+  for (const auto& e : *entries) {
+    std::string merged = encodeProperties(e.properties);
+    if (!wrapper.empty()) merged += std::string(1, '\x02') + wrapper;
+    out.push_back(decodeProperties(merged));
+  }
+  return out;
+}
+
+std::vector<std::string> splitIds(const std::string& joined) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    auto comma = joined.find(',', start);
+    out.push_back(joined.substr(start, comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// Regression: the wrapper of a batch carried a UNIQ_KEY of its own, which the broker copies onto
+// every inner message, so a whole batch was stored with one message id.
+TEST(RocketmqProducer, BatchWrapperCarriesNoMessageIdSoEachMessageKeepsItsOwn) {
+  FakeBroker fake;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 4; ++i) batch.push_back(message("m" + std::to_string(i)));
+  batch[3].properties[kPropUniqKey] = "CALLER-CHOSEN-ID";  // a replicated message keeps its id
+  auto r = producer.sendBatch(batch, QueueSelection::queue("fake-a", 0));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const auto ids = splitIds(r->msgId);
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids[3], "CALLER-CHOSEN-ID");
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 4u);
+
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 1u);
+  const auto wrapper = decodeProperties(fake.sends[0].ext("i").value_or(""));
+  EXPECT_EQ(wrapper, (std::map<std::string, std::string>{{"WAIT", "true"}}));
+  const auto stored = storedBatchProperties(fake.sends[0]);
+  ASSERT_EQ(stored.size(), 4u);
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_EQ(stored[i].at("UNIQ_KEY"), ids[i]) << i;
+    EXPECT_EQ(stored[i].at("WAIT"), "true");
+  }
+}
+
+constexpr const char* kAclExceptionRemark =
+    "org.apache.rocketmq.acl.common.AclException: No acl config for ferryReader, "
+    "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:1)";
+
+std::unique_ptr<RocketmqClient> signingClientFor(const std::string& ns, const std::string& key) {
+  ClientOptions o;
+  o.namesrvAddrs = ns;
+  o.routeRefreshMs = 0;
+  o.accessKey = key;
+  o.secretKey = "secret";
+  auto c = RocketmqClient::create(o);
+  EXPECT_TRUE(c.isOk());
+  return std::move(c).value();
+}
+
+// 4.x ACL 1.0 answers a refusal with 1 SYSTEM_ERROR + AclException, which was retried (code 1)
+// and then mapped to a retriable Status, so a task with wrong credentials restarted forever.
+TEST(RocketmqProducer, V4AclRefusalIsNotRetriedAndNamesKeyAndPermission) {
+  FakeBroker fake;
+  fake.refuseSends = std::make_pair(1, std::string(kAclExceptionRemark));
+  auto client = signingClientFor(fake.peer->address(), "ferryReader");
+  Producer producer(*client, {});
+  auto r = producer.send(message("x"), QueueSelection::queue("fake-a", 0));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_FALSE(r.status().isRetriable()) << r.status().toString();
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  const std::string msg = r.status().message();
+  EXPECT_NE(msg.find("permission denied"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("access key 'ferryReader'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("needs PUB permission"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("AclException"), std::string::npos) << msg;
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.sends.size(), 1u);  // no retry
+}
+
+TEST(RocketmqProducer, V5AclRefusalIsNotRetriedButAForbiddenTopicIs) {
+  FakeBroker fake;
+  fake.refuseSends = std::make_pair(16, std::string("check signature failed."));
+  auto client = signingClientFor(fake.peer->address(), "ferryAdmin");
+  Producer producer(*client, {});
+  auto r = producer.send(message("x"), QueueSelection::queue("fake-a", 0));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_FALSE(r.status().isRetriable());
+  EXPECT_NE(r.status().message().find("access key 'ferryAdmin'"), std::string::npos);
+  {
+    std::lock_guard lock(fake.mu);
+    EXPECT_EQ(fake.sends.size(), 1u);
+    fake.sends.clear();
+    fake.refuseSends = std::make_pair(16, std::string("the topic[orders] sending message is forbidden"));
+  }
+  auto forbidden = producer.send(message("x"));
+  ASSERT_FALSE(forbidden.isOk());
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.sends.size(), 3u);  // the Java producer's retries for a non-writable topic
+}
+
+// Pulls, commits and admin calls name the permission they need; a 4.x refusal reads as 16.
+TEST(RocketmqProducer, AclRefusalsOfOtherRequestsNameTheirPermission) {
+  ScriptedPeer peer([](PeerConnection& conn, const RemotingCommand& req) {
+    conn.version = kVersion4_9_7;
+    conn.reply(req, 1, {}, {}, std::string(kAclExceptionRemark));
+  });
+  auto client = signingClientFor(peer.address(), "ferryReader");
+  for (auto [code, perm] : std::vector<std::pair<std::int32_t, std::string>>{
+           {11, "SUB"}, {15, "SUB"}, {34, "SUB"}, {207, "admin"}, {200, "admin"}}) {
+    RemotingCommand req;
+    req.code = code;
+    auto r = client->invoke(peer.address(), req);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_EQ(r->code, kRespNoPermission);
+    const Status s = responseStatus(*r, "request");
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find("needs " + perm + " permission"), std::string::npos) << s.toString();
+    EXPECT_NE(s.message().find("access key 'ferryReader'"), std::string::npos) << s.toString();
+  }
+  // Without the client's rewrite (a response built elsewhere) the mapping holds as well.
+  RemotingCommand raw;
+  raw.code = 1;
+  raw.remark = kAclExceptionRemark;
+  EXPECT_FALSE(responseStatus(raw, "x").isRetriable());
+  raw.remark = "no consumer for this group";
+  EXPECT_TRUE(responseStatus(raw, "x").isRetriable());
+}
+
+// A 4.x broker checks no PUB permission for SEND_BATCH_MESSAGE: a signing client sends a batch
+// to it as single SEND_MESSAGE_V2s, one after the other, with the same ids and one result.
+TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
+  FakeBroker fake;
+  fake.version = kVersion4_9_7;
+  auto client = signingClientFor(fake.peer->address(), "ferryAdmin");
+  Producer producer(*client, {});
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 3; ++i) batch.push_back(message("m" + std::to_string(i)));
+  auto r = producer.sendBatch(batch, QueueSelection::queue("fake-a", 2));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  const auto ids = splitIds(r->msgId);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(r->queueOffset, 0);
+  EXPECT_EQ(r->offsetMsgId, "OFFSETID0,OFFSETID1,OFFSETID2");
+  {
+    std::lock_guard lock(fake.mu);
+    ASSERT_EQ(fake.sends.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const RemotingCommand& s = fake.sends[i];
+      EXPECT_EQ(s.code, kCodeSendMessageV2);
+      EXPECT_EQ(s.ext("e"), std::optional<std::string>("2"));
+      EXPECT_EQ(s.ext("m"), std::optional<std::string>("false"));
+      EXPECT_EQ(s.body, "m" + std::to_string(i));
+      auto props = decodeProperties(s.ext("i").value_or(""));
+      EXPECT_EQ(props["UNIQ_KEY"], ids[i]);
+      EXPECT_EQ(props["TAGS"], "tagA");
+      EXPECT_EQ(props["WAIT"], "true");
+      EXPECT_TRUE(s.extFields.count("Signature"));
+    }
+    EXPECT_EQ(fake.probes, 0);  // the route's answer (same peer) already told the version
+    fake.sends.clear();
+    fake.version = kVersion5_3_3;
+  }
+  // After a reconnect the version is unknown again (an upgraded broker); the route is cached, so
+  // it is probed once. A 5.x broker checks batches: one SEND_BATCH_MESSAGE.
+  client->connection(fake.peer->address())->resetConnection();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client->knownVersion(fake.peer->address()) != -1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_EQ(client->knownVersion(fake.peer->address()), -1);
+  auto again = producer.sendBatch(batch, QueueSelection::queue("fake-a", 2));
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 1u);
+  EXPECT_EQ(fake.sends[0].code, kCodeSendBatchMessage);
+  EXPECT_EQ(fake.probes, 1);
+  EXPECT_EQ(client->knownVersion(fake.peer->address()), kVersion5_3_3);
+}
+
+// Without ACL keys there is nothing to enforce: batches go as batches whatever the version.
+TEST(RocketmqProducer, UnsignedClientKeepsBatchesOnV4) {
+  FakeBroker fake;
+  fake.version = kVersion4_9_7;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  std::vector<OutgoingMessage> batch{message("a"), message("b")};
+  ASSERT_TRUE(producer.sendBatch(batch, QueueSelection::queue("fake-a", 0)).isOk());
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 1u);
+  EXPECT_EQ(fake.sends[0].code, kCodeSendBatchMessage);
+  EXPECT_EQ(fake.probes, 0);
 }
 
 TEST(RocketmqProducer, AsyncSendsAndValidation) {

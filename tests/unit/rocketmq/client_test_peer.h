@@ -24,7 +24,11 @@ namespace ferry::rocketmq::testing {
 class PeerConnection {
  public:
   explicit PeerConnection(int fd) : fd_(fd) {}
-  bool send(const RemotingCommand& cmd) { return sendRaw(encodeFrame(cmd)); }
+  // What reply() writes: the `version` header field (the server's MQVersion ordinal) and the
+  // header encoding of every frame sent.
+  std::int32_t version = kVersion;
+  SerializeType serializeType = SerializeType::kJson;
+  bool send(const RemotingCommand& cmd) { return sendRaw(encodeFrame(cmd, serializeType)); }
   bool sendRaw(const std::string& bytes) {
     std::size_t off = 0;
     while (off < bytes.size()) {
@@ -34,15 +38,18 @@ class PeerConnection {
     }
     return true;
   }
-  // Answers `request` with `code` (and optional body/extFields).
+  // Answers `request` with `code` (and optional body/extFields/remark).
   bool reply(const RemotingCommand& request, std::int32_t code, std::string body = {},
-             std::map<std::string, std::string> ext = {}) {
+             std::map<std::string, std::string> ext = {},
+             std::optional<std::string> remark = std::nullopt) {
     RemotingCommand r;
     r.code = code;
+    r.version = version;
     r.opaque = request.opaque;
     r.flag = kFlagResponse;
     r.body = std::move(body);
     r.extFields = std::move(ext);
+    r.remark = std::move(remark);
     return send(r);
   }
   void close() { closed_ = true; }
