@@ -443,7 +443,8 @@ Status ReplicatorSinkTask::put(std::vector<Record>& records) {
       if (!track) return;
       for (std::size_t i = 0; i < sources->size(); ++i)
         translator_.record((*sources)[i].first, (*sources)[i].second,
-                           r.queueOffset + static_cast<std::int64_t>(i));
+                           i < r.queueOffsets.size() ? r.queueOffsets[i]
+                                                     : r.queueOffset + static_cast<std::int64_t>(i));
     };
     sender_->send(std::move(o.batch));
   };

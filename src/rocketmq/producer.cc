@@ -307,6 +307,7 @@ void Producer::runSplit(std::shared_ptr<Attempt> a, const std::string& addr) {
         out.offsetMsgId += ",";
       }
       out.offsetMsgId += r->ext("msgId").value_or("");
+      out.queueOffsets.push_back(r->extInt("queueOffset").value_or(-1));
       if (++a->partsDone == a->parts.size()) {
         a->callback(std::move(out));
         return;

@@ -75,6 +75,10 @@ struct SendResult {
   std::string brokerName;
   std::int32_t queueId = 0;
   std::int64_t queueOffset = 0;  // of the first message for a batch
+  // A batch sent as single messages (a signing client and a 4.x broker): the offset of each
+  // message, which need not be consecutive when other producers write the queue meanwhile.
+  // Empty for a real batch: its messages sit at queueOffset, queueOffset + 1, ...
+  std::vector<std::int64_t> queueOffsets;
   std::string msgId;             // UNIQ_KEY (comma-joined for a batch)
   std::string offsetMsgId;       // the broker's msgId (comma-joined for a batch)
 };

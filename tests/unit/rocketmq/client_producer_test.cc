@@ -26,6 +26,8 @@ struct FakeBroker {
   int probes = 0;                   // GET_BROKER_RUNTIME_INFO requests seen
   // When set, every send is answered with this code and remark (an ACL refusal, say).
   std::optional<std::pair<std::int32_t, std::string>> refuseSends;
+  // Offsets taken by other producers after every send (their messages interleave with ours).
+  std::int64_t othersPerSend = 0;
   std::unique_ptr<ScriptedPeer> peer;
 
   FakeBroker() {
@@ -64,7 +66,7 @@ struct FakeBroker {
         count = batch.isOk() ? static_cast<std::int64_t>(batch->size()) : 0;
       }
       std::int64_t off = nextOffset[q];
-      nextOffset[q] += count;
+      nextOffset[q] += count + othersPerSend;
       conn.reply(r, 0, {},
                  {{"queueId", std::to_string(q)},
                   {"queueOffset", std::to_string(off)},
@@ -391,6 +393,7 @@ TEST(RocketmqProducer, AclRefusalsOfOtherRequestsNameTheirPermission) {
 TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
   FakeBroker fake;
   fake.version = kVersion4_9_7;
+  fake.othersPerSend = 1;  // another producer writes the queue between our single sends
   auto client = signingClientFor(fake.peer->address(), "ferryAdmin");
   Producer producer(*client, {});
   std::vector<OutgoingMessage> batch;
@@ -400,7 +403,9 @@ TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
   const auto ids = splitIds(r->msgId);
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_EQ(r->queueOffset, 0);
-  EXPECT_EQ(r->offsetMsgId, "OFFSETID0,OFFSETID1,OFFSETID2");
+  // Each message's own offset (the Replicator's checkpoints map offsets with them).
+  EXPECT_EQ(r->queueOffsets, (std::vector<std::int64_t>{0, 2, 4}));
+  EXPECT_EQ(r->offsetMsgId, "OFFSETID0,OFFSETID2,OFFSETID4");
   {
     std::lock_guard lock(fake.mu);
     ASSERT_EQ(fake.sends.size(), 3u);
@@ -429,6 +434,7 @@ TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
   ASSERT_EQ(client->knownVersion(fake.peer->address()), -1);
   auto again = producer.sendBatch(batch, QueueSelection::queue("fake-a", 2));
   ASSERT_TRUE(again.isOk()) << again.status().toString();
+  EXPECT_TRUE(again->queueOffsets.empty());  // a real batch: consecutive from queueOffset
   std::lock_guard lock(fake.mu);
   ASSERT_EQ(fake.sends.size(), 1u);
   EXPECT_EQ(fake.sends[0].code, kCodeSendBatchMessage);
