@@ -6,11 +6,14 @@ standalone worker with the embedded backbone:
   (b) RocketMQSource (T1, from first, tags TagA) -> backbone -> FileStreamSink
       the output file holds the same 2,000 lines, each once, in order (T1 has one queue);
   (c) a direct connector DatagenSource -> RocketMQSink (sink.* keys) into T2, read back by
-      another RocketMQSource -> FileStreamSink: every sequence number arrives.
+      another RocketMQSource -> FileStreamSink: every sequence number arrives;
+  (d) a plain consumer (rmq_interop_tool) reads T1 and T2: every message has an id of its own
+      (RocketMQSink sends batches; ids shared within a batch were a defect).
 
 Needs cluster A (NameServer $FERRY_ROCKETMQ_NAMESRV, default 127.0.0.1:19876), which
 scripts/test starts for the `rocketmq` / `integration` labels; fails when it is unreachable.
 Topics and groups are fresh per run. Topics are created with mqadmin (scripts/services/rocketmq)."""
+import json
 import os
 import random
 import socket
@@ -104,7 +107,31 @@ def main():
     wait_until(all_seqs, 120, f"{GENERATED} generated records read back from RocketMQ", 0.2)
     assert len(read_lines(out_file)) == LINES, "pipeline (b) wrote extra lines"
     assert w.stop() == 0
-    print(f"{LINES} lines file->RocketMQ->file in order, {GENERATED} datagen records direct")
+
+    # (d) every message RocketMQSink wrote (in batches) carries an id of its own, read back by a
+    # plain consumer: ids shared inside a batch would make id-based de-duplication drop data.
+    ids = []
+    for topic, n in ((t1, LINES), (t2, GENERATED)):
+        msgs = consume_all(topic, f"ferry-ids-{run_id}", n)
+        assert len(msgs) >= n, f"{len(msgs)} messages in {topic}, expected {n}"
+        distinct = {m["msg_id"] for m in msgs}
+        assert "" not in distinct, f"a message in {topic} has no id"
+        assert len(distinct) == len(msgs), \
+            f"{topic}: {len(msgs)} messages share {len(distinct)} distinct message ids"
+        ids.append(len(distinct))
+    print(f"{LINES} lines file->RocketMQ->file in order, {GENERATED} datagen records direct, "
+          f"{ids[0]} + {ids[1]} distinct message ids")
+
+
+def consume_all(topic, group, count):
+    """Every message of the topic, read from the first offset by rmq_interop_tool."""
+    tool = os.environ.get("FERRY_RMQ_TOOL", "")
+    assert tool, "FERRY_RMQ_TOOL (rmq_interop_tool) is not set"
+    p = subprocess.run([tool, "consume", "--namesrv", NAMESRV, "--topic", topic, "--group", group,
+                        "--count", str(count), "--idle-ms", "2000", "--timeout-ms", "60000"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"rmq_interop_tool consume {topic} exited {p.returncode}: {p.stderr}"
+    return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
 
 
 if __name__ == "__main__":
