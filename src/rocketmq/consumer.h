@@ -13,8 +13,8 @@
 //    assigned queue. Uses the client's synchronous calls.
 //  - The client's io thread: pull responses and the NOTIFY handler (never blocks).
 // Shared state is guarded by one mutex (commits and re-sends are also serialized by a second
-// one, so a re-send never overtakes a newer commit of the same queue); callbacks hold a weak reference, so responses arriving
-// after the consumer is gone are dropped.
+// one, so a re-send never overtakes a newer commit of the same queue); callbacks hold a weak
+// reference, so responses arriving after the consumer is gone are dropped.
 //
 // One PullConsumer per RocketmqClient: the NOTIFY_CONSUMER_IDS_CHANGED handler is per client, and
 // the broker identifies a member by its connection (clientId).
