@@ -15,10 +15,11 @@ Scenarios (against a running cluster: scripts/services/rocketmq start, or script
   (d) ferry sends the same N messages in batches (SEND_BATCH_MESSAGE, 32 per queue and batch)
       -> the Java consumer: checks of (a) and (b), and the messages equal (a)'s as in (c).
   (e) the Java producer sends them in the same batches -> the Java consumer: checks of (c), the
-      messages equal (d)'s, and message ids behave the same way for both clients' batches: with
-      RocketMQ 5.3.3 every message of a batch reaches consumers with the UNIQ_KEY of the batch
-      itself (the broker appends the batch's properties to each message's, last one wins), not
-      the per-message id the producer reported; ferry must match the Java client there.
+      messages equal (d)'s. Message ids: every message of ferry's batches reaches consumers
+      with the id ferry's producer reported for it (no id on the batch wrapper, as the 4.9.x
+      Java client does); the 5.x Java client puts an id on the wrapper too, which brokers append
+      to each message's properties (last one wins), so its batch messages share one id — that
+      is reported, not required.
 
 Environment (set by CTest): FERRY_INTEROP_TOOL, FERRY_INTEROP_JAR, FERRY_INTEROP_JAVA,
 FERRY_INTEROP_WORK, FERRY_ROCKETMQ_NAMESRV (default 127.0.0.1:19876), FERRY_INTEROP_COUNT
@@ -322,8 +323,8 @@ def main():
     jbatch_msgs = check_consumed("(e) java batch->java", seed, jbcons_rows)
     java_ids = check_offsets_match("(e) java batch offsets", jbatch_produced, jbatch_msgs, 32)
     compare_sides("(e) ferry batch vs java batch", batch_msgs, jbatch_msgs)
-    check(ferry_ids == java_ids, f"(e) batch message ids behave differently: ferry {ferry_ids}, "
-          f"java {java_ids}")
+    check(ferry_ids == {"ids_match_producer": True, "one_id_per_batch": False},
+          f"(d) ferry's batch messages do not keep their own ids: {ferry_ids} (java: {java_ids})")
 
     # (f): Java -> ferry: ferry's consumer reads the Java producer's messages of (c).
     rc, fcons_rows, dt = run([TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic_c,

@@ -226,30 +226,8 @@ TEST_F(RocketmqBroker, CompressedSendRoundTripsByteExact) {
   auto sent = producer.send(m, QueueSelection::queue(testenv::cluster(), 0));
   ASSERT_TRUE(sent.isOk()) << sent.status().toString();
 
-  auto addr = client_->brokerAddress(testenv::cluster());
-  ASSERT_TRUE(addr.isOk()) << addr.status().toString();
-  RemotingCommand pull;
-  pull.code = kCodePullMessage;
-  pull.extFields = {{"consumerGroup", "ferry-g-" + randomSuffix()},
-                    {"topic", topic},
-                    {"queueId", "0"},
-                    {"queueOffset", std::to_string(sent->queueOffset)},
-                    {"maxMsgNums", "1"},
-                    {"sysFlag", std::to_string(kPullFlagSubscription)},
-                    {"commitOffset", "0"},
-                    {"suspendTimeoutMillis", "0"},
-                    {"subscription", "*"},
-                    {"subVersion", "0"},
-                    {"expressionType", "TAG"},
-                    {"bname", testenv::cluster()}};
-  // The broker acknowledges a send once the commit log has it; the consume queue is filled by
-  // its asynchronous reput service, so a pull that follows at once may still answer 19
-  // (PULL_NOT_FOUND, "no message in queue"). Ask again for up to ten seconds.
-  auto r = client_->invoke(*addr, pull, 10000);
-  for (int i = 0; i < 200 && r.isOk() && r->code == 19; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    r = client_->invoke(*addr, pull, 10000);
-  }
+  auto r = testenv::pullOnce(*client_, MessageQueue{topic, testenv::cluster(), 0},
+                             sent->queueOffset, 1);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   ASSERT_EQ(r->code, 0) << r->remark.value_or("");  // FOUND
   EXPECT_LT(r->body.size(), big.size() / 4);          // stored compressed

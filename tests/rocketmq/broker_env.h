@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,30 +29,50 @@ inline std::string secureCluster() { return envOr("FERRY_ROCKETMQ_SECURE_CLUSTER
 // 5.3.3 by default.
 inline std::string expectedVersion() { return envOr("FERRY_ROCKETMQ_VERSION", "5.3.3"); }
 
-// Pulls (raw PULL_MESSAGE, no group membership) `count` messages of `queue` from `offset`, asking
-// again while the broker's consume queue catches up (up to 10 s). Returns what it got.
+inline std::string randomSuffix() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  return std::to_string(gen() % 100000000000ULL);
+}
+
+// One raw PULL_MESSAGE (no group membership) of up to `maxNums` messages of `queue` from
+// `offset`. The broker acknowledges a send once the commit log has it and fills the consume
+// queue asynchronously, so a pull right after a send may answer 19 (PULL_NOT_FOUND): asked again
+// for up to 10 s. Returns the last answer.
+inline Result<RemotingCommand> pullOnce(RocketmqClient& client, const MessageQueue& queue,
+                                        std::int64_t offset, int maxNums) {
+  auto addr = client.brokerAddress(queue.brokerName);
+  if (!addr.isOk()) return addr.status();
+  RemotingCommand pull;
+  pull.code = kCodePullMessage;
+  pull.extFields = {{"consumerGroup", "ferry-pull-check"},
+                    {"topic", queue.topic},
+                    {"queueId", std::to_string(queue.queueId)},
+                    {"queueOffset", std::to_string(offset)},
+                    {"maxMsgNums", std::to_string(maxNums)},
+                    {"sysFlag", std::to_string(kPullFlagSubscription)},
+                    {"commitOffset", "0"},
+                    {"suspendTimeoutMillis", "0"},
+                    {"subscription", "*"},
+                    {"subVersion", "0"},
+                    {"expressionType", "TAG"},
+                    {"bname", queue.brokerName}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto r = client.invoke(*addr, pull, 10000);
+  while (r.isOk() && r->code == kRespPullNotFound && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = client.invoke(*addr, pull, 10000);
+  }
+  return r;
+}
+
+// Pulls `count` messages of `queue` from `offset` (decoded), for up to 10 s. Returns what it got.
 inline std::vector<StoredMessage> pullStored(RocketmqClient& client, const MessageQueue& queue,
                                              std::int64_t offset, std::size_t count) {
   std::vector<StoredMessage> out;
-  auto addr = client.brokerAddress(queue.brokerName);
-  if (!addr.isOk()) return out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (out.size() < count && std::chrono::steady_clock::now() < deadline) {
-    RemotingCommand pull;
-    pull.code = kCodePullMessage;
-    pull.extFields = {{"consumerGroup", "ferry-pull-check"},
-                      {"topic", queue.topic},
-                      {"queueId", std::to_string(queue.queueId)},
-                      {"queueOffset", std::to_string(offset)},
-                      {"maxMsgNums", "32"},
-                      {"sysFlag", std::to_string(kPullFlagSubscription)},
-                      {"commitOffset", "0"},
-                      {"suspendTimeoutMillis", "0"},
-                      {"subscription", "*"},
-                      {"subVersion", "0"},
-                      {"expressionType", "TAG"},
-                      {"bname", queue.brokerName}};
-    auto r = client.invoke(*addr, pull, 10000);
+    auto r = pullOnce(client, queue, offset, 32);
     if (r.isOk() && r->code == 0) {
       StoredDecode d = decodeStoredMessages(r->body);
       for (auto& m : d.messages) {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "connectors/rocketmq/rocketmq_source.h"
+#include "tests/rocketmq/broker_env.h"
 #include "rocketmq/admin.h"
 #include "rocketmq/client.h"
 #include "rocketmq/producer.h"
@@ -27,16 +28,8 @@
 namespace ferry::rocketmq {
 namespace {
 
-std::string env(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
-std::string randomSuffix() {
-  std::random_device rd;
-  std::mt19937_64 gen(rd());
-  return std::to_string(gen() % 100000000000ULL);
-}
+using testenv::envOr;
+using testenv::randomSuffix;
 
 class Context : public SourceTaskContext {
  public:
@@ -126,8 +119,8 @@ class Member {
 };
 
 TEST(RocketmqSourceOffsetsBroker, LagIsZeroAfterARebalanceAndALostCommit) {
-  const std::string ns = env("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876");
-  const std::string cluster = env("FERRY_ROCKETMQ_CLUSTER", "ferry-a");
+  const std::string ns = envOr("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876");
+  const std::string cluster = envOr("FERRY_ROCKETMQ_CLUSTER", "ferry-a");
   ClientOptions co;
   co.namesrvAddrs = ns;
   auto admin = RocketmqClient::create(co);
