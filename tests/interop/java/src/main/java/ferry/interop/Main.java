@@ -1,4 +1,6 @@
-// ferry interop CLI on the official Apache RocketMQ Java remoting client (rocketmq-client 5.3.3).
+// ferry interop CLI on the official Apache RocketMQ Java remoting client (rocketmq-client 5.3.3 by
+// default; the same sources build against 4.9.7 and 5.5.0 — pom property rocketmq.version — and use
+// only APIs all of them have, apart from one reflective look-up in persistSync).
 //
 //   produce --namesrv A --topic T --count N --seed S [--batch K]
 //       N sync sends (DefaultMQProducer) of deterministic messages (Payload): body
@@ -24,6 +26,7 @@ import java.nio.charset.StandardCharsets;
 import java.io.BufferedWriter;
 import java.io.OutputStreamWriter;
 import java.io.IOException;
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -40,7 +43,6 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.apache.rocketmq.remoting.protocol.header.UpdateConsumerOffsetRequestHeader;
 
 public final class Main {
   private Main() {}
@@ -238,18 +240,36 @@ public final class Main {
   private static void persistSync(DefaultLitePullConsumer consumer, String group,
       Map<MessageQueue, Long> next) throws Exception {
     MQClientInstance client = MQClientManager.getInstance().getOrCreateMQClientInstance(consumer);
+    // UpdateConsumerOffsetRequestHeader moved from org.apache.rocketmq.common.protocol.header
+    // (4.9.x) to org.apache.rocketmq.remoting.protocol.header (5.x); its setters and
+    // MQClientAPIImpl.updateConsumerOffset(String, header, long) are the same in both.
+    Class<?> headerClass;
+    try {
+      headerClass = Class.forName(
+          "org.apache.rocketmq.remoting.protocol.header.UpdateConsumerOffsetRequestHeader");
+    } catch (ClassNotFoundException e) {
+      headerClass = Class.forName(
+          "org.apache.rocketmq.common.protocol.header.UpdateConsumerOffsetRequestHeader");
+    }
+    Object api = client.getMQClientAPIImpl();
+    Method update = api.getClass().getMethod("updateConsumerOffset", String.class, headerClass,
+        long.class);
     for (Map.Entry<MessageQueue, Long> e : new TreeMap<>(next).entrySet()) {
       MessageQueue mq = e.getKey();
       String addr = client.findBrokerAddressInPublish(mq.getBrokerName());
       if (addr == null) {
         throw new IllegalStateException("no broker address for " + mq);
       }
-      UpdateConsumerOffsetRequestHeader h = new UpdateConsumerOffsetRequestHeader();
-      h.setConsumerGroup(group);
-      h.setTopic(mq.getTopic());
-      h.setQueueId(mq.getQueueId());
-      h.setCommitOffset(e.getValue());
-      client.getMQClientAPIImpl().updateConsumerOffset(addr, h, 5000);
+      Object h = headerClass.getConstructor().newInstance();
+      headerClass.getMethod("setConsumerGroup", String.class).invoke(h, group);
+      headerClass.getMethod("setTopic", String.class).invoke(h, mq.getTopic());
+      headerClass.getMethod("setQueueId", Integer.class).invoke(h, mq.getQueueId());
+      headerClass.getMethod("setCommitOffset", Long.class).invoke(h, e.getValue());
+      try {
+        update.invoke(api, addr, h, 5000L);
+      } catch (java.lang.reflect.InvocationTargetException ex) {
+        throw ex.getCause() instanceof Exception ? (Exception) ex.getCause() : ex;
+      }
       System.err.println("committed " + mq + " at " + e.getValue());
     }
   }
