@@ -139,6 +139,9 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
       if (m.properties.find(kPropUniqKey) == m.properties.end()) {
         m.properties[kPropUniqKey] = newUniqKey();
       }
+      // Every message carries WAIT as the Java client's do (5.5.x stores a batch's messages
+      // with their own properties only, without the wrapper's).
+      if (m.properties.find(kPropWait) == m.properties.end()) m.properties[kPropWait] = "true";
       if (!attempt->msgId.empty()) attempt->msgId += ",";
       attempt->msgId += m.properties[kPropUniqKey];
     }

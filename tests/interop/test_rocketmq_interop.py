@@ -84,16 +84,11 @@ if BROKER_LINE < (5, 0):
 if BROKER_LINE >= (5, 5):
     # 5.5.x stores a batch's messages with only the properties each carries inside the batch
     # body: the broker adds no CLUSTER/MSG_REGION/TRACE_ON and no longer appends the wrapper's
-    # properties (WAIT), unlike single sends and unlike 4.9.x/5.3.x brokers.
-    for k in ("CLUSTER", "MSG_REGION", "TRACE_ON", "WAIT"):
+    # properties, unlike single sends and unlike 4.9.x/5.3.x brokers. (WAIT travels inside the
+    # batch body from both clients.)
+    for k in ("CLUSTER", "MSG_REGION", "TRACE_ON"):
         KNOWN_ONLY_FIRST["single_vs_batch"][k] = \
-            "5.5.x adds broker/wrapper properties to single messages only"
-    # The Java client's Message constructor puts WAIT=true on every message, so its batched
-    # messages carry WAIT inside the batch body; ferry puts WAIT on the batch wrapper only
-    # (src/rocketmq/producer.cc), which 5.5.x no longer copies. WAIT asks the broker to wait for
-    # the store; consumers do not use it.
-    KNOWN_ONLY_SECOND["ferry_vs_java_batch"]["WAIT"] = \
-        "the Java client puts WAIT on each batched message, ferry on the wrapper only (5.5.x)"
+            "5.5.x adds broker properties to single messages only"
 
 failures = []
 
