@@ -784,6 +784,35 @@ std::vector<Result<RemotingCommand>> invokeAll(
   return out;
 }
 
+// UPDATE_CONSUMER_OFFSET requests. A broker (4.9.x to 5.5.x, ConsumerOffsetManager.commitOffset)
+// creates a group's offset entry for a topic without a lock, so concurrent first commits for
+// different queues of one topic overwrite each other while each is answered with success. So one
+// request per (broker, topic) goes first and the others follow, in parallel, once it is
+// answered: the entry exists by then. (Another member's concurrent first commit can still race
+// with ours; the periodic verification in persist() repairs that.)
+std::vector<Result<RemotingCommand>> invokeOffsetUpdates(
+    RocketmqClient& client, std::vector<std::pair<std::string, RemotingCommand>> requests) {
+  std::set<std::pair<std::string, std::string>> leading;
+  std::vector<std::pair<std::string, RemotingCommand>> leads, rest;
+  std::vector<std::size_t> leadIndex, restIndex;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto& req = requests[i];
+    if (leading.emplace(req.first, req.second.ext("topic").value_or("")).second) {
+      leads.push_back(std::move(req));
+      leadIndex.push_back(i);
+    } else {
+      rest.push_back(std::move(req));
+      restIndex.push_back(i);
+    }
+  }
+  std::vector<Result<RemotingCommand>> out(requests.size(), Status::internal("not sent"));
+  auto first = invokeAll(client, std::move(leads));
+  for (std::size_t i = 0; i < first.size(); ++i) out[leadIndex[i]] = std::move(first[i]);
+  auto second = invokeAll(client, std::move(rest));
+  for (std::size_t i = 0; i < second.size(); ++i) out[restIndex[i]] = std::move(second[i]);
+  return out;
+}
+
 }  // namespace
 
 Status PullConsumer::Impl::commit(const std::map<MessageQueue, std::int64_t>& offsets) {
@@ -827,7 +856,7 @@ Status PullConsumer::Impl::commit(const std::map<MessageQueue, std::int64_t>& of
                  "offset(s) below what this assignment already committed or started at",
                  options_.group, unassigned, stale);
   }
-  auto answers = invokeAll(client_, std::move(requests));
+  auto answers = invokeOffsetUpdates(client_, std::move(requests));
   for (std::size_t i = 0; i < answers.size(); ++i) {
     auto& r = answers[i];
     const std::string what = "commit of " + sent[i].toString();
@@ -916,7 +945,7 @@ void PullConsumer::Impl::persist(bool recheckAll) {
       updates.emplace_back(addrs[i], updateOffsetRequest(options_.group, c.q->mq, c.value));
     }
   }
-  auto answers2 = invokeAll(client_, std::move(updates));
+  auto answers2 = invokeOffsetUpdates(client_, std::move(updates));
   for (std::size_t i = 0; i < answers2.size(); ++i) {
     const auto& r = answers2[i];
     Status s = r.isOk() ? responseStatus(*r, "re-sent commit of " + sent[i].toString())

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -253,6 +254,45 @@ TEST(RocketmqConsumer, CommitSendsUpdateConsumerOffsetAndReportsFailures) {
   Status bad = consumer.commit({{{kTopic, kBroker, 9}, 1}});
   EXPECT_FALSE(bad.isOk());
   EXPECT_NE(bad.message().find("26"), std::string::npos) << bad.toString();
+}
+
+// A broker creates a group's offset entry for a topic without a lock, so parallel first commits
+// of several queues can overwrite each other (each answered with success). One commit per
+// (broker, topic) goes first; the others are sent only once it is answered.
+TEST(RocketmqConsumer, CommitSendsOneQueuePerTopicFirstThenTheRest) {
+  FakeBroker fake;
+  fake.queues = 4;
+  fake.members = {kMe};
+  auto client = clientFor(fake.peer->address(), kMe);
+  PullConsumer consumer(*client, options());
+  ASSERT_TRUE(consumer.start().isOk());
+  ASSERT_TRUE(waitUntilPulling(consumer, fake, 4));
+  {
+    std::lock_guard lock(fake.mu);
+    fake.holdNextCommit = true;
+    fake.events.clear();
+  }
+  auto done = std::async(std::launch::async, [&] {
+    return consumer.commit({{{kTopic, kBroker, 0}, 10},
+                            {{kTopic, kBroker, 1}, 11},
+                            {{kTopic, kBroker, 2}, 12},
+                            {{kTopic, kBroker, 3}, 13}});
+  });
+  {
+    std::unique_lock lock(fake.mu);
+    ASSERT_TRUE(fake.cv.wait_for(lock, std::chrono::seconds(10),
+                                 [&] { return fake.heldCommit.has_value(); }));
+    fake.releaseHeldCommit();
+  }
+  Status s = done.get();
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  std::lock_guard lock(fake.mu);
+  // Events: the first commit, its release, then the three others (in any order).
+  ASSERT_EQ(fake.events.size(), 5u);
+  EXPECT_EQ(fake.events[0].first, kCodeUpdateConsumerOffset);
+  EXPECT_EQ(fake.events[1].first, -1) << "other commits were sent before the first was answered";
+  EXPECT_EQ(fake.events[1].second, fake.events[0].second);
+  for (std::int32_t q = 0; q < 4; ++q) EXPECT_EQ(fake.committed[q], 10 + q);
 }
 
 TEST(RocketmqConsumer, CommitOfAQueueNotAssignedIsIgnored) {

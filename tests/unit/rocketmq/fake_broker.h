@@ -47,8 +47,12 @@ struct FakeBroker {
   // UPDATE_CONSUMER_OFFSET answers success but is dropped (not stored) this many times per queue
   // (< 0: always), as a broker that lost a concurrent first commit does.
   std::map<std::int32_t, int> dropCommits;
-  // Every offset request in arrival order: (code, queueId).
+  // Every offset request in arrival order: (code, queueId); releaseHeldCommit() adds (-1, queue).
   std::vector<std::pair<std::int32_t, std::int32_t>> events;
+  // When set, the next UPDATE_CONSUMER_OFFSET is stored but not answered until
+  // releaseHeldCommit() (under `mu`).
+  bool holdNextCommit = false;
+  std::optional<RemotingCommand> heldCommit;
   // Also list the clientIDs that heartbeated as members (for clients whose id is generated).
   bool heartbeatersAreMembers = false;
   std::vector<std::string> heartbeaters;
@@ -61,6 +65,17 @@ struct FakeBroker {
       handle(c, r);
       cv.notify_all();
     });
+  }
+
+  // Stores and answers the held commit (call with `mu` held).
+  void releaseHeldCommit() {
+    if (!heldCommit || !conn) return;
+    const RemotingCommand r = *heldCommit;
+    heldCommit.reset();
+    const auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(0));
+    committed[q] = r.extInt("commitOffset").value_or(-1);
+    events.emplace_back(-1, q);
+    conn->reply(r, 0);
   }
 
   void handle(PeerConnection& c, const RemotingCommand& r) {
@@ -131,6 +146,11 @@ struct FakeBroker {
         commits.push_back(r);
         auto q = static_cast<std::int32_t>(r.extInt("queueId").value_or(0));
         events.emplace_back(r.code, q);
+        if (holdNextCommit) {
+          holdNextCommit = false;
+          heldCommit = r;
+          return;
+        }
         if (q == 9) {
           c.reply(r, 26);
           return;
