@@ -49,7 +49,8 @@ const ConfigDef& KafkaSinkConnector::definition() {
     d.define("kafka.topic", ConfigType::kString, "", Importance::kHigh,
              "Kafka topic written to; empty means the record's topic.");
     d.define("kafka.partition.from", ConfigType::kString, "key", Importance::kMedium,
-             "'key': librdkafka's partitioner on the record key (same key, same partition); "
+             "'key': the Java client's partitioner (murmur2) on the record key, so a key lands "
+             "where a Java producer puts it (producer.override.partitioner changes it); "
              "'record': the record's queue as the partition (kept by replication).",
              validators::oneOf({"key", "record"}));
     d.define("flush.timeout.ms", ConfigType::kLong, "30000", Importance::kLow,
@@ -92,6 +93,10 @@ Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
                         {"enable.idempotence", "true"},
                         {"acks", "all"},
                         {"linger.ms", "5"},
+                        // The Java client's placement (murmur2 of the key): a key lands in the
+                        // partition a Java producer would pick, as Kafka Connect users expect.
+                        // librdkafka's default (CRC32) would put it elsewhere.
+                        {"partitioner", "murmur2_random"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
   StringMap overrides;
   for (const auto& [k, v] : config)

@@ -3,7 +3,7 @@
 // Each task owns one idempotent librdkafka producer (acks=all, enable.idempotence=true unless
 // overridden through producer.override.*). put() hands every record to librdkafka: topic =
 // kafka.topic or the record's topic, partition = the record's queue when kafka.partition.from is
-// "record" (else librdkafka's partitioner on the key), key, value, headers and timestamp kept.
+// "record" (else the Java client's murmur2 partitioner on the key), key, value, headers and timestamp kept.
 // A full local queue makes put() serve delivery reports and retry. flush() waits until every
 // record put so far was acknowledged by the brokers; a delivery that failed (after librdkafka's
 // own retries) fails the task, so no position is ever committed past an undelivered record and

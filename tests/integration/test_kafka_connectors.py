@@ -4,7 +4,8 @@ in a standalone worker on the embedded backbone:
   (a) DatagenSource -> KafkaSink (direct task): 20,000 sequence-numbered records with keys
       (key.mode=seq) and a header added by InsertHeader; a librdkafka consumer (kafka_tool) reads
       the topic from the earliest offset: every seq arrives (0 lost; duplicates counted), its key
-      is its seq, the header is kept, and each key's records stay in one partition in seq order;
+      is its seq, the header is kept, and each key's records stay in one partition in seq order:
+      the partition a Java producer picks (murmur2 of the key, over the topic's 4 partitions);
   (b) a bad producer override (producer.override.acks=maybe) makes the task FAILED with a trace
       naming the key;
   (c) kafka_tool produces 20,000 records -> KafkaSource -> backbone -> FileStreamSink: every one
@@ -39,6 +40,41 @@ TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
 COUNT = 20000
 
 
+PARTITIONS = 4
+
+
+def murmur2(data):
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2): 32-bit, seed 0x9747b28c."""
+    mask = 0xFFFFFFFF
+    m, r = 0x5BD1E995, 24
+    h = (0x9747B28C ^ len(data)) & mask
+    n4 = len(data) // 4
+    for i in range(n4):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> r
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    tail = data[4 * n4:]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if len(tail) >= 1:
+        h ^= tail[0]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h
+
+
+def java_partition(key, partitions):
+    """The Java producer's partition of a keyed record: toPositive(murmur2(key)) % partitions."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
 def main():
     assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
     host, port = BOOTSTRAP.rsplit(":", 1)
@@ -51,9 +87,12 @@ def main():
     w = Worker(d)
     w.start()
 
-    # (a) datagen -> Kafka
+    # (a) datagen -> Kafka, into a topic of 4 partitions
     topic = f"ferry-gen-{run_id}"
     name = f"gen-kafka-{run_id}"
+    p = subprocess.run([TOOL, "produce", "--bootstrap", BOOTSTRAP, "--topic", topic, "--count", "0",
+                        "--partitions", str(PARTITIONS)], capture_output=True, timeout=120)
+    assert p.returncode == 0, f"(a) kafka_tool create: {p.stderr.decode()[-800:]}"
     w.ok("POST", "/connectors", {"name": name, "config": {
         "connector.class": "DatagenSource", "topic": "unused", "format": "string", "key.mode": "seq",
         "max.records": str(COUNT), "transforms": "h", "transforms.h.type": "InsertHeader",
@@ -74,6 +113,10 @@ def main():
         assert r["ts"] > 0, f"(a) seq {seq}: no timestamp"
         seen[seq] = seen.get(seq, 0) + 1
         by_partition.setdefault(r["partition"], []).append((r["offset"], seq))
+        want = java_partition(bytes.fromhex(r["key_hex"]), PARTITIONS)
+        assert r["partition"] == want, \
+            f"(a) key {seq} in partition {r['partition']}, a Java producer puts it in {want}"
+
     missing = [s for s in range(COUNT) if s not in seen]
     assert not missing, f"(a) {len(missing)} of {COUNT} lost, first {missing[:10]}"
     for part, items in by_partition.items():
