@@ -99,10 +99,8 @@ Result<std::optional<std::int64_t>> queryGroupOffset(RocketmqClient& client, con
   return std::optional<std::int64_t>(*off);
 }
 
-namespace {
-
-// UPDATE_CONSUMER_OFFSET (15) of `group` on `queue`.
-RemotingCommand offsetUpdate(const std::string& group, const MessageQueue& queue, std::int64_t offset) {
+RemotingCommand updateGroupOffsetRequest(const std::string& group, const MessageQueue& queue,
+                                         std::int64_t offset) {
   RemotingCommand req;
   req.code = kCodeUpdateConsumerOffset;
   req.extFields["consumerGroup"] = group;
@@ -112,18 +110,16 @@ RemotingCommand offsetUpdate(const std::string& group, const MessageQueue& queue
   return req;
 }
 
-}  // namespace
-
 Status updateGroupOffset(RocketmqClient& client, const std::string& group, const MessageQueue& queue,
                          std::int64_t offset) {
   FERRY_ASSIGN_OR_RETURN(RemotingCommand resp,
-                         brokerCall(client, queue.brokerName, offsetUpdate(group, queue, offset)));
+                         brokerCall(client, queue.brokerName, updateGroupOffsetRequest(group, queue, offset)));
   return responseStatus(resp, "setting the offset of group " + group + " on " + queue.toString());
 }
 
 Status setGroupOffset(RocketmqClient& client, const std::string& group, const MessageQueue& queue,
                       std::int64_t offset) {
-  const RemotingCommand req = offsetUpdate(group, queue, offset);
+  const RemotingCommand req = updateGroupOffsetRequest(group, queue, offset);
   FERRY_ASSIGN_OR_RETURN(RemotingCommand resp, brokerCall(client, queue.brokerName, req));
   if (resp.code == kRespSubscriptionGroupNotExist) {
     FERRY_RETURN_IF_ERROR(createGroup(client, group, {queue.brokerName}));

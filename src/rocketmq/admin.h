@@ -90,7 +90,9 @@ Result<ConsumeStats> parseConsumeStats(std::string_view body);
 Result<ConsumeStats> consumeStats(RocketmqClient& client, const std::string& group,
                                   const std::string& topic = {});
 
-// The requests above as sent to a broker of `brokerVersion` (pure; for tests).
+// The requests above as sent to a broker of `brokerVersion` (pure; also used by PullConsumer).
+RemotingCommand updateGroupOffsetRequest(const std::string& group, const MessageQueue& queue,
+                                         std::int64_t offset);
 RemotingCommand queryGroupOffsetRequest(const std::string& group, const MessageQueue& queue,
                                         std::int32_t brokerVersion);
 RemotingCommand deleteGroupRequest(const std::string& group, std::int32_t brokerVersion);

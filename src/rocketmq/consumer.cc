@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/allocation.h"
+#include "rocketmq/admin.h"
 #include "rocketmq/fastjson.h"
 #include "core/clock.h"
 #include "core/logging.h"
@@ -758,17 +759,6 @@ Result<std::vector<PulledMessage>> PullConsumer::Impl::poll(std::size_t max,
 
 namespace {
 
-RemotingCommand updateOffsetRequest(const std::string& group, const MessageQueue& mq,
-                                    std::int64_t offset) {
-  RemotingCommand req;
-  req.code = kCodeUpdateConsumerOffset;
-  req.extFields["consumerGroup"] = group;
-  req.extFields["topic"] = mq.topic;
-  req.extFields["queueId"] = std::to_string(mq.queueId);
-  req.extFields["commitOffset"] = std::to_string(offset);
-  return req;
-}
-
 // Sends every request (in parallel) and waits for all answers.
 std::vector<Result<RemotingCommand>> invokeAll(
     RocketmqClient& client, std::vector<std::pair<std::string, RemotingCommand>> requests) {
@@ -849,7 +839,7 @@ Status PullConsumer::Impl::commit(const std::map<MessageQueue, std::int64_t>& of
       continue;
     }
     sent.push_back(mq);
-    requests.emplace_back(*addr, updateOffsetRequest(options_.group, mq, offset));
+    requests.emplace_back(*addr, updateGroupOffsetRequest(options_.group, mq, offset));
   }
   if (unassigned + stale > 0) {
     log()->debug("consumer {}: commit ignored {} queue(s) not assigned (or not started yet) and {} "
@@ -888,14 +878,9 @@ void PullConsumer::Impl::persist(bool recheckAll) {
       const MessageQueue& mq = c.q->mq;
       auto addr = client_.brokerAddress(mq.brokerName);
       if (!addr.isOk()) continue;
-      RemotingCommand req;
-      req.code = kCodeQueryConsumerOffset;
-      req.extFields["consumerGroup"] = options_.group;
-      req.extFields["topic"] = mq.topic;
-      req.extFields["queueId"] = std::to_string(mq.queueId);
-      req.extFields["setZeroIfNotFound"] = "false";  // 5.x; 4.9.x answers 0 when not found
       checks.push_back(c);
-      queries.emplace_back(*addr, std::move(req));
+      queries.emplace_back(*addr, queryGroupOffsetRequest(options_.group, mq,
+                                                          client_.knownVersion(*addr)));
     }
   }
   if (checks.empty()) return;
@@ -942,7 +927,7 @@ void PullConsumer::Impl::persist(bool recheckAll) {
         continue;
       }
       sent.push_back(c.q->mq);
-      updates.emplace_back(addrs[i], updateOffsetRequest(options_.group, c.q->mq, c.value));
+      updates.emplace_back(addrs[i], updateGroupOffsetRequest(options_.group, c.q->mq, c.value));
     }
   }
   auto answers2 = invokeOffsetUpdates(client_, std::move(updates));
