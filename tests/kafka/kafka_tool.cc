@@ -32,6 +32,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "kafka/rdkafka_util.h"
 
@@ -239,7 +240,13 @@ int admin(const std::string& bootstrap, const std::string& what, const std::stri
       const int parts = all->count(topic) ? (*all)[topic] : 0;
       std::int64_t end = 0;
       for (int p = 0; p < parts && rc == 0; ++p) {
+        // A topic auto-created a moment ago has no leader yet ("Not leader for partition"):
+        // retry for a while as Kafka's own tools do for retriable errors.
         auto w = ferry::kafka::watermarks(*rk, topic, p, 10000);
+        for (int tries = 0; !w.isOk() && tries < 40; ++tries) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(250));
+          w = ferry::kafka::watermarks(*rk, topic, p, 10000);
+        }
         if (!w.isOk()) {
           std::cerr << w.status().toString() << "\n";
           rc = 1;
