@@ -1,7 +1,7 @@
 // The ferry binary.
 //
-//   ferry standalone worker.properties [connector.json|.yaml|.properties ...]
-//   ferry distributed worker.properties [connector.json|.yaml|.properties ...]   (src/cluster/README.md)
+//   ferry standalone worker.properties [connector.json|.yaml|.properties|pipeline.json ...]
+//   ferry distributed worker.properties [connector.json|.yaml|.properties|pipeline.json ...]   (src/cluster/README.md)
 //   ferry ctl [--url URL] <command> ...      (see apps/ferry/ctl.h)
 //   ferry passwd NAME ROLE / ferry token NAME ROLE  (REST credentials, apps/ferry/credentials.h)
 //   ferry version
@@ -33,8 +33,11 @@
 #include "runtime/log_position_store.h"
 #include "backbone/rocketmq/rocketmq_backbone.h"
 #include "control/distributed_herder.h"
+#include "control/pipeline.h"
+#include "control/pipeline_ops.h"
 #include "control/standalone_herder.h"
 #include "core/fs.h"
+#include "core/json_bounds.h"
 #include "core/logging.h"
 #include "core/private_paths.h"
 #include "core/properties.h"
@@ -61,8 +64,8 @@ constexpr int kExitUsage = 2;
 void usage(std::ostream& out) {
   out << "ferry " << FERRY_VERSION << " — a native data-integration runtime\n\n"
       << "usage:\n"
-      << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
-      << "  ferry distributed WORKER.properties [CONNECTOR.json|.yaml|.properties ...]\n"
+      << "  ferry standalone WORKER.properties [CONNECTOR.json|.yaml|.properties|PIPELINE.json ...]\n"
+      << "  ferry distributed WORKER.properties [CONNECTOR.json|.yaml|.properties|PIPELINE.json ...]\n"
       << "  ferry ctl [--url URL] list|get|create|apply|status|pause|resume|stop|restart|delete|offsets|plugins|validate ...\n"
       << "  ferry passwd NAME ROLE [--iterations N]   (password on stdin; prints a rest.auth.users.file line)\n"
       << "  ferry token NAME ROLE                      (prints a new token and its rest.auth.tokens.file line)\n"
@@ -244,12 +247,31 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   return 0;
 }
 
-// Connector definition files: each is created, or updated when its config changed.
+// Whether a definition file holds a pipeline (control/pipeline.h): a JSON object whose "source" is
+// an object. A connector's own keys are scalars, so no connector definition looks like this.
+bool isPipelineDefinition(std::string_view text) {
+  auto j = ferry::core::parseJsonBounded<nlohmann::json>(text, ferry::core::kConfigJsonLimits);
+  if (!j.isOk() || !j->is_object()) return false;
+  auto src = j->find("source");
+  return src != j->end() && src->is_object();
+}
+
+// Connector and pipeline definition files: each is created, or updated when its config changed.
 ferry::Status applyConnectorFiles(ferry::control::Herder& herder, int argc, char** argv, int first) {
   using namespace ferry;
   for (int i = first; i < argc; ++i) {
     auto def = core::readFile(argv[i]);
     if (!def.isOk()) return def.status();
+    if (isPipelineDefinition(*def)) {
+      auto spec = control::parsePipeline(*def, std::nullopt);
+      if (!spec.isOk()) return Status::invalidArgument(std::string(argv[i]) + ": " + spec.status().message());
+      auto created = control::applyPipeline(herder, *spec, control::PipelineWrite::kCreateOrReplace);
+      if (!created.isOk())
+        return Status::invalidArgument(std::string(argv[i]) + ": pipeline " + spec->name + ": " +
+                                       created.status().message());
+      core::logger("worker")->info("{} pipeline {} from {}", *created ? "created" : "applied", spec->name, argv[i]);
+      continue;
+    }
     auto parsed = core::parseConnectorDefinition(*def);
     if (!parsed.isOk()) return Status::invalidArgument(std::string(argv[i]) + ": " + parsed.status().message());
     bool created = false;

@@ -182,4 +182,37 @@ template Result<nlohmann::ordered_json> parseJsonBounded<nlohmann::ordered_json>
 template int documentDepth<nlohmann::json>(const nlohmann::json&);
 template int documentDepth<nlohmann::ordered_json>(const nlohmann::ordered_json&);
 
+std::optional<std::string> jsonScalarText(const nlohmann::json& v) {
+  using J = nlohmann::json;
+  switch (v.type()) {
+    case J::value_t::string:
+      return v.get_ref<const std::string&>();
+    case J::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case J::value_t::number_integer:
+      return std::to_string(v.get<std::int64_t>());
+    case J::value_t::number_unsigned:
+      return std::to_string(v.get<std::uint64_t>());
+    case J::value_t::number_float:
+      return v.dump();
+    default:
+      return std::nullopt;
+  }
+}
+
+Result<StringMap> jsonObjectToStringMap(const nlohmann::json& obj, const std::string& what) {
+  if (!obj.is_object())
+    return Status::invalidArgument("'" + what + "' must be a JSON object of string values, not " +
+                                   std::string(obj.type_name()));
+  StringMap out;
+  for (const auto& [k, v] : obj.items()) {
+    auto text = jsonScalarText(v);
+    if (!text)
+      return Status::invalidArgument("value of '" + k + "' in '" + what +
+                                     "' must be a string, number or boolean, not " + std::string(v.type_name()));
+    out.emplace(k, std::move(*text));
+  }
+  return out;
+}
+
 }  // namespace ferry::core

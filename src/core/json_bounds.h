@@ -15,9 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "ferry/config.h"
 #include "ferry/result.h"
 
 namespace ferry::core {
@@ -60,5 +62,14 @@ int documentDepth(const J& doc);
 
 extern template int documentDepth<nlohmann::json>(const nlohmann::json&);
 extern template int documentDepth<nlohmann::ordered_json>(const nlohmann::ordered_json&);
+
+// A scalar JSON value as config text (strings as they are, booleans as true/false, numbers as
+// JSON writes them); nullopt for null, objects and arrays.
+std::optional<std::string> jsonScalarText(const nlohmann::json& v);
+
+// A JSON object whose values are strings, numbers or booleans, as a StringMap (connector configs
+// in REST bodies and pipeline definitions). `what` names the object in messages, e.g. "config" or
+// "sinks[1]".
+Result<StringMap> jsonObjectToStringMap(const nlohmann::json& obj, const std::string& what);
 
 }  // namespace ferry::core

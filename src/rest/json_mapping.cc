@@ -13,39 +13,12 @@ std::string describe(const Json& v) {
   return std::string(v.type_name());  // "object", "array", "null", "number", ...
 }
 
-// A scalar JSON value as config text; nullopt for null, objects and arrays.
-std::optional<std::string> scalarText(const Json& v) {
-  switch (v.type()) {
-    case Json::value_t::string:
-      return v.get_ref<const std::string&>();
-    case Json::value_t::boolean:
-      return v.get<bool>() ? "true" : "false";
-    case Json::value_t::number_integer:
-      return std::to_string(v.get<std::int64_t>());
-    case Json::value_t::number_unsigned:
-      return std::to_string(v.get<std::uint64_t>());
-    case Json::value_t::number_float:
-      return v.dump();
-    default:
-      return std::nullopt;
-  }
-}
+std::optional<std::string> scalarText(const Json& v) { return core::jsonScalarText(v); }
 
 }  // namespace
 
 Result<StringMap> toStringMap(const Json& obj, const std::string& what) {
-  if (!obj.is_object())
-    return Status::invalidArgument("'" + what + "' must be a JSON object of string values, not " +
-                                   describe(obj));
-  StringMap out;
-  for (const auto& [k, v] : obj.items()) {
-    auto text = scalarText(v);
-    if (!text)
-      return Status::invalidArgument("value of '" + k + "' in '" + what +
-                                     "' must be a string, number or boolean, not " + describe(v));
-    out.emplace(k, std::move(*text));
-  }
-  return out;
+  return core::jsonObjectToStringMap(obj, what);
 }
 
 namespace {

@@ -15,7 +15,8 @@
 #include "core/logging.h"
 #include "rest/http_server.h"
 #include "rest/json_mapping.h"
-#include "rest/pipeline.h"
+#include "control/pipeline.h"
+#include "control/pipeline_ops.h"
 #include "rest/rule_trial.h"
 #include "rest/prometheus.h"
 #include "runtime/secrets.h"
@@ -36,6 +37,12 @@ std::string internalError(std::string_view request, std::string_view detail) {
 using http::Request;
 using http::Response;
 using Params = std::vector<std::string>;
+using control::materialisePipeline;
+using control::parsePipeline;
+using control::pipelineFromConnectors;
+using control::pipelineJson;
+using control::PipelineSpec;
+using control::validatePipelineName;
 
 // Percent-decodes one path segment. Decoding the whole path before splitting would turn a
 // connector name containing %2F into two segments; we split the raw target instead.
@@ -558,26 +565,8 @@ class RestServer::Routes {
 
   // --- pipelines (pipeline.h): a source + transforms + sinks materialised as connectors
 
-  // The connectors whose `pipeline` key is `name`, with their configs.
-  std::vector<PipelineConnector> pipelineConnectors(const std::string& name) const {
-    std::vector<PipelineConnector> out;
-    for (const auto& c : herder_.connectors()) {
-      auto config = herder_.connectorConfig(c);
-      if (!config.isOk()) continue;  // deleted meanwhile
-      auto it = config->find(kPipelineKey);
-      if (it != config->end() && it->second == name) out.push_back({c, std::move(*config)});
-    }
-    return out;
-  }
-
   void listPipelines(const Request&, Response& res, const Params&) {
-    std::set<std::string> names;
-    for (const auto& c : herder_.connectors()) {
-      auto config = herder_.connectorConfig(c);
-      if (!config.isOk()) continue;
-      if (auto it = config->find(kPipelineKey); it != config->end() && !it->second.empty()) names.insert(it->second);
-    }
-    sendJson(res, 200, Json(std::vector<std::string>(names.begin(), names.end())));
+    sendJson(res, 200, Json(control::pipelineNames(herder_)));
   }
 
   // The pipeline as declared plus its connectors and their states.
@@ -604,57 +593,19 @@ class RestServer::Routes {
     return j;
   }
 
-  // Validates every connector of the pipeline before any is created, so a bad pipeline leaves
-  // nothing behind. Errors are named in the pipeline's terms (source.x, sinks[1].y, transforms.z).
-  Status validatePipeline(const PipelineSpec& spec, const std::vector<PipelineConnector>& connectors) const {
-    std::string errors;
-    int count = 0;
-    for (const auto& c : connectors) {
-      auto report = herder_.validateConfig(c.config.at("connector.class"), c.config);
-      if (!report.isOk()) {
-        // NotFound: an unknown class; say which field named it.
-        const bool sinkSide = c.name != spec.name && c.name != spec.name + "-source";
-        const std::string field = sinkSide ? pipelineField(spec, c.name, "connector.class")
-                                           : "source.connector.class";
-        return Status::invalidArgument(field + ": " + report.status().message());
-      }
-      for (const auto& k : report->keys)
-        for (const auto& e : k.errors) {
-          errors += "\n  " + pipelineField(spec, c.name, k.definition.name) + ": " + e;
-          ++count;
-        }
-    }
-    if (count == 0) return Status::ok();
-    return Status::invalidArgument("pipeline '" + spec.name + "' is invalid (" + std::to_string(count) +
-                                   (count == 1 ? " error" : " errors") + "):" + errors);
-  }
-
+  // Validation, creation, replacement and rollback live in control/pipeline_ops.h (the worker's
+  // pipeline files use them too); these routes parse, call and render.
   void createPipeline(const Request& req, Response& res, const Params&) {
     auto spec = parsePipeline(req.body, std::nullopt);
     if (!spec.isOk()) return sendStatus(res, spec.status());
-    if (!pipelineConnectors(spec->name).empty())
-      return sendError(res, 409, "pipeline " + spec->name + " already exists");
-    auto connectors = materialisePipeline(*spec);
-    for (const auto& c : connectors)
-      if (herder_.connectorInfo(c.name).isOk())
-        return sendError(res, 409, "pipeline " + spec->name + " needs connector name '" + c.name +
-                                       "', which another connector already has");
-    if (auto s = validatePipeline(*spec, connectors); !s.isOk()) return sendStatus(res, s);
-    std::vector<std::string> made;
-    for (const auto& c : connectors) {
-      auto created = herder_.createConnector(c.name, c.config, std::nullopt);
-      if (!created.isOk()) {
-        for (const auto& m : made) (void)herder_.deleteConnector(m);  // leave nothing half made
-        return sendWriteStatus(res, created.status().withContext("connector " + c.name));
-      }
-      made.push_back(c.name);
-    }
+    auto created = control::applyPipeline(herder_, *spec, control::PipelineWrite::kCreate);
+    if (!created.isOk()) return sendWriteStatus(res, created.status());
     res.set_header("Location", "/pipelines/" + spec->name);
     sendJson(res, 201, pipelineView(*spec));
   }
 
   void getPipeline(const Request&, Response& res, const Params& p) {
-    auto connectors = pipelineConnectors(p[0]);
+    auto connectors = control::pipelineConnectors(herder_, p[0]);
     if (connectors.empty()) return sendError(res, 404, "pipeline " + p[0] + " not found");
     auto spec = pipelineFromConnectors(p[0], connectors);
     if (!spec.isOk()) return sendStatus(res, spec.status());
@@ -665,39 +616,14 @@ class RestServer::Routes {
     if (auto s = validatePipelineName(p[0]); !s.isOk()) return sendStatus(res, s);
     auto spec = parsePipeline(req.body, p[0]);
     if (!spec.isOk()) return sendStatus(res, spec.status());
-    const auto existing = pipelineConnectors(p[0]);
-    auto connectors = materialisePipeline(*spec);
-    std::set<std::string> mine;
-    for (const auto& c : existing) mine.insert(c.name);
-    for (const auto& c : connectors)
-      if (!mine.count(c.name) && herder_.connectorInfo(c.name).isOk())
-        return sendError(res, 409, "pipeline " + spec->name + " needs connector name '" + c.name +
-                                       "', which another connector already has");
-    if (auto s = validatePipeline(*spec, connectors); !s.isOk()) return sendStatus(res, s);
-    std::set<std::string> keep;
-    for (const auto& c : connectors) keep.insert(c.name);
-    for (const auto& c : existing)
-      if (!keep.count(c.name))
-        if (auto s = herder_.deleteConnector(c.name); !s.isOk() && s.code() != StatusCode::kNotFound)
-          return sendStatus(res, s.withContext("removing connector " + c.name));
-    for (const auto& c : connectors) {
-      bool created = false;
-      StringMap config = c.config;
-      for (const auto& e : existing)
-        if (e.name == c.name) config = runtime::restoreHidden(std::move(config), e.config);
-      auto info = herder_.putConnectorConfig(c.name, config, &created);
-      if (!info.isOk()) return sendWriteStatus(res, info.status().withContext("connector " + c.name));
-    }
-    if (existing.empty()) res.set_header("Location", "/pipelines/" + spec->name);
-    sendJson(res, existing.empty() ? 201 : 200, pipelineView(*spec));
+    auto created = control::applyPipeline(herder_, *spec, control::PipelineWrite::kCreateOrReplace);
+    if (!created.isOk()) return sendWriteStatus(res, created.status());
+    if (*created) res.set_header("Location", "/pipelines/" + spec->name);
+    sendJson(res, *created ? 201 : 200, pipelineView(*spec));
   }
 
   void deletePipeline(const Request&, Response& res, const Params& p) {
-    auto connectors = pipelineConnectors(p[0]);
-    if (connectors.empty()) return sendError(res, 404, "pipeline " + p[0] + " not found");
-    for (const auto& c : connectors)
-      if (auto s = herder_.deleteConnector(c.name); !s.isOk() && s.code() != StatusCode::kNotFound)
-        return sendStatus(res, s.withContext("connector " + c.name));
+    if (auto s = control::removePipeline(herder_, p[0]); !s.isOk()) return sendStatus(res, s);
     res.status = 204;
   }
 

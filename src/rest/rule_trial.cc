@@ -1,7 +1,7 @@
 // POST /rules/test (see rule_trial.h).
 #include "rest/rule_trial.h"
 
-#include "rest/pipeline.h"
+#include "control/pipeline.h"
 
 #include <set>
 
@@ -9,6 +9,9 @@
 
 namespace ferry::rest {
 namespace {
+
+using control::addAliasedKeys;
+using control::parseAliasedList;
 
 Status fieldError(const std::string& field, const std::string& what) {
   return Status::invalidArgument(field + ": " + what);

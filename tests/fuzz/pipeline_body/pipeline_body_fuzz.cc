@@ -9,10 +9,12 @@
 #include <string>
 #include <string_view>
 
-#include "rest/pipeline.h"
+#include "control/pipeline.h"
+#include "rest/json_mapping.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace ferry::rest;
+  using namespace ferry::control;
+  using ferry::rest::dumpJson;
   std::string_view body(reinterpret_cast<const char*>(data), size);
   (void)parsePipeline(body, std::string("p"));
   auto spec = parsePipeline(body, std::nullopt);

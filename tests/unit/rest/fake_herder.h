@@ -57,6 +57,13 @@ class FakeHerder : public control::Herder {
     return calls_;
   }
 
+  // Creating or writing the config of this connector fails (Unavailable) from now on, as when
+  // the config store cannot be written; "" = none.
+  void setFailWritesOf(std::string name) {
+    std::lock_guard l(mu_);
+    failWritesOf_ = std::move(name);
+  }
+
   // connectors() throws this text from now on (an unexpected failure inside a handler).
   void setThrowOnList(std::string what) {
     std::lock_guard l(mu_);
@@ -87,6 +94,7 @@ class FakeHerder : public control::Herder {
       std::optional<store::TargetState> initial) override {
     std::lock_guard l(mu_);
     if (entries_.count(name)) return Status::alreadyExists("connector " + name + " already exists");
+    if (name == failWritesOf_) return Status::unavailable("config store of " + name + " unreachable");
     if (auto s = check(config); !s.isOk()) return s;
     Entry& e = entries_[name];
     e.config = config;
@@ -98,6 +106,7 @@ class FakeHerder : public control::Herder {
                                                     const StringMap& config,
                                                     bool* created) override {
     std::lock_guard l(mu_);
+    if (name == failWritesOf_) return Status::unavailable("config store of " + name + " unreachable");
     if (auto s = check(config); !s.isOk()) return s;
     *created = entries_.count(name) == 0;
     Entry& e = entries_[name];
@@ -335,6 +344,7 @@ class FakeHerder : public control::Herder {
   std::string healthProblem_;            // guarded by mu_
   std::string clusterJson_;              // guarded by mu_
   int stillStopping_ = 0;                // guarded by mu_
+  std::string failWritesOf_;
   std::string throwOnList_;              // guarded by mu_
   std::vector<std::string> calls_;        // guarded by mu_
 };

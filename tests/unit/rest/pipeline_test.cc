@@ -1,10 +1,10 @@
 // Pipelines: parsing, materialisation as connectors, and back.
-#include "rest/pipeline.h"
+#include "control/pipeline.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace ferry::rest {
+namespace ferry::control {
 namespace {
 
 using ::testing::HasSubstr;
@@ -241,4 +241,4 @@ TEST(Pipeline, BadFilterOrRuleFieldsAreNamed) {
 }
 
 }  // namespace
-}  // namespace ferry::rest
+}  // namespace ferry::control

@@ -648,6 +648,47 @@ TEST_F(RestServerTest, PipelinesAreMaterialisedAsConnectors) {
   expectError(call("DELETE", "/pipelines/p"), 404);
 }
 
+TEST_F(RestServerTest, APipelineWriteThatFailsHalfwayIsUndone) {
+  // control/pipeline_ops.h: a write that fails after some connectors were changed puts every
+  // connector back as it was (before, PUT left the pipeline half replaced).
+  ASSERT_EQ(call("POST", "/pipelines", R"({"name": "p", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "sinks": [{"connector.class": "FileStreamSink", "file": "/a"},
+                {"connector.class": "FileStreamSink", "file": "/b"}]})").status, 201);
+  auto unchanged = [&](const char* when) {
+    EXPECT_EQ(call("GET", "/connectors").json, Json::array({"p-sink-1", "p-sink-2", "p-source"})) << when;
+    EXPECT_EQ(call("GET", "/connectors/p-source/config").json["file"], "/in") << when;
+    EXPECT_EQ(call("GET", "/connectors/p-sink-1/config").json["file"], "/a") << when;
+    EXPECT_EQ(call("GET", "/connectors/p-sink-2/config").json["file"], "/b") << when;
+  };
+  // A third sink whose creation fails: the source and the first sinks get their old configs back.
+  herder_.setFailWritesOf("p-sink-3");
+  auto grown = call("PUT", "/pipelines/p", R"({"mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in2"},
+      "sinks": [{"connector.class": "FileStreamSink", "file": "/a2"},
+                {"connector.class": "FileStreamSink", "file": "/b2"},
+                {"connector.class": "FileStreamSink", "file": "/c"}]})");
+  EXPECT_THAT(expectError(grown, 500), HasSubstr("connector p-sink-3: config store of p-sink-3 unreachable"));
+  EXPECT_THAT(grown.body, HasSubstr("other changes were undone"));
+  unchanged("after a failed grow");
+  // One sink fewer and the kept sink's write fails: the removed sink comes back too.
+  herder_.setFailWritesOf("p-sink-1");
+  auto shrunk = call("PUT", "/pipelines/p", R"({"mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in3"},
+      "sink": {"connector.class": "FileStreamSink", "file": "/a3"}})");
+  expectError(shrunk, 500);
+  unchanged("after a failed shrink");
+  // Creating: what was created before the failure is deleted again.
+  herder_.setFailWritesOf("q-sink-2");
+  auto q = call("POST", "/pipelines", R"({"name": "q", "mode": "backbone",
+      "source": {"connector.class": "FileStreamSource", "file": "/in"},
+      "sinks": [{"connector.class": "FileStreamSink", "file": "/a"},
+                {"connector.class": "FileStreamSink", "file": "/b"}]})");
+  expectError(q, 500);
+  expectError(call("GET", "/pipelines/q"), 404);
+  unchanged("after a failed create of another pipeline");
+}
+
 TEST_F(RestServerTest, ABadPipelineIsRefusedWholeNamingItsFields) {
   // The second sink lacks its required `file`: nothing may be created, and the error names
   // the pipeline field, not the connector key.

@@ -1,6 +1,7 @@
 // Pipelines: a source, a transform chain and one or more sinks declared as one object
-// (REST `/pipelines`), materialised as ordinary connectors. Pure functions, no I/O; the routes in
-// rest_server.cc drive the Herder with what these return.
+// (REST `/pipelines`, pipeline files given to `ferry standalone|distributed`), materialised as
+// ordinary connectors. Pure functions, no I/O; control/pipeline_ops.h applies them to a Herder
+// (validate, create, replace, delete, with rollback) for the REST routes and the worker's files.
 //
 // Body (POST /pipelines; PUT /pipelines/{name} takes the same body, name optional):
 //   {"name": "iot-up",
@@ -39,9 +40,11 @@
 
 #include "ferry/config.h"
 #include "ferry/result.h"
-#include "rest/json_mapping.h"
+#include <nlohmann/json.hpp>
 
-namespace ferry::rest {
+namespace ferry::control {
+
+using Json = nlohmann::json;
 
 inline constexpr const char* kPipelineKey = "pipeline";
 inline constexpr const char* kPipelineRoleKey = "pipeline.role";
@@ -106,4 +109,4 @@ Result<PipelineSpec> pipelineFromConnectors(const std::string& name, const std::
 // The body shape above, with "transforms" and "sinks" always as lists.
 Json pipelineJson(const PipelineSpec& spec);
 
-}  // namespace ferry::rest
+}  // namespace ferry::control

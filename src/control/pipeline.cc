@@ -1,13 +1,14 @@
 // Pipelines <-> connectors (see pipeline.h).
-#include "rest/pipeline.h"
+#include "control/pipeline.h"
 
 #include <algorithm>
 #include <charconv>
 #include <set>
 
+#include "core/json_bounds.h"
 #include "runtime/config_util.h"
 
-namespace ferry::rest {
+namespace ferry::control {
 namespace {
 
 Status fieldError(const std::string& field, const std::string& message) {
@@ -82,7 +83,7 @@ Result<std::vector<PipelineTransform>> parseAliasedList(const Json& list, const 
   std::set<std::string> aliases;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string item = field + "[" + std::to_string(i) + "]";
-    FERRY_ASSIGN_OR_RETURN(StringMap cfg, toStringMap(list[i], item));
+    FERRY_ASSIGN_OR_RETURN(StringMap cfg, core::jsonObjectToStringMap(list[i], item));
     PipelineTransform tr;
     if (auto a = cfg.find("alias"); a != cfg.end()) {
       tr.alias = a->second;
@@ -125,7 +126,9 @@ Status validatePipelineName(std::string_view name) {
 }
 
 Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<std::string>& pathName) {
-  FERRY_ASSIGN_OR_RETURN(Json j, parseJson(body));
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return Status::invalidArgument("a pipeline must be a JSON object; the text is empty");
+  FERRY_ASSIGN_OR_RETURN(Json j, core::parseJsonBounded<Json>(body, core::kConfigJsonLimits));
   if (!j.is_object()) return Status::invalidArgument("a pipeline must be a JSON object");
   static const std::set<std::string> kFields = {"name", "mode", "source", "transforms", "sink", "sinks", "topic",
                                                 "filter"};
@@ -154,7 +157,7 @@ Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<st
 
   auto src = j.find("source");
   if (src == j.end() || src->is_null()) return fieldError("source", "required (a source connector's config)");
-  FERRY_ASSIGN_OR_RETURN(spec.source, toStringMap(*src, "source"));
+  FERRY_ASSIGN_OR_RETURN(spec.source, core::jsonObjectToStringMap(*src, "source"));
   if (runtime::configValue(spec.source, "connector.class").empty())
     return fieldError("source.connector.class", "required");
 
@@ -171,12 +174,12 @@ Result<PipelineSpec> parsePipeline(std::string_view body, const std::optional<st
   const bool hasOne = one != j.end() && !one->is_null(), hasMany = many != j.end() && !many->is_null();
   if (hasOne && hasMany) return fieldError("sink", "give either \"sink\" or \"sinks\", not both");
   if (hasOne) {
-    FERRY_ASSIGN_OR_RETURN(StringMap s, toStringMap(*one, "sink"));
+    FERRY_ASSIGN_OR_RETURN(StringMap s, core::jsonObjectToStringMap(*one, "sink"));
     spec.sinks.push_back(std::move(s));
   } else if (hasMany) {
     if (!many->is_array() || many->empty()) return fieldError("sinks", "must be a non-empty list of sink configs");
     for (std::size_t i = 0; i < many->size(); ++i) {
-      FERRY_ASSIGN_OR_RETURN(StringMap s, toStringMap((*many)[i], "sinks[" + std::to_string(i) + "]"));
+      FERRY_ASSIGN_OR_RETURN(StringMap s, core::jsonObjectToStringMap((*many)[i], "sinks[" + std::to_string(i) + "]"));
       spec.sinks.push_back(std::move(s));
     }
   } else {
@@ -359,4 +362,4 @@ Json pipelineJson(const PipelineSpec& spec) {
   return j;
 }
 
-}  // namespace ferry::rest
+}  // namespace ferry::control
