@@ -1,0 +1,117 @@
+// mochi-server: a second MQTT broker for ferry's MQTT tests, beside mosquitto. It is mochi-mqtt
+// (github.com/mochi-mqtt/server/v2, MQTT 3.1.1 and 5 in Go) with ferry's test listeners, run by
+// scripts/services/mochi. Sessions, their subscriptions and their in-flight QoS 1/2 messages live
+// in memory: they survive a client's kill -9 and reconnect, not a restart of this broker.
+//
+// Listeners (127.0.0.1 unless -host says otherwise):
+//
+//	-port      plain, anonymous allowed
+//	-auth-port plain, user/password required (-user / -password)
+//	-tls-port  TLS with -cert/-key, user/password required (0: off)
+//
+// It prints "ready" on stdout once every listener accepts connections, and stops cleanly on
+// SIGTERM/SIGINT.
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// credentialHook lets anyone connect on the plain listener and asks for the user and password
+// on the others (as mosquitto's per-listener settings do in scripts/services/mosquitto).
+type credentialHook struct {
+	mqtt.HookBase
+	open     string // listener id where anonymous clients are allowed
+	user     string
+	password string
+}
+
+func (h *credentialHook) ID() string { return "ferry-credentials" }
+
+func (h *credentialHook) Provides(b byte) bool {
+	return bytes.Contains([]byte{mqtt.OnConnectAuthenticate, mqtt.OnACLCheck}, []byte{b})
+}
+
+func (h *credentialHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	if cl.Net.Listener == h.open {
+		return true
+	}
+	return string(pk.Connect.Username) == h.user && string(pk.Connect.Password) == h.password
+}
+
+func (h *credentialHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool { return true }
+
+func main() {
+	host := flag.String("host", "127.0.0.1", "address to listen on")
+	port := flag.Int("port", 1893, "plain listener, anonymous")
+	authPort := flag.Int("auth-port", 1894, "plain listener, user/password (0: off)")
+	tlsPort := flag.Int("tls-port", 0, "TLS listener, user/password (0: off)")
+	cert := flag.String("cert", "", "server certificate (PEM) for -tls-port")
+	key := flag.String("key", "", "server key (PEM) for -tls-port")
+	user := flag.String("user", "ferry", "user name on the auth and TLS listeners")
+	password := flag.String("password", "ferry-secret", "password on the auth and TLS listeners")
+	debug := flag.Bool("debug", false, "log every client event")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	caps := mqtt.NewDefaultServerCapabilities()
+	// mochi drops a message (until the next reconnect re-sends it) when a client's write queue is
+	// full; the tests push bursts of thousands of messages, so give the queue room for them.
+	caps.MaximumClientWritesPending = 1 << 16
+	server := mqtt.New(&mqtt.Options{
+		Capabilities: caps,
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	})
+	if err := server.AddHook(&credentialHook{open: "plain", user: *user, password: *password}, nil); err != nil {
+		fail(err)
+	}
+	addr := func(p int) string { return *host + ":" + strconv.Itoa(p) }
+	if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "plain", Address: addr(*port)})); err != nil {
+		fail(err)
+	}
+	if *authPort != 0 {
+		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "auth", Address: addr(*authPort)})); err != nil {
+			fail(err)
+		}
+	}
+	if *tlsPort != 0 {
+		pair, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			fail(fmt.Errorf("TLS key pair: %w", err))
+		}
+		cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "tls", Address: addr(*tlsPort), TLSConfig: cfg})); err != nil {
+			fail(err)
+		}
+	}
+	// AddListener binds at once, so every port is open here.
+	if err := server.Serve(); err != nil {
+		fail(err)
+	}
+	fmt.Println("ready")
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	_ = server.Close()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "mochi-server:", err)
+	os.Exit(1)
+}
