@@ -1,5 +1,6 @@
-// MqttClient against a real Eclipse Mosquitto (scripts/services/mosquitto start). Addresses come
-// from FERRY_MQTT_* (`scripts/services/mosquitto env`), defaulting to what the script uses. The
+// MqttClient against a real broker: Eclipse Mosquitto (scripts/services/mosquitto start) or, with
+// FERRY_MQTT_BROKER=mochi, mochi-mqtt (scripts/services/mochi start). Addresses come from
+// FERRY_MQTT_* (`scripts/services/<broker> env`), defaulting to what the script uses. The
 // tests fail, not skip, when the broker is unreachable. Every topic carries a per-run prefix so
 // retained messages and persistent sessions of earlier runs never interfere.
 #include <gtest/gtest.h>
@@ -26,11 +27,14 @@ std::string env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
 }
-std::uint16_t envPort(const char* name, int fallback) {
-  return static_cast<std::uint16_t>(std::stoi(env(name, std::to_string(fallback))));
+bool mochi() { return env("FERRY_MQTT_BROKER", "mosquitto") == "mochi"; }
+// The broker's default port for a listener: mosquitto's 18830.. or mochi's 1893.. (+ offset).
+int defaultPort(int offset) { return (mochi() ? 1893 : 18830) + offset; }
+std::uint16_t envPort(const char* name, int offset) {
+  return static_cast<std::uint16_t>(std::stoi(env(name, std::to_string(defaultPort(offset)))));
 }
 std::string certDir() {
-  return env("HOME", "/root") + "/.cache/ferry-peers/mosquitto/run/certs/";
+  return env("HOME", "/root") + "/.cache/ferry-peers/" + (mochi() ? "mochi" : "mosquitto") + "/run/certs/";
 }
 const std::string& runPrefix() {
   static const std::string p =
@@ -42,7 +46,7 @@ std::string topic(const std::string& rest) { return runPrefix() + "/" + rest; }
 ClientOptions plain(Version v = Version::k5, const std::string& id = "") {
   ClientOptions o;
   o.host = env("FERRY_MQTT_HOST", "127.0.0.1");
-  o.port = envPort("FERRY_MQTT_PORT", 18830);
+  o.port = envPort("FERRY_MQTT_PORT", 0);
   o.version = v;
   o.clientId = id;
   o.connectTimeoutMs = 3000;
@@ -56,7 +60,7 @@ ClientOptions withPassword(ClientOptions o, std::uint16_t port) {
   return o;
 }
 ClientOptions tls(ClientOptions o) {
-  o = withPassword(std::move(o), envPort("FERRY_MQTT_TLS_PORT", 18832));
+  o = withPassword(std::move(o), envPort("FERRY_MQTT_TLS_PORT", 2));
   o.tls.enabled = true;
   o.tls.caFile = env("FERRY_MQTT_CA", certDir() + "ca.crt");
   return o;
@@ -324,14 +328,14 @@ TEST(MqttBrokerOnly, V5PropertiesAndRetainArrive) {
 
 TEST(MqttBrokerOnly, WrongPasswordIsRefusedClearly) {
   for (Version v : {Version::k311, Version::k5}) {
-    auto o = withPassword(plain(v), envPort("FERRY_MQTT_AUTH_PORT", 18831));
+    auto o = withPassword(plain(v), envPort("FERRY_MQTT_AUTH_PORT", 1));
     o.password = "wrong";
     MqttClient c(o);
     Status st = c.connect();
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.toString();
     EXPECT_NE(st.message().find("not authorized"), std::string::npos) << st.toString();
   }
-  auto ok = withPassword(plain(), envPort("FERRY_MQTT_AUTH_PORT", 18831));
+  auto ok = withPassword(plain(), envPort("FERRY_MQTT_AUTH_PORT", 1));
   MqttClient good(ok);
   EXPECT_TRUE(good.connect().isOk());
 }
@@ -380,7 +384,7 @@ TEST(MqttBrokerOnly, MissingCaFileIsNamed) {
 
 TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
   auto o = plain();
-  o.port = envPort("FERRY_MQTT_MTLS_PORT", 18833);
+  o.port = envPort("FERRY_MQTT_MTLS_PORT", 3);
   o.tls.enabled = true;
   o.tls.caFile = env("FERRY_MQTT_CA", certDir() + "ca.crt");
   {
@@ -442,7 +446,7 @@ TEST(MqttBrokerOnly, PublisherReconnectsWithoutLoss) {
   // Mosquitto sends DISCONNECT (session taken over) and closes, or resets the connection:
   // whatever was seen is kept as the last error.
   EXPECT_FALSE(pub.lastError().isOk());
-  EXPECT_NE(pub.lastError().message().find("18830"), std::string::npos)
+  EXPECT_NE(pub.lastError().message().find(std::to_string(plain().port)), std::string::npos)
       << pub.lastError().toString();
 }
 

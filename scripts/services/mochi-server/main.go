@@ -8,6 +8,7 @@
 //	-port      plain, anonymous allowed
 //	-auth-port plain, user/password required (-user / -password)
 //	-tls-port  TLS with -cert/-key, user/password required (0: off)
+//	-mtls-port TLS with -cert/-key and a client certificate signed by -ca required (0: off)
 //
 // It prints "ready" on stdout once every listener accepts connections, and stops cleanly on
 // SIGTERM/SIGINT.
@@ -16,6 +17,7 @@ package main
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -29,11 +31,12 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// credentialHook lets anyone connect on the plain listener and asks for the user and password
-// on the others (as mosquitto's per-listener settings do in scripts/services/mosquitto).
+// credentialHook lets anyone connect on the plain listener and on the mutual-TLS one (where the
+// certificate is the credential) and asks for the user and password on the others (as
+// mosquitto's per-listener settings do in scripts/services/mosquitto).
 type credentialHook struct {
 	mqtt.HookBase
-	open     string // listener id where anonymous clients are allowed
+	open     map[string]bool // listener ids that need no password
 	user     string
 	password string
 }
@@ -45,7 +48,7 @@ func (h *credentialHook) Provides(b byte) bool {
 }
 
 func (h *credentialHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
-	if cl.Net.Listener == h.open {
+	if h.open[cl.Net.Listener] {
 		return true
 	}
 	return string(pk.Connect.Username) == h.user && string(pk.Connect.Password) == h.password
@@ -60,6 +63,8 @@ func main() {
 	tlsPort := flag.Int("tls-port", 0, "TLS listener, user/password (0: off)")
 	cert := flag.String("cert", "", "server certificate (PEM) for -tls-port")
 	key := flag.String("key", "", "server key (PEM) for -tls-port")
+	mtlsPort := flag.Int("mtls-port", 0, "TLS listener requiring a client certificate (0: off)")
+	ca := flag.String("ca", "", "CA (PEM) that must have signed the client certificates on -mtls-port")
 	user := flag.String("user", "ferry", "user name on the auth and TLS listeners")
 	password := flag.String("password", "ferry-secret", "password on the auth and TLS listeners")
 	debug := flag.Bool("debug", false, "log every client event")
@@ -77,7 +82,7 @@ func main() {
 		Capabilities: caps,
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	})
-	if err := server.AddHook(&credentialHook{open: "plain", user: *user, password: *password}, nil); err != nil {
+	if err := server.AddHook(&credentialHook{open: map[string]bool{"plain": true, "mtls": true}, user: *user, password: *password}, nil); err != nil {
 		fail(err)
 	}
 	addr := func(p int) string { return *host + ":" + strconv.Itoa(p) }
@@ -96,6 +101,25 @@ func main() {
 		}
 		cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "tls", Address: addr(*tlsPort), TLSConfig: cfg})); err != nil {
+			fail(err)
+		}
+	}
+	if *mtlsPort != 0 {
+		pair, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			fail(fmt.Errorf("TLS key pair: %w", err))
+		}
+		pem, err := os.ReadFile(*ca)
+		if err != nil {
+			fail(fmt.Errorf("CA file: %w", err))
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fail(fmt.Errorf("no certificate in %s", *ca))
+		}
+		cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+		if err := server.AddListener(listeners.NewTCP(listeners.Config{ID: "mtls", Address: addr(*mtlsPort), TLSConfig: cfg})); err != nil {
 			fail(err)
 		}
 	}
