@@ -5,7 +5,9 @@
 // retained messages and persistent sessions of earlier runs never interfere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -66,7 +68,9 @@ ClientOptions tls(ClientOptions o) {
   return o;
 }
 
-// Collects what a subscriber receives; acks immediately unless told not to.
+// Collects what a subscriber receives; acks immediately unless told not to. Declare it before
+// the client it attaches to: the client's io thread may still deliver a message (a retained one
+// being cleared, a re-send) until the client is destroyed.
 struct Collector {
   MqttClient* client = nullptr;
   bool autoAck = true;
@@ -120,6 +124,20 @@ std::vector<int> iota(int from, int n) {
   return v;
 }
 
+// What a resumed session re-sends: in order from mosquitto. mochi-mqtt 2.7.9 re-sends a
+// session's stored messages sorted by their creation second, i.e. in map order within a second
+// (MQTT §4.6 wants them in the original order): a difference of the broker, reported here and in
+// scripts/services/README.md, and the set of messages is still checked in full.
+std::vector<int> resent(std::vector<int> got) {
+  if (mochi()) {
+    std::vector<int> sorted = got;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != got) std::cout << "[ NOTE     ] mochi re-sent the session's messages out of order\n";
+    return sorted;
+  }
+  return got;
+}
+
 class MqttBroker : public ::testing::TestWithParam<Version> {};
 
 // QoS 0/1/2 both ways on one version: every message once, in order, with the QoS granted.
@@ -129,8 +147,8 @@ TEST_P(MqttBroker, QosRoundTripInOrder) {
     SCOPED_TRACE("qos " + std::to_string(qos));
     const std::string t = topic("rt/" + std::to_string(static_cast<int>(v)) + "/q" +
                                 std::to_string(qos));
-    MqttClient sub(plain(v));
     Collector col;
+    MqttClient sub(plain(v));
     col.attach(sub);
     ASSERT_TRUE(sub.connect().isOk());
     ASSERT_TRUE(sub.subscribe({{t, qos}}).isOk());
@@ -168,14 +186,14 @@ TEST_P(MqttBroker, PersistentSessionReceivesWhatArrivedWhileAway) {
   MqttClient pub(plain(v));
   ASSERT_TRUE(pub.connect().isOk());
   publishSeq(pub, t, 500, 1);
-  MqttClient sub(o);
   Collector col;
+  MqttClient sub(o);
   col.attach(sub);
   bool present = false;
   ASSERT_TRUE(sub.connect(&present).isOk());
   EXPECT_TRUE(present);
   ASSERT_TRUE(col.waitFor(500));
-  EXPECT_EQ(payloads(col.snapshot()), iota(0, 500));
+  EXPECT_EQ(resent(payloads(col.snapshot())), iota(0, 500));
 }
 
 // Messages delivered but never acknowledged come again after a reconnect (and acking the old
@@ -190,8 +208,8 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
   o.sessionExpiryS = 300;
   std::vector<std::uint64_t> oldTokens;
   {
-    MqttClient sub(o);
     Collector col;
+    MqttClient sub(o);
     col.autoAck = false;
     col.attach(sub);
     ASSERT_TRUE(sub.connect().isOk());
@@ -210,22 +228,22 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
     ASSERT_TRUE(sub.subscribe({{t + "/sync", 0}}).isOk());
     EXPECT_EQ(sub.unacked(), 40u);
   }
-  MqttClient sub(o);
   Collector col;
+  MqttClient sub(o);
   col.autoAck = false;
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(col.waitFor(40));
   auto again = col.snapshot();
-  EXPECT_EQ(payloads(again), iota(10, 40));
+  EXPECT_EQ(resent(payloads(again)), iota(10, 40));
   for (auto tok : oldTokens) sub.ack(tok);  // stale: ignored
   for (const auto& m : again) sub.ack(m.token);
   ASSERT_TRUE(sub.subscribe({{t + "/sync", 0}}).isOk());
   EXPECT_EQ(sub.unacked(), 0u);
   sub.close();
   // A third connection gets nothing more.
-  MqttClient third(o);
   Collector col3;
+  MqttClient third(o);
   col3.attach(third);
   ASSERT_TRUE(third.connect().isOk());
   EXPECT_FALSE(col3.waitFor(1, 500ms));
@@ -240,8 +258,8 @@ INSTANTIATE_TEST_SUITE_P(Versions, MqttBroker, ::testing::Values(Version::k311, 
 TEST(MqttBrokerOnly, SharedSubscriptionSplitsWithoutOverlap) {
   const std::string t = topic("shared/data");
   const std::string filter = "$share/ferry-g/" + t;
-  MqttClient a(plain()), b(plain());
   Collector ca, cb;
+  MqttClient a(plain()), b(plain());
   ca.attach(a);
   cb.attach(b);
   ASSERT_TRUE(a.connect().isOk());
@@ -269,8 +287,8 @@ TEST(MqttBrokerOnly, SharedSubscriptionSplitsWithoutOverlap) {
 }
 
 TEST(MqttBrokerOnly, WildcardsMatchAsTheBrokerDoes) {
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{topic("w/+/temp"), 1}}).isOk());
@@ -308,8 +326,8 @@ TEST(MqttBrokerOnly, V5PropertiesAndRetainArrive) {
     ASSERT_TRUE(result.isOk()) << result.toString();
   }
   // Subscribing after the publish: the retained copy arrives with its flag and properties.
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
@@ -333,7 +351,11 @@ TEST(MqttBrokerOnly, WrongPasswordIsRefusedClearly) {
     MqttClient c(o);
     Status st = c.connect();
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.toString();
-    EXPECT_NE(st.message().find("not authorized"), std::string::npos) << st.toString();
+    // mosquitto answers "not authorized" (3.1.1: 5, v5: 0x87), mochi "bad user name or password"
+    // (4, 0x86): both name the problem.
+    EXPECT_TRUE(st.message().find("not authorized") != std::string::npos ||
+                st.message().find("bad user name or password") != std::string::npos)
+        << st.toString();
   }
   auto ok = withPassword(plain(), envPort("FERRY_MQTT_AUTH_PORT", 1));
   MqttClient good(ok);
@@ -351,8 +373,8 @@ TEST(MqttBrokerOnly, UnreachableBrokerIsUnavailableNamingTheAddress) {
 
 TEST(MqttBrokerOnly, TlsWithCaAndPassword) {
   const std::string t = topic("tls");
-  MqttClient sub(tls(plain()));
   Collector col;
+  MqttClient sub(tls(plain()));
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk()) << sub.lastError().toString();
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
@@ -398,8 +420,8 @@ TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
   MqttClient c(o);
   Status st = c.connect();
   ASSERT_TRUE(st.isOk()) << st.toString();
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{topic("mtls"), 1}}).isOk());
@@ -412,8 +434,8 @@ TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
 // over from another connection, which makes mosquitto close the first one.
 TEST(MqttBrokerOnly, PublisherReconnectsWithoutLoss) {
   const std::string t = topic("takeover");
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());

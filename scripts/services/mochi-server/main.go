@@ -56,6 +56,34 @@ func (h *credentialHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packe
 
 func (h *credentialHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool { return true }
 
+// noSendQuotaHook turns off mochi's outbound flow control (the client's Receive Maximum). In
+// mochi 2.7.9 a message over the quota waits in the session with Expiry -1 and is sent later by
+// Inflight.NextImmediate, which takes the session's read lock twice (NextImmediate, then GetAll):
+// with a publisher waiting for the write lock in between, the client's goroutine deadlocks, and
+// the broker answers neither that client's PINGREQs nor a new CONNECT with its id. ferry's
+// MQTTSource holds acknowledgements until records are safe, so it fills the quota and hit this
+// (the connectors suite hung after ~1,800 of 2,000 messages). NextImmediate also deletes the
+// message from the session once written, so such a message would not be re-sent after a crash.
+// With a quota of 0 mochi never uses that path and sends every message at once; ferry's client
+// takes what it is sent.
+type noSendQuotaHook struct{ mqtt.HookBase }
+
+func (h *noSendQuotaHook) ID() string { return "ferry-no-send-quota" }
+
+func (h *noSendQuotaHook) Provides(b byte) bool {
+	return bytes.Contains([]byte{mqtt.OnConnect, mqtt.OnSessionEstablished}, []byte{b})
+}
+
+func (h *noSendQuotaHook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
+	cl.State.Inflight.ResetSendQuota(0)
+	return nil
+}
+
+// A resumed session gets a cloned Inflight whose quota mochi sets again from the CONNECT.
+func (h *noSendQuotaHook) OnSessionEstablished(cl *mqtt.Client, pk packets.Packet) {
+	cl.State.Inflight.ResetSendQuota(0)
+}
+
 func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on")
 	port := flag.Int("port", 1893, "plain listener, anonymous")
@@ -83,6 +111,9 @@ func main() {
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err := server.AddHook(&credentialHook{open: map[string]bool{"plain": true, "mtls": true}, user: *user, password: *password}, nil); err != nil {
+		fail(err)
+	}
+	if err := server.AddHook(&noSendQuotaHook{}, nil); err != nil {
 		fail(err)
 	}
 	addr := func(p int) string { return *host + ":" + strconv.Itoa(p) }
