@@ -679,7 +679,7 @@ TEST(MqttClientTest, ResumedSessionSubscribeAvoidsIdsOfUnackedMessages) {
     for (std::uint16_t id = 1; id <= kHeld; ++id) b.publish(id, 1, std::to_string(id), true);
     ASSERT_TRUE(inbox.waitFor(kHeld));
     Status st;
-    std::thread t([&] { st = c.subscribe({{"t/#", 1}}); });
+    std::jthread t([&] { st = c.subscribe({{"t/#", 1}}); });  // joins on any exit
     auto sub = b.nextNonPing();
     ASSERT_TRUE(sub.has_value());
     ASSERT_EQ(sub->type, PacketType::kSubscribe);
@@ -708,7 +708,7 @@ TEST(MqttClientTest, SubscribeRefusedAsIdInUseIsRetriedWithAnotherId) {
     MqttClient c(optionsFor(b, k.v));
     ASSERT_TRUE(connectWith(c, b, k.present).isOk());
     Status st;
-    std::thread t([&] { st = c.subscribe({{"a/#", 1}, {"b/#", 1}}); });
+    std::jthread t([&] { st = c.subscribe({{"a/#", 1}, {"b/#", 1}}); });  // joins on any exit
     std::set<std::uint16_t> ids;
     for (int round = 0; round < 3; ++round) {  // refused twice, granted the third time
       auto sub = b.nextNonPing();
@@ -736,7 +736,7 @@ TEST(MqttClientTest, SubscribeIdRetriesAreBounded) {
     MqttClient c(optionsFor(b));
     ASSERT_TRUE(connectWith(c, b, true).isOk());
     Status st;
-    std::thread t([&] { st = c.subscribe({{"a/#", 1}}); });
+    std::jthread t([&] { st = c.subscribe({{"a/#", 1}}); });  // joins on any exit
     int sent = 0;
     while (auto sub = b.nextNonPing(500ms)) {
       ASSERT_EQ(sub->type, PacketType::kSubscribe);
