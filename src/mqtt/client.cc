@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -453,7 +454,7 @@ class MqttClient::Impl {
     sessionPresent_ = sessionPresent;
     if (!sessionPresent) {
       qos2Received_.clear();
-      inboundHeld_.clear();  // a new session: the broker holds none of our old messages' ids
+      inboundHeld_.reset();  // a new session: the broker holds none of our old messages' ids
     }
     // Re-subscribe (the session may be gone; SUBSCRIBE again is harmless when it is not).
     if (!firstConnection && !subscriptions_.empty()) {
@@ -753,7 +754,7 @@ class MqttClient::Impl {
       case PacketType::kPubrec: onPubrec(p); break;
       case PacketType::kPubrel:
         qos2Received_.erase(p.packetId);
-        inboundHeld_.erase(p.packetId);
+        inboundHeld_.reset(p.packetId);
         sendSimple(PacketType::kPubcomp, p.packetId, 0);
         break;
       case PacketType::kPubcomp: onPubcomp(p); break;
@@ -794,7 +795,7 @@ class MqttClient::Impl {
       }
       m.token = (static_cast<std::uint64_t>(generation_ & 0xffffffffu) << 32) | (++sequence_ & 0xffffffffu);
       incoming_.push_back({m.token, p.packetId, p.qos, false});
-      inboundHeld_.insert(p.packetId);
+      inboundHeld_.set(p.packetId);
       ++unackedCount_;
     }
     if (handler_) handler_(std::move(m));
@@ -817,7 +818,7 @@ class MqttClient::Impl {
       incoming_.pop_front();
       --unackedCount_;
       if (in.qos == 1) {
-        inboundHeld_.erase(in.packetId);
+        inboundHeld_.reset(in.packetId);
         sendSimple(PacketType::kPuback, in.packetId, 0);
       } else {
         qos2Received_.insert(in.packetId);
@@ -883,7 +884,7 @@ class MqttClient::Impl {
   std::uint16_t nextPacketId() {
     for (int i = 0; i < 65536; ++i) {
       nextId_ = static_cast<std::uint16_t>(nextId_ == 65535 ? 1 : nextId_ + 1);
-      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_) && !inboundHeld_.count(nextId_) &&
+      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_) && !inboundHeld_.test(nextId_) &&
           !refusedIds_.count(nextId_)) {
         return nextId_;
       }
@@ -1091,7 +1092,9 @@ class MqttClient::Impl {
   std::uint16_t nextId_ = 0;
   std::mt19937_64 idGen_;
   bool sessionPresent_ = false;            // CONNACK's flag of the current connection
-  std::set<std::uint16_t> inboundHeld_;    // ids of the broker's QoS>0 messages not yet fully acknowledged
+  // Ids of the broker's QoS>0 messages not yet fully acknowledged: a bit per id (8 KiB), so the
+  // per-message bookkeeping allocates nothing.
+  std::bitset<65536> inboundHeld_;
   std::set<std::uint16_t> refusedIds_;     // ids the broker refused as in use, this connection
   std::shared_ptr<spdlog::logger> log_;
   std::map<std::uint16_t, PendingSub> pendingSubs_;
