@@ -119,7 +119,9 @@ std::string disconnectReason(std::uint8_t code) {
 class MqttClient::Impl {
  public:
   explicit Impl(ClientOptions o)
-      : options_(std::move(o)), sslContext_(asio::ssl::context::tls_client), log_(core::logger("mqtt")) {
+      : options_(std::move(o)),
+        sslContext_(asio::ssl::context::tls_client),
+        log_(core::logger("mqtt")) {
     if (options_.clientId.empty()) options_.clientId = randomClientId();
     if (options_.maxInflight == 0) options_.maxInflight = 1;
     std::random_device rd;
@@ -884,8 +886,8 @@ class MqttClient::Impl {
   std::uint16_t nextPacketId() {
     for (int i = 0; i < 65536; ++i) {
       nextId_ = static_cast<std::uint16_t>(nextId_ == 65535 ? 1 : nextId_ + 1);
-      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_) && !inboundHeld_.test(nextId_) &&
-          !refusedIds_.count(nextId_)) {
+      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_) &&
+          !inboundHeld_.test(nextId_) && !refusedIds_.count(nextId_)) {
         return nextId_;
       }
     }
@@ -954,8 +956,8 @@ class MqttClient::Impl {
 
   // ---- subscriptions ------------------------------------------------------------------------
 
-  void sendSubscribe(const std::vector<Subscription>& subs, std::shared_ptr<std::promise<Status>> promise,
-                     int attempts = 0) {
+  void sendSubscribe(const std::vector<Subscription>& subs,
+                     std::shared_ptr<std::promise<Status>> promise, int attempts = 0) {
     if (stopping_) {
       if (promise) promise->set_value(Status::cancelled("MQTT client closed"));
       return;
@@ -1018,12 +1020,15 @@ class MqttClient::Impl {
           subscriptions_[ps.subs[i].filter] = ps.subs[i];
         }
       }
-      const std::uint8_t code = retry.front() < p.reasonCodes.size() ? p.reasonCodes[retry.front()] : 0x80;
-      log_->warn("MQTT client {} at {}: SUBSCRIBE of {} filter(s) refused with {} under packet id {} ({}); "
-                 "sending it again with another id (attempt {} of {})",
-                 options_.clientId, address(), again.size(), hexCode(code), p.packetId,
-                 code == 0x91 ? "packet identifier in use" : "3.1.1 failure on a resumed session, maybe the same",
-                 ps.attempts + 1, kSubscribeIdRetries);
+      const std::size_t first = retry.front();
+      const std::uint8_t code = first < p.reasonCodes.size() ? p.reasonCodes[first] : 0x80;
+      log_->warn(
+          "MQTT client {} at {}: SUBSCRIBE of {} filter(s) refused with {} under packet id {} "
+          "({}); sending it again with another id (attempt {} of {})",
+          options_.clientId, address(), again.size(), hexCode(code), p.packetId,
+          code == 0x91 ? "packet identifier in use"
+                       : "3.1.1 failure on a resumed session, maybe the same",
+          ps.attempts + 1, kSubscribeIdRetries);
       sendSubscribe(again, std::move(ps.promise), ps.attempts + 1);
       return;
     }

@@ -36,7 +36,8 @@ std::uint16_t envPort(const char* name, int offset) {
   return static_cast<std::uint16_t>(std::stoi(env(name, std::to_string(defaultPort(offset)))));
 }
 std::string certDir() {
-  return env("HOME", "/root") + "/.cache/ferry-peers/" + (mochi() ? "mochi" : "mosquitto") + "/run/certs/";
+  return env("HOME", "/root") + "/.cache/ferry-peers/" + (mochi() ? "mochi" : "mosquitto") +
+         "/run/certs/";
 }
 const std::string& runPrefix() {
   static const std::string p =
@@ -132,7 +133,9 @@ std::vector<int> resent(std::vector<int> got) {
   if (mochi()) {
     std::vector<int> sorted = got;
     std::sort(sorted.begin(), sorted.end());
-    if (sorted != got) std::cout << "[ NOTE     ] mochi re-sent the session's messages out of order\n";
+    if (sorted != got) {
+      std::cout << "[ NOTE     ] mochi re-sent the session's messages out of order\n";
+    }
     return sorted;
   }
   return got;

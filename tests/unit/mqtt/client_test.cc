@@ -702,8 +702,10 @@ TEST(MqttClientTest, SubscribeRefusedAsIdInUseIsRetriedWithAnotherId) {
     bool present;
     std::uint8_t refusal;
   };
-  for (Case k : {Case{Version::k5, false, 0x91}, Case{Version::k5, true, 0x91}, Case{Version::k311, true, 0x80}}) {
-    SCOPED_TRACE(std::string(k.v == Version::k5 ? "v5" : "v3.1.1") + (k.present ? " resumed" : " new"));
+  for (Case k : {Case{Version::k5, false, 0x91}, Case{Version::k5, true, 0x91},
+                 Case{Version::k311, true, 0x80}}) {
+    SCOPED_TRACE(std::string(k.v == Version::k5 ? "v5" : "v3.1.1") +
+                 (k.present ? " resumed" : " new"));
     FakeBroker b;
     MqttClient c(optionsFor(b, k.v));
     ASSERT_TRUE(connectWith(c, b, k.present).isOk());
@@ -720,7 +722,8 @@ TEST(MqttClientTest, SubscribeRefusedAsIdInUseIsRetriedWithAnotherId) {
       Packet ack;
       ack.type = PacketType::kSuback;
       ack.packetId = sub->packetId;
-      ack.reasonCodes = round < 2 ? std::vector<std::uint8_t>{k.refusal, k.refusal} : std::vector<std::uint8_t>{1, 1};
+      ack.reasonCodes = round < 2 ? std::vector<std::uint8_t>{k.refusal, k.refusal}
+                                  : std::vector<std::uint8_t>{1, 1};
       b.send(ack);
     }
     t.join();
