@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -20,11 +21,17 @@
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 
+#include "core/logging.h"
+
 namespace ferry::mqtt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using tcp = asio::ip::tcp;
+
+// How often a SUBSCRIBE refused because the broker holds its packet identifier is sent again with
+// another one (see MqttClient::Impl::nextPacketId).
+constexpr int kSubscribeIdRetries = 8;
 
 std::string randomClientId() {
   static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -111,9 +118,15 @@ std::string disconnectReason(std::uint8_t code) {
 
 class MqttClient::Impl {
  public:
-  explicit Impl(ClientOptions o) : options_(std::move(o)), sslContext_(asio::ssl::context::tls_client) {
+  explicit Impl(ClientOptions o)
+      : options_(std::move(o)),
+        sslContext_(asio::ssl::context::tls_client),
+        log_(core::logger("mqtt")) {
     if (options_.clientId.empty()) options_.clientId = randomClientId();
     if (options_.maxInflight == 0) options_.maxInflight = 1;
+    std::random_device rd;
+    idGen_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+    jumpPacketIds();
     work_.emplace(asio::make_work_guard(io_));
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -257,6 +270,7 @@ class MqttClient::Impl {
   struct PendingSub {
     std::vector<Subscription> subs;
     std::shared_ptr<std::promise<Status>> promise;  // null for re-subscriptions
+    int attempts = 0;                               // re-sends after "packet identifier in use"
   };
   struct WriteItem {
     std::string bytes;
@@ -439,7 +453,11 @@ class MqttClient::Impl {
     cv_.notify_all();
     setState(ClientState::kConnected);
     const bool sessionPresent = p.sessionPresent;
-    if (!sessionPresent) qos2Received_.clear();
+    sessionPresent_ = sessionPresent;
+    if (!sessionPresent) {
+      qos2Received_.clear();
+      inboundHeld_.reset();  // a new session: the broker holds none of our old messages' ids
+    }
     // Re-subscribe (the session may be gone; SUBSCRIBE again is harmless when it is not).
     if (!firstConnection && !subscriptions_.empty()) {
       std::vector<Subscription> subs;
@@ -510,9 +528,11 @@ class MqttClient::Impl {
     for (auto& w : queue) {
       if (w.onWritten) w.onWritten(false);
     }
-    // Tokens of this connection become stale; the broker re-sends those messages.
+    // Tokens of this connection become stale; the broker re-sends those messages (their ids stay
+    // in inboundHeld_: a resumed session still holds them).
     incoming_.clear();
     unackedCount_ = 0;
+    refusedIds_.clear();
     for (auto& [id, ps] : pendingSubs_) {
       if (ps.promise) ps.promise->set_value(Status::unavailable("connection lost before SUBACK: " + why.message()));
     }
@@ -736,6 +756,7 @@ class MqttClient::Impl {
       case PacketType::kPubrec: onPubrec(p); break;
       case PacketType::kPubrel:
         qos2Received_.erase(p.packetId);
+        inboundHeld_.reset(p.packetId);
         sendSimple(PacketType::kPubcomp, p.packetId, 0);
         break;
       case PacketType::kPubcomp: onPubcomp(p); break;
@@ -776,6 +797,7 @@ class MqttClient::Impl {
       }
       m.token = (static_cast<std::uint64_t>(generation_ & 0xffffffffu) << 32) | (++sequence_ & 0xffffffffu);
       incoming_.push_back({m.token, p.packetId, p.qos, false});
+      inboundHeld_.set(p.packetId);
       ++unackedCount_;
     }
     if (handler_) handler_(std::move(m));
@@ -798,6 +820,7 @@ class MqttClient::Impl {
       incoming_.pop_front();
       --unackedCount_;
       if (in.qos == 1) {
+        inboundHeld_.reset(in.packetId);
         sendSimple(PacketType::kPuback, in.packetId, 0);
       } else {
         qos2Received_.insert(in.packetId);
@@ -853,12 +876,28 @@ class MqttClient::Impl {
     sendPacket(it->second.packet);
   }
 
+  // A packet identifier neither we nor the broker can be holding. MQTT gives client and server
+  // separate identifier spaces (MQTT 5 §2.2.1), but some brokers keep one per session: mochi-mqtt
+  // 2.7.9 refuses a SUBSCRIBE whose identifier is one of its in-flight messages to us (SUBACK 0x91,
+  // on 3.1.1 too) and numbers the messages it queues for a resumed session 1, 2, 3, ... So a
+  // client that counted from 1 after every start collided right after a crash (issue 18). Hence
+  // ids start at a random point, skip those of the broker's messages we have not fully
+  // acknowledged (inboundHeld_), and those it refused on this connection (refusedIds_).
   std::uint16_t nextPacketId() {
     for (int i = 0; i < 65536; ++i) {
       nextId_ = static_cast<std::uint16_t>(nextId_ == 65535 ? 1 : nextId_ + 1);
-      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_)) return nextId_;
+      if (!inflight_.count(nextId_) && !pendingSubs_.count(nextId_) &&
+          !inboundHeld_.test(nextId_) && !refusedIds_.count(nextId_)) {
+        return nextId_;
+      }
     }
-    return nextId_;  // cannot happen: the window is far below 65,535
+    return nextId_;  // cannot happen: the windows are far below 65,535
+  }
+
+  // Continues the numbering at a random point: a broker's own ids come in runs, so the id after
+  // a refused one is likely taken too.
+  void jumpPacketIds() {
+    nextId_ = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(0, 65534)(idGen_));
   }
 
   // The callback runs before the publish stops counting as outstanding, so flush() returns only
@@ -917,7 +956,8 @@ class MqttClient::Impl {
 
   // ---- subscriptions ------------------------------------------------------------------------
 
-  void sendSubscribe(const std::vector<Subscription>& subs, std::shared_ptr<std::promise<Status>> promise) {
+  void sendSubscribe(const std::vector<Subscription>& subs,
+                     std::shared_ptr<std::promise<Status>> promise, int attempts = 0) {
     if (stopping_) {
       if (promise) promise->set_value(Status::cancelled("MQTT client closed"));
       return;
@@ -934,7 +974,7 @@ class MqttClient::Impl {
     p.type = PacketType::kSubscribe;
     p.packetId = nextPacketId();
     p.subscriptions = subs;
-    pendingSubs_[p.packetId] = PendingSub{subs, std::move(promise)};
+    pendingSubs_[p.packetId] = PendingSub{subs, std::move(promise), attempts};
     sendPacket(p);
   }
 
@@ -943,6 +983,55 @@ class MqttClient::Impl {
     if (it == pendingSubs_.end()) return;
     PendingSub ps = std::move(it->second);
     pendingSubs_.erase(it);
+    // Refused because the broker holds this packet identifier (see nextPacketId): the same
+    // filters again under another id, a bounded number of times. MQTT 5 says so with 0x91.
+    // MQTT 3.1.1 has no such code (only 0x80, failure); mochi 2.7.9 sends 0x91 to 3.1.1 clients
+    // anyway, and a broker that keeps to 3.1.1 can only say 0x80, so on 3.1.1 a resumed session
+    // whose SUBACK refuses every filter with 0x80 is retried as well (a real refusal then costs
+    // kSubscribeIdRetries round trips before it is reported as before).
+    // A SUBACK that also refuses a filter for another reason is reported as it is.
+    std::vector<std::size_t> retry;
+    bool all80 = sessionPresent_ && options_.version == Version::k311 && !ps.subs.empty();
+    bool otherRefusal = false;
+    for (std::size_t i = 0; i < ps.subs.size(); ++i) {
+      const std::uint8_t code = i < p.reasonCodes.size() ? p.reasonCodes[i] : 0x80;
+      all80 = all80 && code == 0x80;
+      if (code == 0x91) {
+        retry.push_back(i);
+      } else if (code >= 0x80) {
+        otherRefusal = true;
+      }
+    }
+    if (all80) {
+      retry.clear();
+      for (std::size_t i = 0; i < ps.subs.size(); ++i) retry.push_back(i);
+    } else if (otherRefusal) {
+      retry.clear();
+    }
+    if (!retry.empty() && ps.attempts < kSubscribeIdRetries && !stopping_) {
+      refusedIds_.insert(p.packetId);
+      jumpPacketIds();
+      std::vector<Subscription> again;
+      for (std::size_t i = 0, r = 0; i < ps.subs.size(); ++i) {
+        if (r < retry.size() && retry[r] == i) {
+          again.push_back(ps.subs[i]);
+          ++r;
+        } else if (i < p.reasonCodes.size() && p.reasonCodes[i] < 0x80) {
+          subscriptions_[ps.subs[i].filter] = ps.subs[i];
+        }
+      }
+      const std::size_t first = retry.front();
+      const std::uint8_t code = first < p.reasonCodes.size() ? p.reasonCodes[first] : 0x80;
+      log_->warn(
+          "MQTT client {} at {}: SUBSCRIBE of {} filter(s) refused with {} under packet id {} "
+          "({}); sending it again with another id (attempt {} of {})",
+          options_.clientId, address(), again.size(), hexCode(code), p.packetId,
+          code == 0x91 ? "packet identifier in use"
+                       : "3.1.1 failure on a resumed session, maybe the same",
+          ps.attempts + 1, kSubscribeIdRetries);
+      sendSubscribe(again, std::move(ps.promise), ps.attempts + 1);
+      return;
+    }
     std::string refused;
     for (std::size_t i = 0; i < ps.subs.size(); ++i) {
       const std::uint8_t code = i < p.reasonCodes.size() ? p.reasonCodes[i] : 0x80;
@@ -1006,6 +1095,13 @@ class MqttClient::Impl {
   std::deque<Outgoing> waiting_;
   std::uint64_t publishSeq_ = 0;
   std::uint16_t nextId_ = 0;
+  std::mt19937_64 idGen_;
+  bool sessionPresent_ = false;            // CONNACK's flag of the current connection
+  // Ids of the broker's QoS>0 messages not yet fully acknowledged: a bit per id (8 KiB), so the
+  // per-message bookkeeping allocates nothing.
+  std::bitset<65536> inboundHeld_;
+  std::set<std::uint16_t> refusedIds_;     // ids the broker refused as in use, this connection
+  std::shared_ptr<spdlog::logger> log_;
   std::map<std::uint16_t, PendingSub> pendingSubs_;
   std::map<std::string, Subscription> subscriptions_;
 

@@ -1,4 +1,5 @@
-"""MQTTSource and MQTTSink against a real mosquitto (scripts/services/mosquitto), in a standalone
+"""MQTTSource and MQTTSink against a real broker — mosquitto (scripts/services/mosquitto) or, with
+FERRY_MQTT_BROKER=mochi, mochi-mqtt (scripts/services/mochi); see mqtt_env.py — in a standalone
 worker on the embedded backbone:
 
   (a) DatagenSource -> MQTTSink (direct task, QoS 1): a mosquitto_sub subscriber gets every one of
@@ -14,8 +15,9 @@ worker on the embedded backbone:
       a CA that did not sign the broker's certificate is FAILED with a certificate error;
   (g) an unreachable broker: the task's status names the address and the refusal.
 
-Needs mosquitto (scripts/test starts it for the `mqtt` and `integration` labels); fails when it
-is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-clients package."""
+Needs the broker (scripts/test starts both for the `mqtt` and `integration` labels); fails when it
+is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-clients package
+(they speak to either broker)."""
 import os
 import random
 import socket
@@ -24,13 +26,7 @@ import time
 
 from harness import Worker, run, tmpdir, wait_until
 
-HOST = os.environ.get("FERRY_MQTT_HOST", "127.0.0.1")
-PORT = int(os.environ.get("FERRY_MQTT_PORT", "18830"))
-AUTH_PORT = int(os.environ.get("FERRY_MQTT_AUTH_PORT", "18831"))
-TLS_PORT = int(os.environ.get("FERRY_MQTT_TLS_PORT", "18832"))
-CA = os.environ.get("FERRY_MQTT_CA", os.path.expanduser("~/.cache/ferry-peers/mosquitto/run/certs/ca.crt"))
-USER = os.environ.get("FERRY_MQTT_USER", "ferry")
-PASSWORD = os.environ.get("FERRY_MQTT_PASSWORD", "ferry-secret")
+from mqtt_env import AUTH_PORT, CA, HOST, NAME as BROKER, PASSWORD, PORT, START_HINT, TLS_PORT, USER
 SHARED = 4000
 GEN = 2000
 LINES = 2000
@@ -56,7 +52,7 @@ def main():
     try:
         socket.create_connection((HOST, PORT), timeout=3).close()
     except OSError as e:
-        raise AssertionError(f"mosquitto {HOST}:{PORT} unreachable ({e}); scripts/services/mosquitto start")
+        raise AssertionError(f"{BROKER} {HOST}:{PORT} unreachable ({e}); {START_HINT}")
     run_id = random.randrange(1 << 30)
     d = tmpdir("mqtt-connectors")
     uri = f"tcp://{HOST}:{PORT}"

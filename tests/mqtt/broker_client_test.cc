@@ -1,10 +1,13 @@
-// MqttClient against a real Eclipse Mosquitto (scripts/services/mosquitto start). Addresses come
-// from FERRY_MQTT_* (`scripts/services/mosquitto env`), defaulting to what the script uses. The
+// MqttClient against a real broker: Eclipse Mosquitto (scripts/services/mosquitto start) or, with
+// FERRY_MQTT_BROKER=mochi, mochi-mqtt (scripts/services/mochi start). Addresses come from
+// FERRY_MQTT_* (`scripts/services/<broker> env`), defaulting to what the script uses. The
 // tests fail, not skip, when the broker is unreachable. Every topic carries a per-run prefix so
 // retained messages and persistent sessions of earlier runs never interfere.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -26,11 +29,15 @@ std::string env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
 }
-std::uint16_t envPort(const char* name, int fallback) {
-  return static_cast<std::uint16_t>(std::stoi(env(name, std::to_string(fallback))));
+bool mochi() { return env("FERRY_MQTT_BROKER", "mosquitto") == "mochi"; }
+// The broker's default port for a listener: mosquitto's 18830.. or mochi's 1893.. (+ offset).
+int defaultPort(int offset) { return (mochi() ? 1893 : 18830) + offset; }
+std::uint16_t envPort(const char* name, int offset) {
+  return static_cast<std::uint16_t>(std::stoi(env(name, std::to_string(defaultPort(offset)))));
 }
 std::string certDir() {
-  return env("HOME", "/root") + "/.cache/ferry-peers/mosquitto/run/certs/";
+  return env("HOME", "/root") + "/.cache/ferry-peers/" + (mochi() ? "mochi" : "mosquitto") +
+         "/run/certs/";
 }
 const std::string& runPrefix() {
   static const std::string p =
@@ -42,7 +49,7 @@ std::string topic(const std::string& rest) { return runPrefix() + "/" + rest; }
 ClientOptions plain(Version v = Version::k5, const std::string& id = "") {
   ClientOptions o;
   o.host = env("FERRY_MQTT_HOST", "127.0.0.1");
-  o.port = envPort("FERRY_MQTT_PORT", 18830);
+  o.port = envPort("FERRY_MQTT_PORT", 0);
   o.version = v;
   o.clientId = id;
   o.connectTimeoutMs = 3000;
@@ -56,13 +63,15 @@ ClientOptions withPassword(ClientOptions o, std::uint16_t port) {
   return o;
 }
 ClientOptions tls(ClientOptions o) {
-  o = withPassword(std::move(o), envPort("FERRY_MQTT_TLS_PORT", 18832));
+  o = withPassword(std::move(o), envPort("FERRY_MQTT_TLS_PORT", 2));
   o.tls.enabled = true;
   o.tls.caFile = env("FERRY_MQTT_CA", certDir() + "ca.crt");
   return o;
 }
 
-// Collects what a subscriber receives; acks immediately unless told not to.
+// Collects what a subscriber receives; acks immediately unless told not to. Declare it before
+// the client it attaches to: the client's io thread may still deliver a message (a retained one
+// being cleared, a re-send) until the client is destroyed.
 struct Collector {
   MqttClient* client = nullptr;
   bool autoAck = true;
@@ -116,6 +125,22 @@ std::vector<int> iota(int from, int n) {
   return v;
 }
 
+// What a resumed session re-sends: in order from mosquitto. mochi-mqtt 2.7.9 re-sends a
+// session's stored messages sorted by their creation second, i.e. in map order within a second
+// (MQTT §4.6 wants them in the original order): a difference of the broker, reported here and in
+// scripts/services/README.md, and the set of messages is still checked in full.
+std::vector<int> resent(std::vector<int> got) {
+  if (mochi()) {
+    std::vector<int> sorted = got;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != got) {
+      std::cout << "[ NOTE     ] mochi re-sent the session's messages out of order\n";
+    }
+    return sorted;
+  }
+  return got;
+}
+
 class MqttBroker : public ::testing::TestWithParam<Version> {};
 
 // QoS 0/1/2 both ways on one version: every message once, in order, with the QoS granted.
@@ -125,8 +150,8 @@ TEST_P(MqttBroker, QosRoundTripInOrder) {
     SCOPED_TRACE("qos " + std::to_string(qos));
     const std::string t = topic("rt/" + std::to_string(static_cast<int>(v)) + "/q" +
                                 std::to_string(qos));
-    MqttClient sub(plain(v));
     Collector col;
+    MqttClient sub(plain(v));
     col.attach(sub);
     ASSERT_TRUE(sub.connect().isOk());
     ASSERT_TRUE(sub.subscribe({{t, qos}}).isOk());
@@ -164,14 +189,14 @@ TEST_P(MqttBroker, PersistentSessionReceivesWhatArrivedWhileAway) {
   MqttClient pub(plain(v));
   ASSERT_TRUE(pub.connect().isOk());
   publishSeq(pub, t, 500, 1);
-  MqttClient sub(o);
   Collector col;
+  MqttClient sub(o);
   col.attach(sub);
   bool present = false;
   ASSERT_TRUE(sub.connect(&present).isOk());
   EXPECT_TRUE(present);
   ASSERT_TRUE(col.waitFor(500));
-  EXPECT_EQ(payloads(col.snapshot()), iota(0, 500));
+  EXPECT_EQ(resent(payloads(col.snapshot())), iota(0, 500));
 }
 
 // Messages delivered but never acknowledged come again after a reconnect (and acking the old
@@ -186,8 +211,8 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
   o.sessionExpiryS = 300;
   std::vector<std::uint64_t> oldTokens;
   {
-    MqttClient sub(o);
     Collector col;
+    MqttClient sub(o);
     col.autoAck = false;
     col.attach(sub);
     ASSERT_TRUE(sub.connect().isOk());
@@ -206,22 +231,22 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
     ASSERT_TRUE(sub.subscribe({{t + "/sync", 0}}).isOk());
     EXPECT_EQ(sub.unacked(), 40u);
   }
-  MqttClient sub(o);
   Collector col;
+  MqttClient sub(o);
   col.autoAck = false;
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(col.waitFor(40));
   auto again = col.snapshot();
-  EXPECT_EQ(payloads(again), iota(10, 40));
+  EXPECT_EQ(resent(payloads(again)), iota(10, 40));
   for (auto tok : oldTokens) sub.ack(tok);  // stale: ignored
   for (const auto& m : again) sub.ack(m.token);
   ASSERT_TRUE(sub.subscribe({{t + "/sync", 0}}).isOk());
   EXPECT_EQ(sub.unacked(), 0u);
   sub.close();
   // A third connection gets nothing more.
-  MqttClient third(o);
   Collector col3;
+  MqttClient third(o);
   col3.attach(third);
   ASSERT_TRUE(third.connect().isOk());
   EXPECT_FALSE(col3.waitFor(1, 500ms));
@@ -236,8 +261,8 @@ INSTANTIATE_TEST_SUITE_P(Versions, MqttBroker, ::testing::Values(Version::k311, 
 TEST(MqttBrokerOnly, SharedSubscriptionSplitsWithoutOverlap) {
   const std::string t = topic("shared/data");
   const std::string filter = "$share/ferry-g/" + t;
-  MqttClient a(plain()), b(plain());
   Collector ca, cb;
+  MqttClient a(plain()), b(plain());
   ca.attach(a);
   cb.attach(b);
   ASSERT_TRUE(a.connect().isOk());
@@ -265,8 +290,8 @@ TEST(MqttBrokerOnly, SharedSubscriptionSplitsWithoutOverlap) {
 }
 
 TEST(MqttBrokerOnly, WildcardsMatchAsTheBrokerDoes) {
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{topic("w/+/temp"), 1}}).isOk());
@@ -304,8 +329,8 @@ TEST(MqttBrokerOnly, V5PropertiesAndRetainArrive) {
     ASSERT_TRUE(result.isOk()) << result.toString();
   }
   // Subscribing after the publish: the retained copy arrives with its flag and properties.
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
@@ -324,14 +349,18 @@ TEST(MqttBrokerOnly, V5PropertiesAndRetainArrive) {
 
 TEST(MqttBrokerOnly, WrongPasswordIsRefusedClearly) {
   for (Version v : {Version::k311, Version::k5}) {
-    auto o = withPassword(plain(v), envPort("FERRY_MQTT_AUTH_PORT", 18831));
+    auto o = withPassword(plain(v), envPort("FERRY_MQTT_AUTH_PORT", 1));
     o.password = "wrong";
     MqttClient c(o);
     Status st = c.connect();
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.toString();
-    EXPECT_NE(st.message().find("not authorized"), std::string::npos) << st.toString();
+    // mosquitto answers "not authorized" (3.1.1: 5, v5: 0x87), mochi "bad user name or password"
+    // (4, 0x86): both name the problem.
+    EXPECT_TRUE(st.message().find("not authorized") != std::string::npos ||
+                st.message().find("bad user name or password") != std::string::npos)
+        << st.toString();
   }
-  auto ok = withPassword(plain(), envPort("FERRY_MQTT_AUTH_PORT", 18831));
+  auto ok = withPassword(plain(), envPort("FERRY_MQTT_AUTH_PORT", 1));
   MqttClient good(ok);
   EXPECT_TRUE(good.connect().isOk());
 }
@@ -347,8 +376,8 @@ TEST(MqttBrokerOnly, UnreachableBrokerIsUnavailableNamingTheAddress) {
 
 TEST(MqttBrokerOnly, TlsWithCaAndPassword) {
   const std::string t = topic("tls");
-  MqttClient sub(tls(plain()));
   Collector col;
+  MqttClient sub(tls(plain()));
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk()) << sub.lastError().toString();
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
@@ -380,7 +409,7 @@ TEST(MqttBrokerOnly, MissingCaFileIsNamed) {
 
 TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
   auto o = plain();
-  o.port = envPort("FERRY_MQTT_MTLS_PORT", 18833);
+  o.port = envPort("FERRY_MQTT_MTLS_PORT", 3);
   o.tls.enabled = true;
   o.tls.caFile = env("FERRY_MQTT_CA", certDir() + "ca.crt");
   {
@@ -394,8 +423,8 @@ TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
   MqttClient c(o);
   Status st = c.connect();
   ASSERT_TRUE(st.isOk()) << st.toString();
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{topic("mtls"), 1}}).isOk());
@@ -408,8 +437,8 @@ TEST(MqttBrokerOnly, ClientCertificateRequiredAndAccepted) {
 // over from another connection, which makes mosquitto close the first one.
 TEST(MqttBrokerOnly, PublisherReconnectsWithoutLoss) {
   const std::string t = topic("takeover");
-  MqttClient sub(plain());
   Collector col;
+  MqttClient sub(plain());
   col.attach(sub);
   ASSERT_TRUE(sub.connect().isOk());
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
@@ -442,7 +471,7 @@ TEST(MqttBrokerOnly, PublisherReconnectsWithoutLoss) {
   // Mosquitto sends DISCONNECT (session taken over) and closes, or resets the connection:
   // whatever was seen is kept as the last error.
   EXPECT_FALSE(pub.lastError().isOk());
-  EXPECT_NE(pub.lastError().message().find("18830"), std::string::npos)
+  EXPECT_NE(pub.lastError().message().find(std::to_string(plain().port)), std::string::npos)
       << pub.lastError().toString();
 }
 

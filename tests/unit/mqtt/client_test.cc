@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "mqtt/codec.h"
@@ -657,5 +658,110 @@ TEST(MqttClientTest, Version311Flows) {
   EXPECT_EQ(rec->type, PacketType::kPubrec);
 }
 
+
+// Issue 18: mochi-mqtt keeps one packet-identifier space per session for both directions and,
+// after a resumed session, numbers the messages it holds for the client 1, 2, 3, ... A SUBSCRIBE
+// under one of those ids is refused (0x91). The client must not pick the id of a message the
+// broker sent it and has not had acknowledged.
+TEST(MqttClientTest, ResumedSessionSubscribeAvoidsIdsOfUnackedMessages) {
+  for (Version v : {Version::k5, Version::k311}) {
+    SCOPED_TRACE(v == Version::k5 ? "v5" : "v3.1.1");
+    FakeBroker b;
+    Inbox inbox;
+    auto o = optionsFor(b, v);
+    o.cleanStart = false;
+    o.sessionExpiryS = 300;
+    MqttClient c(o);
+    c.setMessageHandler([&](IncomingMessage m) { inbox.add(std::move(m)); });
+    ASSERT_TRUE(connectWith(c, b, true).isOk());
+    // The resumed session's in-flight messages, as the broker re-sends them before anything else.
+    constexpr std::uint16_t kHeld = 2000;
+    for (std::uint16_t id = 1; id <= kHeld; ++id) b.publish(id, 1, std::to_string(id), true);
+    ASSERT_TRUE(inbox.waitFor(kHeld));
+    Status st;
+    std::jthread t([&] { st = c.subscribe({{"t/#", 1}}); });  // joins on any exit
+    auto sub = b.nextNonPing();
+    ASSERT_TRUE(sub.has_value());
+    ASSERT_EQ(sub->type, PacketType::kSubscribe);
+    EXPECT_GT(sub->packetId, kHeld) << "SUBSCRIBE under the id of an unacknowledged message";
+    Packet ack;
+    ack.type = PacketType::kSuback;
+    ack.packetId = sub->packetId;
+    ack.reasonCodes = {1};
+    b.send(ack);
+    t.join();
+    EXPECT_TRUE(st.isOk()) << st.toString();
+  }
+}
+
+// A SUBSCRIBE refused because the broker holds its id is sent again under another id; MQTT 5
+// says so with 0x91, mochi on 3.1.1 with 0x80 for every filter (retried only on a resumed session).
+TEST(MqttClientTest, SubscribeRefusedAsIdInUseIsRetriedWithAnotherId) {
+  struct Case {
+    Version v;
+    bool present;
+    std::uint8_t refusal;
+  };
+  for (Case k : {Case{Version::k5, false, 0x91}, Case{Version::k5, true, 0x91},
+                 Case{Version::k311, true, 0x80}}) {
+    SCOPED_TRACE(std::string(k.v == Version::k5 ? "v5" : "v3.1.1") +
+                 (k.present ? " resumed" : " new"));
+    FakeBroker b;
+    MqttClient c(optionsFor(b, k.v));
+    ASSERT_TRUE(connectWith(c, b, k.present).isOk());
+    Status st;
+    std::jthread t([&] { st = c.subscribe({{"a/#", 1}, {"b/#", 1}}); });  // joins on any exit
+    std::set<std::uint16_t> ids;
+    for (int round = 0; round < 3; ++round) {  // refused twice, granted the third time
+      auto sub = b.nextNonPing();
+      ASSERT_TRUE(sub.has_value()) << "no SUBSCRIBE in round " << round;
+      ASSERT_EQ(sub->type, PacketType::kSubscribe);
+      ASSERT_EQ(sub->subscriptions.size(), 2u);
+      EXPECT_EQ(sub->subscriptions[0].filter, "a/#");
+      EXPECT_TRUE(ids.insert(sub->packetId).second) << "id " << sub->packetId << " sent again";
+      Packet ack;
+      ack.type = PacketType::kSuback;
+      ack.packetId = sub->packetId;
+      ack.reasonCodes = round < 2 ? std::vector<std::uint8_t>{k.refusal, k.refusal}
+                                  : std::vector<std::uint8_t>{1, 1};
+      b.send(ack);
+    }
+    t.join();
+    EXPECT_TRUE(st.isOk()) << st.toString();
+  }
+}
+
+// Bounded: a broker that refuses every id ends with the refusal reported, naming the code; a
+// 3.1.1 failure on a new session is a plain refusal, not retried.
+TEST(MqttClientTest, SubscribeIdRetriesAreBounded) {
+  {
+    FakeBroker b;
+    MqttClient c(optionsFor(b));
+    ASSERT_TRUE(connectWith(c, b, true).isOk());
+    Status st;
+    std::jthread t([&] { st = c.subscribe({{"a/#", 1}}); });  // joins on any exit
+    int sent = 0;
+    while (auto sub = b.nextNonPing(500ms)) {
+      ASSERT_EQ(sub->type, PacketType::kSubscribe);
+      ++sent;
+      Packet ack;
+      ack.type = PacketType::kSuback;
+      ack.packetId = sub->packetId;
+      ack.reasonCodes = {0x91};
+      b.send(ack);
+    }
+    t.join();
+    EXPECT_EQ(sent, 9);  // the first and 8 more
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("0x91"), std::string::npos) << st.message();
+  }
+  {
+    FakeBroker b;
+    MqttClient c(optionsFor(b, Version::k311));
+    ASSERT_TRUE(connectWith(c, b, false).isOk());
+    subscribeWith(c, b, "secret/#", 1, 0x80);
+    EXPECT_TRUE(b.nothingWithin(200ms));
+  }
+}
 }  // namespace
 }  // namespace ferry::mqtt
