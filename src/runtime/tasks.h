@@ -34,7 +34,6 @@
 
 #include "backbone/backbone.h"
 #include "backbone/shared_producer.h"
-#include "backbone/shared_producer.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
 #include "runtime/plugins.h"
@@ -107,6 +106,11 @@ struct TaskEnv {
   // every poll, put and commit, so a worker frozen past its lease (SIGSTOP, a long pause) does not
   // touch its old task again while it waits to be told to stop it. Null: always.
   std::function<bool()> mayRun;
+  // Distributed mode: whether this worker holds its cluster lease (mayRun without the ownership
+  // part). A task stopped while it does not — the worker was cut off or frozen, another worker may
+  // already run the task — sends nothing more: no final flush, no position, offset or
+  // transaction commit; what it polled is read again by the next owner. Null: always.
+  std::function<bool()> leaseValid;
 };
 
 class TaskRunner {
@@ -151,6 +155,9 @@ class TaskRunner {
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
   // False once cancelled, or in distributed mode when the lease or the task was lost.
   bool leaseHeld() const { return !cancelled() && (!env_.mayRun || env_.mayRun()); }
+  // Whether the worker holds its lease (ownership of the task aside): the stop path of a task
+  // flushes and commits only then (TaskEnv::leaseValid).
+  bool workerLeaseHeld() const { return !env_.leaseValid || env_.leaseValid(); }
   // Holds effectMu_ for one effect of the task (sending, committing, reporting); false (holding
   // nothing) once the task is cancelled. Never nest two.
   class Effect {
