@@ -784,6 +784,17 @@ class HerderImpl final : public DistributedHerder {
     // worker thawed after SIGSTOP regains its lease only after applying the moves made meanwhile).
     env.mayRun = [this, u, epoch] { return member_->leaseValid() && member_->owns(u, epoch); };
     env.leaseValid = [this] { return member_->leaseValid(); };
+    // A final flush/commit needs the lease, and the task not given to anyone else meanwhile (a
+    // worker thawed after SIGSTOP regains a lease, but its old tasks run elsewhere by then: a
+    // position it committed now would move the new owner's back).
+    env.mayCommit = [this, u, epoch] {
+      if (!member_->leaseValid()) return false;
+      const auto s = member_->state();
+      auto it = s->assignment().find(u);
+      return it == s->assignment().end() || (it->second.owner == member_->workerId() &&
+                                             it->second.incarnation == member_->incarnation() &&
+                                             it->second.epoch == epoch);
+    };
     env.onTopic = [this, name = u.connector](const std::string& topic) {
       std::lock_guard lock(topicsMu_);
       topics_[name].insert(topic);

@@ -535,17 +535,20 @@ class SourceRunner final : public TaskRunner {
   Status shutdown() {
     if (!started_) return Status::ok();
     // Read once: a worker without its lease (cut off, or frozen while another worker took the
-    // task) sends nothing more, and never waits for a broker that may be gone.
-    const bool lease = workerLeaseHeld();
+    // task) sends nothing more for it, and never waits for a broker that may be gone.
+    const bool lease = mayCommit();
+    const bool workerLease = workerLeaseHeld();
     // Stop the task first: a push source stops its client, so nothing new arrives.
     guarded("stop", [&] {
       task_->stop();
       return Status::ok();
     }).isOk();
-    // Without the lease what the client still holds is dropped (the herder fenced the worker's
-    // shared producer already; this covers a producer of the task's own). The flush then only
-    // waits for the purged messages' callbacks, which refer to this runner.
-    if (!lease && producer_) (void)producer_->purge();
+    // Without the worker's lease what the client still holds is dropped (the herder fenced the
+    // worker's shared producer already; this covers a producer of the task's own). The flush then
+    // only waits for the purged messages' callbacks, which refer to this runner. (A task assigned
+    // elsewhere while the worker holds a lease again - thawed, rejoined - had its records purged
+    // when the lease ended; its neighbours' records are left alone.)
+    if (!workerLease && producer_) (void)producer_->purge();
     Status flushed = producer_ ? producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs))
                                : Status::ok();
     Status drained = drainSafe();
@@ -553,7 +556,7 @@ class SourceRunner final : public TaskRunner {
     // before it anyway, but without the lease the position topic may be unreachable and the task
     // may already run elsewhere. The next owner reads everything after the last commit again.
     // Read again: the lease may have ended during the flush (the broker went away meanwhile).
-    const bool commit = lease && workerLeaseHeld();
+    const bool commit = lease && mayCommit();
     Status committed = commit ? commitPositions() : Status::ok();
     if (!commit && uncommitted_ > 0)
       core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
@@ -762,7 +765,7 @@ class TransactionalSourceRunner final : public TaskRunner {
 
   Status shutdown(bool healthy) {
     if (!started_) return Status::ok();
-    const bool lease = workerLeaseHeld();
+    const bool lease = mayCommit();
     guarded("stop", [&] {
       task_->stop();
       return Status::ok();
@@ -1028,7 +1031,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   }
 
   void onRevoked(const std::vector<TopicQueue>& queues) override {
-    if (!failure_.isOk() || !workerLeaseHeld()) {  // failing, or no lease: commit nothing, just tell the task
+    if (!failure_.isOk() || !mayCommit()) {  // failing, or no lease: commit nothing, just tell the task
       for (const auto& q : queues) current_.erase(q);
       guarded("close", [&] { return task_->close(queues); }).isOk();
       return;
@@ -1053,7 +1056,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     Status committed = Status::ok();
     if (consumer_) {
       // Without the lease nothing is flushed or committed (the next owner reads it again).
-      if (failure_.isOk() && workerLeaseHeld()) committed = commitOffsets(current_);
+      if (failure_.isOk() && mayCommit()) committed = commitOffsets(current_);
       consumer_->close();
     }
     if (started_) guarded("stop", [&] {
@@ -1229,7 +1232,7 @@ class DirectRunner final : public TaskRunner {
       }).isOk();
     // Without the lease the sink is not flushed and no position committed: the next owner
     // reads again what this one polled since its last commit.
-    Status s = healthy && workerLeaseHeld() ? flushAndCommit() : Status::ok();
+    Status s = healthy && mayCommit() ? flushAndCommit() : Status::ok();
     for (auto& r : held_)
       if (r.acknowledger) r.acknowledger->release(false);
     held_.clear();
