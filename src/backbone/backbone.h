@@ -58,6 +58,14 @@ class Producer {
   // acknowledgement does not already mean that (the embedded log with fsync=interval). Called
   // before a position that covers them is committed. The default has nothing to do.
   virtual Status sync() { return Status::ok(); }
+  // Drops every message sent so far and not yet acknowledged, whether it still waits in the
+  // client's queue or is in flight; each gets its callback with a retriable error (Unavailable,
+  // "purged"). A message in flight may still have reached the broker: a purged message is of
+  // unknown fate, so its position must not be committed (the runtime resends it or leaves it to
+  // be read again). For a worker that lost its cluster lease, which must send nothing more
+  // (src/control/README.md). Returns at once; the callbacks follow on the backbone's thread.
+  // The default has nothing to drop (a backbone that writes each send at once).
+  virtual Status purge() { return Status::ok(); }
 };
 
 // Damage or loss a backbone found in its own storage (only the embedded log, which keeps its data

@@ -1,6 +1,9 @@
 #include "backbone/shared_producer.h"
 
 #include <condition_variable>
+#include <thread>
+
+#include "core/clock.h"
 #include <string>
 
 namespace ferry::backbone {
@@ -8,11 +11,17 @@ namespace {
 
 class ProducerView final : public Producer {
  public:
-  explicit ProducerView(std::shared_ptr<Producer> shared)
-      : shared_(std::move(shared)), state_(std::make_shared<State>()) {}
+  ProducerView(std::shared_ptr<Producer> shared, std::shared_ptr<ProducerGate> gate)
+      : shared_(std::move(shared)), gate_(std::move(gate)), state_(std::make_shared<State>()) {}
   ~ProducerView() override = default;  // callbacks still in flight hold state_, not this
 
   Status send(Message message, SendCallback cb) override {
+    struct Counted {
+      std::atomic<int>& n;
+      explicit Counted(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+      ~Counted() { n.fetch_sub(1); }
+    } counted(gate_->sending);
+    if (gate_->fenced.load()) return Status::unavailable("not sent: this worker lost its cluster lease (the producer is fenced)");
     {
       std::lock_guard lock(state_->mu);
       ++state_->outstanding;
@@ -34,6 +43,9 @@ class ProducerView final : public Producer {
   }
 
   Status sync() override { return shared_->sync(); }
+  // Purges the shared producer: every view's messages, not only this one's (used when the
+  // worker lost its lease, when every writer must stop sending).
+  Status purge() override { return shared_->purge(); }
 
  private:
   struct State {
@@ -46,6 +58,7 @@ class ProducerView final : public Producer {
     }
   };
   std::shared_ptr<Producer> shared_;
+  std::shared_ptr<ProducerGate> gate_;
   std::shared_ptr<State> state_;
 };
 
@@ -58,7 +71,34 @@ Result<std::unique_ptr<Producer>> SharedProducer::view() {
     if (!p.isOk()) return p.status();
     producer_ = std::shared_ptr<Producer>(std::move(*p));
   }
-  return std::unique_ptr<Producer>(std::make_unique<ProducerView>(producer_));
+  return std::unique_ptr<Producer>(std::make_unique<ProducerView>(producer_, gate_));
 }
+
+Status SharedProducer::fence(bool fenced) {
+  gate_->fenced.store(fenced);
+  if (!fenced) return Status::ok();
+  std::shared_ptr<Producer> producer;
+  {
+    std::lock_guard lock(mu_);
+    producer = producer_;
+  }
+  if (!producer) return Status::ok();
+  // A first purge frees the client's queue (a send blocked on a full queue can then finish), the
+  // sends that passed the check before the fence end, and a second purge drops what they queued.
+  Status first = producer->purge();
+  const std::int64_t deadline = core::monotonicMs() + 2000;
+  while (gate_->sending.load() > 0 && core::monotonicMs() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int stuck = gate_->sending.load();
+  Status second = producer->purge();
+  if (!first.isOk()) return first;
+  if (!second.isOk()) return second;
+  if (stuck > 0)
+    return Status::timeout(std::to_string(stuck) + " send(s) still under way 2 s after the fence; what they queue "
+                           "later is not purged");
+  return Status::ok();
+}
+
+bool SharedProducer::fenced() const { return gate_->fenced.load(); }
 
 }  // namespace ferry::backbone

@@ -86,6 +86,7 @@ class HerderImpl final : public DistributedHerder {
   Status start() override {
     FERRY_RETURN_IF_ERROR(member_->start());
     running_ = true;
+    fencer_ = std::thread([this] { fenceLoop(); });
     control_ = std::thread([this] { controlLoop(); });
     log_->info("joined cluster as {} (incarnation {})", member_->workerId(), member_->incarnation());
     return Status::ok();
@@ -95,6 +96,7 @@ class HerderImpl final : public DistributedHerder {
     if (!running_.exchange(false)) return;
     cv_.notify_all();
     if (control_.joinable()) control_.join();
+    if (fencer_.joinable()) fencer_.join();
     stopAll();
     member_->stop(/*graceful=*/true);
   }
@@ -510,6 +512,43 @@ class HerderImpl final : public DistributedHerder {
     log_->info("released {} (epoch {})", u.toString(), epoch);
   }
 
+  // ----- the fencing thread
+  //
+  // A worker without its lease must send nothing more: another worker may run its tasks by now.
+  // The control thread stops the tasks, but it may be busy (stopping other tasks, up to
+  // task.shutdown.graceful.timeout.ms) and a task's records may already sit in the client's
+  // queue. So this thread watches the lease on its own (it is read from the clock, every 10 ms)
+  // and the moment it ends fences the worker's producers: the shared producer of the source tasks
+  // and the position store's drop what they hold (librdkafka's purge: queued and in flight) and
+  // refuse every send until the lease is back. Purged records were never acknowledged, so no
+  // position covers them; a task that is still ours when the lease returns resends them, else
+  // the next owner reads them again. After SIGSTOP/SIGCONT this thread wakes with librdkafka's:
+  // it purges at once, but what librdkafka sent before the purge is beyond reach (see
+  // src/control/README.md).
+  void fenceLoop() {
+    bool fenced = false;
+    bool held = false;  // the lease was held since the last fence (nothing to report before the first)
+    while (running_) {
+      const bool lease = member_->leaseValid();
+      if (lease == fenced) {
+        const std::int64_t t0 = core::monotonicMs();
+        Status a = producers_ ? producers_->fence(!lease) : Status::ok();
+        Status b = Status::ok();
+        if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions)) b = lp->fence(!lease);
+        fenced = !lease;
+        if (fenced && held) {
+          leaseLostAtMs_ = t0;
+          log_->warn("lease lost: producers fenced (what they held purged) in {} ms{}{}", core::monotonicMs() - t0,
+                     a.isOk() ? "" : "; tasks: " + a.toString(), b.isOk() ? "" : "; positions: " + b.toString());
+        } else if (!fenced && leaseLostAtMs_.load() > 0) {
+          log_->info("lease back after {} ms: producers unfenced", t0 - leaseLostAtMs_.load());
+        }
+        held = lease;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   // ----- the control thread
 
   void controlLoop() {
@@ -604,6 +643,7 @@ class HerderImpl final : public DistributedHerder {
       for (auto& [u, r] : stopping) runners.push_back(std::move(r.runner));
       stopper_.stop(std::move(runners));
     }
+    const bool timed = !lease && !stopping.empty() && leaseLostAtMs_.load() > 0;
     for (auto& [u, r] : stopping) {
       stopUnit(u, r);
       auto m = mine.find(u);
@@ -611,6 +651,9 @@ class HerderImpl final : public DistributedHerder {
           released_.insert({u, r.epoch}).second)
         release(u, r.epoch);
     }
+    if (timed)
+      log_->warn("without the lease: {} unit(s) stopped {} ms after the lease was lost", stopping.size(),
+                 core::monotonicMs() - leaseLostAtMs_.load());
     if (!lease) return;
     // 2. Units we own but must hand off and do not run: release at once.
     for (const auto& [u, own] : mine) {
@@ -740,6 +783,18 @@ class HerderImpl final : public DistributedHerder {
     // Before every poll/put/commit: the lease holds and the unit is still ours at this epoch (a
     // worker thawed after SIGSTOP regains its lease only after applying the moves made meanwhile).
     env.mayRun = [this, u, epoch] { return member_->leaseValid() && member_->owns(u, epoch); };
+    env.leaseValid = [this] { return member_->leaseValid(); };
+    // A final flush/commit needs the lease, and the task not given to anyone else meanwhile (a
+    // worker thawed after SIGSTOP regains a lease, but its old tasks run elsewhere by then: a
+    // position it committed now would move the new owner's back).
+    env.mayCommit = [this, u, epoch] {
+      if (!member_->leaseValid()) return false;
+      const auto s = member_->state();
+      auto it = s->assignment().find(u);
+      return it == s->assignment().end() || (it->second.owner == member_->workerId() &&
+                                             it->second.incarnation == member_->incarnation() &&
+                                             it->second.epoch == epoch);
+    };
     env.onTopic = [this, name = u.connector](const std::string& topic) {
       std::lock_guard lock(topicsMu_);
       topics_[name].insert(topic);
@@ -760,6 +815,8 @@ class HerderImpl final : public DistributedHerder {
   runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
   std::atomic<bool> running_{false};
   std::thread control_;
+  std::thread fencer_;  // fenceLoop()
+  std::atomic<std::int64_t> leaseLostAtMs_{0};  // monotonic time fenceLoop() saw the lease end (0: never)
   std::mutex writeMu_;  // serializes REST writes (check-then-append)
 
   std::mutex mu_;

@@ -44,6 +44,10 @@ class LogPositionStore final : public store::PositionStore {
   // Records positions whose transaction committed.
   void applyCommitted(const std::string& connector, const std::vector<Position>& positions);
   const std::string& topic() const { return topic_; }
+  // A distributed worker that lost its lease writes no position more: put() is refused while
+  // fenced, and what an earlier put() still has queued in the client is purged (so a put blocked
+  // on a broker that went away returns at once, failed). See backbone::SharedProducer::fence.
+  Status fence(bool fenced) { return producers_.fence(fenced); }
 
   // The format, exposed for tests: nullopt when the bytes are not a ferry/Kafka Connect position.
   // Records are read from a topic others may write: decoding parses with core::parseJsonBounded.

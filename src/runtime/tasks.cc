@@ -368,7 +368,15 @@ class SourceRunner final : public TaskRunner {
       backoff.reset();
       retryDeadline = -1;
       if (!leaseHeld()) return leaseLost(batch);
-      for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        // The lease read per record (a clock read): a worker frozen in the middle of a batch
+        // (SIGSTOP) must not hand the rest of it to the backbone once it thaws.
+        if (!workerLeaseHeld()) {
+          batch.erase(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(i));
+          return leaseLost(batch);
+        }
+        FERRY_RETURN_IF_ERROR(dispatch(std::move(batch[i])));
+      }
     }
     return Status::ok();
   }
@@ -526,15 +534,34 @@ class SourceRunner final : public TaskRunner {
 
   Status shutdown() {
     if (!started_) return Status::ok();
+    // Read once: a worker without its lease (cut off, or frozen while another worker took the
+    // task) sends nothing more for it, and never waits for a broker that may be gone.
+    const bool lease = mayCommit();
+    const bool workerLease = workerLeaseHeld();
     // Stop the task first: a push source stops its client, so nothing new arrives.
     guarded("stop", [&] {
       task_->stop();
       return Status::ok();
     }).isOk();
+    // Without the worker's lease what the client still holds is dropped (the herder fenced the
+    // worker's shared producer already; this covers a producer of the task's own). The flush then
+    // only waits for the purged messages' callbacks, which refer to this runner. (A task assigned
+    // elsewhere while the worker holds a lease again - thawed, rejoined - had its records purged
+    // when the lease ended; its neighbours' records are left alone.)
+    if (!workerLease && producer_) (void)producer_->purge();
     Status flushed = producer_ ? producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs))
                                : Status::ok();
     Status drained = drainSafe();
-    Status committed = commitPositions();
+    // Positions only with the lease: a purged record's fate is unknown, and the safe prefix ends
+    // before it anyway, but without the lease the position topic may be unreachable and the task
+    // may already run elsewhere. The next owner reads everything after the last commit again.
+    // Read again: the lease may have ended during the flush (the broker went away meanwhile).
+    const bool commit = lease && mayCommit();
+    Status committed = commit ? commitPositions() : Status::ok();
+    if (!commit && uncommitted_ > 0)
+      core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
+                                    "commit were not committed (the next owner reads them again)",
+                                    env_.connector, env_.taskId, uncommitted_);
     {
       std::lock_guard lock(mu_);
       for (auto& p : pending_)
@@ -738,12 +765,18 @@ class TransactionalSourceRunner final : public TaskRunner {
 
   Status shutdown(bool healthy) {
     if (!started_) return Status::ok();
+    const bool lease = mayCommit();
     guarded("stop", [&] {
       task_->stop();
       return Status::ok();
     }).isOk();
-    Status committed = healthy ? commitTransaction() : Status::ok();
-    if (inTxn_) {
+    Status committed = healthy && lease ? commitTransaction() : Status::ok();
+    if (!lease) {
+      // No lease: nothing more is sent, not even an abort to a broker that may be gone (the
+      // successor's fencing aborts the open transaction, or its transaction.timeout.ms does).
+      (void)producer_->purge();
+      inTxn_ = false;
+    } else if (inTxn_) {
       (void)producer_->abortTransaction(commitTimeout_);
       inTxn_ = false;
     }
@@ -998,7 +1031,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   }
 
   void onRevoked(const std::vector<TopicQueue>& queues) override {
-    if (!failure_.isOk()) {  // failing: commit nothing, just tell the task
+    if (!failure_.isOk() || !mayCommit()) {  // failing, or no lease: commit nothing, just tell the task
       for (const auto& q : queues) current_.erase(q);
       guarded("close", [&] { return task_->close(queues); }).isOk();
       return;
@@ -1022,7 +1055,8 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
   Status shutdown() {
     Status committed = Status::ok();
     if (consumer_) {
-      if (failure_.isOk()) committed = commitOffsets(current_);
+      // Without the lease nothing is flushed or committed (the next owner reads it again).
+      if (failure_.isOk() && mayCommit()) committed = commitOffsets(current_);
       consumer_->close();
     }
     if (started_) guarded("stop", [&] {
@@ -1196,7 +1230,9 @@ class DirectRunner final : public TaskRunner {
         sourceTask_->stop();
         return Status::ok();
       }).isOk();
-    Status s = healthy ? flushAndCommit() : Status::ok();
+    // Without the lease the sink is not flushed and no position committed: the next owner
+    // reads again what this one polled since its last commit.
+    Status s = healthy && mayCommit() ? flushAndCommit() : Status::ok();
     for (auto& r : held_)
       if (r.acknowledger) r.acknowledger->release(false);
     held_.clear();

@@ -34,7 +34,6 @@
 
 #include "backbone/backbone.h"
 #include "backbone/shared_producer.h"
-#include "backbone/shared_producer.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
 #include "runtime/plugins.h"
@@ -107,6 +106,16 @@ struct TaskEnv {
   // every poll, put and commit, so a worker frozen past its lease (SIGSTOP, a long pause) does not
   // touch its old task again while it waits to be told to stop it. Null: always.
   std::function<bool()> mayRun;
+  // Distributed mode: whether this worker holds its cluster lease (mayRun without the ownership
+  // part; a clock read, cheap enough to check per record). Null: always.
+  std::function<bool()> leaseValid;
+  // Distributed mode: whether a stopping task may still flush and commit: the worker holds its
+  // lease and the task is not assigned elsewhere (to another worker, or to a newer epoch; a task
+  // of a stopped or deleted connector is assigned nowhere and may). A task stopped when it may
+  // not — the worker was cut off or frozen, another worker may run the task by now — sends
+  // nothing more: no final flush, no position, offset or transaction commit; what it polled is
+  // read again by the next owner. Null: always.
+  std::function<bool()> mayCommit;
 };
 
 class TaskRunner {
@@ -151,6 +160,10 @@ class TaskRunner {
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
   // False once cancelled, or in distributed mode when the lease or the task was lost.
   bool leaseHeld() const { return !cancelled() && (!env_.mayRun || env_.mayRun()); }
+  // Whether the worker holds its lease (ownership of the task aside; TaskEnv::leaseValid).
+  bool workerLeaseHeld() const { return !env_.leaseValid || env_.leaseValid(); }
+  // Whether a stopping task may still flush and commit (TaskEnv::mayCommit).
+  bool mayCommit() const { return !env_.mayCommit || env_.mayCommit(); }
   // Holds effectMu_ for one effect of the task (sending, committing, reporting); false (holding
   // nothing) once the task is cancelled. Never nest two.
   class Effect {

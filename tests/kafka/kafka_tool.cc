@@ -20,6 +20,10 @@
 //       {"partitions": P, "end": sum of the partitions' high watermarks} (0 partitions: missing).
 //   grow --bootstrap B --topic T --partitions P
 //       Adds partitions to T up to P.
+//   create --bootstrap B --topic T --partitions P [--config k=v ...]
+//       Creates T with P partitions and the topic configs given (e.g.
+//       message.timestamp.type=LogAppendTime, so each record's timestamp is the broker's append
+//       time); a topic that exists already is left as it is.
 //
 // Diagnostics on stderr.
 #include <librdkafka/rdkafka.h>
@@ -33,6 +37,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kafka/rdkafka_util.h"
 
@@ -215,7 +220,8 @@ int produce(const std::string& bootstrap, const std::string& topic, long count, 
 }
 
 // topics / ends / grow: small admin requests through ferry's librdkafka helpers.
-int admin(const std::string& bootstrap, const std::string& what, const std::string& topic, int partitions) {
+int admin(const std::string& bootstrap, const std::string& what, const std::string& topic, int partitions,
+          const StringMap& configs = {}) {
   StringMap settings = {{"bootstrap.servers", bootstrap}};
   auto rk = ferry::kafka::newAdminHandle({{&settings, ""}});
   if (!rk.isOk()) {
@@ -223,7 +229,13 @@ int admin(const std::string& bootstrap, const std::string& what, const std::stri
     return 2;
   }
   int rc = 0;
-  if (what == "grow") {
+  if (what == "create") {
+    ferry::Status s = ferry::kafka::createTopic(*rk, topic, partitions, -1, 10000, configs);
+    if (!s.isOk()) {
+      std::cerr << s.toString() << "\n";
+      rc = 1;
+    }
+  } else if (what == "grow") {
     ferry::Status s = ferry::kafka::createPartitions(*rk, topic, partitions, 10000);
     if (!s.isOk()) {
       std::cerr << s.toString() << "\n";
@@ -298,7 +310,25 @@ int main(int argc, char** argv) {
   grow->add_option("--bootstrap", bootstrap);
   grow->add_option("--topic", topic)->required();
   grow->add_option("--partitions", partitions)->required();
+  std::vector<std::string> configPairs;
+  auto* create = app.add_subcommand("create", "create a topic with topic configs");
+  create->add_option("--bootstrap", bootstrap);
+  create->add_option("--topic", topic)->required();
+  create->add_option("--partitions", partitions)->required();
+  create->add_option("--config", configPairs, "k=v, repeatable");
   CLI11_PARSE(app, argc, argv);
+  if (create->parsed()) {
+    StringMap configs;
+    for (const auto& kv : configPairs) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::cerr << "--config " << kv << ": expected k=v\n";
+        return 2;
+      }
+      configs[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return admin(bootstrap, "create", topic, partitions, configs);
+  }
   if (tops->parsed()) return admin(bootstrap, "topics", topic, 0);
   if (ends->parsed()) return admin(bootstrap, "ends", topic, 0);
   if (grow->parsed()) return admin(bootstrap, "grow", topic, partitions);

@@ -65,7 +65,12 @@ class KafkaProducer final : public TransactionalProducer {
     });
   }
   ~KafkaProducer() override {
-    if (inTxn_) {
+    if (purged_.load()) {
+      // Purged (a worker without its lease): nothing may be waited for from a broker that may be
+      // gone; an open transaction is aborted by the successor's fencing or its timeout. The
+      // purged messages' delivery reports are served first (their callbacks free what they hold).
+      (void)flush(std::chrono::seconds(2));
+    } else if (inTxn_) {
       (void)abortTransaction(std::chrono::seconds(5));
     } else {
       (void)flush(std::chrono::seconds(10));
@@ -79,6 +84,17 @@ class KafkaProducer final : public TransactionalProducer {
     std::unique_lock lock(state_.mu);
     if (!state_.cv.wait_for(lock, timeout, [&] { return state_.outstanding == 0; }))
       return Status::timeout(std::to_string(state_.outstanding) + " message(s) not yet acknowledged by Kafka");
+    return Status::ok();
+  }
+
+  // Drops what librdkafka still holds for this producer (queued or in flight); the delivery
+  // reports (RD_KAFKA_RESP_ERR__PURGE_QUEUE / __PURGE_INFLIGHT, retriable Unavailable here) are
+  // served by the poller thread. Blocking only while librdkafka's own threads empty their queues.
+  Status purge() override {
+    purged_ = true;
+    if (rd_kafka_resp_err_t e = rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        e != RD_KAFKA_RESP_ERR_NO_ERROR)
+      return Status::internal("kafka backbone: purge: " + errText(e));
     return Status::ok();
   }
 
@@ -162,6 +178,7 @@ class KafkaProducer final : public TransactionalProducer {
   const bool transactional_;
   bool inTxn_ = false;
   State state_;
+  std::atomic<bool> purged_{false};  // purge() was called: the destructor waits for no broker
   std::atomic<bool> stop_{false};
   std::thread poller_;
 };
