@@ -107,6 +107,10 @@ struct TaskEnv {
   // every poll, put and commit, so a worker frozen past its lease (SIGSTOP, a long pause) does not
   // touch its old task again while it waits to be told to stop it. Null: always.
   std::function<bool()> mayRun;
+  // Distributed mode: whether this worker holds its lease. When mayRun() turns false while this
+  // holds, the task was withdrawn on purpose (its connector stopped, deleted, reconfigured or
+  // moved): the task ends at info level, not as a failure. Null: no lease (standalone).
+  std::function<bool()> holdsLease;
 };
 
 class TaskRunner {
@@ -170,6 +174,10 @@ class TaskRunner {
   // records are not sent; the task fails so that, if it is still ours, it restarts from its
   // committed positions instead of skipping them.
   Status leaseLost(std::vector<Record>& batch);
+  // Why the task cannot go on once mayRun() turned false, `what` saying where it was: withdrawn on
+  // purpose while this worker holds its lease (kCancelled, logged at info when the task ends), or
+  // the lease lost (kUnavailable, a failure).
+  Status leaseEnded(const std::string& what);
   // Sleeps up to `ms` or until stop/pause changes.
   void idleWait(std::int64_t ms);
   void reportState(store::State s, const std::string& trace = {});
@@ -188,6 +196,7 @@ class TaskRunner {
   std::atomic<bool> finished_{false};
   std::atomic<bool> failed_{false};
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> withdrawn_{false};  // set by leaseEnded(): the task was taken away, not failed
   std::atomic<const char*> activity_{"runtime"};  // set by the task thread around connector calls
   std::timed_mutex effectMu_;                      // held by the task thread during one effect
   std::mutex doneMu_;
