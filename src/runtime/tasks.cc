@@ -250,7 +250,8 @@ Status startWithRetry(const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics
   CallRetrier retrier("start", RetriedCall::kStart, env, policy, metrics, wait);
   while (true) {
     Status s = guarded("start", start);
-    if (s.isOk() || !s.isRetriable() || stopping()) return s;
+    // With the default 0 the error is the task's trace as the connector wrote it.
+    if (s.isOk() || !s.isRetriable() || stopping() || policy.retryTimeoutMs == 0) return s;
     FERRY_RETURN_IF_ERROR(retrier.retryOrFail(s));
   }
 }
