@@ -10,6 +10,8 @@
 //          sink flush -> then, and only then, source positions are committed.
 // In-flight records and bytes per task are bounded (task.max.inflight.*): a source is not polled
 // while its bound is reached, so memory stays bounded whatever the input rate.
+// Retriable failures of start, poll and put are retried the same way in every shape (one retrier
+// over core::RetryBudget, errors.retry.timeout / errors.retry.delay.max.ms; README "Errors").
 //
 // Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join/cancel and the
 // metrics are called from the worker's control thread; the state callback runs on the task thread.
@@ -33,7 +35,6 @@
 #include <thread>
 
 #include "backbone/backbone.h"
-#include "backbone/shared_producer.h"
 #include "backbone/shared_producer.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
