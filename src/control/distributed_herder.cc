@@ -6,11 +6,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "control/herder_common.h"
+#include "control/task_host.h"
 #include "core/clock.h"
 #include "core/logging.h"
 #include "runtime/config_util.h"
@@ -64,8 +66,7 @@ struct Running {
   std::unique_ptr<TaskRunner> runner;  // task units
   bool failed = false;                 // instance failed to start: not retried until restarted
   bool paused = false;                 // instance: the target it last reported (PAUSED or RUNNING)
-  std::int64_t restartAtMs = -1;       // task failed: restart locally at
-  int failures = 0;
+  std::optional<RestartState> restarts;  // task units: automatic restarts (task_host.h)
 };
 
 class HerderImpl final : public DistributedHerder {
@@ -108,7 +109,7 @@ class HerderImpl final : public DistributedHerder {
     return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
                         o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy, &o_.worker};
   }
-  std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
+  std::size_t abandonedTasksRunning() const override { return host_.stopper().abandonedRunning(); }
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
     if (!member_->leaseValid()) return "the worker has no confirmed heartbeat in the cluster log (lease lost)";
@@ -388,23 +389,13 @@ class HerderImpl final : public DistributedHerder {
     out.push_back(MetricSample{"ferry_cluster_lease", {}, member_->leaseValid() ? 1.0 : 0.0,
                                "1 while this worker holds its lease (may run units).", "gauge"});
     std::lock_guard lock(unitsMu_);
-    double tasks = 0;
+    std::size_t tasks = 0;
     for (const auto& [u, r] : units_) {
       if (!r.runner) continue;
       ++tasks;
-      const auto& m = r.runner->metrics();
-      std::map<std::string, std::string> labels = {{"connector", u.connector}, {"task", std::to_string(u.task)}};
-      out.push_back(MetricSample{"ferry_task_records_in_total", labels, static_cast<double>(m.recordsIn.load()),
-                                 "Records taken in by the task.", "counter"});
-      out.push_back(MetricSample{"ferry_task_records_out_total", labels, static_cast<double>(m.recordsOut.load()),
-                                 "Records the task delivered.", "counter"});
+      TaskHost::appendTaskMetrics(out, u.connector, u.task, r.runner->metrics());
     }
-    out.push_back(MetricSample{"ferry_worker_tasks", {}, tasks, "Tasks running on this worker.", "gauge"});
-    out.push_back(MetricSample{"ferry_tasks_abandoned_total", {}, static_cast<double>(stopper_.abandonedTotal()),
-                               "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned "
-                               "(cancelled).", "counter"});
-    out.push_back(MetricSample{"ferry_tasks_abandoned_running", {}, static_cast<double>(stopper_.abandonedRunning()),
-                               "Abandoned tasks whose threads still run.", "gauge"});
+    host_.appendWorkerMetrics(out, tasks);
     return out;
   }
 
@@ -532,7 +523,7 @@ class HerderImpl final : public DistributedHerder {
       const bool lease = member_->leaseValid();
       if (lease == fenced) {
         const std::int64_t t0 = core::monotonicMs();
-        Status a = producers_ ? producers_->fence(!lease) : Status::ok();
+        Status a = host_.producers() ? host_.producers()->fence(!lease) : Status::ok();
         Status b = Status::ok();
         if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions)) b = lp->fence(!lease);
         fenced = !lease;
@@ -577,7 +568,7 @@ class HerderImpl final : public DistributedHerder {
       if (!changed && lease == lastLease && reconfigure.empty() && now - lastPass < 500) continue;
       lastLease = lease;
       lastPass = now;
-      stopper_.reap();  // abandoned tasks whose threads ended at last
+      host_.stopper().reap();  // abandoned tasks whose threads ended at last
       reconcile(*member_->state(), lease, reconfigure);
     }
   }
@@ -585,7 +576,7 @@ class HerderImpl final : public DistributedHerder {
   // Stops a unit's task within task.shutdown.graceful.timeout.ms (else it is abandoned:
   // cancelled, so it commits and reports nothing more, and a release is safe) and its instance.
   void stopUnit(const Unit& u, Running& r) {
-    if (r.runner) stopper_.stop(std::move(r.runner));
+    if (r.runner) host_.stopper().stop(std::move(r.runner));
     for (auto* inst : {&r.instance.instance, &r.instance.sinkInstance})
       if (*inst) {
         try {
@@ -604,7 +595,7 @@ class HerderImpl final : public DistributedHerder {
     }
     std::vector<std::unique_ptr<TaskRunner>> runners;  // all at once, under one deadline
     for (auto& [u, r] : all) runners.push_back(std::move(r.runner));
-    stopper_.stop(std::move(runners));
+    host_.stopper().stop(std::move(runners));
     for (auto& [u, r] : all) stopUnit(u, r);
   }
 
@@ -641,7 +632,7 @@ class HerderImpl final : public DistributedHerder {
     {
       std::vector<std::unique_ptr<TaskRunner>> runners;  // all at once, under one deadline
       for (auto& [u, r] : stopping) runners.push_back(std::move(r.runner));
-      stopper_.stop(std::move(runners));
+      host_.stopper().stop(std::move(runners));
     }
     const bool timed = !lease && !stopping.empty() && leaseLostAtMs_.load() > 0;
     for (auto& [u, r] : stopping) {
@@ -685,12 +676,12 @@ class HerderImpl final : public DistributedHerder {
           }
           if (r->second.runner) {
             if (r->second.runner->finished() && r->second.runner->failed()) {
-              if (r->second.restartAtMs < 0) {
-                r->second.restartAtMs = core::monotonicMs() + backoffMs(r->second.failures++);
-              } else if (o_.worker.taskRestartEnable && core::monotonicMs() >= r->second.restartAtMs) {
+              if (!r->second.restarts) r->second.restarts.emplace(host_.restartState());
+              if (host_.restartDue(*r->second.restarts, *r->second.runner, u.connector, u.task)) {
                 r->second.runner->join();
+                log_->info("restarting task {}", u.toString());
                 r->second.runner = startTask(u, own.epoch, c->second.tasks[static_cast<std::size_t>(u.task)], paused);
-                r->second.restartAtMs = -1;
+                TaskHost::restarted(*r->second.restarts);
               }
             } else {
               r->second.runner->setPaused(paused);
@@ -726,12 +717,6 @@ class HerderImpl final : public DistributedHerder {
     }
   }
 
-  std::int64_t backoffMs(int failures) const {
-    std::int64_t ms = o_.worker.taskRestartBackoffInitialMs;
-    for (int i = 0; i < failures && ms < o_.worker.taskRestartBackoffMaxMs; ++i) ms *= 2;
-    return std::min(ms, o_.worker.taskRestartBackoffMaxMs);
-  }
-
   void startInstanceUnit(const Unit& u, std::int64_t epoch, const cluster::ConnectorInfo& c, Running& r, bool paused) {
     auto shape = runtime::validateConnectorConfig(*o_.registry, c.config);
     if (!shape.isOk()) {
@@ -763,31 +748,23 @@ class HerderImpl final : public DistributedHerder {
   }
 
   std::unique_ptr<TaskRunner> startTask(const Unit& u, std::int64_t epoch, const StringMap& config, bool paused) {
-    runtime::TaskEnv env;
-    env.registry = o_.registry;
-    env.backbone = o_.backbone;
-    env.producers = producers_.get();
-    env.positions = o_.positions;
-    env.worker = &o_.worker;
-    env.connector = u.connector;
-    env.taskId = u.task;
     auto v = runtime::validateConnectorConfig(*o_.registry, config);
-    env.shape = v.isOk() ? v->shape : ConnectorShape::kSource;
-    env.config = config;
+    TaskHooks hooks;
     auto last = std::make_shared<std::pair<State, std::string>>(State::kUnassigned, "");
-    env.onState = [this, u, epoch, last](State st, const std::string& trace) {
+    hooks.onState = [this, u, epoch, last](State st, const std::string& trace) {
       if (last->first == st && last->second == trace) return;
       *last = {st, trace};
       reportStatus(u, epoch, st, trace);
     };
     // Before every poll/put/commit: the lease holds and the unit is still ours at this epoch (a
     // worker thawed after SIGSTOP regains its lease only after applying the moves made meanwhile).
-    env.mayRun = [this, u, epoch] { return member_->leaseValid() && member_->owns(u, epoch); };
-    env.leaseValid = [this] { return member_->leaseValid(); };
+    hooks.mayRun = [this, u, epoch] { return member_->leaseValid() && member_->owns(u, epoch); };
+    // The unit gone while the lease holds: stopped, deleted, reconfigured or moved on purpose.
+    hooks.leaseValid = [this] { return member_->leaseValid(); };
     // A final flush/commit needs the lease, and the task not given to anyone else meanwhile (a
     // worker thawed after SIGSTOP regains a lease, but its old tasks run elsewhere by then: a
     // position it committed now would move the new owner's back).
-    env.mayCommit = [this, u, epoch] {
+    hooks.mayCommit = [this, u, epoch] {
       if (!member_->leaseValid()) return false;
       const auto s = member_->state();
       auto it = s->assignment().find(u);
@@ -795,24 +772,21 @@ class HerderImpl final : public DistributedHerder {
                                              it->second.incarnation == member_->incarnation() &&
                                              it->second.epoch == epoch);
     };
-    env.onTopic = [this, name = u.connector](const std::string& topic) {
+    hooks.onTopic = [this, name = u.connector](const std::string& topic) {
       std::lock_guard lock(topicsMu_);
       topics_[name].insert(topic);
     };
-    auto runner = TaskRunner::create(std::move(env));
-    runner->setPaused(paused);
-    runner->start();
+    auto runner = host_.start(u.connector, u.task, v.isOk() ? v->shape : ConnectorShape::kSource, config, paused,
+                              std::move(hooks));
     log_->info("started task {} (epoch {})", u.toString(), epoch);
     return runner;
   }
 
   DistributedOptions o_;
-  // One producer for the source records of every task here (see backbone/shared_producer.h).
-  std::unique_ptr<backbone::SharedProducer> producers_ = o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr;
+  // The tasks that run here: their creation, restarts, stops and metrics (task_host.h).
+  TaskHost host_{TaskHostOptions{&o_.worker, o_.registry, o_.backbone, o_.positions}};
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<ClusterMember> member_;
-  // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
-  runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
   std::atomic<bool> running_{false};
   std::thread control_;
   std::thread fencer_;  // fenceLoop()

@@ -18,6 +18,7 @@
 #include "runtime/task_stopper.h"
 #include "runtime/tasks.h"
 #include "control/herder_common.h"
+#include "control/task_host.h"
 
 namespace ferry::control {
 
@@ -97,7 +98,7 @@ class HerderImpl final : public StandaloneHerder {
       stopExit_ = true;  // the stopping thread finishes what it was given (same deadline), then exits
     }
     stopCv_.notify_all();
-    if (const std::size_t n = stopper_.stop(std::move(all)))
+    if (const std::size_t n = host_.stopper().stop(std::move(all)))
       log_->error("{} task(s) abandoned at shutdown", n);
     if (stopThread_.joinable()) stopThread_.join();
     std::lock_guard lock(runtimeMu_);
@@ -113,7 +114,7 @@ class HerderImpl final : public StandaloneHerder {
     return WorkerLimits{o_.worker.tasksMaxLimit, o_.backbone, o_.worker.configProviders.get(),
                         o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy, &o_.worker};
   }
-  std::size_t abandonedTasksRunning() const override { return stopper_.abandonedRunning(); }
+  std::size_t abandonedTasksRunning() const override { return host_.stopper().abandonedRunning(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";
@@ -396,32 +397,7 @@ class HerderImpl final : public StandaloneHerder {
         for (const auto& t : rt.tasks) {
           if (!t) continue;
           ++tasks;
-          const auto& m = t->metrics();
-          std::map<std::string, std::string> l{{"connector", name}, {"task", std::to_string(t->env().taskId)}};
-          auto ld = [](const auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
-          add("ferry_task_records_in_total", "counter",
-              "Records taken in by the task (polled from the source, or read from the backbone).", l, ld(m.recordsIn));
-          add("ferry_task_records_out_total", "counter",
-              "Records delivered by the task (acknowledged by the backbone, or put to the sink).", l, ld(m.recordsOut));
-          add("ferry_task_bytes_in_total", "counter", "Bytes taken in by the task.", l, ld(m.bytesIn));
-          add("ferry_task_bytes_out_total", "counter", "Bytes delivered by the task.", l, ld(m.bytesOut));
-          add("ferry_task_records_dropped_total", "counter", "Records dropped by transforms (filters).", l,
-              ld(m.recordsDropped));
-          add("ferry_task_errors_total", "counter", "Record errors (tolerated or not).", l, ld(m.errors));
-          add("ferry_task_dead_letter_records_total", "counter", "Records sent to the dead-letter topic.", l,
-              ld(m.deadLettered));
-          add("ferry_task_retries_total", "counter", "Retried calls (retriable errors).", l, ld(m.retries));
-          add("ferry_task_commits_total", "counter", "Position / offset commits.", l, ld(m.commits));
-          add("ferry_task_inflight_records", "gauge", "Records taken in and not yet safe.", l, ld(m.inflightRecords));
-          add("ferry_task_inflight_bytes", "gauge", "Bytes taken in and not yet safe.", l, ld(m.inflightBytes));
-          add("ferry_task_commit_lag_records", "gauge",
-              "Records taken in whose position (source) or offset (sink) is not committed yet.", l,
-              ld(m.commitLagRecords));
-          add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", l,
-              ld(m.lastCommitMs));
-          add("ferry_task_records_lost_in_storage_total", "counter",
-              "Records the task could not read because the backbone's storage lost them.", l,
-              ld(m.recordsLostInStorage));
+          TaskHost::appendTaskMetrics(out, name, t->env().taskId, t->metrics());
         }
       }
     }
@@ -440,12 +416,7 @@ class HerderImpl final : public StandaloneHerder {
           "Offsets whose records the backbone's storage lost, by kind of damage.", {{"kind", kind}}, byKind[kind].second);
     }
     add("ferry_worker_connectors", "gauge", "Connectors with a runtime on this worker.", {}, static_cast<double>(connectors));
-    add("ferry_worker_tasks", "gauge", "Tasks running on this worker.", {}, static_cast<double>(tasks));
-    add("ferry_tasks_abandoned_total", "counter",
-        "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned (cancelled).", {},
-        static_cast<double>(stopper_.abandonedTotal()));
-    add("ferry_tasks_abandoned_running", "gauge", "Abandoned tasks whose threads still run.", {},
-        static_cast<double>(stopper_.abandonedRunning()));
+    host_.appendWorkerMetrics(out, tasks);
     return out;
   }
 
@@ -465,10 +436,6 @@ class HerderImpl final : public StandaloneHerder {
     std::set<int> restartTasks;
   };
 
-  struct TaskSlot {
-    int failures = 0;
-    std::int64_t restartAtMs = -1;
-  };
 
   // What runs for one connector. Owned by the control thread; runtimeMu_ guards structural changes
   // against metrics() readers.
@@ -479,7 +446,7 @@ class HerderImpl final : public StandaloneHerder {
     std::unique_ptr<ConnectorContextImpl> context;
     std::vector<std::unique_ptr<TaskRunner>> tasks;
     std::vector<StringMap> runningTaskConfigs;
-    std::map<int, TaskSlot> slots;
+    std::map<int, RestartState> slots;  // automatic restarts per task id
     int connectorFailures = 0;
     std::int64_t connectorRestartAtMs = -1;
     bool connectorFailed = false;
@@ -606,7 +573,7 @@ class HerderImpl final : public StandaloneHerder {
         names.insert(queue_.begin(), queue_.end());
         queue_.clear();
       }
-      stopper_.reap();  // abandoned tasks whose threads ended at last
+      host_.stopper().reap();  // abandoned tasks whose threads ended at last
       // Failed tasks and connectors due for an automatic restart.
       const std::int64_t now = core::monotonicMs();
       for (auto& [name, rt] : runtimes_) {
@@ -614,15 +581,7 @@ class HerderImpl final : public StandaloneHerder {
         for (std::size_t i = 0; i < rt.tasks.size(); ++i) {
           auto& t = rt.tasks[i];
           if (!t || !t->finished()) continue;
-          auto& slot = rt.slots[static_cast<int>(i)];
-          if (slot.restartAtMs < 0) {
-            if (!o_.worker.taskRestartEnable) continue;
-            if (now - t->startedAtMs() > o_.worker.taskRestartBackoffMaxMs) slot.failures = 0;
-            slot.restartAtMs = now + backoffMs(slot.failures++);
-            log_->info("task {}-{} failed; restarting in {} ms", name, i, slot.restartAtMs - now);
-          } else if (now >= slot.restartAtMs) {
-            names.insert(name);
-          }
+          if (host_.restartDue(slotOf(rt, static_cast<int>(i)), *t, name, static_cast<int>(i))) names.insert(name);
         }
       }
       for (const auto& name : names) {
@@ -635,10 +594,10 @@ class HerderImpl final : public StandaloneHerder {
     }
   }
 
-  std::int64_t backoffMs(int failures) const {
-    std::int64_t d = o_.worker.taskRestartBackoffInitialMs;
-    for (int i = 0; i < failures && d < o_.worker.taskRestartBackoffMaxMs; ++i) d *= 2;
-    return std::min(d, o_.worker.taskRestartBackoffMaxMs);
+  RestartState& slotOf(Runtime& rt, int id) {
+    auto it = rt.slots.find(id);
+    if (it == rt.slots.end()) it = rt.slots.emplace(id, host_.restartState()).first;
+    return it->second;
   }
 
   // Takes the tasks (all, or `only`) out of `rt` and hands them to the stopping thread: the control
@@ -659,7 +618,7 @@ class HerderImpl final : public StandaloneHerder {
     for (auto& t : victims) t->requestStop();  // they start committing now
     std::lock_guard lock(stopMu_);
     ++stopsPending_[name];
-    stopQueue_.push_back(StopBatch{name, std::move(victims), std::chrono::steady_clock::now() + stopper_.timeout()});
+    stopQueue_.push_back(StopBatch{name, std::move(victims), std::chrono::steady_clock::now() + host_.stopper().timeout()});
     stopCv_.notify_all();
   }
 
@@ -681,7 +640,7 @@ class HerderImpl final : public StandaloneHerder {
         batch = std::move(stopQueue_.front());
         stopQueue_.pop_front();
       }
-      stopper_.stop(std::move(batch.runners), batch.deadline);
+      host_.stopper().stop(std::move(batch.runners), batch.deadline);
       {
         std::lock_guard lock(stopMu_);
         if (auto it = stopsPending_.find(batch.name); it != stopsPending_.end() && --it->second == 0)
@@ -721,8 +680,8 @@ class HerderImpl final : public StandaloneHerder {
   Status startInstance(const std::string& name, const Entry& wanted, Runtime& rt, std::vector<StringMap>& taskConfigs);
 
   StandaloneOptions o_;
-  // One producer for the source records of every task here (see backbone/shared_producer.h).
-  std::unique_ptr<backbone::SharedProducer> producers_ = o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr;
+  // The tasks that run here: their creation, restarts, stops and metrics (task_host.h).
+  TaskHost host_{TaskHostOptions{&o_.worker, o_.registry, o_.backbone, o_.positions}};
   std::shared_ptr<spdlog::logger> log_;
 
   // Writers (REST calls, the control thread recording task configs) take writeMu_ first and keep
@@ -741,8 +700,6 @@ class HerderImpl final : public StandaloneHerder {
   mutable std::mutex runtimeMu_;
   std::map<std::string, Runtime> runtimes_;  // control thread (writes under runtimeMu_)
 
-  // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
-  runtime::TaskStopper stopper_{std::chrono::milliseconds(o_.worker.taskShutdownTimeoutMs)};
   // Tasks handed to the stopping thread (stopTasks -> stopLoop), per connector.
   mutable std::mutex stopMu_;
   std::condition_variable stopCv_;
@@ -875,7 +832,8 @@ void HerderImpl::reconcile(const std::string& name) {
       setConnectorStatus(name, State::kFailed, s.toString());
       rt.connectorFailed = true;
       rt.connectorRestartAtMs =
-          o_.worker.taskRestartEnable ? now + backoffMs(rt.connectorFailures++) : std::numeric_limits<std::int64_t>::max();
+          o_.worker.taskRestartEnable ? now + host_.connectorRestartDelayMs(rt.connectorFailures++)
+                                      : std::numeric_limits<std::int64_t>::max();
       return;
     }
     rt.connectorFailed = false;
@@ -891,7 +849,7 @@ void HerderImpl::reconcile(const std::string& name) {
   // Tasks: explicit restarts, then failed tasks whose backoff passed, then missing ones.
   if (!wanted.restartTasks.empty()) {
     stopTasks(name, rt, &wanted.restartTasks);
-    for (int id : wanted.restartTasks) rt.slots[id] = TaskSlot{};
+    for (int id : wanted.restartTasks) rt.slots.insert_or_assign(id, host_.restartState());
   }
   // Tasks of this connector still stopping: their successors start when they have (the stopping
   // thread enqueues the connector again).
@@ -902,7 +860,7 @@ void HerderImpl::reconcile(const std::string& name) {
   }
   for (std::size_t i = 0; i < rt.runningTaskConfigs.size(); ++i) {
     const int id = static_cast<int>(i);
-    auto& slot = rt.slots[id];
+    auto& slot = slotOf(rt, id);
     if (rt.tasks[i] && rt.tasks[i]->finished()) {
       if (slot.restartAtMs < 0 || now < slot.restartAtMs) continue;  // FAILED, waiting for its restart
       std::unique_ptr<TaskRunner> ended;
@@ -910,30 +868,20 @@ void HerderImpl::reconcile(const std::string& name) {
         std::lock_guard lock(runtimeMu_);
         ended = std::move(rt.tasks[i]);
       }
-      stopper_.stop(std::move(ended));  // its thread has ended: returns at once
+      host_.stopper().stop(std::move(ended));  // its thread has ended: returns at once
       log_->info("restarting task {}-{}", name, id);
     }
     if (!rt.tasks[i]) {
-      slot.restartAtMs = -1;
-      runtime::TaskEnv env;
-      env.registry = o_.registry;
-      env.backbone = o_.backbone;
-      env.producers = producers_.get();
-      env.positions = o_.positions;
-      env.worker = &o_.worker;
-      env.connector = name;
-      env.taskId = id;
-      env.shape = wanted.shape;
-      env.config = rt.runningTaskConfigs[i];
-      env.onState = [this, name, id](State s, const std::string& trace) { setTaskStatus(name, id, s, trace); };
-      env.onTopic = [this, name](const std::string& topic) {
+      TaskHost::restarted(slot);
+      TaskHooks hooks;
+      hooks.onState = [this, name, id](State s, const std::string& trace) { setTaskStatus(name, id, s, trace); };
+      hooks.onTopic = [this, name](const std::string& topic) {
         std::lock_guard lock(statusMu_);
         statuses_[name].topics.insert(topic);
       };
-      auto runner = TaskRunner::create(std::move(env));
       setTaskStatus(name, id, State::kUnassigned);
-      runner->setPaused(wanted.target == TargetState::kPaused);
-      runner->start();
+      auto runner = host_.start(name, id, wanted.shape, rt.runningTaskConfigs[i],
+                                wanted.target == TargetState::kPaused, std::move(hooks));
       std::lock_guard lock(runtimeMu_);
       rt.tasks[i] = std::move(runner);
     }

@@ -21,6 +21,7 @@
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 
+#include "core/backoff.h"
 #include "core/logging.h"
 
 namespace ferry::mqtt {
@@ -438,7 +439,7 @@ class MqttClient::Impl {
     connected_ = true;
     const bool firstConnection = !everConnected_;
     everConnected_ = true;
-    backoffMs_ = 100;
+    reconnectFailures_ = 0;
     keepAliveS_ = options_.keepAliveS;
     std::uint32_t receiveMax = 65535;
     if (options_.version == Version::k5) {
@@ -545,8 +546,9 @@ class MqttClient::Impl {
   }
 
   void scheduleReconnect() {
-    const std::int64_t delay = backoffMs_;
-    backoffMs_ = std::min<std::int64_t>(backoffMs_ * 2, std::max<std::int64_t>(100, options_.reconnectMaxMs));
+    // 100 ms doubling up to reconnectMaxMs (core/backoff.h, the worker's one backoff).
+    const std::int64_t delay = core::backoffDelay(100, std::max<std::int64_t>(100, options_.reconnectMaxMs),
+                                                  reconnectFailures_ < 62 ? reconnectFailures_++ : reconnectFailures_);
     reconnectTimer_.expires_after(std::chrono::milliseconds(delay));
     reconnectTimer_.async_wait([this](const asio::error_code& ec) {
       if (ec || stopping_ || connected_ || connecting_) return;
@@ -1076,7 +1078,7 @@ class MqttClient::Impl {
   bool connected_ = false;
   bool everConnected_ = false;
   bool stopping_ = false;
-  std::int64_t backoffMs_ = 100;
+  int reconnectFailures_ = 0;  // failed connection attempts since the last CONNACK
   std::shared_ptr<std::promise<std::pair<Status, bool>>> connectPromise_;
   MessageHandler handler_;
   std::string readBuf_;

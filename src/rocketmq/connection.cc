@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/backoff.h"
 #include "core/logging.h"
 
 namespace ferry::rocketmq {
@@ -281,7 +282,8 @@ void Connection::onConnectFailed(const std::string& why) {
   connectTimer_.cancel();
   state_ = State::kIdle;
   peerVersion_.store(-1);
-  backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
+  backoff_ = std::chrono::milliseconds(core::backoffDelay(kFirstBackoff.count(), kMaxBackoff.count(),
+                                                          connectFailures_ < 62 ? connectFailures_++ : connectFailures_));
   nextAttempt_ = Clock::now() + backoff_;
   writeQueue_.clear();
   log()->debug("cannot connect to {}: {} (next attempt in {} ms)", address_, why,
@@ -294,6 +296,7 @@ void Connection::onConnected() {
   state_ = State::kConnected;
   peerVersion_.store(-1);
   backoff_ = std::chrono::milliseconds(0);
+  connectFailures_ = 0;
   connectedFlag_.store(true);
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);

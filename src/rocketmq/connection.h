@@ -113,6 +113,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   State state_ = State::kIdle;
   std::uint64_t generation_ = 0;  // bumps on every (re)connect so stale handlers are ignored
   std::chrono::milliseconds backoff_{0};
+  int connectFailures_ = 0;  // failed connection attempts since the last success (core/backoff.h)
   Clock::time_point nextAttempt_{};
   bool backoffArmed_ = false;
   std::string readBuffer_;

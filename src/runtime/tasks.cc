@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "core/backoff.h"
 #include "core/clock.h"
 #include "core/logging.h"
 #include "runtime/config_util.h"
@@ -24,6 +25,8 @@ using namespace std::chrono_literals;
 // How long a poll may wait for data. Only idle tasks wait it out; at thousands of idle tasks per
 // worker it sets the wake-ups per second, and it bounds how long a stop waits for a poll.
 constexpr std::chrono::milliseconds kSourcePollWait = 500ms;
+// The longest wait before records the backbone refused with a retriable error are sent again.
+constexpr std::int64_t kResendDelayMaxMs = 6400;
 using store::State;
 
 std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
@@ -92,20 +95,68 @@ class ErrorReporter {
   std::unique_ptr<backbone::Producer> dlq_;
 };
 
-// Exponential backoff for retriable calls: 100 ms doubling up to errors.retry.delay.max.ms.
-class Backoff {
- public:
-  explicit Backoff(std::int64_t maxMs) : maxMs_(std::max<std::int64_t>(maxMs, 1)) {}
-  std::int64_t next() {
-    std::int64_t d = delay_;
-    delay_ = std::min(delay_ * 2, maxMs_);
-    return std::min(d, maxMs_);
+// The calls errors.retry.timeout bounds, and what its 0 (the default) means for each:
+//  start       0 retries nothing: a task that cannot start fails at once, so its status says why;
+//  poll        0 sets no deadline: retried until it passes or the task stops, as Kafka Connect
+//              retries a RetriableException from poll(); a positive timeout is a deadline from the
+//              first failure in a row, -1 is for ever;
+//  direct put  as poll (the sink of a direct task is part of its pipeline);
+//  sink put    until it passes or the task stops whatever the key says (Kafka Connect's put).
+// Every shape (source, exactly-once source, sink, direct) uses these through CallRetrier.
+enum class RetriedCall { kStart, kPoll, kDirectPut, kSinkPut };
+
+std::int64_t retryTimeoutFor(RetriedCall call, const ErrorPolicy& policy) {
+  switch (call) {
+    case RetriedCall::kStart: return policy.retryTimeoutMs;
+    case RetriedCall::kPoll:
+    case RetriedCall::kDirectPut: return policy.retryTimeoutMs == 0 ? -1 : policy.retryTimeoutMs;
+    case RetriedCall::kSinkPut: return -1;
   }
-  void reset() { delay_ = 100; }
+  return policy.retryTimeoutMs;
+}
+
+// Retries of one kind of call in one task (core::RetryBudget: 100 ms doubling up to
+// errors.retry.delay.max.ms): each retry is logged at warn and counted in ferry_task_retries_total;
+// a failure past the budget fails the task with a trace naming errors.retry.timeout.
+class CallRetrier {
+ public:
+  CallRetrier(const char* call, RetriedCall kind, const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics& metrics,
+              std::function<void(std::int64_t)> wait)
+      : call_(call),
+        configuredMs_(policy.retryTimeoutMs),
+        budget_(retryTimeoutFor(kind, policy), policy.retryDelayMaxMs),
+        env_(env),
+        metrics_(metrics),
+        wait_(std::move(wait)) {}
+
+  // After a failed call: OK when the caller should call again (the delay has been waited, or cut
+  // short by a stop or a pause), else the error to fail the task with.
+  Status retryOrFail(const Status& s) {
+    if (!s.isRetriable()) return s.withContext(call_);
+    auto delay = budget_.onFailure();
+    if (!delay)
+      return s.withContext(std::string(call_) + " (retries exhausted after errors.retry.timeout=" +
+                           std::to_string(configuredMs_) + " ms" +
+                           (budget_.timeoutMs() == 0 ? ": not retried" : "") + ")");
+    metrics_.retries.fetch_add(1, std::memory_order_relaxed);
+    core::logger("runtime")->warn("{}-{}: {} failed, retry {} in {} ms ({}): {}", env_.connector, env_.taskId, call_,
+                                  budget_.retries(), *delay,
+                                  budget_.forever() ? std::string("no deadline")
+                                                    : "errors.retry.timeout=" + std::to_string(budget_.timeoutMs()) + " ms",
+                                  scrubSecrets(s.toString(), env_.secrets));
+    wait_(*delay);
+    return Status::ok();
+  }
+  // The call passed: the next failure starts a new budget.
+  void reset() { budget_.reset(); }
 
  private:
-  std::int64_t maxMs_;
-  std::int64_t delay_ = 100;
+  const char* call_;
+  std::int64_t configuredMs_;
+  core::RetryBudget budget_;
+  const TaskEnv& env_;
+  TaskMetrics& metrics_;
+  std::function<void(std::int64_t)> wait_;
 };
 
 // The activity slot of the task running on this thread (TaskRunner::activity_), set by guarded()
@@ -192,15 +243,16 @@ class PositionBuffer {
 
 // Retries a retriable start() failure within errors.retry.timeout (0 = not at all, -1 = forever);
 // after that the task FAILS, so status shows why, and the worker's automatic restart takes over.
-Status startWithRetry(const ErrorPolicy& policy, const std::function<Status()>& start,
-                      const std::function<bool()>& stopping, const std::function<void(std::int64_t)>& wait) {
-  Backoff backoff(policy.retryDelayMaxMs);
-  const std::int64_t deadline = policy.retryTimeoutMs < 0 ? INT64_MAX : core::monotonicMs() + policy.retryTimeoutMs;
+// Other errors, and a failure while the task is asked to stop, end the task as they are.
+Status startWithRetry(const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics& metrics,
+                      const std::function<Status()>& start, const std::function<bool()>& stopping,
+                      const std::function<void(std::int64_t)>& wait) {
+  CallRetrier retrier("start", RetriedCall::kStart, env, policy, metrics, wait);
   while (true) {
     Status s = guarded("start", start);
-    if (s.isOk() || !s.isRetriable() || stopping() || core::monotonicMs() >= deadline) return s;
-    core::logger("runtime")->warn("task start failed, retrying: {}", s.toString());
-    wait(backoff.next());
+    // With the default 0 the error is the task's trace as the connector wrote it.
+    if (s.isOk() || !s.isRetriable() || stopping() || policy.retryTimeoutMs == 0) return s;
+    FERRY_RETURN_IF_ERROR(retrier.retryOrFail(s));
   }
 }
 
@@ -311,7 +363,7 @@ class SourceRunner final : public TaskRunner {
     encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
     SourceContextImpl context(env_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        errors_->policy(), [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
+        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
         [&](std::int64_t ms) { idleWait(ms); }));
     started_ = true;
     Status result = loop();
@@ -324,8 +376,8 @@ class SourceRunner final : public TaskRunner {
     std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
     std::vector<Record> batch;
     batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
-    Backoff backoff(errors_->policy().retryDelayMaxMs);
-    std::int64_t retryDeadline = -1;
+    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
+                          [&](std::int64_t ms) { idleWait(ms); });
     while (!stopping()) {
       if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
         idleWait(50);
@@ -353,20 +405,10 @@ class SourceRunner final : public TaskRunner {
         return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
-        const Status& s = polled.status();
-        if (!s.isRetriable()) return s.withContext("poll");
-        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
-        const auto& pol = errors_->policy();
-        const std::int64_t now = core::monotonicMs();
-        if (retryDeadline < 0) retryDeadline = pol.retryTimeoutMs < 0 ? INT64_MAX : now + pol.retryTimeoutMs;
-        if (now >= retryDeadline && pol.retryTimeoutMs >= 0 && pol.retryTimeoutMs != 0)
-          return s.withContext("poll (retries exhausted after errors.retry.timeout)");
-        core::logger("runtime")->warn("{}-{}: poll failed, retrying: {}", env_.connector, env_.taskId, s.toString());
-        idleWait(backoff.next());
+        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
         continue;
       }
-      backoff.reset();
-      retryDeadline = -1;
+      pollRetry.reset();
       if (!leaseHeld()) return leaseLost(batch);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         // The lease read per record (a clock read): a worker frozen in the middle of a batch
@@ -444,7 +486,9 @@ class SourceRunner final : public TaskRunner {
     metrics_.retries.fetch_add(again.size(), std::memory_order_relaxed);
     core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error", env_.connector,
                                   env_.taskId, again.size());
-    idleWait(std::min<std::int64_t>(100LL << std::min(attempts, 6), errors_->policy().retryDelayMaxMs));
+    // 100 ms doubling per attempt of the most-tried record, at most 6.4 s (or the retry delay max).
+    idleWait(core::backoffDelay(core::RetryBudget::kInitialDelayMs,
+                                std::min<std::int64_t>(kResendDelayMaxMs, errors_->policy().retryDelayMaxMs), attempts));
     auto allowed = effect();
     if (!allowed) return false;
     for (auto& [seq, m] : again) sendTracked(std::move(m), seq);
@@ -643,7 +687,7 @@ class TransactionalSourceRunner final : public TaskRunner {
     encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
     SourceContextImpl context(env_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        errors_->policy(), [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
+        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
         [&](std::int64_t ms) { idleWait(ms); }));
     started_ = true;
     Status result = loop();
@@ -655,7 +699,8 @@ class TransactionalSourceRunner final : public TaskRunner {
     const auto& w = *env_.worker;
     std::vector<Record> batch;
     batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
-    Backoff backoff(errors_->policy().retryDelayMaxMs);
+    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
+                          [&](std::int64_t ms) { idleWait(ms); });
     while (!stopping()) {
       if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
         idleWait(50);
@@ -676,14 +721,10 @@ class TransactionalSourceRunner final : public TaskRunner {
         return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
-        const Status& s = polled.status();
-        if (!s.isRetriable()) return s.withContext("poll");
-        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
-        core::logger("runtime")->warn("{}-{}: poll failed, retrying: {}", env_.connector, env_.taskId, s.toString());
-        idleWait(backoff.next());
+        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
         continue;
       }
-      backoff.reset();
+      pollRetry.reset();
       if (!leaseHeld()) return leaseLost(batch);
       for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
       if (!intervalBoundary_ && !held_.empty()) FERRY_RETURN_IF_ERROR(commitTransaction());
@@ -851,20 +892,19 @@ class SinkContextImpl final : public SinkTaskContext {
   std::atomic<bool>& commitRequested_;
 };
 
-// put() with retries: retriable errors are retried with backoff until they pass or the task stops
-// (Kafka Connect's RetriableException semantics); other errors fail the task.
-Status putWithRetry(SinkTask& task, std::vector<Record>& records, TaskMetrics& metrics, std::int64_t delayMaxMs,
-                    const std::function<bool()>& stopping, const std::function<void(std::int64_t)>& wait,
-                    const std::string& who) {
-  Backoff backoff(delayMaxMs);
+// put() with retries: retriable errors are retried as `retrier` says (a sink task: until they pass
+// or the task stops, Kafka Connect's RetriableException semantics; a direct task: within
+// errors.retry.timeout); other errors fail the task, and so does a failure while stopping.
+Status putWithRetry(SinkTask& task, std::vector<Record>& records, CallRetrier& retrier,
+                    const std::function<bool()>& stopping) {
   while (true) {
     Status s = guarded("put", [&] { return task.put(records); });
-    if (s.isOk()) return s;
-    if (!s.isRetriable()) return s.withContext("put");
-    if (stopping()) return s.withContext("put (stopping)");
-    metrics.retries.fetch_add(1, std::memory_order_relaxed);
-    core::logger("runtime")->warn("{}: put failed, retrying: {}", who, s.toString());
-    wait(backoff.next());
+    if (s.isOk()) {
+      retrier.reset();
+      return s;
+    }
+    if (s.isRetriable() && stopping()) return s.withContext("put (stopping)");
+    FERRY_RETURN_IF_ERROR(retrier.retryOrFail(s));
   }
 }
 
@@ -885,7 +925,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     context_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        errors_->policy(), [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
+        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
         [&](std::int64_t ms) { idleWait(ms); }));
     started_ = true;
     FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
@@ -922,6 +962,8 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
     std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
     std::vector<backbone::Message> messages;
     std::vector<Record> records;
+    CallRetrier putRetry("put", RetriedCall::kSinkPut, env_, errors_->policy(), metrics_,
+                         [&](std::int64_t ms) { idleWait(ms); });
     while (!stopping()) {
       if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
         idleWait(50);
@@ -949,7 +991,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
       if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) noteSkipped(skipped);
       if (messages.empty()) continue;
       if (!leaseHeld())
-        return Status::unavailable("this worker lost its lease (or the task) while reading; the batch was not put");
+        return leaseEnded("while reading; the batch was not put and will be read again from the committed offsets");
       records.clear();
       records.reserve(messages.size());
       for (auto& m : messages) {
@@ -1002,9 +1044,7 @@ class SinkRunner final : public TaskRunner, private backbone::RebalanceListener 
       std::size_t outBytes = 0;
       for (const auto& r : records) outBytes += r.sizeBytes();
       const std::size_t n = records.size();
-      FERRY_RETURN_IF_ERROR(putWithRetry(*task_, records, metrics_, errors_->policy().retryDelayMaxMs,
-                                         [&] { return stopping(); }, [&](std::int64_t ms) { idleWait(ms); },
-                                         env_.connector + "-" + std::to_string(env_.taskId)));
+      FERRY_RETURN_IF_ERROR(putWithRetry(*task_, records, putRetry, [&] { return stopping(); }));
       metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
       metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
     }
@@ -1104,10 +1144,10 @@ class DirectRunner final : public TaskRunner {
     auto stop = [&] { return stopping(); };
     auto wait = [&](std::int64_t ms) { idleWait(ms); };
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        errors_->policy(), [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, wait));
+        env_, errors_->policy(), metrics_, [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, wait));
     sinkStarted_ = true;
     FERRY_RETURN_IF_ERROR(startWithRetry(
-        errors_->policy(), [&] { return sourceTask_->start(env_.config, sourceContext); }, stop, wait));
+        env_, errors_->policy(), metrics_, [&] { return sourceTask_->start(env_.config, sourceContext); }, stop, wait));
     sourceStarted_ = true;
     Status result = loop();
     Status closing = shutdown(result.isOk());
@@ -1119,7 +1159,10 @@ class DirectRunner final : public TaskRunner {
     std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
     std::vector<Record> batch;
     std::vector<Record> out;
-    Backoff backoff(errors_->policy().retryDelayMaxMs);
+    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
+                          [&](std::int64_t ms) { idleWait(ms); });
+    CallRetrier putRetry("put", RetriedCall::kDirectPut, env_, errors_->policy(), metrics_,
+                         [&](std::int64_t ms) { idleWait(ms); });
     while (!stopping()) {
       if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
         idleWait(50);
@@ -1142,12 +1185,10 @@ class DirectRunner final : public TaskRunner {
         return sourceTask_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
       });
       if (!polled.isOk()) {
-        if (!polled.status().isRetriable()) return polled.status().withContext("poll");
-        metrics_.retries.fetch_add(1, std::memory_order_relaxed);
-        idleWait(backoff.next());
+        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
         continue;
       }
-      backoff.reset();
+      pollRetry.reset();
       if (batch.empty()) continue;
       if (!leaseHeld()) return leaseLost(batch);
       out.clear();
@@ -1185,9 +1226,7 @@ class DirectRunner final : public TaskRunner {
       metrics_.inflightBytes.store(heldBytes_, std::memory_order_relaxed);
       if (out.empty()) continue;
       const std::size_t n = out.size();
-      FERRY_RETURN_IF_ERROR(putWithRetry(*sinkTask_, out, metrics_, errors_->policy().retryDelayMaxMs,
-                                         [&] { return stopping(); }, [&](std::int64_t ms) { idleWait(ms); },
-                                         env_.connector + "-" + std::to_string(env_.taskId)));
+      FERRY_RETURN_IF_ERROR(putWithRetry(*sinkTask_, out, putRetry, [&] { return stopping(); }));
       metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
       metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
     }
@@ -1347,8 +1386,19 @@ Status TaskRunner::leaseLost(std::vector<Record>& batch) {
     if (r.acknowledger) r.acknowledger->release(false);
   const std::size_t n = batch.size();
   batch.clear();
-  return Status::unavailable("this worker lost its lease (or the task) while polling; " + std::to_string(n) +
-                             " polled record(s) were not sent and will be read again from the committed positions");
+  return leaseEnded("while polling; " + std::to_string(n) +
+                    " polled record(s) were not sent and will be read again from the committed positions");
+}
+
+Status TaskRunner::leaseEnded(const std::string& what) {
+  // The worker still holds its lease: the task was taken from it on purpose - its connector was
+  // stopped, deleted, reconfigured or moved. A normal end, not a failure.
+  if (env_.leaseValid ? env_.leaseValid() : stopping()) {
+    withdrawn_.store(true);
+    return Status::cancelled("the task is no longer assigned to this worker (its connector was stopped, deleted, "
+                             "reconfigured or moved) " + what);
+  }
+  return Status::unavailable("this worker lost its lease (or the task) " + what);
 }
 
 TaskRunner::~TaskRunner() {
@@ -1376,6 +1426,13 @@ void TaskRunner::start() {
       // run a new instance of it by now).
       core::logger("runtime")->warn("abandoned task {}-{} returned at last ({}); its result is discarded",
                                     env_.connector, env_.taskId, s.isOk() ? "OK" : scrubSecrets(s.toString(), env_.secrets));
+    } else if (!s.isOk() && withdrawn_.load()) {
+      // Stopped, deleted, reconfigured or moved while the task was running: logged, not reported
+      // as a failure (the status belongs to whoever runs the task now). Marked failed so that a
+      // herder still holding the unit restarts it.
+      core::logger("runtime")->info("task {}-{} ended: {}", env_.connector, env_.taskId,
+                                    scrubSecrets(s.message(), env_.secrets));
+      if (!stopping()) failed_.store(true);
     } else if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
       const std::string why = scrubSecrets(s.toString(), env_.secrets);
       core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, why);

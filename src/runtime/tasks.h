@@ -10,6 +10,8 @@
 //          sink flush -> then, and only then, source positions are committed.
 // In-flight records and bytes per task are bounded (task.max.inflight.*): a source is not polled
 // while its bound is reached, so memory stays bounded whatever the input rate.
+// Retriable failures of start, poll and put are retried the same way in every shape (one retrier
+// over core::RetryBudget, errors.retry.timeout / errors.retry.delay.max.ms; README "Errors").
 //
 // Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join/cancel and the
 // metrics are called from the worker's control thread; the state callback runs on the task thread.
@@ -107,7 +109,9 @@ struct TaskEnv {
   // touch its old task again while it waits to be told to stop it. Null: always.
   std::function<bool()> mayRun;
   // Distributed mode: whether this worker holds its cluster lease (mayRun without the ownership
-  // part; a clock read, cheap enough to check per record). Null: always.
+  // part; a clock read, cheap enough to check per record). When mayRun() turns false while this
+  // holds, the task was withdrawn on purpose (its connector stopped, deleted, reconfigured or
+  // moved): the task ends at info level, not as a failure. Null: no lease (standalone).
   std::function<bool()> leaseValid;
   // Distributed mode: whether a stopping task may still flush and commit: the worker holds its
   // lease and the task is not assigned elsewhere (to another worker, or to a newer epoch; a task
@@ -183,6 +187,10 @@ class TaskRunner {
   // records are not sent; the task fails so that, if it is still ours, it restarts from its
   // committed positions instead of skipping them.
   Status leaseLost(std::vector<Record>& batch);
+  // Why the task cannot go on once mayRun() turned false, `what` saying where it was: withdrawn on
+  // purpose while this worker holds its lease (kCancelled, logged at info when the task ends), or
+  // the lease lost (kUnavailable, a failure).
+  Status leaseEnded(const std::string& what);
   // Sleeps up to `ms` or until stop/pause changes.
   void idleWait(std::int64_t ms);
   void reportState(store::State s, const std::string& trace = {});
@@ -201,6 +209,7 @@ class TaskRunner {
   std::atomic<bool> finished_{false};
   std::atomic<bool> failed_{false};
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> withdrawn_{false};  // set by leaseEnded(): the task was taken away, not failed
   std::atomic<const char*> activity_{"runtime"};  // set by the task thread around connector calls
   std::timed_mutex effectMu_;                      // held by the task thread during one effect
   std::mutex doneMu_;

@@ -3,6 +3,8 @@
 //  TestBlockingSource  one task; one record per poll ("<n>", offset {"n": "<n>"}).
 //  TestBlockingSink    drops what it is given.
 //  block.in (start, poll, commit, put, flush, stop), block.ms (-1: for ever), block.marker.
+//  fail.in (start, poll, put): the call fails instead, once the task has run fail.after.ms;
+//  fail.retriable (Unavailable, else Internal); events.file (start/fail lines with a steady time).
 //
 // A block "for ever" waits on a condition variable nothing notifies, so it ignores stop(): the
 // task behaves as a connector stuck in a call that never returns (an open() of a FIFO, a read
@@ -29,6 +31,14 @@ void defineBlockKeys(ConfigDef& d) {
   d.define("block.ms", ConfigType::kLong, "-1", Importance::kHigh, "How long a block lasts; -1: for ever.");
   d.define("block.marker", ConfigType::kString, "", Importance::kLow,
            "A file the task appends '<stage>\\n' to when it starts blocking.");
+  d.define("fail.in", ConfigType::kList, "", Importance::kHigh,
+           "Where the task fails instead of working: start, poll, put (comma-separated).");
+  d.define("fail.after.ms", ConfigType::kLong, "0", Importance::kLow,
+           "The failures begin once the task has run this long (from its start).");
+  d.define("fail.retriable", ConfigType::kBool, "true", Importance::kLow,
+           "true: the failure is retriable (Unavailable); false: it is not (Internal).");
+  d.define("events.file", ConfigType::kString, "", Importance::kLow,
+           "A file the task appends 'start <ms>' and 'fail <ms>' to (steady clock, ms).");
 }
 
 const ConfigDef& sourceDef() {
@@ -51,14 +61,32 @@ const ConfigDef& sinkDef() {
   return def;
 }
 
-// Where and how long to block, and the marker file.
+long long steadyMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Where and how long to block, and the marker file; where to fail (fail.*), and the events file.
 class Blocker {
  public:
   Status configure(const ParsedConfig& c) {
     for (const auto& s : c.getList("block.in")) stages_.insert(s);
     ms_ = c.getLong("block.ms");
     marker_ = c.getString("block.marker");
+    for (const auto& s : c.getList("fail.in")) failIn_.insert(s);
+    failAfterMs_ = c.getLong("fail.after.ms");
+    retriable_ = c.getBool("fail.retriable");
+    events_ = c.getString("events.file");
+    startedMs_ = steadyMs();
+    event("start");
     return Status::ok();
+  }
+  // The failure `stage` must return now, or OK.
+  Status failure(const char* stage) {
+    if (!failIn_.count(stage) || steadyMs() - startedMs_ < failAfterMs_) return Status::ok();
+    event("fail");
+    const std::string why = std::string("test plugin: ") + stage + " fails (fail.in)";
+    return retriable_ ? Status::unavailable(why) : Status::internal(why);
   }
   void at(const char* stage) {
     if (!stages_.count(stage)) return;
@@ -80,9 +108,22 @@ class Blocker {
   }
 
  private:
+  void event(const char* what) const {
+    if (events_.empty()) return;
+    if (std::FILE* f = std::fopen(events_.c_str(), "a")) {
+      std::fprintf(f, "%s %lld\n", what, steadyMs());
+      std::fclose(f);
+    }
+  }
+
   std::set<std::string> stages_;
   long long ms_ = -1;
   std::string marker_;
+  std::set<std::string> failIn_;
+  long long failAfterMs_ = 0;
+  bool retriable_ = true;
+  std::string events_;
+  long long startedMs_ = 0;
 };
 
 const StringMap kPartition{{"blocking", "0"}};
@@ -100,11 +141,12 @@ class BlockingSourceTask final : public SourceTask {
       if (it != offset->end()) next_ = std::stoll(it->second) + 1;
     }
     blocker_.at("start");
-    return Status::ok();
+    return blocker_.failure("start");
   }
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override {
     blocker_.at("poll");
+    if (Status f = blocker_.failure("poll"); !f.isOk()) return f;
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, std::min(wait_, maxWait), [&] { return stopped_; }) || maxRecords == 0) return std::size_t{0};
     Record r;
@@ -145,10 +187,11 @@ class BlockingSinkTask final : public SinkTask {
     if (!parsed.isOk()) return parsed.status();
     FERRY_RETURN_IF_ERROR(blocker_.configure(*parsed));
     blocker_.at("start");
-    return Status::ok();
+    return blocker_.failure("start");
   }
   Status put(std::vector<Record>& records) override {
     if (!records.empty()) blocker_.at("put");
+    if (!records.empty()) return blocker_.failure("put");
     return Status::ok();
   }
   Status flush() override {

@@ -1,0 +1,100 @@
+// The tasks that run on this worker (see task_host.h).
+#include "control/task_host.h"
+
+#include "core/clock.h"
+#include "core/logging.h"
+
+namespace ferry::control {
+
+TaskHost::TaskHost(TaskHostOptions o)
+    : o_(std::move(o)),
+      producers_(o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr),
+      stopper_(std::chrono::milliseconds(o_.worker->taskShutdownTimeoutMs)) {}
+
+std::unique_ptr<runtime::TaskRunner> TaskHost::start(const std::string& connector, int taskId,
+                                                     runtime::ConnectorShape shape, const StringMap& config,
+                                                     bool paused, TaskHooks hooks) {
+  runtime::TaskEnv env;
+  env.registry = o_.registry;
+  env.backbone = o_.backbone;
+  env.producers = producers_.get();
+  env.positions = o_.positions;
+  env.worker = o_.worker;
+  env.connector = connector;
+  env.taskId = taskId;
+  env.shape = shape;
+  env.config = config;
+  env.onState = std::move(hooks.onState);
+  env.onTopic = std::move(hooks.onTopic);
+  env.mayRun = std::move(hooks.mayRun);
+  env.leaseValid = std::move(hooks.leaseValid);
+  env.mayCommit = std::move(hooks.mayCommit);
+  auto runner = runtime::TaskRunner::create(std::move(env));
+  runner->setPaused(paused);
+  runner->start();
+  return runner;
+}
+
+RestartState TaskHost::restartState() const {
+  return RestartState(o_.worker->taskRestartBackoffInitialMs, o_.worker->taskRestartBackoffMaxMs);
+}
+
+bool TaskHost::restartDue(RestartState& state, const runtime::TaskRunner& runner, const std::string& connector,
+                          int taskId) const {
+  if (!o_.worker->taskRestartEnable) return false;
+  // The steady clock TaskRunner::startedAtMs() is read from (the arithmetic is
+  // core::RestartBackoff's, tested with injected times).
+  const std::int64_t now = core::monotonicMs();
+  if (state.restartAtMs < 0) {
+    const std::int64_t ranFor = now - runner.startedAtMs();
+    state.restartAtMs = state.backoff.onFailure(now, ranFor);
+    core::logger("herder")->info("task {}-{} failed; restarting in {} ms (failure {} in a row)", connector, taskId,
+                                 state.restartAtMs - now, state.backoff.failures());
+    return false;
+  }
+  return now >= state.restartAtMs;
+}
+
+std::int64_t TaskHost::connectorRestartDelayMs(int failures) const {
+  return core::backoffDelay(o_.worker->taskRestartBackoffInitialMs, o_.worker->taskRestartBackoffMaxMs, failures);
+}
+
+void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::string& connector, int taskId,
+                                 const runtime::TaskMetrics& m) {
+  const std::map<std::string, std::string> l{{"connector", connector}, {"task", std::to_string(taskId)}};
+  auto add = [&](const char* name, const char* type, const char* help, double value) {
+    out.push_back(MetricSample{name, l, value, help, type});
+  };
+  auto ld = [](const auto& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+  add("ferry_task_records_in_total", "counter",
+      "Records taken in by the task (polled from the source, or read from the backbone).", ld(m.recordsIn));
+  add("ferry_task_records_out_total", "counter",
+      "Records delivered by the task (acknowledged by the backbone, or put to the sink).", ld(m.recordsOut));
+  add("ferry_task_bytes_in_total", "counter", "Bytes taken in by the task.", ld(m.bytesIn));
+  add("ferry_task_bytes_out_total", "counter", "Bytes delivered by the task.", ld(m.bytesOut));
+  add("ferry_task_records_dropped_total", "counter", "Records dropped by transforms (filters).", ld(m.recordsDropped));
+  add("ferry_task_errors_total", "counter", "Record errors (tolerated or not).", ld(m.errors));
+  add("ferry_task_dead_letter_records_total", "counter", "Records sent to the dead-letter topic.", ld(m.deadLettered));
+  add("ferry_task_retries_total", "counter", "Retried calls (retriable errors).", ld(m.retries));
+  add("ferry_task_commits_total", "counter", "Position / offset commits.", ld(m.commits));
+  add("ferry_task_inflight_records", "gauge", "Records taken in and not yet safe.", ld(m.inflightRecords));
+  add("ferry_task_inflight_bytes", "gauge", "Bytes taken in and not yet safe.", ld(m.inflightBytes));
+  add("ferry_task_commit_lag_records", "gauge",
+      "Records taken in whose position (source) or offset (sink) is not committed yet.", ld(m.commitLagRecords));
+  add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", ld(m.lastCommitMs));
+  add("ferry_task_records_lost_in_storage_total", "counter",
+      "Records the task could not read because the backbone's storage lost them.", ld(m.recordsLostInStorage));
+}
+
+void TaskHost::appendWorkerMetrics(std::vector<MetricSample>& out, std::size_t tasks) const {
+  out.push_back(MetricSample{"ferry_worker_tasks", {}, static_cast<double>(tasks), "Tasks running on this worker.",
+                             "gauge"});
+  out.push_back(MetricSample{"ferry_tasks_abandoned_total", {}, static_cast<double>(stopper_.abandonedTotal()),
+                             "Tasks that did not stop within task.shutdown.graceful.timeout.ms and were abandoned "
+                             "(cancelled).",
+                             "counter"});
+  out.push_back(MetricSample{"ferry_tasks_abandoned_running", {}, static_cast<double>(stopper_.abandonedRunning()),
+                             "Abandoned tasks whose threads still run.", "gauge"});
+}
+
+}  // namespace ferry::control
