@@ -560,15 +560,17 @@ class KafkaBackbone final : public Backbone, public Admin {
     std::vector<std::int64_t> target(static_cast<std::size_t>(info.queues), -1);
     for (std::int32_t p = 0; p < info.queues; ++p) {
       std::int64_t lo = 0, hi = 0;
-      const int wait = static_cast<int>(std::clamp<std::int64_t>(deadline - core::monotonicMs(), 1, 10000));
-      if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &lo, &hi, wait) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        target[static_cast<std::size_t>(p)] = hi;
+      const int wait = static_cast<int>(std::clamp<std::int64_t>(deadline - core::monotonicMs(), 1, 5000));
+      if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &lo, &hi, wait) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        break;  // the broker does not answer: the rest end at their end signal (or the deadline)
+      target[static_cast<std::size_t>(p)] = hi;
     }
     std::vector<std::int64_t> stalledAt(static_cast<std::size_t>(info.queues), -1);
     std::vector<bool> done(static_cast<std::size_t>(info.queues), false);
     std::int32_t remaining = info.queues;
     std::int64_t nextReseek = core::monotonicMs() + 200;
     while (remaining > 0) {
+      if (closed_) return Status::unavailable("backbone closed");  // a worker shutting down
       if (core::monotonicMs() >= deadline) {
         std::string which;
         for (std::int32_t p = 0; p < info.queues; ++p)
