@@ -83,6 +83,7 @@ void LogPositionStore::follow(std::chrono::milliseconds every) {
       else if (core::monotonicMs() - t0 > 1000)
         core::logger("runtime")->info("{}: source positions read in {} ms", topic_, core::monotonicMs() - t0);
       lock.lock();
+      if (every.count() <= 0) break;
       followCv_.wait_for(lock, every, [&] { return stopFollowing_; });
     }
   });

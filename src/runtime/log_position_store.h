@@ -38,7 +38,8 @@ class LogPositionStore final : public store::PositionStore {
   // Reads what was written since the last read every `every` on a thread of its own until the
   // store is destroyed, so that a task starting here (which must read the topic to its end
   // first) finds only the last moments' records to read, not everything since the worker
-  // started. Failures are logged and retried at the next turn.
+  // started. Failures are logged and retried at the next turn. every <= 0: one read only (the
+  // first, off the caller's path).
   void follow(std::chrono::milliseconds every);
 
   Result<std::optional<StringMap>> get(const std::string& connector, const StringMap& partition) override;
