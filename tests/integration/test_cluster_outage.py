@@ -23,6 +23,7 @@ waited up to 5 s to apply it: every poll during the outage took 10 s or more.
 Environment: FERRY_BIN, FERRY_OUTAGE_KAFKA_PORT (default 48092; uses 4 ports from it)."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -74,6 +75,7 @@ class Broker:
             except OSError:
                 pass
         self._script("stop", timeout=120)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 def get(w, path, timeout=15):
