@@ -57,8 +57,8 @@ Status ClusterMember::bootstrap() {
     }
   }
   // Catch up to the end as of now before joining.
-  FERRY_ASSIGN_OR_RETURN(std::int64_t end, log_.endOffset());
   const std::int64_t t0 = core::monotonicMs();
+  FERRY_ASSIGN_OR_RETURN(std::int64_t end, log_.endOffset());
   std::int64_t events = 0;
   while (next_ < end) {
     std::vector<backbone::SharedLog::Entry> batch;
@@ -78,6 +78,7 @@ Status ClusterMember::bootstrap() {
     confirmedSentMs_ = pendingConfirmedMs_;
   }
   applied_ = next_ - 1;
+  syncedAtMs_ = t0;  // everything appended before the end was asked for is applied
   log()->info("cluster: caught up to log offset {} ({} events in {} ms)", next_ - 1, events,
               core::monotonicMs() - t0);
   return Status::ok();
@@ -88,6 +89,7 @@ Status ClusterMember::start() {
   stop_ = false;
   heartbeater_ = std::thread([this] { heartbeatLoop(); });
   tailer_ = std::thread([this] { tailLoop(); });
+  syncer_ = std::thread([this] { syncLoop(); });
   return Status::ok();
 }
 
@@ -101,8 +103,14 @@ void ClusterMember::stop(bool graceful) {
     if (auto r = log_.append(Bytes(cluster::encode(e)), std::chrono::seconds(10)); !r.isOk())
       log()->warn("cluster: could not append the leave: {}", r.status().toString());
   }
+  {
+    std::lock_guard lock(mu_);  // the syncer checks stop_ under mu_: no wake-up is lost
+    syncCv_.notify_all();
+    appliedCv_.notify_all();
+  }
   if (heartbeater_.joinable()) heartbeater_.join();
   if (tailer_.joinable()) tailer_.join();
+  if (syncer_.joinable()) syncer_.join();  // at most one end query in flight (bounded by the client)
 }
 
 Result<std::int64_t> ClusterMember::append(const cluster::Event& e) {
@@ -122,10 +130,58 @@ ClusterMember::StateRef ClusterMember::state() const {
 }
 
 ClusterMember::StateRef ClusterMember::syncedState(std::chrono::milliseconds timeout) {
-  auto end = log_.endOffset();
-  if (end.isOk() && *end > 0 && !waitApplied(*end - 1, timeout))
-    log()->warn("cluster: read served at log offset {} (the log ends at {})", applied_.load(), *end);
-  return state();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mu_);
+  // Without the lease our heartbeats do not come back: the log is unreachable (or this worker
+  // too slow to read it). Waiting would not make the answer fresher, only late; the caller
+  // tells how stale it is (stateAgeMs()).
+  if (stop_.load() || !leaseValid()) return published_;
+  const std::uint64_t want = ++syncAsked_;
+  syncCv_.notify_one();
+  while (true) {
+    if (syncAnswered_ >= want) {
+      if (syncEnd_ < 0) break;  // the query failed: what is applied is all there is
+      if (applied_.load() >= syncEnd_ - 1) {
+        syncedAtMs_ = std::max(syncedAtMs_.load(), syncSentMs_);
+        break;
+      }
+    }
+    // The lease ends with time, not with an event: looked at every 50 ms.
+    if (stop_.load() || !leaseValid()) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      log()->warn("cluster: read served at log offset {} (the log ends at {})", applied_.load(),
+                  syncAnswered_ >= want ? std::to_string(syncEnd_) : std::string("an offset not yet known"));
+      break;
+    }
+    appliedCv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(50)));
+  }
+  return published_;
+}
+
+std::int64_t ClusterMember::stateAgeMs() const {
+  const std::int64_t at = std::max(confirmedSentMs_.load(), syncedAtMs_.load());
+  return at < 0 ? -1 : std::max<std::int64_t>(0, core::monotonicMs() - at);
+}
+
+// The syncer thread: one end query at a time, answering every reader that asked before it left.
+void ClusterMember::syncLoop() {
+  std::unique_lock lock(mu_);
+  while (!stop_.load()) {
+    if (syncAsked_ == syncAnswered_) {
+      syncCv_.wait_for(lock, std::chrono::milliseconds(200));
+      continue;
+    }
+    const std::uint64_t generation = syncAsked_;
+    lock.unlock();
+    const std::int64_t sent = core::monotonicMs();
+    auto end = log_.endOffset();
+    lock.lock();
+    syncAnswered_ = generation;
+    syncEnd_ = end.isOk() ? *end : -1;
+    syncSentMs_ = sent;
+    appliedCv_.notify_all();
+  }
 }
 
 bool ClusterMember::leaseValid() const {

@@ -59,8 +59,16 @@ class ClusterMember {
   // The current state (published once per applied batch of events; no copy per reader).
   StateRef state() const;
   // The state once everything appended to the log before this call was applied here (a read
-  // that sees writes made through any worker). Falls back to the current state on timeout.
+  // that sees writes made through any worker). Falls back to the current state on timeout, and
+  // at once while the log is unreachable: without the lease (no heartbeat of ours came back in
+  // time) the log's end is not asked for and nothing is waited for, and a query of the end that
+  // does not answer is abandoned as soon as the lease ends. stateAgeMs() says how stale it is.
   StateRef syncedState(std::chrono::milliseconds timeout);
+  // How long ago the applied state was last known to hold everything in the log: the send time
+  // of our last heartbeat seen in the log (everything appended before it is applied), or the
+  // moment a read found the applied state at the log's end, whichever is later. -1 before the
+  // bootstrap.
+  std::int64_t stateAgeMs() const;
   std::int64_t appliedOffset() const { return applied_.load(); }
   bool leaseValid() const;
   // Whether, at the applied log position, this incarnation owns `unit` at `epoch`.
@@ -84,6 +92,7 @@ class ClusterMember {
   static constexpr const char* kSnapshotMagic = "ferry-snapshot";
   static constexpr std::size_t kSnapshotPartBytes = 512 * 1024;
   void publishLocked();  // mu_ held: published_ = a copy of state_
+  void syncLoop();       // asks the log for its end on behalf of syncedState()
 
   backbone::SharedLog& log_;
   backbone::SharedLog& snapshots_;
@@ -105,8 +114,18 @@ class ClusterMember {
   std::atomic<std::int64_t> skipped_{0};
   std::mutex loadsMu_;
   std::map<std::string, double> loads_;
+  // syncedState(): readers ask for the log's end through the syncer thread, so a broker that does
+  // not answer holds that thread, never a REST thread beyond the lease (requests coalesce: one
+  // query answers every reader that asked before it was sent).
+  std::uint64_t syncAsked_ = 0;                // guarded by mu_: generation readers asked for
+  std::uint64_t syncAnswered_ = 0;             // guarded by mu_: generation the last query served
+  std::int64_t syncEnd_ = -1;                  // guarded by mu_: that query's end offset (-1: failed)
+  std::int64_t syncSentMs_ = -1;               // guarded by mu_: when that query was sent (monotonic)
+  std::condition_variable syncCv_;             // wakes the syncer
+  std::atomic<std::int64_t> syncedAtMs_{-1};   // monotonic: a query sent then found everything applied
   std::thread tailer_;
   std::thread heartbeater_;
+  std::thread syncer_;
   bool lastLease_ = false;  // tailer thread
 };
 

@@ -39,7 +39,8 @@ std::optional<State> parseState(const std::string& s) {
   return std::nullopt;
 }
 
-// REST reads wait this long for the log's current end to be applied here.
+// REST reads wait this long for the log's current end to be applied here, while the log is
+// reachable (ClusterMember::syncedState: without the lease they answer at once).
 constexpr std::chrono::milliseconds kReadSync{5000};
 
 class HerderImpl;
@@ -114,6 +115,11 @@ class HerderImpl final : public DistributedHerder {
     if (!running_) return "the worker is not running (starting or shutting down)";
     if (!member_->leaseValid()) return "the worker has no confirmed heartbeat in the cluster log (lease lost)";
     return {};
+  }
+
+  std::optional<std::int64_t> stateAgeMs() const override {
+    const std::int64_t age = member_->stateAgeMs();
+    return age < 0 ? std::nullopt : std::optional<std::int64_t>(age);
   }
 
   std::vector<std::string> connectors() const override {
@@ -201,6 +207,7 @@ class HerderImpl final : public DistributedHerder {
     j["lease"] = member_->leaseValid();
     j["log_offset"] = s.offset();
     j["log_time_ms"] = s.logTimeMs();
+    j["state_age_ms"] = member_->stateAgeMs();
     j["strategy"] = s.options().strategy;
     j["session_timeout_ms"] = s.options().sessionTimeoutMs;
     j["moves"] = s.moves();

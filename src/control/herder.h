@@ -156,6 +156,13 @@ class Herder {
   virtual Result<std::string> clusterJson() const {
     return Status::notFound("this worker is not part of a cluster (ferry standalone)");
   }
+
+  // Distributed mode: how stale the state that reads answer from may be, in ms: how long ago it
+  // was last known to hold everything in the cluster log (REST sends it as X-Ferry-State-Age-Ms).
+  // Reads wait to catch up with the log only while the log is reachable; during a backbone outage
+  // they answer at once from the applied state, and this says how old it is. nullopt on a
+  // standalone worker (its state is its own, never stale).
+  virtual std::optional<std::int64_t> stateAgeMs() const { return std::nullopt; }
 };
 
 }  // namespace ferry::control

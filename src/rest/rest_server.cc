@@ -265,6 +265,10 @@ class RestServer::Routes {
     } catch (const std::exception& e) {
       sendError(res, 500, internalError(req.method + " " + path, e.what()));
     }
+    // Distributed mode: reads answer from the applied cluster state (at once during a backbone
+    // outage); the header says how stale it may be. Bodies stay Kafka Connect's.
+    if (method == "GET")
+      if (auto age = herder_.stateAgeMs()) res.set_header("X-Ferry-State-Age-Ms", std::to_string(*age));
   }
 
  private:

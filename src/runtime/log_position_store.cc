@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/clock.h"
 #include "core/json_bounds.h"
 #include "core/logging.h"
 
@@ -55,10 +56,37 @@ std::optional<std::pair<std::string, StringMap>> LogPositionStore::decodeKey(std
 
 Result<std::unique_ptr<LogPositionStore>> LogPositionStore::open(backbone::Backbone& backbone, std::string topic,
                                                                  std::int32_t partitions,
-                                                                 std::chrono::milliseconds timeout) {
+                                                                 std::chrono::milliseconds timeout, bool readNow) {
   std::unique_ptr<LogPositionStore> s(new LogPositionStore(backbone, std::move(topic), partitions, timeout));
-  FERRY_RETURN_IF_ERROR(s->reload(/*waitForOpen=*/false));
+  if (readNow) FERRY_RETURN_IF_ERROR(s->reload(/*waitForOpen=*/false));
   return s;
+}
+
+LogPositionStore::~LogPositionStore() {
+  {
+    std::lock_guard lock(followMu_);
+    stopFollowing_ = true;
+  }
+  followCv_.notify_all();
+  if (follower_.joinable()) follower_.join();
+}
+
+void LogPositionStore::follow(std::chrono::milliseconds every) {
+  if (follower_.joinable()) return;
+  follower_ = std::thread([this, every] {
+    std::unique_lock lock(followMu_);
+    while (!stopFollowing_) {
+      lock.unlock();
+      const std::int64_t t0 = core::monotonicMs();
+      if (Status s = reload(/*waitForOpen=*/false); !s.isOk())
+        core::logger("runtime")->warn("{}: following source positions: {}", topic_, s.toString());
+      else if (core::monotonicMs() - t0 > 1000)
+        core::logger("runtime")->info("{}: source positions read in {} ms", topic_, core::monotonicMs() - t0);
+      lock.lock();
+      if (every.count() <= 0) break;
+      followCv_.wait_for(lock, every, [&] { return stopFollowing_; });
+    }
+  });
 }
 
 Status LogPositionStore::reload(bool waitForOpen) {

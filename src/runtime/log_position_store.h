@@ -11,10 +11,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backbone/backbone.h"
@@ -25,9 +27,20 @@ namespace ferry::runtime {
 
 class LogPositionStore final : public store::PositionStore {
  public:
-  // Reads `topic` (created with `partitions` partitions when missing).
+  // Reads `topic` (created with `partitions` partitions when missing). With readNow=false
+  // nothing is read yet: the first reload() reads the topic whole (a distributed worker serves
+  // REST before it reads a topic that exactly-once sources write at every transaction).
   static Result<std::unique_ptr<LogPositionStore>> open(backbone::Backbone& backbone, std::string topic,
-                                                        std::int32_t partitions, std::chrono::milliseconds timeout);
+                                                        std::int32_t partitions, std::chrono::milliseconds timeout,
+                                                        bool readNow = true);
+  ~LogPositionStore() override;
+
+  // Reads what was written since the last read every `every` on a thread of its own until the
+  // store is destroyed, so that a task starting here (which must read the topic to its end
+  // first) finds only the last moments' records to read, not everything since the worker
+  // started. Failures are logged and retried at the next turn. every <= 0: one read only (the
+  // first, off the caller's path).
+  void follow(std::chrono::milliseconds every);
 
   Result<std::optional<StringMap>> get(const std::string& connector, const StringMap& partition) override;
   Result<std::vector<Position>> getAll(const std::string& connector) override;
@@ -71,6 +84,10 @@ class LogPositionStore final : public store::PositionStore {
   std::map<std::int32_t, std::int64_t> cursor_;                       // guarded by mu_: next offsets to read
   std::mutex reloadMu_;                                               // one reload at a time
   backbone::SharedProducer producers_;                                // puts write through views
+  std::mutex followMu_;
+  std::condition_variable followCv_;
+  bool stopFollowing_ = false;  // guarded by followMu_
+  std::thread follower_;
 };
 
 }  // namespace ferry::runtime

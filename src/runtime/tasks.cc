@@ -681,8 +681,12 @@ class TransactionalSourceRunner final : public TaskRunner {
     intervalMs_ = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
     commitTimeout_ = std::chrono::milliseconds(std::max<std::int64_t>(30000, w.offsetFlushTimeoutMs));
     const std::string txnId = "ferry-" + env_.connector + "-" + std::to_string(env_.taskId);
+    const std::int64_t t0 = core::monotonicMs();
     FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createTransactionalProducer(txnId, {}));
+    const std::int64_t t1 = core::monotonicMs();
     FERRY_RETURN_IF_ERROR(store_->reload());  // after the fencing: the last committed positions
+    core::logger("runtime")->info("{}-{}: exactly-once start: zombies fenced in {} ms, positions read in {} ms",
+                                  env_.connector, env_.taskId, t1 - t0, core::monotonicMs() - t1);
     errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
     encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
     SourceContextImpl context(env_);

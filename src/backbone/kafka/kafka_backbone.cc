@@ -519,8 +519,10 @@ class KafkaBackbone final : public Backbone, public Admin {
                        bool waitForOpen, std::chrono::milliseconds timeout,
                        std::map<std::int32_t, std::int64_t>* cursor = nullptr) override {
     if (closed_) return Status::unavailable("backbone closed");
+    const std::int64_t tA = core::monotonicMs();
     FERRY_RETURN_IF_ERROR(ensureTopic(name, queues));
     FERRY_ASSIGN_OR_RETURN(TopicInfo info, describeTopic(name));
+    const std::int64_t tB = core::monotonicMs();
     const std::string topic = kafkaSafeName(name);
     StringMap base = {{"bootstrap.servers", o_.bootstrapServers},
                       {"group.id", "ferry-reader"},  // never joined: partitions are assigned
@@ -543,13 +545,22 @@ class KafkaBackbone final : public Backbone, public Admin {
       rd_kafka_conf_destroy(conf);
       return Status::invalidArgument(std::string("kafka backbone: cannot create a reader: ") + err);
     }
+    // Where a slow read spends its time (logged when the whole read took over 500 ms).
     struct Closer {
       rd_kafka_t* rk;
+      const std::string& topic;
+      std::int64_t t0, tMeta, tLoop = -1;
       ~Closer() {
+        const std::int64_t t = core::monotonicMs();
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
+        const std::int64_t end = core::monotonicMs();
+        if (end - t0 > 500)
+          core::logger("backbone")->info("kafka backbone: read_committed {} took {} ms (metadata {} ms, reading {} ms, "
+                                         "closing the reader {} ms)", topic, end - t0, tMeta - t0,
+                                         tLoop < 0 ? -1 : tLoop - tMeta, end - t);
       }
-    } closer{rk};
+    } closer{rk, topic, tA, tB};
     rd_kafka_poll_set_consumer(rk);
     ListGuard all{rd_kafka_topic_partition_list_new(info.queues)};
     for (std::int32_t p = 0; p < info.queues; ++p)
@@ -557,13 +568,26 @@ class KafkaBackbone final : public Backbone, public Admin {
           cursor && cursor->count(p) ? cursor->at(p) : RD_KAFKA_OFFSET_BEGINNING;
     if (rd_kafka_resp_err_t e = rd_kafka_assign(rk, all.list))
       return Status::unavailable("kafka backbone: reading " + topic + ": " + errText(e));
+    // Each partition's end as of now (its high watermark). librdkafka signals a partition's end
+    // only on a fetch that brings nothing new, which a partition written all the time (the
+    // positions of running exactly-once sources: a record per transaction) may not see for
+    // seconds: a partition is also read to its end once a record at or past target - 1 arrived
+    // (read_committed delivers it only when everything before it is stable).
+    const std::int64_t deadline = core::monotonicMs() + timeout.count();
     std::vector<std::int64_t> target(static_cast<std::size_t>(info.queues), -1);
+    for (std::int32_t p = 0; p < info.queues; ++p) {
+      std::int64_t lo = 0, hi = 0;
+      const int wait = static_cast<int>(std::clamp<std::int64_t>(deadline - core::monotonicMs(), 1, 5000));
+      if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &lo, &hi, wait) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        break;  // the broker does not answer: the rest end at their end signal (or the deadline)
+      target[static_cast<std::size_t>(p)] = hi;
+    }
     std::vector<std::int64_t> stalledAt(static_cast<std::size_t>(info.queues), -1);
     std::vector<bool> done(static_cast<std::size_t>(info.queues), false);
     std::int32_t remaining = info.queues;
-    const std::int64_t deadline = core::monotonicMs() + timeout.count();
     std::int64_t nextReseek = core::monotonicMs() + 200;
     while (remaining > 0) {
+      if (closed_) return Status::unavailable("backbone closed");  // a worker shutting down
       if (core::monotonicMs() >= deadline) {
         std::string which;
         for (std::int32_t p = 0; p < info.queues; ++p)
@@ -613,7 +637,12 @@ class KafkaBackbone final : public Backbone, public Admin {
       }
       if (cursor) (*cursor)[m->partition] = m->offset + 1;
       fn(fromKafka(m, name));
+      if (p < done.size() && !done[p] && target[p] >= 0 && m->offset >= target[p] - 1) {
+        done[p] = true;
+        --remaining;
+      }
     }
+    closer.tLoop = core::monotonicMs();
     return Status::ok();
   }
   bool closed() const { return closed_; }

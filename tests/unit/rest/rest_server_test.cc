@@ -582,6 +582,37 @@ TEST(RestServerBind, StopRightAfterStartDoesNotHang) {
 namespace ferry::rest {
 namespace {
 
+// Distributed mode: reads answer from the applied cluster state and say how stale it may be;
+// the bodies stay Kafka Connect's. A standalone herder (no state age) sends no such header.
+class AgedHerder : public testing::FakeHerder {
+ public:
+  std::optional<std::int64_t> stateAgeMs() const override { return 4321; }
+};
+
+TEST(RestServerStateAge, GetAnswersCarryTheStateAgeOfADistributedHerder) {
+  AgedHerder aged;
+  testing::FakeHerder plain;
+  for (control::Herder* h : {static_cast<control::Herder*>(&aged), static_cast<control::Herder*>(&plain)}) {
+    RestOptions o;
+    o.port = 0;
+    RestServer server(*h, o);
+    ASSERT_TRUE(server.start().isOk());
+    const std::string body =
+        R"({"name": "c", "config": {"connector.class": "FileStreamSource", "file": "/in", "topic": "t"}})";
+    auto created = testing::httpRequest(server.port(), "POST", "/connectors", body);
+    EXPECT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(created.header("X-Ferry-State-Age-Ms"), "");  // a write: answered once applied
+    for (const char* path : {"/connectors", "/connectors?expand=status", "/connectors/c/status", "/connectors/c/config"}) {
+      auto a = testing::httpRequest(server.port(), "GET", path);
+      EXPECT_EQ(a.status, 200) << path << ": " << a.body;
+      EXPECT_EQ(a.header("X-Ferry-State-Age-Ms"), h == &aged ? "4321" : "") << path;
+    }
+    auto list = testing::httpRequest(server.port(), "GET", "/connectors");
+    EXPECT_EQ(Json::parse(list.body), Json::parse(R"(["c"])"));  // the body is unchanged
+    server.stop();
+  }
+}
+
 TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   char tmpl[] = "/tmp/ferry-web-test-XXXXXX";
   std::string dir = mkdtemp(tmpl);
