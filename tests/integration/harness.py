@@ -34,6 +34,23 @@ def wait_until(cond, timeout, what, interval=0.05):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def require_reachable(host, port, what, hint):
+    """Fails the test at once, saying how to start it, when nothing listens on host:port."""
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        raise AssertionError(f"{what} {host}:{port} unreachable ({e}); {hint}")
+
+
+def read_lines(path):
+    """The lines of a file as bytes, without line ends; [] while it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
 class Worker:
     """One standalone ferry worker process with its own data folder and REST port."""
 

@@ -4,6 +4,7 @@ FERRY_MQTT_BROKER names it: `mosquitto` (default; scripts/services/mosquitto, 18
 `mochi` (scripts/services/mochi, mochi-mqtt 2.7.9 on 1893..1896). Each FERRY_MQTT_* variable
 (`scripts/services/<broker> env`) overrides the broker's default."""
 import os
+import subprocess
 
 _DEFAULTS = {
     "mosquitto": {"port": 18830, "auth_port": 18831, "tls_port": 18832, "mtls_port": 18833,
@@ -25,3 +26,10 @@ CA = os.environ.get("FERRY_MQTT_CA", os.path.expanduser(_d["run"] + "/certs/ca.c
 USER = os.environ.get("FERRY_MQTT_USER", "ferry")
 PASSWORD = os.environ.get("FERRY_MQTT_PASSWORD", "ferry-secret")
 START_HINT = f"scripts/services/{NAME} start"
+
+
+def publish(topic, payloads, port=PORT, extra=()):
+    """QoS 1 publishes of `payloads` (one message per line) through one mosquitto_pub."""
+    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(port), "-q", "1", "-t", topic, "-l", *extra],
+                       input=b"\n".join(payloads) + b"\n", capture_output=True, timeout=120)
+    assert p.returncode == 0, f"mosquitto_pub failed: {p.stderr.decode()}"

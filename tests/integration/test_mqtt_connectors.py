@@ -20,39 +20,20 @@ is unreachable. Uses the mosquitto_pub / mosquitto_sub tools of the mosquitto-cl
 (they speak to either broker)."""
 import os
 import random
-import socket
 import subprocess
 import time
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import Worker, read_lines as lines, require_reachable, run, tmpdir, wait_until
 
-from mqtt_env import AUTH_PORT, CA, HOST, NAME as BROKER, PASSWORD, PORT, START_HINT, TLS_PORT, USER
+from mqtt_env import AUTH_PORT, CA, HOST, NAME as BROKER, PASSWORD, PORT, START_HINT, TLS_PORT, USER, publish
 SHARED = 4000
 GEN = 2000
 LINES = 2000
 LATE = 500
 
 
-def lines(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().splitlines()
-    except FileNotFoundError:
-        return []
-
-
-def publish(topic, payloads, port=PORT, extra=()):
-    """QoS 1 publishes of `payloads` (one message per line) through one mosquitto_pub."""
-    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(port), "-q", "1", "-t", topic, "-l", *extra],
-                       input=b"\n".join(payloads) + b"\n", capture_output=True, timeout=120)
-    assert p.returncode == 0, f"mosquitto_pub failed: {p.stderr.decode()}"
-
-
 def main():
-    try:
-        socket.create_connection((HOST, PORT), timeout=3).close()
-    except OSError as e:
-        raise AssertionError(f"{BROKER} {HOST}:{PORT} unreachable ({e}); {START_HINT}")
+    require_reachable(HOST, PORT, BROKER, START_HINT)
     run_id = random.randrange(1 << 30)
     d = tmpdir("mqtt-connectors")
     uri = f"tcp://{HOST}:{PORT}"

@@ -20,13 +20,11 @@ The broker is chosen by FERRY_MQTT_BROKER (mqtt_env.py): CTest runs the test aga
 (scripts/services/mochi) and against mosquitto. Fails when the broker is unreachable."""
 import os
 import random
-import socket
-import subprocess
 import time
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import Worker, read_lines as lines, require_reachable, run, tmpdir, wait_until
 
-from mqtt_env import HOST, NAME, PORT, START_HINT
+from mqtt_env import HOST, NAME, PORT, START_HINT, publish
 
 BROKER = f"{NAME} {HOST}:{PORT}"
 RUNNING = 200   # messages per connector and round published while the worker runs
@@ -35,25 +33,8 @@ ROUNDS = 2
 RESUME_S = 15   # a resumed task must be RUNNING again within this
 
 
-def lines(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read().splitlines()
-    except FileNotFoundError:
-        return []
-
-
-def publish(topic, payloads):
-    p = subprocess.run(["mosquitto_pub", "-h", HOST, "-p", str(PORT), "-q", "1", "-t", topic, "-l"],
-                       input=b"\n".join(payloads) + b"\n", capture_output=True, timeout=120)
-    assert p.returncode == 0, f"mosquitto_pub failed: {p.stderr.decode()}"
-
-
 def main():
-    try:
-        socket.create_connection((HOST, PORT), timeout=3).close()
-    except OSError as e:
-        raise AssertionError(f"{BROKER} unreachable ({e}); {START_HINT}")
+    require_reachable(HOST, PORT, NAME, START_HINT)
     run_id = random.randrange(1 << 30)
     d = tmpdir("mqtt-resume")
     uri = f"tcp://{HOST}:{PORT}"

@@ -20,11 +20,10 @@ Environment: FERRY_BIN, FERRY_BLOCKING_PLUGIN, FERRY_KAFKA_BOOTSTRAP."""
 import json
 import os
 import random
-import socket
 import sys
 import time
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import Worker, require_reachable, run, tmpdir, wait_until
 
 KIND = sys.argv[1] if len(sys.argv) > 1 else "embedded"
 PLUGIN = os.environ.get("FERRY_BLOCKING_PLUGIN", "build/release/test-plugins/blocking/blocking_plugin.so")
@@ -99,11 +98,7 @@ def main():
              # The automatic restart must not hide a FAILED state while the test looks at it.
              "task.restart.backoff.initial.ms": "60000", "task.restart.backoff.max.ms": "60000"}
     if KIND == "kafka":
-        host, port = BOOTSTRAP.rsplit(":", 1)
-        try:
-            socket.create_connection((host, int(port)), timeout=3).close()
-        except OSError as e:
-            raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+        require_reachable(*BOOTSTRAP.rsplit(":", 1), "Kafka", "scripts/services/kafka start")
         run_id = random.randrange(1 << 30)
         extra.update({"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP,
                       "exactly.once.source.support": "enabled",
