@@ -228,6 +228,18 @@ def finish(workers, bootstrap, topic, gen, n, cluster, extra, late_allowed_befor
             f"records made after the freeze were appended after the successor's first append: {late[:5]}"
 
 
+def all_threads_stopped(pid):
+    """Whether every thread of the process is stopped (state T or t in /proc/<pid>/task/*/stat)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                    return False
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return True
+
+
 def test_sigstop():
     bootstrap = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
     n = int(os.environ.get("FERRY_FENCING_RECORDS", "12000"))
@@ -248,6 +260,11 @@ def test_sigstop():
     frozen = [t for t, (_, wid) in o.items() if wid == victim.props_id]
     t_stop = time.time()
     os.kill(victim.proc.pid, signal.SIGSTOP)
+    # The freeze is complete once every thread shows state T; records made before that moment were
+    # made before the freeze (a loaded machine takes a few ms to stop every thread), so "made after
+    # the freeze" is judged from it, not from the kill.
+    t_frozen = wait_until(lambda: all_threads_stopped(victim.proc.pid) and time.time(), 5,
+                          f"every thread of {victim.props_id} stopped", 0.001)
     try:
         wait_until(lambda: all_running(others[0], gen, {x.props_id for x in others}), 30,
                    f"{victim.props_id}'s tasks RUNNING elsewhere", 0.05)
@@ -258,7 +275,8 @@ def test_sigstop():
     frozen_s = time.time() - t_stop
     finish(workers, bootstrap, topic, gen, n, f"fence{run_id}",
            {"frozen_worker": victim.props_id, "frozen_tasks": frozen, "moved_after_s": round(moved_s, 2),
-            "frozen_for_s": round(frozen_s, 1)}, late_allowed_before_ms=int(t_stop * 1000))
+            "frozen_for_s": round(frozen_s, 1), "freeze_took_ms": round((t_frozen - t_stop) * 1000, 1)},
+           late_allowed_before_ms=int(t_frozen * 1000))
     for w in workers:
         w.stop()
 
