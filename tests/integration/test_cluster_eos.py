@@ -18,7 +18,7 @@ import os
 import random
 import time
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import run, start_cluster, tmpdir, wait_until
 from test_kafka_eos_source import committed_values, end_of, tally
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
@@ -40,12 +40,7 @@ def main():
     run_id = random.randrange(1 << 30)
     base = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP, "cluster.name": f"eos{run_id}",
             "exactly.once.source.support": "enabled", "log.level": "info"}
-    workers = {}
-    for i in range(3):
-        wid = f"w{i + 1}"
-        w = Worker(tmpdir(f"cluster-eos-{wid}"), dict(base, **{"worker.id": wid}), mode="distributed")
-        w.start(timeout=90)
-        workers[wid] = w
+    workers = {f"w{i + 1}": w for i, w in enumerate(start_cluster(tmpdir("cluster-eos"), base, timeout=90))}
     topic = f"cluster-eos-{run_id}"
     name = "eosgen"
     first = workers["w1"]
