@@ -1,10 +1,10 @@
 #include "backbone/shared_producer.h"
 
 #include <condition_variable>
+#include <string>
 #include <thread>
 
 #include "core/clock.h"
-#include <string>
 
 namespace ferry::backbone {
 namespace {

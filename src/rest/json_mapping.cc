@@ -13,8 +13,6 @@ std::string describe(const Json& v) {
   return std::string(v.type_name());  // "object", "array", "null", "number", ...
 }
 
-std::optional<std::string> scalarText(const Json& v) { return core::jsonScalarText(v); }
-
 }  // namespace
 
 Result<StringMap> toStringMap(const Json& obj, const std::string& what) {
@@ -110,7 +108,7 @@ Result<PatchRequest> parsePatch(std::string_view body) {
       out.emplace(k, std::nullopt);
       continue;
     }
-    auto text = scalarText(v);
+    auto text = core::jsonScalarText(v);
     if (!text)
       return Status::invalidArgument(
           "value of '" + k + "' in 'config' must be a string, number, boolean or null, not " +
