@@ -80,6 +80,10 @@ class SourceTaskContext {
   // Asks the runtime to flush and commit soon (before offset.flush.interval.ms), e.g. because
   // the source's peer stops sending until records are acknowledged. Thread-safe; may be a no-op.
   virtual void requestCommit() {}
+  // Wakes the runtime to poll this task now: records arrived (from a client's callback thread,
+  // say). For tasks whose pollMode() is kNotify. Thread-safe, cheap and idempotent; call it at
+  // least whenever the task's buffer turns from empty to non-empty. The default does nothing.
+  virtual void wakeup() {}
   // Opens the local file `path` for a task, confined to the worker's allowed folders
   // (file.allowed.dirs): `..` and symbolic links are resolved first, the result must lie inside
   // an allowed folder and outside plugin.path and the worker's own store, and no component may
@@ -96,8 +100,24 @@ class SourceTaskContext {
 
 class SourceTask {
  public:
+  // How the runtime waits for a task's records.
+  //  kBlocking  poll() itself waits up to maxWait for records (the default, and the only mode a
+  //             task that blocks in its client library can have). The worker runs tasks on a few
+  //             shared threads; a call that blocks is moved off them, so an idle blocking task
+  //             costs a thread while it waits.
+  //  kNotify    poll() never blocks: it is called with maxWait 0 and returns what it has. After a
+  //             poll that returned nothing the runtime polls again when the task calls
+  //             SourceTaskContext::wakeup(), or after idlePollDelay() at the latest. An idle task
+  //             then costs no thread and no wake-up.
+  enum class PollMode { kBlocking, kNotify };
+
   virtual ~SourceTask() = default;
   virtual std::string version() const { return "0"; }
+  // Read once, after start() succeeded.
+  virtual PollMode pollMode() const { return PollMode::kBlocking; }
+  // kNotify: the longest an idle task is left unpolled (asked after each poll that returned
+  // nothing; a time-driven task returns how long until its next record is due).
+  virtual std::chrono::milliseconds idlePollDelay() const { return std::chrono::milliseconds(500); }
   virtual Status start(const StringMap& config, SourceTaskContext& context) = 0;
   // Appends up to `maxRecords` records to `out` (which arrives empty) and returns how many. Wait
   // at most `maxWait` when nothing is available; returning 0 is normal. Each record's
