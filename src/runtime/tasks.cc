@@ -31,7 +31,6 @@ using store::State;
 
 std::string get(const StringMap& m, const std::string& k) { return configValue(m, k); }
 StringMap withPrefix(const StringMap& m, const std::string& prefix) { return configWithPrefix(m, prefix); }
-std::vector<std::string> listOf(const StringMap& m, const std::string& key) { return configList(m, key); }
 
 // errors.tolerance, retries and the dead-letter topic of one task.
 class ErrorReporter {
@@ -101,37 +100,39 @@ class ErrorReporter {
 //              retries a RetriableException from poll(); a positive timeout is a deadline from the
 //              first failure in a row, -1 is for ever;
 //  direct put  as poll (the sink of a direct task is part of its pipeline);
-//  sink put    until it passes or the task stops whatever the key says (Kafka Connect's put).
-// Every shape (source, exactly-once source, sink, direct) uses these through CallRetrier.
-enum class RetriedCall { kStart, kPoll, kDirectPut, kSinkPut };
+//  sink put    until it passes or the task stops whatever the key says (Kafka Connect's put);
+//  backbone read  (the sink task's consumer) as sink put: the backbone is the worker's own.
+// Every shape goes through the one loop's CallRetriers.
+enum class RetriedCall { kStart, kPoll, kDirectPut, kSinkPut, kBackboneRead };
 
 std::int64_t retryTimeoutFor(RetriedCall call, const ErrorPolicy& policy) {
   switch (call) {
     case RetriedCall::kStart: return policy.retryTimeoutMs;
     case RetriedCall::kPoll:
     case RetriedCall::kDirectPut: return policy.retryTimeoutMs == 0 ? -1 : policy.retryTimeoutMs;
-    case RetriedCall::kSinkPut: return -1;
+    case RetriedCall::kSinkPut:
+    case RetriedCall::kBackboneRead: return -1;
   }
   return policy.retryTimeoutMs;
 }
 
 // Retries of one kind of call in one task (core::RetryBudget: 100 ms doubling up to
 // errors.retry.delay.max.ms): each retry is logged at warn and counted in ferry_task_retries_total;
-// a failure past the budget fails the task with a trace naming errors.retry.timeout.
+// a failure past the budget fails the task with a trace naming errors.retry.timeout. The loop
+// never waits itself: retryOrFail returns the delay, the loop sleeps it (a stop or a pause cuts
+// it short).
 class CallRetrier {
  public:
-  CallRetrier(const char* call, RetriedCall kind, const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics& metrics,
-              std::function<void(std::int64_t)> wait)
+  CallRetrier(const char* call, RetriedCall kind, const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics& metrics)
       : call_(call),
         configuredMs_(policy.retryTimeoutMs),
         budget_(retryTimeoutFor(kind, policy), policy.retryDelayMaxMs),
         env_(env),
-        metrics_(metrics),
-        wait_(std::move(wait)) {}
+        metrics_(metrics) {}
 
-  // After a failed call: OK when the caller should call again (the delay has been waited, or cut
-  // short by a stop or a pause), else the error to fail the task with.
-  Status retryOrFail(const Status& s) {
+  // After a failed call: the delay (ms) before the caller calls again, else the error to fail the
+  // task with.
+  Result<std::int64_t> retryOrFail(const Status& s) {
     if (!s.isRetriable()) return s.withContext(call_);
     auto delay = budget_.onFailure();
     if (!delay)
@@ -144,8 +145,7 @@ class CallRetrier {
                                   budget_.forever() ? std::string("no deadline")
                                                     : "errors.retry.timeout=" + std::to_string(budget_.timeoutMs()) + " ms",
                                   scrubSecrets(s.toString(), env_.secrets));
-    wait_(*delay);
-    return Status::ok();
+    return *delay;
   }
   // The call passed: the next failure starts a new budget.
   void reset() { budget_.reset(); }
@@ -156,11 +156,11 @@ class CallRetrier {
   core::RetryBudget budget_;
   const TaskEnv& env_;
   TaskMetrics& metrics_;
-  std::function<void(std::int64_t)> wait_;
 };
 
-// The activity slot of the task running on this thread (TaskRunner::activity_), set by guarded()
-// around each connector call so a stop that times out can say what the task was doing.
+// The activity slot of the task running on this thread (TaskRunner::activity_), set by the
+// driver around each step and by guarded() around each connector call, so a stop that times out
+// can say what the task was doing.
 thread_local std::atomic<const char*>* tActivity = nullptr;
 
 struct ActivityScope {
@@ -183,38 +183,18 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
   }
 }
 
+void guardedVoid(const char* what, const std::function<void()>& f) {
+  guarded(what, [&] {
+    f();
+    return Status::ok();
+  }).isOk();
+}
+
 // Both task contexts open local files through the worker's one confinement (local_files.h).
 Result<LocalFile> openConfined(const TaskEnv& env, const std::string& path, LocalPath access) {
   if (env.worker == nullptr) return Status::failedPrecondition("no worker config: local files cannot be opened");
   return localFileConfinement(*env.worker).open(path, access);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Source side, shared by the source and the direct runner.
-
-class SourceContextImpl final : public SourceTaskContext {
- public:
-  explicit SourceContextImpl(const TaskEnv& env, std::atomic<bool>* commitRequested = nullptr)
-      : env_(env), commitRequested_(commitRequested) {}
-  const std::string& connectorName() const override { return env_.connector; }
-  void requestCommit() override {
-    if (commitRequested_ != nullptr) commitRequested_->store(true);
-  }
-  int taskId() const override { return env_.taskId; }
-  std::optional<StringMap> committedOffset(const StringMap& partition) override {
-    if (!env_.positions) return std::nullopt;
-    auto r = env_.positions->get(env_.connector, partition);
-    if (!r.isOk()) return std::nullopt;
-    return *r;
-  }
-  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
-    return openConfined(env_, path, access);
-  }
-
- private:
-  const TaskEnv& env_;
-  std::atomic<bool>* commitRequested_;
-};
 
 // Positions that became safe, waiting for the next commit. Last one wins per partition.
 class PositionBuffer {
@@ -241,50 +221,358 @@ class PositionBuffer {
   std::map<StringMap, StringMap> pending_;
 };
 
-// Retries a retriable start() failure within errors.retry.timeout (0 = not at all, -1 = forever);
-// after that the task FAILS, so status shows why, and the worker's automatic restart takes over.
-// Other errors, and a failure while the task is asked to stop, end the task as they are.
-Status startWithRetry(const TaskEnv& env, const ErrorPolicy& policy, TaskMetrics& metrics,
-                      const std::function<Status()>& start, const std::function<bool()>& stopping,
-                      const std::function<void(std::int64_t)>& wait) {
-  CallRetrier retrier("start", RetriedCall::kStart, env, policy, metrics, wait);
-  while (true) {
-    Status s = guarded("start", start);
-    // With the default 0 the error is the task's trace as the connector wrote it.
-    if (s.isOk() || !s.isRetriable() || stopping() || policy.retryTimeoutMs == 0) return s;
-    FERRY_RETURN_IF_ERROR(retrier.retryOrFail(s));
-  }
+// What committing a source record needs, kept from take-in until it is safe.
+Record slimOf(const Record& r) {
+  Record slim;
+  slim.topic = r.topic;
+  slim.position = r.position;
+  slim.acknowledger = r.acknowledger;
+  return slim;
 }
 
-// Counts a polled record in and stamps it; returns its size.
-std::size_t countIn(TaskMetrics& metrics, Record& record) {
-  metrics.recordsIn.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t bytes = record.sizeBytes();
-  metrics.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-  if (record.timestampMs == 0) record.timestampMs = core::nowMs();
-  return bytes;
-}
+// ---------------------------------------------------------------------------------------------
+// The three seams. A shape is one Input, one Output and one Committer (see tasks.h); TaskLoop
+// drives them and owns everything they share (the env, metrics, errors, the effect lock).
 
-// A polled source record -> transforms -> converters -> a backbone message. nullopt when the
-// record is dropped: by a filter, or after a tolerated error (reported already).
-class SourceEncoder {
+class TaskLoop;
+
+// Where records come from.
+class Input {
  public:
-  SourceEncoder(TransformChain& chain, TaskConverters& converters, ErrorReporter& errors,
-                TaskMetrics& metrics)
-      : chain_(chain), converters_(converters), errors_(errors), metrics_(metrics) {}
+  virtual ~Input() = default;
+  // Starts the connector side (retried by the loop within errors.retry.timeout for start).
+  virtual Status start() = 0;
+  // Appends what is there (waiting up to `wait`) to `out`; each record carries what committing it
+  // needs (a source position and acknowledger, or a backbone topic/queue/offset).
+  virtual Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) = 0;
+  virtual RetriedCall pollKind() const { return RetriedCall::kPoll; }
+  // Notifying inputs are polled without waiting and woken (TaskRunner::wake) when records arrive.
+  virtual bool notifies() const { return false; }
+  virtual std::chrono::milliseconds idleDelay() const { return kSourcePollWait; }
+  // After every poll (the backbone's storage reports).
+  virtual void afterPoll() {}
+  // A record as read -> what the transforms see (the sink side's converters). False: dropped after
+  // a tolerated error (reported already).
+  virtual Result<bool> decode(Record& record) {
+    (void)record;
+    return true;
+  }
+  // At stop, first: no new records (a push source stops its client).
+  virtual void stopIntake() {}
+  // At stop, after the final commit.
+  virtual void close() {}
+  // The source task, for commitRecord/commit (null for a backbone input).
+  virtual SourceTask* sourceTask() { return nullptr; }
+};
+
+// Where records go.
+class Output {
+ public:
+  virtual ~Output() = default;
+  virtual Status start() { return Status::ok(); }
+  // One record after the transforms, with its committer ticket.
+  virtual Status accept(Record&& record, std::uint64_t ticket) = 0;
+  // Puts what was accepted since the last put (sink outputs); the batch is kept while a retriable
+  // failure is retried. `kind` is the put's retry rule.
+  virtual bool hasBatch() const { return false; }
+  virtual Status put() { return Status::ok(); }
+  virtual RetriedCall putKind() const { return RetriedCall::kSinkPut; }
+  // At stop, before the final commit: a producer purges what it holds when the worker has no
+  // lease, then waits for its acknowledgements.
+  virtual void settle(bool workerLease) { (void)workerLease; }
+  // At stop, last (the sink task's stop).
+  virtual void close() {}
+};
+
+// What makes records taken in safe to forget, and persists it (the at-least-once contract:
+// nothing is committed for a record before its output made it safe).
+class Committer {
+ public:
+  virtual ~Committer() = default;
+  // A record was taken in (before decoding and transforms); the output refers to it by the ticket.
+  virtual std::uint64_t takeIn(const Record& record, std::size_t bytes) = 0;
+  // It was dropped (filter, tolerated error): safe once everything before it is.
+  virtual void dropped(std::uint64_t ticket) { (void)ticket; }
+  // Every step, before the commit check: acknowledgements that arrived (a resend of records the
+  // backbone refused with a retriable error may be due; its delay is returned, 0 = none).
+  virtual Result<std::int64_t> collect() { return std::int64_t{0}; }
+  // Whether to commit now: the timer ran out (`timerDue`), the task asked, or holding more would
+  // pass the in-flight bound.
+  virtual bool due(bool timerDue, bool requested, bool paused) = 0;
+  virtual Status commit() = 0;
+  // Whether intake must wait for acknowledgements (the in-flight bound, async outputs).
+  virtual bool waitingForRoom() { return false; }
+  // After a polled batch was handed to the output.
+  virtual Status afterBatch() { return Status::ok(); }
+  // At stop: what may still be committed (`healthy`: the loop ended without an error; `lease`:
+  // the worker may still commit for this task), then every record not safe is released.
+  virtual Status finalCommit(bool healthy, bool lease) = 0;
+  virtual void releaseAll() = 0;
+};
+
+// The one loop (tasks.h). Seams reach the runner's shared parts through it.
+class TaskLoop final : public TaskRunner {
+ public:
+  explicit TaskLoop(TaskEnv env) : TaskRunner(std::move(env)) {}
+  ~TaskLoop() override {
+    join();
+    // A consumer's rebalance callbacks reach the committer and the sink task: closed first. Then
+    // the output, whose callbacks (a producer's acknowledgements) reach the committer; then the
+    // committer, whose records hold acknowledgers issued by the source task; then the input.
+    if (input_) input_->close();
+    ownedOutput_.reset();
+    committer_.reset();
+    input_.reset();
+  }
+
+  // For the seams.
+  const TaskEnv& taskEnv() const { return env_; }
+  TaskMetrics& counters() { return metrics_; }
+  ErrorReporter& errors() { return *errors_; }
+  const ErrorPolicy& policy() const { return errors_->policy(); }
+  std::atomic<bool>& commitRequested() { return commitRequested_; }
+  bool isStopping() const { return stopping(); }
+  bool isCancelled() const { return cancelled(); }
+  bool workerLease() const { return workerLeaseHeld(); }
+  bool mayCommitNow() const { return mayCommit(); }
+  Effect takeEffect() { return effect(); }
+  static Status cancelled_() { return cancelledError(); }
+  void topic(const std::string& t) { noteTopic(t); }
+  void skipped(const std::vector<backbone::StorageIssue>& s) { noteSkipped(s); }
+  // A failure raised outside the loop's own calls (a rebalance callback): the loop fails with it.
+  void fail(const Status& s) {
+    if (failure_.isOk()) failure_ = s;
+  }
+  bool failing() const { return !failure_.isOk(); }
+
+ private:
+  enum class Phase { kSetUp, kStartOutput, kStartInput, kRunning };
+
+  Step step() override;
+  Status setUp();
+  Step running(std::int64_t now);
+  Step putBatch(std::int64_t now);
+  Status commitNow();
+  // Ends the task: stops the seams in order and returns the task's result.
+  Step finish(Status result);
+  Step sleep(std::int64_t until) const { return Step::sleepUntil(std::min({until, nextCommit_, resendBy_})); }
+
+  Phase phase_ = Phase::kSetUp;
+  std::unique_ptr<TransformChain> chain_;
+  std::unique_ptr<ErrorReporter> errors_;
+  std::unique_ptr<Input> input_;
+  std::unique_ptr<Committer> committer_;
+  std::unique_ptr<Output> ownedOutput_;  // null when the committer is the output too (a transaction)
+  Output* output_ = nullptr;
+  std::optional<CallRetrier> startRetry_, pollRetry_, putRetry_;
+  std::atomic<bool> commitRequested_{false};
+  Status failure_;
+  std::int64_t nextCommit_ = INT64_MAX;
+  std::int64_t resumeAt_ = 0;  // the next start, poll or put attempt after a retriable failure
+  std::int64_t resendBy_ = INT64_MAX;  // records the backbone refused are sent again by then
+  std::int64_t interval_ = 1000;
+  std::vector<Record> batch_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Contexts given to connector tasks.
+
+class SourceContextImpl final : public SourceTaskContext {
+ public:
+  SourceContextImpl(TaskLoop& loop, bool commitOnRequest) : loop_(loop), commitOnRequest_(commitOnRequest) {}
+  const std::string& connectorName() const override { return loop_.taskEnv().connector; }
+  void requestCommit() override {
+    if (!commitOnRequest_) return;
+    loop_.commitRequested().store(true);
+    loop_.wake();
+  }
+  void wakeup() override { loop_.wake(); }
+  int taskId() const override { return loop_.taskEnv().taskId; }
+  std::optional<StringMap> committedOffset(const StringMap& partition) override {
+    const auto& env = loop_.taskEnv();
+    if (!env.positions) return std::nullopt;
+    auto r = env.positions->get(env.connector, partition);
+    if (!r.isOk()) return std::nullopt;
+    return *r;
+  }
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return openConfined(loop_.taskEnv(), path, access);
+  }
+
+ private:
+  TaskLoop& loop_;
+  bool commitOnRequest_;
+};
+
+class SinkContextImpl final : public SinkTaskContext {
+ public:
+  explicit SinkContextImpl(TaskLoop& loop) : loop_(loop) {}
+  const std::string& connectorName() const override { return loop_.taskEnv().connector; }
+  int taskId() const override { return loop_.taskEnv().taskId; }
+  void requestCommit() override {
+    loop_.commitRequested().store(true);
+    loop_.wake();
+  }
+  Status reportBadRecord(const Record& record, const Status& reason) override {
+    return loop_.errors().report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
+                                 record.value, record.headers);
+  }
+  // The task's state is one position of the connector, under a partition no source uses.
+  Result<std::optional<StringMap>> loadState() override {
+    const auto& env = loop_.taskEnv();
+    if (env.positions == nullptr) return std::optional<StringMap>();
+    return env.positions->get(env.connector, statePartition());
+  }
+  Status saveState(const StringMap& state) override {
+    const auto& env = loop_.taskEnv();
+    if (env.positions == nullptr) return SinkTaskContext::saveState(state);
+    if (state.empty()) return Status::invalidArgument("a sink task's state must not be empty");
+    return env.positions->put(env.connector, {Position{statePartition(), state}});
+  }
+  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
+    return openConfined(loop_.taskEnv(), path, access);
+  }
+
+ private:
+  StringMap statePartition() const { return {{"ferry.sink.task", std::to_string(loop_.taskEnv().taskId)}}; }
+  TaskLoop& loop_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+// A connector's source task (pull, or push with wake-ups: SourceTask::PollMode).
+class SourceTaskInput final : public Input {
+ public:
+  SourceTaskInput(TaskLoop& loop, const StringMap& config, bool commitOnRequest)
+      : loop_(loop), config_(config), context_(loop, commitOnRequest) {}
+
+  Status create(const PluginRegistry& reg) {
+    const std::string cls = configValue(config_, "connector.class");
+    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
+    task_ = connector_->createTask();
+    if (!task_) return Status::internal(cls + " created no task");
+    return Status::ok();
+  }
+  Status start() override {
+    FERRY_RETURN_IF_ERROR(task_->start(config_, context_));
+    started_ = true;
+    notify_ = task_->pollMode() == SourceTask::PollMode::kNotify;
+    return Status::ok();
+  }
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) override {
+    return task_->poll(out, max, wait);
+  }
+  bool notifies() const override { return notify_; }
+  std::chrono::milliseconds idleDelay() const override {
+    return std::clamp(task_->idlePollDelay(), std::chrono::milliseconds(1), kSourcePollWait);
+  }
+  void stopIntake() override {
+    if (started_) guardedVoid("stop", [&] { task_->stop(); });
+  }
+  SourceTask* sourceTask() override { return task_.get(); }
+
+ private:
+  TaskLoop& loop_;
+  const StringMap& config_;
+  SourceContextImpl context_;
+  PluginPtr<SourceConnector> connector_;
+  std::unique_ptr<SourceTask> task_;
+  bool started_ = false;
+  bool notify_ = false;
+};
+
+class OffsetCommitter;
+
+// The backbone, read by a sink task's consumer in group "connect-<connector>"; the converters turn
+// what it holds into records (decode).
+class BackboneInput final : public Input, private backbone::RebalanceListener {
+ public:
+  BackboneInput(TaskLoop& loop, TaskConverters converters) : loop_(loop), converters_(std::move(converters)) {}
+  void attach(OffsetCommitter* committer, SinkTask* task) {
+    committer_ = committer;
+    task_ = task;
+  }
+  Status start() override;
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) override {
+    messages_.clear();
+    FERRY_ASSIGN_OR_RETURN(auto n, loop_.taskEnv().backbone == nullptr
+                                       ? Result<std::size_t>(Status::internal("no backbone"))
+                                       : consumer_->poll(messages_, max, wait));
+    (void)n;
+    out.reserve(out.size() + messages_.size());
+    for (auto& m : messages_) {
+      Record& r = out.emplace_back();
+      r.topic = std::move(m.topic);
+      r.queue = m.queue;
+      r.offset = m.offset;
+      r.timestampMs = m.timestampMs;
+      r.key = std::move(m.key);
+      r.value = std::move(m.value);
+      r.headers = std::move(m.headers);
+    }
+    return messages_.size();
+  }
+  RetriedCall pollKind() const override { return RetriedCall::kBackboneRead; }
+  void afterPoll() override {
+    if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) loop_.skipped(skipped);
+  }
+  Result<bool> decode(Record& r) override {
+    auto& errors = loop_.errors();
+    auto key = r.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->toRecord(r.topic, r.key);
+    auto value = converters_.value->toRecord(r.topic, r.value);
+    if (!key.isOk() || !value.isOk()) {
+      FERRY_RETURN_IF_ERROR(errors.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
+                                          key.isOk() ? value.status() : key.status(), r.topic, r.queue.value_or(-1),
+                                          r.offset, r.key, r.value, r.headers));
+      return false;
+    }
+    if (!r.headers.empty()) {
+      Headers raw = r.headers;
+      if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kFromBackbone, r.topic, r.headers);
+          !hs.isOk()) {
+        FERRY_RETURN_IF_ERROR(
+            errors.report("HEADER_CONVERTER", hs, r.topic, r.queue.value_or(-1), r.offset, r.key, r.value, raw));
+        return false;
+      }
+    }
+    r.key = std::move(*key);
+    r.value = std::move(*value);
+    return true;
+  }
+  void close() override {
+    if (!consumer_) return;
+    consumer_->close();  // its last rebalance callback may still commit through consumer()
+    consumer_.reset();
+  }
+  backbone::Consumer* consumer() { return consumer_.get(); }
+
+ private:
+  void onRevoked(const std::vector<TopicQueue>& queues) override;
+  void onAssigned(const std::vector<TopicQueue>& queues) override {
+    Status s = guarded("open", [&] { return task_->open(queues); });
+    if (!s.isOk()) loop_.fail(s);
+  }
+
+  TaskLoop& loop_;
+  TaskConverters converters_;
+  OffsetCommitter* committer_ = nullptr;
+  SinkTask* task_ = nullptr;
+  std::unique_ptr<backbone::Consumer> consumer_;
+  std::vector<backbone::Message> messages_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Outputs and committers
+
+// A record after the transforms -> converters -> a backbone message. nullopt when it is dropped
+// after a tolerated error (reported already).
+class RecordEncoder {
+ public:
+  RecordEncoder(TaskConverters converters, ErrorReporter& errors) : converters_(std::move(converters)), errors_(errors) {}
 
   Result<std::optional<backbone::Message>> encode(Record& record) {
     using Out = std::optional<backbone::Message>;
-    auto kept = chain_.empty() ? Result<bool>(true) : chain_.apply(record);
-    if (!kept.isOk()) {
-      FERRY_RETURN_IF_ERROR(errors_.report("TRANSFORMATION", kept.status(), record.topic, -1, -1, record.key,
-                                           record.value, record.headers));
-      return Out();
-    }
-    if (!*kept) {
-      metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
-      return Out();
-    }
     backbone::Message m;
     m.topic = record.topic;
     m.queue = record.queue.value_or(-1);
@@ -326,203 +614,201 @@ class SourceEncoder {
   }
 
  private:
-  TransformChain& chain_;
-  TaskConverters& converters_;
+  TaskConverters converters_;
   ErrorReporter& errors_;
-  TaskMetrics& metrics_;
   StringMap lastPartition_;  // cache of the routing hint of the last partition
   std::string lastHint_;
 };
 
-// ---------------------------------------------------------------------------------------------
-
-class SourceRunner final : public TaskRunner {
+// Source positions of records the backbone acknowledged, in poll order: a position becomes
+// committable only when its record and every record taken in before it are safe. The producer's
+// callbacks settle entries; the loop drains the safe prefix (commitRecord, positions) and commits
+// positions every interval, after the backbone synced what they cover.
+class AckedPositions final : public Committer {
  public:
-  explicit SourceRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
-
- private:
   struct Pending {
-    Record record;  // after transforms; empty (position only) when dropped
+    Record record;  // slim: topic, position, acknowledger
     std::size_t bytes = 0;
     int state = 0;  // 0 in flight, 1 safe, 2 failed
     Status error;
     backbone::Message message;  // what was sent, kept for a resend after a retriable failure
     int attempts = 0;
+    bool sent = false;
   };
+  AckedPositions(TaskLoop& loop, SourceTask& task) : loop_(loop), task_(task) {}
+  void setProducer(backbone::Producer* producer) { producer_ = producer; }
 
-  Status run() override {
-    const auto& reg = *env_.registry;
-    const std::string cls = get(env_.config, "connector.class");
-    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
-    task_ = connector_->createTask();
-    if (!task_) return Status::internal(cls + " created no task");
-    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, *env_.worker, env_.config));
-    FERRY_ASSIGN_OR_RETURN(producer_, env_.producers ? env_.producers->view() : env_.backbone->createProducer({}));
-    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
-    encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
-    SourceContextImpl context(env_);
-    FERRY_RETURN_IF_ERROR(startWithRetry(
-        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
-        [&](std::int64_t ms) { idleWait(ms); }));
-    started_ = true;
-    Status result = loop();
-    Status closing = shutdown();
-    return result.isOk() ? closing : result;
+  std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
+    loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(mu_);
+    const std::uint64_t seq = headSeq_ + pending_.size();
+    pending_.push_back(Pending{slimOf(record), bytes, 0, {}, {}, 0, false});
+    return seq;
   }
-
-  Status loop() {
-    const auto& w = *env_.worker;
-    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-    std::vector<Record> batch;
-    batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
-    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
-                          [&](std::int64_t ms) { idleWait(ms); });
-    while (!stopping()) {
-      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
-        idleWait(50);
-        continue;
-      }
-      FERRY_RETURN_IF_ERROR(drainSafe());
-      if (core::monotonicMs() >= nextCommit) {
-        FERRY_RETURN_IF_ERROR(commitPositions());
-        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-      }
-      if (paused()) {
-        reportState(State::kPaused);
-        idleWait(100);
-        continue;
-      }
-      reportState(State::kRunning);
-      if (metrics_.inflightRecords.load() >= w.taskMaxInflightRecords ||
-          metrics_.inflightBytes.load() >= w.taskMaxInflightBytes) {
-        std::unique_lock lock(mu_);
-        safeCv_.wait_for(lock, 50ms, [&] { return !pending_.empty() && pending_.front().state != 0; });
-        continue;
-      }
-      batch.clear();
-      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
-      });
-      if (!polled.isOk()) {
-        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
-        continue;
-      }
-      pollRetry.reset();
-      if (!leaseHeld()) return leaseLost(batch);
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        // The lease read per record (a clock read): a worker frozen in the middle of a batch
-        // (SIGSTOP) must not hand the rest of it to the backbone once it thaws.
-        if (!workerLeaseHeld()) {
-          batch.erase(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(i));
-          return leaseLost(batch);
-        }
-        FERRY_RETURN_IF_ERROR(dispatch(std::move(batch[i])));
-      }
-    }
-    return Status::ok();
+  void dropped(std::uint64_t ticket) override {
+    std::lock_guard lock(mu_);
+    pending_[ticket - headSeq_].state = 1;
   }
-
-  // Transforms, converts and sends one polled record; tracks it in poll order.
-  Status dispatch(Record record) {
-    const std::size_t bytes = countIn(metrics_, record);
-    FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
-    if (!m) return trackDone(std::move(record), /*dropped=*/true);
-    noteTopic(record.topic);
-    auto allowed = effect();  // a cancelled task sends nothing
-    if (!allowed) {
-      if (record.acknowledger) record.acknowledger->release(false);
-      return cancelledError();
-    }
-    std::uint64_t seq;
+  // The output sent `ticket` as `m`: in flight until its callback settles it.
+  void sending(std::uint64_t ticket, const backbone::Message& m) {
+    const std::size_t bytes = settleLocked(ticket, [&](Pending& p) {
+      p.sent = true;
+      p.attempts = 1;
+      p.message = m;
+    });
+    auto& metrics = loop_.counters();
+    metrics.inflightRecords.fetch_add(1, std::memory_order_relaxed);
+    metrics.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  }
+  void settled(std::uint64_t ticket, const Status& st) {
     {
       std::lock_guard lock(mu_);
-      seq = headSeq_ + pending_.size();
-      pending_.push_back(Pending{std::move(record), bytes, 0, {}, *m, 1});
+      Pending& p = pending_[ticket - headSeq_];
+      p.state = st.isOk() ? 1 : 2;
+      p.error = st;
     }
-    metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
-    metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
-    sendTracked(std::move(*m), seq);
-    return Status::ok();
+    // Wake the loop only when it waits for room: a wake per acknowledgement is what made the
+    // hand-off cost a thread switch per record.
+    if (waiting_.load(std::memory_order_relaxed)) loop_.wake();
   }
 
-  // Sends `m` for the pending entry `seq`; its callback marks the entry safe or failed.
-  void sendTracked(backbone::Message m, std::uint64_t seq) {
-    Status s = producer_->send(std::move(m), [this, seq](const Status& st, std::int32_t, std::int64_t) {
-      {
-        std::lock_guard lock(mu_);
-        Pending& p = pending_[seq - headSeq_];
-        p.state = st.isOk() ? 1 : 2;
-        p.error = st;
-      }
-      safeCv_.notify_one();
-    });
-    if (!s.isOk()) {
-      std::lock_guard lock(mu_);
-      Pending& p = pending_[seq - headSeq_];
-      p.state = 2;
-      p.error = s;
+  Result<std::int64_t> collect() override {
+    if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    if (!loop_.isStopping() && resendDue()) FERRY_RETURN_IF_ERROR(resend());
+    FERRY_RETURN_IF_ERROR(drainSafe());
+    return resendAt_ > 0 ? std::max<std::int64_t>(1, resendAt_ - core::monotonicMs()) : std::int64_t{0};
+  }
+  bool due(bool timerDue, bool requested, bool paused) override {
+    (void)requested;
+    (void)paused;
+    return timerDue;
+  }
+  Status commit() override {
+    if (uncommitted_ == 0) return Status::ok();
+    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    // The records behind these positions reach the backbone's disk first, where an acknowledgement
+    // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
+    if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
+    {
+      auto allowed = loop_.takeEffect();
+      if (!allowed) return TaskLoop::cancelled_();
+      FERRY_RETURN_IF_ERROR(
+          positions_.commit(*loop_.taskEnv().positions, loop_.taskEnv().connector).withContext("committing positions"));
     }
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_.commit(); }));
+    auto& metrics = loop_.counters();
+    metrics.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
+    uncommitted_ = 0;
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+  bool waitingForRoom() override {
+    const auto& w = *loop_.taskEnv().worker;
+    auto& metrics = loop_.counters();
+    const bool full = metrics.inflightRecords.load() >= w.taskMaxInflightRecords ||
+                      metrics.inflightBytes.load() >= w.taskMaxInflightBytes;
+    waiting_.store(full, std::memory_order_relaxed);
+    if (!full) return false;
+    // An acknowledgement may have landed before the flag was up (and woke no one): then the loop
+    // must not sleep on it.
+    std::lock_guard lock(mu_);
+    if (!pending_.empty() && pending_.front().state != 0) loop_.wake();
+    return true;
+  }
+  Status finalCommit(bool healthy, bool lease) override {
+    (void)healthy;  // what the backbone acknowledged is safe whatever made the task end
+    Status drained = drainSafe();
+    // Positions only with the lease: a purged record's fate is unknown, and the safe prefix ends
+    // before it anyway, but without the lease the position topic may be unreachable and the task
+    // may already run elsewhere. The next owner reads everything after the last commit again.
+    const bool commit = lease && loop_.mayCommitNow();  // read again: the lease may have ended in the flush
+    Status committed = commit ? this->commit() : Status::ok();
+    if (!commit && uncommitted_ > 0)
+      core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
+                                    "commit were not committed (the next owner reads them again)",
+                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, uncommitted_);
+    return drained.isOk() ? committed : drained;
+  }
+  void releaseAll() override {
+    std::lock_guard lock(mu_);
+    for (auto& p : pending_)
+      if (p.record.acknowledger) p.record.acknowledger->release(false);
+  }
+
+ private:
+  template <typename F>
+  std::size_t settleLocked(std::uint64_t ticket, F&& f) {
+    std::lock_guard lock(mu_);
+    Pending& p = pending_[ticket - headSeq_];
+    f(p);
+    return p.bytes;
+  }
+
+  bool resendDue() {
+    if (resendAt_ > 0) return core::monotonicMs() >= resendAt_;
+    int attempts = 0;
+    bool any = false;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& p : pending_)
+        if (p.state == 2 && p.error.isRetriable()) {
+          any = true;
+          attempts = std::max(attempts, p.attempts);
+        }
+    }
+    if (!any) return false;
+    // 100 ms doubling per attempt of the most-tried record, at most 6.4 s (or the retry delay max).
+    resendAt_ = core::monotonicMs() +
+                core::backoffDelay(core::RetryBudget::kInitialDelayMs,
+                                   std::min<std::int64_t>(kResendDelayMaxMs, loop_.policy().retryDelayMaxMs),
+                                   std::max(0, attempts - 1));
+    return false;
   }
 
   // A send that failed with a retriable error (a timeout, a busy broker) is sent again, with
   // backoff, until it succeeds or the task stops: the backbone is where records must get to, as
-  // a Kafka producer retries until delivery.timeout. Returns true when something was resent.
-  bool resendRetriable() {
+  // a Kafka producer retries until delivery.timeout.
+  Status resend() {
+    resendAt_ = 0;
     std::vector<std::pair<std::uint64_t, backbone::Message>> again;
-    int attempts = 0;
     {
       std::lock_guard lock(mu_);
       for (std::size_t i = 0; i < pending_.size(); ++i) {
         Pending& p = pending_[i];
         if (p.state != 2 || !p.error.isRetriable()) continue;
         p.state = 0;
-        attempts = std::max(attempts, p.attempts++);
+        ++p.attempts;
         again.emplace_back(headSeq_ + i, p.message);
       }
     }
-    if (again.empty()) return false;
-    metrics_.retries.fetch_add(again.size(), std::memory_order_relaxed);
-    core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error", env_.connector,
-                                  env_.taskId, again.size());
-    // 100 ms doubling per attempt of the most-tried record, at most 6.4 s (or the retry delay max).
-    idleWait(core::backoffDelay(core::RetryBudget::kInitialDelayMs,
-                                std::min<std::int64_t>(kResendDelayMaxMs, errors_->policy().retryDelayMaxMs), attempts));
-    auto allowed = effect();
-    if (!allowed) return false;
-    for (auto& [seq, m] : again) sendTracked(std::move(m), seq);
-    return true;
-  }
-
-  Status trackDone(Record record, bool dropped) {
-    // Keep only what commitRecord and the position commit need.
-    Record slim;
-    slim.topic = std::move(record.topic);
-    slim.position = std::move(record.position);
-    slim.acknowledger = std::move(record.acknowledger);
-    (void)dropped;
-    std::lock_guard lock(mu_);
-    pending_.push_back(Pending{std::move(slim), 0, 1, {}, {}, 0});
-    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    if (again.empty()) return Status::ok();
+    loop_.counters().retries.fetch_add(again.size(), std::memory_order_relaxed);
+    core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error",
+                                  loop_.taskEnv().connector, loop_.taskEnv().taskId, again.size());
+    auto allowed = loop_.takeEffect();
+    if (!allowed) return TaskLoop::cancelled_();
+    for (auto& [seq, m] : again) send(std::move(m), seq);
     return Status::ok();
   }
 
-  // Moves the safe prefix of pending_ into the position buffer (poll order), telling the task.
-  Status drainSafe() {
-    if (cancelled()) return cancelledError();
-    if (!stopping()) {
-      bool failedRetriable = false;
-      {
-        std::lock_guard lock(mu_);
-        for (const auto& p : pending_)
-          if (p.state == 2 && p.error.isRetriable()) {
-            failedRetriable = true;
-            break;
-          }
-      }
-      if (failedRetriable) resendRetriable();
+ public:
+  // Sends `m` for `ticket`; its callback settles it.
+  void send(backbone::Message m, std::uint64_t ticket) {
+    Status s = producer_->send(std::move(m), [this, ticket](const Status& st, std::int32_t, std::int64_t) {
+      settled(ticket, st);
+    });
+    if (!s.isOk()) {
+      std::lock_guard lock(mu_);
+      Pending& p = pending_[ticket - headSeq_];
+      p.state = 2;
+      p.error = s;
     }
+  }
+
+ private:
+  // Moves the safe prefix into the position buffer (poll order), telling the task.
+  Status drainSafe() {
     std::deque<Pending> safe;
     {
       std::lock_guard lock(mu_);
@@ -534,288 +820,222 @@ class SourceRunner final : public TaskRunner {
         ++headSeq_;
       }
     }
+    auto& metrics = loop_.counters();
     for (auto& p : safe) {
-      if (p.bytes > 0) {
-        metrics_.inflightRecords.fetch_sub(1, std::memory_order_relaxed);
-        metrics_.inflightBytes.fetch_sub(static_cast<std::int64_t>(p.bytes), std::memory_order_relaxed);
+      if (p.sent) {
+        metrics.inflightRecords.fetch_sub(1, std::memory_order_relaxed);
+        metrics.inflightBytes.fetch_sub(static_cast<std::int64_t>(p.bytes), std::memory_order_relaxed);
       }
       if (p.state == 2) {
-        Status tolerated = errors_->report("PRODUCER", p.error, p.record.topic, -1, -1, p.record.key, p.record.value,
-                                           p.record.headers);
+        Status tolerated = loop_.errors().report("PRODUCER", p.error, p.record.topic, -1, -1, p.message.key,
+                                                 p.message.value, p.message.headers);
         if (!tolerated.isOk()) return tolerated;
-      } else if (p.bytes > 0) {
-        metrics_.recordsOut.fetch_add(1, std::memory_order_relaxed);
-        metrics_.bytesOut.fetch_add(p.bytes, std::memory_order_relaxed);
+      } else if (p.sent) {
+        metrics.recordsOut.fetch_add(1, std::memory_order_relaxed);
+        metrics.bytesOut.fetch_add(p.bytes, std::memory_order_relaxed);
       }
-      guarded("commitRecord", [&] {
-        task_->commitRecord(p.record);
-        return Status::ok();
-      }).isOk();
+      guardedVoid("commitRecord", [&] { task_.commitRecord(p.record); });
       positions_.add(p.record.position);
       ++uncommitted_;
     }
     return Status::ok();
   }
 
-  Status commitPositions() {
-    if (uncommitted_ == 0) return Status::ok();
-    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
-    // The records behind these positions reach the backbone's disk first, where an acknowledgement
-    // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
-    if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
-    {
-      auto allowed = effect();
-      if (!allowed) return cancelledError();
-      FERRY_RETURN_IF_ERROR(positions_.commit(*env_.positions, env_.connector).withContext("committing positions"));
-    }
-    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_->commit(); }));
-    metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
-    uncommitted_ = 0;
-    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    return Status::ok();
-  }
-
-  Status shutdown() {
-    if (!started_) return Status::ok();
-    // Read once: a worker without its lease (cut off, or frozen while another worker took the
-    // task) sends nothing more for it, and never waits for a broker that may be gone.
-    const bool lease = mayCommit();
-    const bool workerLease = workerLeaseHeld();
-    // Stop the task first: a push source stops its client, so nothing new arrives.
-    guarded("stop", [&] {
-      task_->stop();
-      return Status::ok();
-    }).isOk();
-    // Without the worker's lease what the client still holds is dropped (the herder fenced the
-    // worker's shared producer already; this covers a producer of the task's own). The flush then
-    // only waits for the purged messages' callbacks, which refer to this runner. (A task assigned
-    // elsewhere while the worker holds a lease again - thawed, rejoined - had its records purged
-    // when the lease ended; its neighbours' records are left alone.)
-    if (!workerLease && producer_) (void)producer_->purge();
-    Status flushed = producer_ ? producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs))
-                               : Status::ok();
-    Status drained = drainSafe();
-    // Positions only with the lease: a purged record's fate is unknown, and the safe prefix ends
-    // before it anyway, but without the lease the position topic may be unreachable and the task
-    // may already run elsewhere. The next owner reads everything after the last commit again.
-    // Read again: the lease may have ended during the flush (the broker went away meanwhile).
-    const bool commit = lease && mayCommit();
-    Status committed = commit ? commitPositions() : Status::ok();
-    if (!commit && uncommitted_ > 0)
-      core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
-                                    "commit were not committed (the next owner reads them again)",
-                                    env_.connector, env_.taskId, uncommitted_);
-    {
-      std::lock_guard lock(mu_);
-      for (auto& p : pending_)
-        if (p.record.acknowledger) p.record.acknowledger->release(false);
-    }
-    if (!flushed.isOk())
-      core::logger("runtime")->warn("{}-{}: records still unacknowledged at stop: {}", env_.connector, env_.taskId,
-                                    flushed.toString());
-    return drained.isOk() ? committed : drained;
-  }
-
-  PluginPtr<SourceConnector> connector_;
-  std::unique_ptr<SourceTask> task_;
-  std::unique_ptr<TransformChain> chain_;
-  TaskConverters converters_;
-  std::unique_ptr<backbone::Producer> producer_;
-  std::unique_ptr<ErrorReporter> errors_;
-  bool started_ = false;
-
+  TaskLoop& loop_;
+  SourceTask& task_;
+  backbone::Producer* producer_ = nullptr;
   std::mutex mu_;
-  std::condition_variable safeCv_;
-  std::deque<Pending> pending_;  // guarded by mu_; poll order
-  std::uint64_t headSeq_ = 0;    // guarded by mu_: sequence number of pending_.front()
-  PositionBuffer positions_;     // task thread
-  std::int64_t uncommitted_ = 0;  // task thread: records safe since the last commit
-  std::unique_ptr<SourceEncoder> encoder_;
-
- public:
-  ~SourceRunner() override {
-    // The producer's callbacks refer to this object: make sure none is outstanding.
-    join();
-    if (producer_) producer_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)).isOk();
-    producer_.reset();
-  }
+  std::deque<Pending> pending_;   // guarded by mu_; poll order
+  std::uint64_t headSeq_ = 0;     // guarded by mu_: ticket of pending_.front()
+  std::atomic<bool> waiting_{false};  // the loop waits for room: acknowledgements wake it
+  std::int64_t resendAt_ = 0;     // loop: when records refused with a retriable error are sent again
+  PositionBuffer positions_;      // loop
+  std::int64_t uncommitted_ = 0;  // loop: records safe since the last commit
 };
 
-// ---------------------------------------------------------------------------------------------
-// Exactly-once source (worker exactly.once.source.support=enabled, kafka backbone).
-//
-// poll -> transforms -> converters -> a transactional backbone producer. The records of a
-// transaction and the positions they reach are written in one backbone transaction (the positions
-// to offset.storage.topic), committed after every non-empty poll batch (transaction.boundary=poll)
-// or every transaction.boundary.interval.ms (interval). Before the task starts, its producer
-// (transactional.id ferry-<connector>-<task>) fences any zombie of the task, aborting what that
-// left open, and the positions are read again, read_committed: the task resumes exactly after its
-// last committed transaction. A failed commit aborts the transaction and fails the task; its
-// automatic restart resumes from the committed positions, so nothing is written twice as seen by
-// read_committed readers.
-
-class TransactionalSourceRunner final : public TaskRunner {
+// The backbone producer (the worker's shared one, or the task's own): async sends, each settled
+// in AckedPositions by its acknowledgement.
+class ProducerOutput final : public Output {
  public:
-  explicit TransactionalSourceRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
-  ~TransactionalSourceRunner() override {
-    join();
-    producer_.reset();  // aborts a transaction still open
+  ProducerOutput(TaskLoop& loop, RecordEncoder encoder, AckedPositions& committer)
+      : loop_(loop), encoder_(std::move(encoder)), committer_(committer) {}
+  ~ProducerOutput() override {
+    // The producer's callbacks refer to the committer: make sure none is outstanding.
+    if (producer_) producer_->flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)).isOk();
+  }
+  Status start() override {
+    const auto& env = loop_.taskEnv();
+    FERRY_ASSIGN_OR_RETURN(producer_, env.producers ? env.producers->view() : env.backbone->createProducer({}));
+    committer_.setProducer(producer_.get());
+    return Status::ok();
+  }
+  Status accept(Record&& record, std::uint64_t ticket) override {
+    FERRY_ASSIGN_OR_RETURN(auto m, encoder_.encode(record));
+    if (!m) {
+      committer_.dropped(ticket);
+      return Status::ok();
+    }
+    loop_.topic(record.topic);
+    auto allowed = loop_.takeEffect();  // a cancelled task sends nothing
+    if (!allowed) {
+      if (record.acknowledger) record.acknowledger->release(false);
+      return TaskLoop::cancelled_();
+    }
+    committer_.sending(ticket, *m);
+    committer_.send(std::move(*m), ticket);
+    return Status::ok();
+  }
+  void settle(bool workerLease) override {
+    if (!producer_) return;
+    // Without the worker's lease what the client still holds is dropped (the herder fenced the
+    // worker's shared producer already; this covers a producer of the task's own). The flush then
+    // only waits for the purged messages' callbacks. (A task assigned elsewhere while the worker
+    // holds a lease again - thawed, rejoined - had its records purged when the lease ended; its
+    // neighbours' records are left alone.)
+    if (!workerLease) (void)producer_->purge();
+    Status flushed = producer_->flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs));
+    if (!flushed.isOk())
+      core::logger("runtime")->warn("{}-{}: records still unacknowledged at stop: {}", loop_.taskEnv().connector,
+                                    loop_.taskEnv().taskId, flushed.toString());
   }
 
  private:
-  Status run() override {
-    const auto& reg = *env_.registry;
-    const auto& w = *env_.worker;
-    store_ = dynamic_cast<LogPositionStore*>(env_.positions);
-    if (store_ == nullptr || env_.backbone == nullptr)
+  TaskLoop& loop_;
+  RecordEncoder encoder_;
+  AckedPositions& committer_;
+  std::unique_ptr<backbone::Producer> producer_;
+};
+
+// Records held since the last commit (direct and exactly-once shapes): all become safe together,
+// when the sink flushed or the transaction committed.
+struct HeldRecords {
+  std::vector<Record> records;  // slim: topic, position, acknowledger
+  std::int64_t bytes = 0;
+  std::uint64_t add(const Record& r, std::size_t b) {
+    records.push_back(slimOf(r));
+    bytes += static_cast<std::int64_t>(b);
+    return records.size() - 1;
+  }
+  bool full(const WorkerConfig& w) const {
+    return static_cast<std::int64_t>(records.size()) >= w.taskMaxInflightRecords || bytes >= w.taskMaxInflightBytes;
+  }
+  void releaseAll() {
+    for (auto& r : records)
+      if (r.acknowledger) r.acknowledger->release(false);
+    records.clear();
+    bytes = 0;
+  }
+};
+
+// exactly.once.source.support=enabled (kafka backbone): records and the positions they reach are
+// written in one backbone transaction, committed after every non-empty poll batch
+// (transaction.boundary=poll) or every transaction.boundary.interval.ms (interval). Before the
+// task starts, its producer (transactional.id ferry-<connector>-<task>) fences any zombie of the
+// task, aborting what that left open, and the positions are read again, read_committed: the task
+// resumes exactly after its last committed transaction. A failed commit aborts the transaction
+// and fails the task; its restart resumes from the committed positions, so nothing is written
+// twice as seen by read_committed readers. The output and the committer are one object: the
+// transaction is both.
+class Transaction final : public Output, public Committer {
+ public:
+  Transaction(TaskLoop& loop, RecordEncoder encoder, SourceTask& task) : loop_(loop), encoder_(std::move(encoder)), task_(task) {}
+  ~Transaction() override { producer_.reset(); }  // aborts a transaction still open
+
+  Status prepare(bool intervalBoundary, std::int64_t intervalMs) {
+    const auto& env = loop_.taskEnv();
+    store_ = dynamic_cast<LogPositionStore*>(env.positions);
+    if (store_ == nullptr || env.backbone == nullptr)
       return Status::failedPrecondition("exactly-once sources keep positions in offset.storage.topic (worker store missing)");
-    const std::string cls = get(env_.config, "connector.class");
-    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
-    task_ = connector_->createTask();
-    if (!task_) return Status::internal(cls + " created no task");
-    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, w, env_.config));
-    intervalBoundary_ = get(env_.config, "transaction.boundary") == "interval";
-    const std::string iv = get(env_.config, "transaction.boundary.interval.ms");
-    intervalMs_ = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
-    commitTimeout_ = std::chrono::milliseconds(std::max<std::int64_t>(30000, w.offsetFlushTimeoutMs));
-    const std::string txnId = "ferry-" + env_.connector + "-" + std::to_string(env_.taskId);
+    intervalBoundary_ = intervalBoundary;
+    intervalMs_ = intervalMs;
+    commitTimeout_ = std::chrono::milliseconds(std::max<std::int64_t>(30000, env.worker->offsetFlushTimeoutMs));
+    const std::string txnId = "ferry-" + env.connector + "-" + std::to_string(env.taskId);
     const std::int64_t t0 = core::monotonicMs();
-    FERRY_ASSIGN_OR_RETURN(producer_, env_.backbone->createTransactionalProducer(txnId, {}));
+    FERRY_ASSIGN_OR_RETURN(producer_, env.backbone->createTransactionalProducer(txnId, {}));
     const std::int64_t t1 = core::monotonicMs();
     FERRY_RETURN_IF_ERROR(store_->reload());  // after the fencing: the last committed positions
     core::logger("runtime")->info("{}-{}: exactly-once start: zombies fenced in {} ms, positions read in {} ms",
-                                  env_.connector, env_.taskId, t1 - t0, core::monotonicMs() - t1);
-    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
-    encoder_ = std::make_unique<SourceEncoder>(*chain_, converters_, *errors_, metrics_);
-    SourceContextImpl context(env_);
-    FERRY_RETURN_IF_ERROR(startWithRetry(
-        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, context); }, [&] { return stopping(); },
-        [&](std::int64_t ms) { idleWait(ms); }));
-    started_ = true;
-    Status result = loop();
-    Status closing = shutdown(result.isOk());
-    return result.isOk() ? closing : result;
-  }
-
-  Status loop() {
-    const auto& w = *env_.worker;
-    std::vector<Record> batch;
-    batch.reserve(static_cast<std::size_t>(w.taskPollBatch));
-    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
-                          [&](std::int64_t ms) { idleWait(ms); });
-    while (!stopping()) {
-      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
-        idleWait(50);
-        continue;
-      }
-      const bool due = intervalBoundary_ && core::monotonicMs() >= txnDeadline_;
-      const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
-                        heldBytes_ >= static_cast<std::size_t>(w.taskMaxInflightBytes);
-      if (!held_.empty() && (due || full || paused())) FERRY_RETURN_IF_ERROR(commitTransaction());
-      if (paused()) {
-        reportState(State::kPaused);
-        idleWait(100);
-        continue;
-      }
-      reportState(State::kRunning);
-      batch.clear();
-      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return task_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
-      });
-      if (!polled.isOk()) {
-        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
-        continue;
-      }
-      pollRetry.reset();
-      if (!leaseHeld()) return leaseLost(batch);
-      for (auto& r : batch) FERRY_RETURN_IF_ERROR(dispatch(std::move(r)));
-      if (!intervalBoundary_ && !held_.empty()) FERRY_RETURN_IF_ERROR(commitTransaction());
-    }
+                                  env.connector, env.taskId, t1 - t0, core::monotonicMs() - t1);
     return Status::ok();
   }
 
-  Status begin() {
-    if (inTxn_) return Status::ok();
-    FERRY_RETURN_IF_ERROR(producer_->beginTransaction());
-    inTxn_ = true;
-    txnDeadline_ = core::monotonicMs() + intervalMs_;
-    return Status::ok();
-  }
-
-  Status dispatch(Record record) {
-    const std::size_t bytes = countIn(metrics_, record);
-    FERRY_ASSIGN_OR_RETURN(auto m, encoder_->encode(record));
-    if (m) noteTopic(record.topic);
-    auto allowed = effect();  // a cancelled task sends nothing
-    if (!allowed) {
-      if (record.acknowledger) record.acknowledger->release(false);
-      return cancelledError();
-    }
+  // Output
+  Status accept(Record&& record, std::uint64_t ticket) override {
+    (void)ticket;
+    FERRY_ASSIGN_OR_RETURN(auto m, encoder_.encode(record));
+    if (!m) return Status::ok();
+    loop_.topic(record.topic);
+    auto allowed = loop_.takeEffect();  // a cancelled task sends nothing
+    if (!allowed) return TaskLoop::cancelled_();
     FERRY_RETURN_IF_ERROR(begin());
-    if (m) {
-      FERRY_RETURN_IF_ERROR(producer_->send(std::move(*m), nullptr).withContext("sending to the backbone"));
-      ++sentInTxn_;
-      heldBytes_ += bytes;
-      metrics_.inflightRecords.fetch_add(1, std::memory_order_relaxed);
-      metrics_.inflightBytes.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-    }
-    metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
-    Record slim;  // what commitRecord and the positions need
-    slim.topic = std::move(record.topic);
-    slim.position = std::move(record.position);
-    slim.acknowledger = std::move(record.acknowledger);
-    held_.push_back(std::move(slim));
+    FERRY_RETURN_IF_ERROR(producer_->send(std::move(*m), nullptr).withContext("sending to the backbone"));
+    ++sentInTxn_;
+    sentBytes_ += lastBytes_;
+    auto& metrics = loop_.counters();
+    metrics.inflightRecords.fetch_add(1, std::memory_order_relaxed);
+    metrics.inflightBytes.fetch_add(static_cast<std::int64_t>(lastBytes_), std::memory_order_relaxed);
     return Status::ok();
   }
 
+  // Committer
+  std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
+    loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    lastBytes_ = bytes;
+    if (!inTxn_) {
+      // The transaction opens with its first record (a dropped one too: its position is in it).
+      Status s = begin();
+      if (!s.isOk()) beginError_ = s;
+    }
+    return held_.add(record, bytes);
+  }
+  bool due(bool timerDue, bool requested, bool paused) override {
+    (void)timerDue;
+    (void)requested;
+    if (held_.records.empty()) return false;
+    const bool intervalDue = intervalBoundary_ && core::monotonicMs() >= txnDeadline_;
+    return intervalDue || held_.full(*loop_.taskEnv().worker) || paused;
+  }
+  Status afterBatch() override {
+    FERRY_RETURN_IF_ERROR(std::exchange(beginError_, Status::ok()));
+    return !intervalBoundary_ && !held_.records.empty() ? commit() : Status::ok();
+  }
   // Positions of the held records into the transaction, then commit; only then the task hears
   // that its records are safe.
-  Status commitTransaction() {
-    if (held_.empty()) return Status::ok();
-    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
+  Status commit() override {
+    if (held_.records.empty()) return Status::ok();
+    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     FERRY_RETURN_IF_ERROR(begin());
     PositionBuffer buffer;
-    for (const auto& r : held_) buffer.add(r.position);
+    for (const auto& r : held_.records) buffer.add(r.position);
     std::vector<Position> positions = buffer.list();
     {
-      auto allowed = effect();  // a cancelled task commits nothing: its transaction is aborted
-      if (!allowed) return cancelledError();
-      for (auto& m : store_->encode(env_.connector, positions))
+      auto allowed = loop_.takeEffect();  // a cancelled task commits nothing: its transaction is aborted
+      if (!allowed) return TaskLoop::cancelled_();
+      for (auto& m : store_->encode(loop_.taskEnv().connector, positions))
         FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), nullptr).withContext("writing positions"));
       Status committed = producer_->commitTransaction(commitTimeout_);
       inTxn_ = false;
       if (!committed.isOk()) return committed.withContext("exactly-once source: the transaction was not committed");
-      store_->applyCommitted(env_.connector, positions);
+      store_->applyCommitted(loop_.taskEnv().connector, positions);
     }
-    for (auto& r : held_)
-      guarded("commitRecord", [&] {
-        task_->commitRecord(r);
-        return Status::ok();
-      }).isOk();
-    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_->commit(); }));
-    metrics_.recordsOut.fetch_add(sentInTxn_, std::memory_order_relaxed);
-    metrics_.bytesOut.fetch_add(heldBytes_, std::memory_order_relaxed);
-    metrics_.inflightRecords.fetch_sub(static_cast<std::int64_t>(sentInTxn_), std::memory_order_relaxed);
-    metrics_.inflightBytes.fetch_sub(static_cast<std::int64_t>(heldBytes_), std::memory_order_relaxed);
-    metrics_.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
-    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    held_.clear();
+    for (auto& r : held_.records) guardedVoid("commitRecord", [&] { task_.commitRecord(r); });
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_.commit(); }));
+    auto& metrics = loop_.counters();
+    metrics.recordsOut.fetch_add(sentInTxn_, std::memory_order_relaxed);
+    metrics.bytesOut.fetch_add(sentBytes_, std::memory_order_relaxed);
+    metrics.inflightRecords.fetch_sub(static_cast<std::int64_t>(sentInTxn_), std::memory_order_relaxed);
+    metrics.inflightBytes.fetch_sub(static_cast<std::int64_t>(sentBytes_), std::memory_order_relaxed);
+    metrics.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.records.size()), std::memory_order_relaxed);
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    held_.records.clear();
+    held_.bytes = 0;
     sentInTxn_ = 0;
-    heldBytes_ = 0;
+    sentBytes_ = 0;
     return Status::ok();
   }
-
-  Status shutdown(bool healthy) {
-    if (!started_) return Status::ok();
-    const bool lease = mayCommit();
-    guarded("stop", [&] {
-      task_->stop();
-      return Status::ok();
-    }).isOk();
-    Status committed = healthy && lease ? commitTransaction() : Status::ok();
+  Status finalCommit(bool healthy, bool lease) override {
+    Status committed = healthy && lease ? commit() : Status::ok();
     if (!lease) {
       // No lease: nothing more is sent, not even an abort to a broker that may be gone (the
       // successor's fencing aborts the open transaction, or its transaction.timeout.ms does).
@@ -825,30 +1045,241 @@ class TransactionalSourceRunner final : public TaskRunner {
       (void)producer_->abortTransaction(commitTimeout_);
       inTxn_ = false;
     }
-    for (auto& r : held_)
-      if (r.acknowledger) r.acknowledger->release(false);
-    held_.clear();
     return committed;
   }
+  void releaseAll() override { held_.releaseAll(); }
 
+ private:
+  Status begin() {
+    if (inTxn_) return Status::ok();
+    FERRY_RETURN_IF_ERROR(producer_->beginTransaction());
+    inTxn_ = true;
+    txnDeadline_ = core::monotonicMs() + intervalMs_;
+    return Status::ok();
+  }
+
+  TaskLoop& loop_;
+  RecordEncoder encoder_;
+  SourceTask& task_;
   LogPositionStore* store_ = nullptr;
-  PluginPtr<SourceConnector> connector_;
-  std::unique_ptr<SourceTask> task_;
-  std::unique_ptr<TransformChain> chain_;
-  TaskConverters converters_;
   std::unique_ptr<backbone::TransactionalProducer> producer_;
-  std::unique_ptr<ErrorReporter> errors_;
-  std::unique_ptr<SourceEncoder> encoder_;
-  bool started_ = false;
   bool intervalBoundary_ = false;
   std::int64_t intervalMs_ = 1000;
   std::chrono::milliseconds commitTimeout_{30000};
   bool inTxn_ = false;
   std::int64_t txnDeadline_ = 0;
-  std::vector<Record> held_;  // polled since the last commit (topic, position, acknowledger)
+  HeldRecords held_;
   std::uint64_t sentInTxn_ = 0;
-  std::size_t heldBytes_ = 0;
+  std::size_t sentBytes_ = 0;
+  std::size_t lastBytes_ = 0;  // of the record last taken in
+  Status beginError_;
 };
+
+// A connector's sink task: put() per polled batch, retried by the loop (the batch is kept).
+class SinkTaskOutput final : public Output {
+ public:
+  SinkTaskOutput(TaskLoop& loop, StringMap config, RetriedCall putKind)
+      : loop_(loop), config_(std::move(config)), putKind_(putKind), context_(loop) {}
+  Status create(const PluginRegistry& reg) {
+    const std::string cls = configValue(config_, "connector.class");
+    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSinkConnector(cls));
+    task_ = connector_->createTask();
+    if (!task_) return Status::internal(cls + " created no task");
+    return Status::ok();
+  }
+  Status start() override {
+    FERRY_RETURN_IF_ERROR(task_->start(config_, context_));
+    started_ = true;
+    return Status::ok();
+  }
+  Status accept(Record&& record, std::uint64_t ticket) override {
+    (void)ticket;
+    record.acknowledger.reset();  // the runtime acknowledges after the sink flushed
+    if (!record.topic.empty()) loop_.topic(record.topic);
+    batchBytes_ += record.sizeBytes();
+    batch_.push_back(std::move(record));
+    return Status::ok();
+  }
+  bool hasBatch() const override { return !batch_.empty(); }
+  RetriedCall putKind() const override { return putKind_; }
+  Status put() override {
+    const std::size_t n = batch_.size();
+    FERRY_RETURN_IF_ERROR(task_->put(batch_));
+    auto& metrics = loop_.counters();
+    metrics.recordsOut.fetch_add(n, std::memory_order_relaxed);
+    metrics.bytesOut.fetch_add(batchBytes_, std::memory_order_relaxed);
+    batch_.clear();
+    batchBytes_ = 0;
+    return Status::ok();
+  }
+  void close() override {
+    if (started_) guardedVoid("stop", [&] { task_->stop(); });
+  }
+  SinkTask& task() { return *task_; }
+
+ private:
+  TaskLoop& loop_;
+  StringMap config_;
+  RetriedCall putKind_;
+  SinkContextImpl context_;
+  PluginPtr<SinkConnector> connector_;
+  std::unique_ptr<SinkTask> task_;
+  bool started_ = false;
+  std::vector<Record> batch_;
+  std::size_t batchBytes_ = 0;
+};
+
+// Direct: the sink is flushed, then (only then) the source hears its records are safe and their
+// positions are committed. Every interval, when the task asks, or when the held records reach the
+// in-flight bound.
+class FlushedPositions final : public Committer {
+ public:
+  FlushedPositions(TaskLoop& loop, SourceTask& source, SinkTask& sink) : loop_(loop), source_(source), sink_(sink) {}
+  std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
+    loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    const auto t = held_.add(record, bytes);
+    loop_.counters().inflightRecords.store(static_cast<std::int64_t>(held_.records.size()), std::memory_order_relaxed);
+    loop_.counters().inflightBytes.store(held_.bytes, std::memory_order_relaxed);
+    return t;
+  }
+  bool due(bool timerDue, bool requested, bool paused) override {
+    (void)paused;
+    return timerDue || requested || held_.full(*loop_.taskEnv().worker);
+  }
+  Status commit() override {
+    if (held_.records.empty()) return Status::ok();
+    if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sink_.flush(); }).withContext("sink flush"));
+    if (loop_.isCancelled()) return TaskLoop::cancelled_();  // the flush returned after the stop timed out
+    PositionBuffer positions;
+    for (auto& r : held_.records) {
+      guardedVoid("commitRecord", [&] { source_.commitRecord(r); });
+      positions.add(r.position);
+    }
+    const auto& env = loop_.taskEnv();
+    if (env.positions) {
+      auto allowed = loop_.takeEffect();
+      if (!allowed) return TaskLoop::cancelled_();
+      FERRY_RETURN_IF_ERROR(positions.commit(*env.positions, env.connector).withContext("committing positions"));
+    }
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return source_.commit(); }));
+    auto& metrics = loop_.counters();
+    metrics.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.records.size()), std::memory_order_relaxed);
+    held_.records.clear();
+    held_.bytes = 0;
+    metrics.inflightRecords.store(0, std::memory_order_relaxed);
+    metrics.inflightBytes.store(0, std::memory_order_relaxed);
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+  // Without the lease the sink is not flushed and no position committed: the next owner reads
+  // again what this one polled since its last commit.
+  Status finalCommit(bool healthy, bool lease) override { return healthy && lease ? commit() : Status::ok(); }
+  void releaseAll() override { held_.releaseAll(); }
+
+ private:
+  TaskLoop& loop_;
+  SourceTask& source_;
+  SinkTask& sink_;
+  HeldRecords held_;
+};
+
+// Sink: preCommit (the sink flushes) and the offsets it returns committed to the consumer group.
+class OffsetCommitter final : public Committer {
+ public:
+  OffsetCommitter(TaskLoop& loop, BackboneInput& input, SinkTask& task) : loop_(loop), input_(input), task_(task) {}
+  std::uint64_t takeIn(const Record& r, std::size_t bytes) override {
+    (void)bytes;
+    current_[TopicQueue{r.topic, r.queue.value_or(-1)}] = r.offset + 1;
+    ++uncommitted_;
+    loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  bool due(bool timerDue, bool requested, bool paused) override {
+    (void)paused;
+    return timerDue || requested;
+  }
+  Status commit() override { return commitOffsets(current_); }
+  // A failed task commits nothing more: offsets past the failing record were taken in but not put
+  // (or put but not flushed); the restarted task must read them again. Nor without the lease.
+  Status finalCommit(bool healthy, bool lease) override {
+    return healthy && lease && !loop_.failing() ? commitOffsets(current_) : Status::ok();
+  }
+  void releaseAll() override {}
+
+  // preCommit (flushes the sink) and commits what it returns to the backbone group.
+  Status commitOffsets(const OffsetMap& offsets) {
+    if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
+    if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_.preCommit(offsets); });
+    if (!safe.isOk()) return safe.status().withContext("flush");
+    if (!safe->empty()) {
+      auto allowed = loop_.takeEffect();  // a flush that returns after the task was cancelled commits nothing
+      if (!allowed) return TaskLoop::cancelled_();
+      FERRY_RETURN_IF_ERROR(input_.consumer()->commit(*safe).withContext("committing offsets"));
+    }
+    auto& metrics = loop_.counters();
+    metrics.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
+    uncommitted_ = 0;
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+  // Queues taken away in a rebalance: commit what was read from them, then tell the task.
+  void revoked(const std::vector<TopicQueue>& queues) {
+    if (loop_.failing() || !loop_.mayCommitNow()) {  // failing, or no lease: commit nothing, just tell the task
+      for (const auto& q : queues) current_.erase(q);
+      guarded("close", [&] { return task_.close(queues); }).isOk();
+      return;
+    }
+    OffsetMap revoked;
+    for (const auto& q : queues)
+      if (auto it = current_.find(q); it != current_.end()) revoked.insert(*it);
+    if (!revoked.empty()) {
+      Status s = commitOffsets(revoked);
+      if (!s.isOk()) loop_.fail(s);
+    }
+    for (const auto& q : queues) current_.erase(q);
+    Status s = guarded("close", [&] { return task_.close(queues); });
+    if (!s.isOk()) loop_.fail(s);
+  }
+
+ private:
+  TaskLoop& loop_;
+  BackboneInput& input_;
+  SinkTask& task_;
+  OffsetMap current_;  // next offsets after every record taken in
+  std::int64_t uncommitted_ = 0;
+};
+
+Status BackboneInput::start() {
+  const auto& env = loop_.taskEnv();
+  FERRY_ASSIGN_OR_RETURN(consumer_, env.backbone->createConsumer("connect-" + env.connector,
+                                                                  env.connector + "-" + std::to_string(env.taskId), {}));
+  auto topics = configList(env.config, "topics");
+  if (topics.empty() && !configValue(env.config, "topics.regex").empty()) {
+    // Kafka Connect's topics.regex: the topics that exist now and match (validated at create).
+    // A topic made later is picked up when the task restarts.
+    FERRY_ASSIGN_OR_RETURN(auto all, env.backbone->admin().listTopics());
+    try {
+      const std::regex re(configValue(env.config, "topics.regex"));
+      for (const auto& t : all)
+        if (std::regex_match(t.name, re)) topics.push_back(t.name);
+    } catch (const std::regex_error& e) {
+      return Status::invalidArgument(std::string("topics.regex: ") + e.what());
+    }
+  }
+  for (const auto& t : topics) {
+    FERRY_RETURN_IF_ERROR(env.backbone->admin().ensureTopic(t, env.worker->defaultQueues));
+    loop_.topic(t);
+  }
+  return consumer_->subscribe(topics, this);
+}
+
+void BackboneInput::onRevoked(const std::vector<TopicQueue>& queues) { committer_->revoked(queues); }
 
 // A task that cannot run as configured: it fails at once with the reason.
 class FailingRunner final : public TaskRunner {
@@ -857,448 +1288,250 @@ class FailingRunner final : public TaskRunner {
   ~FailingRunner() override { join(); }
 
  private:
-  Status run() override { return why_; }
+  Step step() override { return Step::done(why_); }
   Status why_;
 };
 
 // ---------------------------------------------------------------------------------------------
-// Sink side
+// The loop
 
-class SinkContextImpl final : public SinkTaskContext {
- public:
-  SinkContextImpl(const TaskEnv& env, ErrorReporter& errors, std::atomic<bool>& commitRequested)
-      : env_(env), errors_(errors), commitRequested_(commitRequested) {}
-  const std::string& connectorName() const override { return env_.connector; }
-  int taskId() const override { return env_.taskId; }
-  void requestCommit() override { commitRequested_.store(true); }
-  Status reportBadRecord(const Record& record, const Status& reason) override {
-    return errors_.report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
-                          record.value, record.headers);
-  }
-  // The task's state is one position of the connector, under a partition no source uses.
-  Result<std::optional<StringMap>> loadState() override {
-    if (env_.positions == nullptr) return std::optional<StringMap>();
-    return env_.positions->get(env_.connector, statePartition());
-  }
-  Status saveState(const StringMap& state) override {
-    if (env_.positions == nullptr) return SinkTaskContext::saveState(state);
-    if (state.empty()) return Status::invalidArgument("a sink task's state must not be empty");
-    return env_.positions->put(env_.connector, {Position{statePartition(), state}});
-  }
-  Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
-    return openConfined(env_, path, access);
-  }
-
- private:
-  StringMap statePartition() const { return {{"ferry.sink.task", std::to_string(env_.taskId)}}; }
-  const TaskEnv& env_;
-  ErrorReporter& errors_;
-  std::atomic<bool>& commitRequested_;
-};
-
-// put() with retries: retriable errors are retried as `retrier` says (a sink task: until they pass
-// or the task stops, Kafka Connect's RetriableException semantics; a direct task: within
-// errors.retry.timeout); other errors fail the task, and so does a failure while stopping.
-Status putWithRetry(SinkTask& task, std::vector<Record>& records, CallRetrier& retrier,
-                    const std::function<bool()>& stopping) {
-  while (true) {
-    Status s = guarded("put", [&] { return task.put(records); });
-    if (s.isOk()) {
-      retrier.reset();
-      return s;
+Status TaskLoop::setUp() {
+  const auto& reg = *env_.registry;
+  const auto& w = *env_.worker;
+  interval_ = w.offsetFlushIntervalMs;
+  FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
+  errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
+  startRetry_.emplace("start", RetriedCall::kStart, env_, policy(), metrics_);
+  switch (env_.shape) {
+    case ConnectorShape::kSource: {
+      auto in = std::make_unique<SourceTaskInput>(*this, env_.config, /*commitOnRequest=*/false);
+      FERRY_RETURN_IF_ERROR(in->create(reg));
+      FERRY_ASSIGN_OR_RETURN(auto converters, makeTaskConverters(reg, w, env_.config));
+      SourceTask& task = *in->sourceTask();
+      input_ = std::move(in);
+      if (w.exactlyOnceSource) {
+        auto txn = std::make_unique<Transaction>(*this, RecordEncoder(std::move(converters), *errors_), task);
+        const std::string iv = configValue(env_.config, "transaction.boundary.interval.ms");
+        const std::int64_t ivMs = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
+        FERRY_RETURN_IF_ERROR(txn->prepare(configValue(env_.config, "transaction.boundary") == "interval", ivMs));
+        output_ = txn.get();
+        committer_.reset(txn.release());
+      } else {
+        auto acked = std::make_unique<AckedPositions>(*this, task);
+        ownedOutput_ = std::make_unique<ProducerOutput>(*this, RecordEncoder(std::move(converters), *errors_), *acked);
+        output_ = ownedOutput_.get();
+        committer_ = std::move(acked);
+      }
+      break;
     }
-    if (s.isRetriable() && stopping()) return s.withContext("put (stopping)");
-    FERRY_RETURN_IF_ERROR(retrier.retryOrFail(s));
+    case ConnectorShape::kSink: {
+      FERRY_ASSIGN_OR_RETURN(auto converters, makeTaskConverters(reg, w, env_.config));
+      auto in = std::make_unique<BackboneInput>(*this, std::move(converters));
+      auto out = std::make_unique<SinkTaskOutput>(*this, env_.config, RetriedCall::kSinkPut);
+      FERRY_RETURN_IF_ERROR(out->create(reg));
+      auto offsets = std::make_unique<OffsetCommitter>(*this, *in, out->task());
+      in->attach(offsets.get(), &out->task());
+      input_ = std::move(in);
+      output_ = out.get();
+      ownedOutput_ = std::move(out);
+      committer_ = std::move(offsets);
+      break;
+    }
+    case ConnectorShape::kDirect: {
+      auto in = std::make_unique<SourceTaskInput>(*this, env_.config, /*commitOnRequest=*/true);
+      FERRY_RETURN_IF_ERROR(in->create(reg));
+      auto out = std::make_unique<SinkTaskOutput>(*this, sinkSideConfig(env_.config), RetriedCall::kDirectPut);
+      FERRY_RETURN_IF_ERROR(out->create(reg));
+      committer_ = std::make_unique<FlushedPositions>(*this, *in->sourceTask(), out->task());
+      input_ = std::move(in);
+      output_ = out.get();
+      ownedOutput_ = std::move(out);
+      break;
+    }
   }
+  pollRetry_.emplace("poll", input_->pollKind(), env_, policy(), metrics_);
+  putRetry_.emplace("put", output_->putKind(), env_, policy(), metrics_);
+  batch_.reserve(static_cast<std::size_t>(w.taskPollBatch));
+  return Status::ok();
 }
 
-class SinkRunner final : public TaskRunner, private backbone::RebalanceListener {
- public:
-  explicit SinkRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
-  ~SinkRunner() override { join(); }
-
- private:
-  Status run() override {
-    const auto& reg = *env_.registry;
-    const std::string cls = get(env_.config, "connector.class");
-    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSinkConnector(cls));
-    task_ = connector_->createTask();
-    if (!task_) return Status::internal(cls + " created no task");
-    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    FERRY_ASSIGN_OR_RETURN(converters_, makeTaskConverters(reg, *env_.worker, env_.config));
-    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
-    context_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
-    FERRY_RETURN_IF_ERROR(startWithRetry(
-        env_, errors_->policy(), metrics_, [&] { return task_->start(env_.config, *context_); }, [&] { return stopping(); },
-        [&](std::int64_t ms) { idleWait(ms); }));
-    started_ = true;
-    FERRY_ASSIGN_OR_RETURN(consumer_, env_.backbone->createConsumer("connect-" + env_.connector,
-                                                                     env_.connector + "-" + std::to_string(env_.taskId),
-                                                                     {}));
-    auto topics = listOf(env_.config, "topics");
-    if (topics.empty() && !get(env_.config, "topics.regex").empty()) {
-      // Kafka Connect's topics.regex: the topics that exist now and match (validated at create).
-      // A topic made later is picked up when the task restarts.
-      FERRY_ASSIGN_OR_RETURN(auto all, env_.backbone->admin().listTopics());
-      try {
-        const std::regex re(get(env_.config, "topics.regex"));
-        for (const auto& t : all)
-          if (std::regex_match(t.name, re)) topics.push_back(t.name);
-      } catch (const std::regex_error& e) {
-        return Status::invalidArgument(std::string("topics.regex: ") + e.what());
-      }
+TaskRunner::Step TaskLoop::step() {
+  const std::int64_t now = core::monotonicMs();
+  switch (phase_) {
+    case Phase::kSetUp: {
+      Status s = setUp();
+      if (!s.isOk()) return Step::done(s);
+      phase_ = Phase::kStartOutput;
+      return Step::again();
     }
-    for (const auto& t : topics) {
-      FERRY_RETURN_IF_ERROR(env_.backbone->admin().ensureTopic(t, env_.worker->defaultQueues));
-      noteTopic(t);
-    }
-    FERRY_RETURN_IF_ERROR(consumer_->subscribe(topics, this));
-    Status result = loop();
-    // A failed task commits nothing more: offsets past the failing record were taken in but not
-    // put (or put but not flushed); the restarted task must read them again.
-    if (!result.isOk() && failure_.isOk()) failure_ = result;
-    Status closing = shutdown();
-    return result.isOk() ? closing : result;
-  }
-
-  Status loop() {
-    const auto& w = *env_.worker;
-    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-    std::vector<backbone::Message> messages;
-    std::vector<Record> records;
-    CallRetrier putRetry("put", RetriedCall::kSinkPut, env_, errors_->policy(), metrics_,
-                         [&](std::int64_t ms) { idleWait(ms); });
-    while (!stopping()) {
-      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
-        idleWait(50);
-        continue;
-      }
-      if (failure_.isOk() == false) return failure_;
-      if (commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
-        FERRY_RETURN_IF_ERROR(commitOffsets(current_));
-        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-      }
-      if (paused()) {
-        reportState(State::kPaused);
-        idleWait(100);
-        continue;
-      }
-      reportState(State::kRunning);
-      messages.clear();
-      auto polled = consumer_->poll(messages, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
-      if (!polled.isOk()) {
-        if (!polled.status().isRetriable()) return polled.status().withContext("backbone poll");
-        idleWait(100);
-        continue;
-      }
-      if (!failure_.isOk()) return failure_;
-      if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) noteSkipped(skipped);
-      if (messages.empty()) continue;
-      if (!leaseHeld())
-        return leaseEnded("while reading; the batch was not put and will be read again from the committed offsets");
-      records.clear();
-      records.reserve(messages.size());
-      for (auto& m : messages) {
-        metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
-        const std::size_t bytes = m.key.size() + m.value.size() + m.topic.size() + 32;
-        metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-        auto& next = current_[TopicQueue{m.topic, m.queue}];
-        next = m.offset + 1;
-        ++uncommitted_;
-        metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
-        Record r;
-        r.topic = m.topic;
-        r.queue = m.queue;
-        r.offset = m.offset;
-        r.timestampMs = m.timestampMs;
-        auto key = m.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->toRecord(m.topic, m.key);
-        auto value = converters_.value->toRecord(m.topic, m.value);
-        if (!key.isOk() || !value.isOk()) {
-          FERRY_RETURN_IF_ERROR(errors_->report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
-                                                key.isOk() ? value.status() : key.status(), m.topic, m.queue, m.offset,
-                                                m.key, m.value, m.headers));
-          continue;
+    case Phase::kStartOutput:
+    case Phase::kStartInput: {
+      // The output starts first (a direct task's sink is ready before its source produces; a
+      // sink task is started before its consumer joins the group).
+      if (now < resumeAt_ && !stopping()) return Step::sleepUntil(resumeAt_);
+      const bool output = phase_ == Phase::kStartOutput;
+      Status s = guarded("start", [&] { return output ? output_->start() : input_->start(); });
+      if (s.isOk()) {
+        startRetry_->reset();
+        if (output) {
+          phase_ = Phase::kStartInput;
+        } else {
+          phase_ = Phase::kRunning;
+          nextCommit_ = core::monotonicMs() + interval_;
         }
-        r.key = std::move(*key);
-        r.value = std::move(*value);
-        r.headers = std::move(m.headers);
-        if (!r.headers.empty()) {
-          if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kFromBackbone, m.topic, r.headers);
-              !hs.isOk()) {
-            FERRY_RETURN_IF_ERROR(
-                errors_->report("HEADER_CONVERTER", hs, m.topic, m.queue, m.offset, m.key, m.value, r.headers));
-            continue;
-          }
-        }
-        if (!chain_->empty()) {
-          auto kept = chain_->apply(r);
-          if (!kept.isOk()) {
-            FERRY_RETURN_IF_ERROR(errors_->report("TRANSFORMATION", kept.status(), m.topic, m.queue, m.offset, m.key,
-                                                  m.value, r.headers));
-            continue;
-          }
-          if (!*kept) {
-            metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
-            continue;
-          }
-        }
-        records.push_back(std::move(r));
+        return Step::again();
       }
-      if (records.empty()) continue;
-      std::size_t outBytes = 0;
-      for (const auto& r : records) outBytes += r.sizeBytes();
-      const std::size_t n = records.size();
-      FERRY_RETURN_IF_ERROR(putWithRetry(*task_, records, putRetry, [&] { return stopping(); }));
-      metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
-      metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
+      // Retriable failures are retried within errors.retry.timeout (0, the default: not at all,
+      // so the status says why at once; the worker's automatic restart takes over from there).
+      if (!s.isRetriable() || stopping() || policy().retryTimeoutMs == 0) return finish(s);
+      auto delay = startRetry_->retryOrFail(s);
+      if (!delay.isOk()) return finish(delay.status());
+      resumeAt_ = now + *delay;
+      return Step::sleepUntil(resumeAt_);
     }
-    return Status::ok();
+    case Phase::kRunning: return running(now);
   }
+  return Step::done(Status::internal("unknown task phase"));
+}
 
-  // preCommit (flushes the sink) and commits what it returns to the backbone group.
-  Status commitOffsets(const OffsetMap& offsets) {
-    if (offsets.empty() || uncommitted_ == 0) return Status::ok();
-    if (cancelled()) return cancelledError();
-    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
-    auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_->preCommit(offsets); });
-    if (!safe.isOk()) return safe.status().withContext("flush");
-    if (!safe->empty()) {
-      auto allowed = effect();  // a flush that returns after the task was cancelled commits nothing
-      if (!allowed) return cancelledError();
-      FERRY_RETURN_IF_ERROR(consumer_->commit(*safe).withContext("committing offsets"));
+Status TaskLoop::commitNow() {
+  FERRY_RETURN_IF_ERROR(committer_->commit());
+  nextCommit_ = core::monotonicMs() + interval_;
+  return Status::ok();
+}
+
+TaskRunner::Step TaskLoop::running(std::int64_t now) {
+  if (stopping()) {
+    // A batch still waiting for its put is put once more: what was taken in is either put (and
+    // then committed below) or the task fails and commits nothing of it.
+    if (output_->hasBatch()) {
+      Status s = guarded("put", [&] { return output_->put(); });
+      if (!s.isOk()) return finish(s.withContext("put (stopping)"));
     }
-    metrics_.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
-    uncommitted_ = 0;
-    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    return Status::ok();
+    return finish(Status::ok());
   }
+  if (!leaseHeld()) return Step::sleepUntil(now + 50);  // distributed mode: not while the lease is in doubt
+  if (failing()) return finish(failure_);
+  auto collected = committer_->collect();
+  if (!collected.isOk()) return finish(collected.status());
+  resendBy_ = *collected > 0 ? now + *collected : INT64_MAX;
+  const bool timerDue = now >= nextCommit_;
+  if (committer_->due(timerDue, commitRequested_.exchange(false), paused())) {
+    if (Status s = commitNow(); !s.isOk()) return finish(s);
+  } else if (timerDue) {
+    nextCommit_ = now + interval_;
+  }
+  if (paused()) {
+    reportState(State::kPaused);
+    return sleep(now + 100);
+  }
+  reportState(State::kRunning);
+  if (output_->hasBatch()) return putBatch(now);  // a put waiting for its retry
+  if (committer_->waitingForRoom()) return sleep(now + 50);
+  if (now < resumeAt_) return sleep(resumeAt_);
 
-  void onRevoked(const std::vector<TopicQueue>& queues) override {
-    if (!failure_.isOk() || !mayCommit()) {  // failing, or no lease: commit nothing, just tell the task
-      for (const auto& q : queues) current_.erase(q);
-      guarded("close", [&] { return task_->close(queues); }).isOk();
-      return;
+  const auto& w = *env_.worker;
+  batch_.clear();
+  const bool notify = input_->notifies();
+  auto polled = guarded("poll", [&]() -> Result<std::size_t> {
+    return input_->poll(batch_, static_cast<std::size_t>(w.taskPollBatch),
+                        notify ? std::chrono::milliseconds(0) : kSourcePollWait);
+  });
+  if (!polled.isOk()) {
+    auto delay = pollRetry_->retryOrFail(polled.status());
+    if (!delay.isOk()) return finish(delay.status());
+    resumeAt_ = core::monotonicMs() + *delay;
+    return sleep(resumeAt_);
+  }
+  pollRetry_->reset();
+  input_->afterPoll();
+  if (failing()) return finish(failure_);
+  if (batch_.empty()) {
+    // A notifying input is asked again when it wakes the task, or after its idle delay.
+    if (notify) return sleep(core::monotonicMs() + input_->idleDelay().count());
+    return Step::again();
+  }
+  if (!leaseHeld()) return finish(leaseLost(batch_));
+  for (std::size_t i = 0; i < batch_.size(); ++i) {
+    // The lease read per record (a clock read): a worker frozen in the middle of a batch
+    // (SIGSTOP) must not hand the rest of it on once it thaws.
+    if (!workerLeaseHeld()) {
+      batch_.erase(batch_.begin(), batch_.begin() + static_cast<std::ptrdiff_t>(i));
+      return finish(leaseLost(batch_));
     }
-    OffsetMap revoked;
-    for (const auto& q : queues)
-      if (auto it = current_.find(q); it != current_.end()) revoked.insert(*it);
-    if (!revoked.empty()) {
-      Status s = commitOffsets(revoked);
-      if (!s.isOk() && failure_.isOk()) failure_ = s;
+    Record& r = batch_[i];
+    const std::size_t bytes = r.sizeBytes();
+    metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
+    metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
+    if (r.timestampMs == 0) r.timestampMs = core::nowMs();
+    const std::uint64_t ticket = committer_->takeIn(r, bytes);
+    auto decoded = input_->decode(r);
+    if (!decoded.isOk()) return finish(decoded.status());
+    if (!*decoded) {
+      if (r.acknowledger) r.acknowledger.reset();
+      committer_->dropped(ticket);
+      continue;
     }
-    for (const auto& q : queues) current_.erase(q);
-    Status s = guarded("close", [&] { return task_->close(queues); });
-    if (!s.isOk() && failure_.isOk()) failure_ = s;
-  }
-  void onAssigned(const std::vector<TopicQueue>& queues) override {
-    Status s = guarded("open", [&] { return task_->open(queues); });
-    if (!s.isOk() && failure_.isOk()) failure_ = s;
-  }
-
-  Status shutdown() {
-    Status committed = Status::ok();
-    if (consumer_) {
-      // Without the lease nothing is flushed or committed (the next owner reads it again).
-      if (failure_.isOk() && mayCommit()) committed = commitOffsets(current_);
-      consumer_->close();
-    }
-    if (started_) guarded("stop", [&] {
-        task_->stop();
-        return Status::ok();
-      }).isOk();
-    return committed;
-  }
-
-  PluginPtr<SinkConnector> connector_;
-  std::unique_ptr<SinkTask> task_;
-  std::unique_ptr<TransformChain> chain_;
-  TaskConverters converters_;
-  std::unique_ptr<ErrorReporter> errors_;
-  std::unique_ptr<SinkContextImpl> context_;
-  std::unique_ptr<backbone::Consumer> consumer_;
-  std::atomic<bool> commitRequested_{false};
-  bool started_ = false;
-  OffsetMap current_;  // next offsets after every record taken in
-  std::int64_t uncommitted_ = 0;
-  Status failure_;  // an error raised inside a rebalance callback
-};
-
-// ---------------------------------------------------------------------------------------------
-// Direct: a source task and a sink task in one thread.
-
-class DirectRunner final : public TaskRunner {
- public:
-  explicit DirectRunner(TaskEnv env) : TaskRunner(std::move(env)) {}
-  ~DirectRunner() override { join(); }
-
- private:
-  Status run() override {
-    const auto& reg = *env_.registry;
-    FERRY_ASSIGN_OR_RETURN(source_, reg.createSourceConnector(get(env_.config, "connector.class")));
-    const StringMap sinkConfig = sinkSideConfig(env_.config);
-    FERRY_ASSIGN_OR_RETURN(sink_, reg.createSinkConnector(get(sinkConfig, "connector.class")));
-    sourceTask_ = source_->createTask();
-    sinkTask_ = sink_->createTask();
-    if (!sourceTask_ || !sinkTask_) return Status::internal("a connector created no task");
-    FERRY_ASSIGN_OR_RETURN(chain_, TransformChain::build(reg, env_.config));
-    errors_ = std::make_unique<ErrorReporter>(env_, metrics_);
-    sinkContext_ = std::make_unique<SinkContextImpl>(env_, *errors_, commitRequested_);
-    SourceContextImpl sourceContext(env_, &commitRequested_);
-    auto stop = [&] { return stopping(); };
-    auto wait = [&](std::int64_t ms) { idleWait(ms); };
-    FERRY_RETURN_IF_ERROR(startWithRetry(
-        env_, errors_->policy(), metrics_, [&] { return sinkTask_->start(sinkConfig, *sinkContext_); }, stop, wait));
-    sinkStarted_ = true;
-    FERRY_RETURN_IF_ERROR(startWithRetry(
-        env_, errors_->policy(), metrics_, [&] { return sourceTask_->start(env_.config, sourceContext); }, stop, wait));
-    sourceStarted_ = true;
-    Status result = loop();
-    Status closing = shutdown(result.isOk());
-    return result.isOk() ? closing : result;
-  }
-
-  Status loop() {
-    const auto& w = *env_.worker;
-    std::int64_t nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-    std::vector<Record> batch;
-    std::vector<Record> out;
-    CallRetrier pollRetry("poll", RetriedCall::kPoll, env_, errors_->policy(), metrics_,
-                          [&](std::int64_t ms) { idleWait(ms); });
-    CallRetrier putRetry("put", RetriedCall::kDirectPut, env_, errors_->policy(), metrics_,
-                         [&](std::int64_t ms) { idleWait(ms); });
-    while (!stopping()) {
-      if (!leaseHeld()) {  // distributed mode: not while this worker's lease is in doubt
-        idleWait(50);
+    if (!chain_->empty()) {
+      auto kept = chain_->apply(r);
+      if (!kept.isOk()) {
+        Status reported = errors_->report("TRANSFORMATION", kept.status(), r.topic, r.queue.value_or(-1), r.offset,
+                                          r.key, r.value, r.headers);
+        if (!reported.isOk()) return finish(reported);
+        committer_->dropped(ticket);
         continue;
       }
-      const bool full = static_cast<std::int64_t>(held_.size()) >= w.taskMaxInflightRecords ||
-                        heldBytes_ >= w.taskMaxInflightBytes;
-      if (full || commitRequested_.exchange(false) || core::monotonicMs() >= nextCommit) {
-        FERRY_RETURN_IF_ERROR(flushAndCommit());
-        nextCommit = core::monotonicMs() + w.offsetFlushIntervalMs;
-      }
-      if (paused()) {
-        reportState(State::kPaused);
-        idleWait(100);
+      if (!*kept) {
+        metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
+        committer_->dropped(ticket);
         continue;
       }
-      reportState(State::kRunning);
-      batch.clear();
-      auto polled = guarded("poll", [&]() -> Result<std::size_t> {
-        return sourceTask_->poll(batch, static_cast<std::size_t>(w.taskPollBatch), kSourcePollWait);
-      });
-      if (!polled.isOk()) {
-        FERRY_RETURN_IF_ERROR(pollRetry.retryOrFail(polled.status()));
-        continue;
-      }
-      pollRetry.reset();
-      if (batch.empty()) continue;
-      if (!leaseHeld()) return leaseLost(batch);
-      out.clear();
-      std::size_t outBytes = 0;
-      for (auto& r : batch) {
-        metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
-        const std::size_t bytes = r.sizeBytes();
-        metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
-        if (r.timestampMs == 0) r.timestampMs = core::nowMs();
-        Record slim;  // what the commit needs, kept until the sink flushed
-        slim.topic = r.topic;
-        slim.position = r.position;
-        slim.acknowledger = r.acknowledger;
-        heldBytes_ += static_cast<std::int64_t>(bytes);
-        held_.push_back(std::move(slim));
-        metrics_.commitLagRecords.fetch_add(1, std::memory_order_relaxed);
-        if (!chain_->empty()) {
-          auto kept = chain_->apply(r);
-          if (!kept.isOk()) {
-            FERRY_RETURN_IF_ERROR(
-                errors_->report("TRANSFORMATION", kept.status(), r.topic, -1, -1, r.key, r.value, r.headers));
-            continue;
-          }
-          if (!*kept) {
-            metrics_.recordsDropped.fetch_add(1, std::memory_order_relaxed);
-            continue;
-          }
-        }
-        r.acknowledger.reset();  // the runtime acknowledges after the sink flushed
-        if (!r.topic.empty()) noteTopic(r.topic);
-        outBytes += r.sizeBytes();
-        out.push_back(std::move(r));
-      }
-      metrics_.inflightRecords.store(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
-      metrics_.inflightBytes.store(heldBytes_, std::memory_order_relaxed);
-      if (out.empty()) continue;
-      const std::size_t n = out.size();
-      FERRY_RETURN_IF_ERROR(putWithRetry(*sinkTask_, out, putRetry, [&] { return stopping(); }));
-      metrics_.recordsOut.fetch_add(n, std::memory_order_relaxed);
-      metrics_.bytesOut.fetch_add(outBytes, std::memory_order_relaxed);
     }
-    return Status::ok();
+    if (Status s = output_->accept(std::move(r), ticket); !s.isOk()) return finish(s);
   }
-
-  // Flushes the sink, then (only then) tells the source its records are safe and commits positions.
-  Status flushAndCommit() {
-    if (held_.empty()) return Status::ok();
-    if (cancelled()) return cancelledError();
-    FERRY_RETURN_IF_ERROR(errors_->flush(std::chrono::milliseconds(env_.worker->offsetFlushTimeoutMs)));
-    FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sinkTask_->flush(); }).withContext("sink flush"));
-    if (cancelled()) return cancelledError();  // the flush returned after the stop timed out
-    PositionBuffer positions;
-    for (auto& r : held_) {
-      guarded("commitRecord", [&] {
-        sourceTask_->commitRecord(r);
-        return Status::ok();
-      }).isOk();
-      positions.add(r.position);
-    }
-    if (env_.positions) {
-      auto allowed = effect();
-      if (!allowed) return cancelledError();
-      FERRY_RETURN_IF_ERROR(positions.commit(*env_.positions, env_.connector).withContext("committing positions"));
-    }
-    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return sourceTask_->commit(); }));
-    metrics_.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.size()), std::memory_order_relaxed);
-    held_.clear();
-    heldBytes_ = 0;
-    metrics_.inflightRecords.store(0, std::memory_order_relaxed);
-    metrics_.inflightBytes.store(0, std::memory_order_relaxed);
-    metrics_.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics_.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    return Status::ok();
+  batch_.clear();
+  if (output_->hasBatch()) {
+    Step put = putBatch(core::monotonicMs());
+    if (put.kind != Step::Kind::kAgain) return put;
   }
+  if (Status s = committer_->afterBatch(); !s.isOk()) return finish(s);
+  return Step::again();
+}
 
-  Status shutdown(bool healthy) {
-    if (sourceStarted_) guarded("stop", [&] {
-        sourceTask_->stop();
-        return Status::ok();
-      }).isOk();
-    // Without the lease the sink is not flushed and no position committed: the next owner
-    // reads again what this one polled since its last commit.
-    Status s = healthy && mayCommit() ? flushAndCommit() : Status::ok();
-    for (auto& r : held_)
-      if (r.acknowledger) r.acknowledger->release(false);
-    held_.clear();
-    if (sinkStarted_) guarded("stop", [&] {
-        sinkTask_->stop();
-        return Status::ok();
-      }).isOk();
-    return s;
+// put() with retries: retriable errors are retried as the output's rule says (a sink task: until
+// they pass or the task stops, Kafka Connect's RetriableException semantics; a direct task: within
+// errors.retry.timeout); other errors fail the task.
+TaskRunner::Step TaskLoop::putBatch(std::int64_t now) {
+  if (now < resumeAt_) return sleep(resumeAt_);
+  Status s = guarded("put", [&] { return output_->put(); });
+  if (s.isOk()) {
+    putRetry_->reset();
+    return Step::again();
   }
+  auto delay = putRetry_->retryOrFail(s);
+  if (!delay.isOk()) return finish(delay.status());
+  resumeAt_ = core::monotonicMs() + *delay;
+  return sleep(resumeAt_);
+}
 
-  PluginPtr<SourceConnector> source_;
-  PluginPtr<SinkConnector> sink_;
-  std::unique_ptr<SourceTask> sourceTask_;
-  std::unique_ptr<SinkTask> sinkTask_;
-  std::unique_ptr<TransformChain> chain_;
-  std::unique_ptr<ErrorReporter> errors_;
-  std::unique_ptr<SinkContextImpl> sinkContext_;
-  std::atomic<bool> commitRequested_{false};
-  bool sourceStarted_ = false;
-  bool sinkStarted_ = false;
-  std::vector<Record> held_;  // polled since the last flush (position + acknowledger only)
-  std::int64_t heldBytes_ = 0;
-};
+TaskRunner::Step TaskLoop::finish(Status result) {
+  if (!result.isOk()) fail(result);
+  const bool healthy = result.isOk();
+  Status closing = Status::ok();
+  if (input_ && committer_ && output_) {
+    // Read once: a worker without its lease (cut off, or frozen while another worker took the
+    // task) sends nothing more for it, and never waits for a broker that may be gone.
+    const bool lease = mayCommit();
+    // Stop the intake first: a push source stops its client, so nothing new arrives.
+    input_->stopIntake();
+    output_->settle(workerLeaseHeld());
+    closing = committer_->finalCommit(healthy, lease);
+    committer_->releaseAll();
+    input_->close();
+    output_->close();
+  }
+  return Step::done(healthy ? closing : result);
+}
 
 }  // namespace
 
@@ -1374,13 +1607,13 @@ std::unique_ptr<TaskRunner> TaskRunner::create(TaskEnv env) {
   switch (env.shape) {
     case ConnectorShape::kSource:
       if (env.worker != nullptr && env.worker->exactlyOnceSource)
-        return std::unique_ptr<TaskRunner>(new TransactionalSourceRunner(std::move(env)));
+        return std::unique_ptr<TaskRunner>(new TaskLoop(std::move(env)));
       if (configValue(env.config, "exactly.once.support") == "required")
         return std::unique_ptr<TaskRunner>(new FailingRunner(std::move(env), Status::failedPrecondition(
             "exactly.once.support=required, but the worker has exactly.once.source.support=disabled")));
-      return std::unique_ptr<TaskRunner>(new SourceRunner(std::move(env)));
-    case ConnectorShape::kSink: return std::unique_ptr<TaskRunner>(new SinkRunner(std::move(env)));
-    case ConnectorShape::kDirect: return std::unique_ptr<TaskRunner>(new DirectRunner(std::move(env)));
+      return std::unique_ptr<TaskRunner>(new TaskLoop(std::move(env)));
+    case ConnectorShape::kSink:
+    case ConnectorShape::kDirect: return std::unique_ptr<TaskRunner>(new TaskLoop(std::move(env)));
   }
   return nullptr;
 }
@@ -1415,53 +1648,77 @@ TaskRunner::~TaskRunner() {
 
 void TaskRunner::start() {
   startedAtMs_ = core::monotonicMs();
-  thread_ = std::thread([this] {
-    tActivity = &activity_;
-    Status s;
+  thread_ = std::thread([this] { drive(); });
+}
+
+void TaskRunner::drive() {
+  tActivity = &activity_;
+  while (true) {
+    Step next;
     try {
-      s = run();
+      next = step();
     } catch (const std::exception& e) {
-      s = Status::internal(std::string("task threw: ") + e.what());
+      next = Step::done(Status::internal(std::string("task threw: ") + e.what()));
     } catch (...) {
-      s = Status::internal("task threw a non-standard exception");
+      next = Step::done(Status::internal("task threw a non-standard exception"));
     }
-    if (cancelled()) {
-      // Abandoned after a stop timeout: whatever it returned has no effect (the worker may even
-      // run a new instance of it by now).
-      core::logger("runtime")->warn("abandoned task {}-{} returned at last ({}); its result is discarded",
-                                    env_.connector, env_.taskId, s.isOk() ? "OK" : scrubSecrets(s.toString(), env_.secrets));
-    } else if (!s.isOk() && withdrawn_.load()) {
-      // Stopped, deleted, reconfigured or moved while the task was running: logged, not reported
-      // as a failure (the status belongs to whoever runs the task now). Marked failed so that a
-      // herder still holding the unit restarts it.
-      core::logger("runtime")->info("task {}-{} ended: {}", env_.connector, env_.taskId,
-                                    scrubSecrets(s.message(), env_.secrets));
-      if (!stopping()) failed_.store(true);
-    } else if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
-      const std::string why = scrubSecrets(s.toString(), env_.secrets);
-      core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, why);
-      failed_.store(true);
-      reportState(State::kFailed, why);
+    if (next.kind == Step::Kind::kDone) {
+      finish(std::move(next.result));
+      break;
     }
-    tActivity = nullptr;
-    {
-      std::lock_guard lock(doneMu_);
-      finished_.store(true);
+    std::unique_lock lock(waitMu_);
+    if (next.kind == Step::Kind::kSleep && !woken_ && !stopping()) {
+      const auto now = core::monotonicMs();
+      if (next.untilMs > now)
+        waitCv_.wait_for(lock, std::chrono::milliseconds(next.untilMs - now), [&] { return woken_ || stopping(); });
     }
-    doneCv_.notify_all();
-  });
+    woken_ = false;
+  }
+  tActivity = nullptr;
+  {
+    std::lock_guard lock(doneMu_);
+    finished_.store(true);
+  }
+  doneCv_.notify_all();
+}
+
+void TaskRunner::finish(Status s) {
+  if (cancelled()) {
+    // Abandoned after a stop timeout: whatever it returned has no effect (the worker may even
+    // run a new instance of it by now).
+    core::logger("runtime")->warn("abandoned task {}-{} returned at last ({}); its result is discarded",
+                                  env_.connector, env_.taskId, s.isOk() ? "OK" : scrubSecrets(s.toString(), env_.secrets));
+  } else if (!s.isOk() && withdrawn_.load()) {
+    // Stopped, deleted, reconfigured or moved while the task was running: logged, not reported
+    // as a failure (the status belongs to whoever runs the task now). Marked failed so that a
+    // herder still holding the unit restarts it.
+    core::logger("runtime")->info("task {}-{} ended: {}", env_.connector, env_.taskId,
+                                  scrubSecrets(s.message(), env_.secrets));
+    if (!stopping()) failed_.store(true);
+  } else if (!s.isOk() && !(stopping() && s.code() == StatusCode::kCancelled)) {
+    const std::string why = scrubSecrets(s.toString(), env_.secrets);
+    core::logger("runtime")->error("task {}-{} failed: {}", env_.connector, env_.taskId, why);
+    failed_.store(true);
+    reportState(State::kFailed, why);
+  }
+}
+
+void TaskRunner::wake() {
+  {
+    std::lock_guard lock(waitMu_);
+    woken_ = true;
+  }
+  waitCv_.notify_one();
 }
 
 void TaskRunner::setPaused(bool p) {
   paused_.store(p);
-  std::lock_guard lock(waitMu_);
-  waitCv_.notify_all();
+  wake();
 }
 
 void TaskRunner::requestStop() {
   stop_.store(true);
-  std::lock_guard lock(waitMu_);
-  waitCv_.notify_all();
+  wake();
 }
 
 void TaskRunner::join() {
@@ -1490,12 +1747,6 @@ bool TaskRunner::cancel(std::chrono::milliseconds effectWait) {
   // none is once this returns.
   std::unique_lock lock(effectMu_, std::defer_lock);
   return lock.try_lock_for(effectWait);
-}
-
-void TaskRunner::idleWait(std::int64_t ms) {
-  std::unique_lock lock(waitMu_);
-  const bool wasPaused = paused();
-  waitCv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping() || paused() != wasPaused; });
 }
 
 void TaskRunner::reportState(State s, const std::string& trace) {

@@ -1,20 +1,30 @@
-// Task executors: the threads that run source, sink and direct tasks.
+// Task executors: one loop runs every task shape.
 //
-//  source  poll -> transforms -> converters -> backbone producer (async, batched). Every polled
-//          record is tracked in poll order; a position becomes committable only when the backbone
-//          acknowledged that record and every record polled before it. Positions are committed
-//          every offset.flush.interval.ms and when the task stops.
-//  sink    backbone consumer (group "connect-<connector>") -> converters -> transforms -> put;
-//          every offset.flush.interval.ms: preCommit (flush) -> commit the returned offsets.
-//  direct  poll -> transforms -> sink put; every interval (or when the in-flight bound is hit):
-//          sink flush -> then, and only then, source positions are committed.
-// In-flight records and bytes per task are bounded (task.max.inflight.*): a source is not polled
-// while its bound is reached, so memory stays bounded whatever the input rate.
-// Retriable failures of start, poll and put are retried the same way in every shape (one retrier
-// over core::RetryBudget, errors.retry.timeout / errors.retry.delay.max.ms; README "Errors").
+// A task is a composition of three seams driven by one loop (tasks.cc, TaskLoop):
+//   input      where records come from: a connector's source task (pull, or push with wake-ups),
+//              or a backbone consumer (group "connect-<connector>");
+//   output     where they go: the backbone producer (async, acknowledged per record), a
+//              transactional producer, or a connector's sink task (put);
+//   committer  what makes records taken in safe to forget and persists it: source positions
+//              (after the backbone acknowledged, or after the sink flushed), consumer-group offsets
+//              (after preCommit), or a backbone transaction holding records and positions.
+// The shapes are compositions:
+//  source  source task -> transforms -> converters -> backbone producer; positions committed for
+//          the acknowledged prefix (poll order) every offset.flush.interval.ms and at stop;
+//  exactly-once source  source task -> ... -> transactional producer; records and positions in one
+//          transaction per poll batch (transaction.boundary=poll) or interval;
+//  sink    backbone consumer -> converters -> transforms -> sink put; every interval: preCommit
+//          (flush) -> commit the offsets it returns;
+//  direct  source task -> transforms -> sink put; every interval (or when the in-flight bound is
+//          hit): sink flush -> then, and only then, source positions are committed.
+// The loop - lease check, pause, in-flight bounds, commit timer, the errors.* retry policy (one
+// retrier over core::RetryBudget for start, poll and put), shutdown order, metrics - exists once.
+// The at-least-once contract lives on the committer: nothing is committed for a record before its
+// output made it safe, and a task stopped without its lease commits nothing.
 //
-// Threading: each TaskRunner owns one thread. start/setPaused/requestStop/join/cancel and the
-// metrics are called from the worker's control thread; the state callback runs on the task thread.
+// Threading: the loop is a step function (one bounded iteration per call, never waiting itself:
+// it returns how long it may sleep). start/setPaused/requestStop/join/cancel and the metrics are
+// called from the worker's control thread; steps and the state callback run on the task's thread.
 //
 // Stopping: requestStop() asks, join(timeout) waits at most `timeout`. A task that does not end in
 // time (its connector blocked in start, poll, put, flush, commit or stop) is *cancelled*: its
@@ -154,11 +164,25 @@ class TaskRunner {
   // ("" when none). Any thread.
   std::string dataLossNote() const;
   const TaskEnv& env() const noexcept { return env_; }
+  // Asks for the task's next step now (records arrived, an acknowledgement freed room, a commit
+  // was requested). Any thread; cheap; a wake during a step is not lost.
+  void wake();
 
  protected:
   explicit TaskRunner(TaskEnv env) : env_(std::move(env)) {}
-  // The task's life: returns OK when asked to stop, an error when the task failed.
-  virtual Status run() = 0;
+  // One bounded piece of the task's life. kDone carries the task's result: OK when it was asked
+  // to stop, an error when it failed. kSleep: call again at untilMs (core::monotonicMs()) at the
+  // latest, or at wake(), requestStop() or setPaused().
+  struct Step {
+    enum class Kind { kAgain, kSleep, kDone };
+    Kind kind = Kind::kAgain;
+    std::int64_t untilMs = 0;
+    Status result;
+    static Step again() { return {}; }
+    static Step sleepUntil(std::int64_t untilMs) { return {Kind::kSleep, untilMs, {}}; }
+    static Step done(Status result) { return {Kind::kDone, 0, std::move(result)}; }
+  };
+  virtual Step step() = 0;
 
   bool stopping() const noexcept { return stop_.load(std::memory_order_relaxed); }
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
@@ -191,8 +215,6 @@ class TaskRunner {
   // purpose while this worker holds its lease (kCancelled, logged at info when the task ends), or
   // the lease lost (kUnavailable, a failure).
   Status leaseEnded(const std::string& what);
-  // Sleeps up to `ms` or until stop/pause changes.
-  void idleWait(std::int64_t ms);
   void reportState(store::State s, const std::string& trace = {});
   // Logs and counts ranges the consumer stepped over (Consumer::takeSkipped) and keeps a note
   // for the task's status.
@@ -215,8 +237,12 @@ class TaskRunner {
   std::mutex doneMu_;
   std::condition_variable doneCv_;  // notified when finished_ becomes true
   std::int64_t startedAtMs_ = 0;
+  // Runs steps until one returns kDone, then records the result (the task's thread).
+  void drive();
+  void finish(Status s);
   std::mutex waitMu_;
   std::condition_variable waitCv_;
+  bool woken_ = false;  // guarded by waitMu_
   std::set<std::string> topics_;  // task thread only
   mutable std::mutex noteMu_;
   std::string dataLossNote_;  // guarded by noteMu_
