@@ -119,6 +119,15 @@ void DatagenSourceTask::refill(std::chrono::steady_clock::time_point now) {
   tokens_ = std::min(burst_, tokens_ + seconds * rate_);
 }
 
+std::chrono::milliseconds DatagenSourceTask::idlePollDelay() const {
+  using std::chrono::milliseconds;
+  if (maxRecords_ >= 0 && seq_ >= maxRecords_) return milliseconds(500);  // done: nothing more comes
+  if (rate_ <= 0 || tokens_ >= 1.0) return milliseconds(1);
+  // When the bucket holds the next token (refilled at the last poll).
+  const double ms = (1.0 - tokens_) / rate_ * 1000.0;
+  return milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(ms))));
+}
+
 std::string DatagenSourceTask::value(std::int64_t seq, std::int64_t nowMs) const {
   std::string v;
   switch (format_) {

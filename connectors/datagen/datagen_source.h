@@ -40,6 +40,9 @@ class DatagenSourceTask final : public SourceTask {
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override;
   void stop() override {}
+  // Time-driven: never waits in poll(); an idle task is asked again when its next token is due.
+  PollMode pollMode() const override { return PollMode::kNotify; }
+  std::chrono::milliseconds idlePollDelay() const override;
 
   std::int64_t nextSeq() const noexcept { return seq_; }
 

@@ -72,6 +72,10 @@ class FileStreamSourceTask final : public SourceTask {
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override;
   void stop() override;
+  // Files are polled: an idle task is asked again after poll.interval.ms, without a thread
+  // waiting for it.
+  PollMode pollMode() const override { return PollMode::kNotify; }
+  std::chrono::milliseconds idlePollDelay() const override { return pollInterval_; }
 
   // Bytes read from files and bytes searched for a newline since start (each byte is searched
   // once: bytesScanned() <= bytesRead()). For tests and diagnostics.

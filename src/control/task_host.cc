@@ -6,16 +6,34 @@
 
 namespace ferry::control {
 
+namespace {
+runtime::ExecutorOptions executorOptions(const runtime::WorkerConfig& w) {
+  runtime::ExecutorOptions o;
+  o.threads = w.taskThreads;
+  o.name = "task";
+  return o;
+}
+}  // namespace
+
 TaskHost::TaskHost(TaskHostOptions o)
     : o_(std::move(o)),
+      executor_(std::make_unique<runtime::Executor>(executorOptions(*o_.worker))),
       producers_(o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr),
       stopper_(std::chrono::milliseconds(o_.worker->taskShutdownTimeoutMs)) {}
+
+TaskHost::~TaskHost() {
+  // An abandoned task may still be inside a step that never returns (its connector wedged): the
+  // executor would wait for it for ever, so it is left allocated, as the abandoned runners are.
+  stopper_.reap();
+  if (stopper_.abandonedRunning() > 0) (void)executor_.release();
+}
 
 std::unique_ptr<runtime::TaskRunner> TaskHost::start(const std::string& connector, int taskId,
                                                      runtime::ConnectorShape shape, const StringMap& config,
                                                      bool paused, TaskHooks hooks) {
   runtime::TaskEnv env;
   env.registry = o_.registry;
+  env.executor = executor_.get();
   env.backbone = o_.backbone;
   env.producers = producers_.get();
   env.positions = o_.positions;
@@ -95,6 +113,14 @@ void TaskHost::appendWorkerMetrics(std::vector<MetricSample>& out, std::size_t t
                              "counter"});
   out.push_back(MetricSample{"ferry_tasks_abandoned_running", {}, static_cast<double>(stopper_.abandonedRunning()),
                              "Abandoned tasks whose threads still run.", "gauge"});
+  out.push_back(MetricSample{"ferry_worker_task_threads", {}, static_cast<double>(executor_->threads()),
+                             "Threads running task loops now: the shared ones (task.threads) and those moved off "
+                             "them while a connector call blocks.",
+                             "gauge"});
+  out.push_back(MetricSample{"ferry_worker_task_threads_blocked", {}, static_cast<double>(executor_->blockedThreads()),
+                             "Task threads inside a connector call that has blocked longer than 50 ms.", "gauge"});
+  out.push_back(MetricSample{"ferry_worker_task_steps_total", {}, static_cast<double>(executor_->steps()),
+                             "Steps of task loops run on this worker.", "counter"});
 }
 
 }  // namespace ferry::control

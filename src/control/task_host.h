@@ -64,6 +64,7 @@ struct RestartState {
 class TaskHost {
  public:
   explicit TaskHost(TaskHostOptions o);
+  ~TaskHost();
   TaskHost(const TaskHost&) = delete;
   TaskHost& operator=(const TaskHost&) = delete;
 
@@ -97,9 +98,13 @@ class TaskHost {
   // The shared producer of the source tasks here (null without a backbone): fenced by the
   // distributed herder when the lease ends.
   backbone::SharedProducer* producers() { return producers_.get(); }
+  const runtime::Executor& executor() const { return *executor_; }
 
  private:
   TaskHostOptions o_;
+  // The shared threads every task's loop runs on (runtime/executor.h; task.threads). Declared
+  // first: destroyed last, after every runner is gone.
+  std::unique_ptr<runtime::Executor> executor_;
   // One producer for the source records of every task here (see backbone/shared_producer.h).
   std::unique_ptr<backbone::SharedProducer> producers_;
   // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.

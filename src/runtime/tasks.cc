@@ -349,6 +349,9 @@ class TaskLoop final : public TaskRunner {
   enum class Phase { kSetUp, kStartOutput, kStartInput, kRunning };
 
   Step step() override;
+  // An input that waits in its poll (PollMode::kBlocking, a backbone consumer) gets a thread of
+  // its own once the task runs; notifying inputs stay on the shared threads.
+  bool wantsOwnThread() const override { return phase_ == Phase::kRunning && !input_->notifies(); }
   Status setUp();
   Step running(std::int64_t now);
   Step putBatch(std::int64_t now);
@@ -1640,28 +1643,70 @@ Status TaskRunner::leaseEnded(const std::string& what) {
 
 TaskRunner::~TaskRunner() {
   // Subclasses join in their destructors (their members are gone by the time this runs).
-  if (thread_.joinable()) {
-    requestStop();
-    thread_.join();
+  join();
+}
+
+void TaskRunner::joinThread() {
+  std::thread t;
+  {
+    std::lock_guard lock(waitMu_);
+    t = std::move(thread_);
   }
+  if (t.joinable()) t.join();  // the thread has left its loop: this returns at once
 }
 
 void TaskRunner::start() {
   startedAtMs_ = core::monotonicMs();
+  started_.store(true);
+  if (env_.executor != nullptr) {
+    // Under waitMu_: a first step that moves to its own thread waits for the handle to be set.
+    std::lock_guard lock(waitMu_);
+    job_ = env_.executor->submit([this] { return runStep(); }, env_.connector + "-" + std::to_string(env_.taskId));
+    return;
+  }
+  std::lock_guard lock(waitMu_);
   thread_ = std::thread([this] { drive(); });
+}
+
+TaskRunner::Step TaskRunner::safeStep() {
+  try {
+    return step();
+  } catch (const std::exception& e) {
+    return Step::done(Status::internal(std::string("task threw: ") + e.what()));
+  } catch (...) {
+    return Step::done(Status::internal("task threw a non-standard exception"));
+  }
+}
+
+StepResult TaskRunner::runStep() {
+  tActivity = &activity_;
+  Step next = safeStep();
+  tActivity = nullptr;
+  switch (next.kind) {
+    case Step::Kind::kDone:
+      finish(std::move(next.result));
+      markFinished();  // the runner may be gone from here on
+      return StepResult::done();
+    case Step::Kind::kAgain:
+    case Step::Kind::kSleep: break;
+  }
+  if (wantsOwnThread()) {
+    // From here on the task's own thread runs the steps; this job ends (wakes go to the thread).
+    std::lock_guard lock(waitMu_);
+    job_.reset();
+    woken_ = true;  // its first step runs at once
+    thread_ = std::thread([this] { drive(); });
+    return StepResult::done();
+  }
+  if (next.kind == Step::Kind::kAgain) return StepResult::again();
+  // A stop asked during the step is not lost: the executor runs a woken job again.
+  return StepResult::sleepUntil(std::chrono::steady_clock::time_point(std::chrono::milliseconds(next.untilMs)));
 }
 
 void TaskRunner::drive() {
   tActivity = &activity_;
   while (true) {
-    Step next;
-    try {
-      next = step();
-    } catch (const std::exception& e) {
-      next = Step::done(Status::internal(std::string("task threw: ") + e.what()));
-    } catch (...) {
-      next = Step::done(Status::internal("task threw a non-standard exception"));
-    }
+    Step next = safeStep();
     if (next.kind == Step::Kind::kDone) {
       finish(std::move(next.result));
       break;
@@ -1675,11 +1720,24 @@ void TaskRunner::drive() {
     woken_ = false;
   }
   tActivity = nullptr;
+  markFinished();
+}
+
+void TaskRunner::markFinished() {
   {
     std::lock_guard lock(doneMu_);
     finished_.store(true);
   }
   doneCv_.notify_all();
+}
+
+bool TaskRunner::waitFinished(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(doneMu_);
+  if (timeout.count() < 0) {
+    doneCv_.wait(lock, [&] { return finished_.load(); });
+    return true;
+  }
+  return doneCv_.wait_for(lock, timeout, [&] { return finished_.load(); });
 }
 
 void TaskRunner::finish(Status s) {
@@ -1706,6 +1764,10 @@ void TaskRunner::finish(Status s) {
 void TaskRunner::wake() {
   {
     std::lock_guard lock(waitMu_);
+    if (job_) {
+      Executor::wake(job_);
+      return;
+    }
     woken_ = true;
   }
   waitCv_.notify_one();
@@ -1722,21 +1784,17 @@ void TaskRunner::requestStop() {
 }
 
 void TaskRunner::join() {
-  if (thread_.joinable()) {
-    requestStop();
-    thread_.join();
-  }
+  if (!started_.load()) return;
+  requestStop();
+  waitFinished(std::chrono::milliseconds(-1));
+  joinThread();
 }
 
 bool TaskRunner::join(std::chrono::milliseconds timeout) {
-  if (!thread_.joinable()) return true;
+  if (!started_.load()) return true;
   requestStop();
-  {
-    std::unique_lock lock(doneMu_);
-    if (!doneCv_.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)), [&] { return finished_.load(); }))
-      return false;
-  }
-  thread_.join();  // the thread has left run(): this returns at once
+  if (!waitFinished(std::max(timeout, std::chrono::milliseconds(0)))) return false;
+  joinThread();
   return true;
 }
 

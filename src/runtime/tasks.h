@@ -23,8 +23,11 @@
 // output made it safe, and a task stopped without its lease commits nothing.
 //
 // Threading: the loop is a step function (one bounded iteration per call, never waiting itself:
-// it returns how long it may sleep). start/setPaused/requestStop/join/cancel and the metrics are
-// called from the worker's control thread; steps and the state callback run on the task's thread.
+// it returns how long it may sleep). Steps run on the worker's shared task threads (executor.h;
+// TaskEnv::executor), never two of one task at once; a connector call that blocks is moved off the
+// shared threads by the executor. Without an executor a task has a thread of its own.
+// start/setPaused/requestStop/join/cancel and the metrics are called from the worker's control
+// thread; steps and the state callback run on the task's current thread.
 //
 // Stopping: requestStop() asks, join(timeout) waits at most `timeout`. A task that does not end in
 // time (its connector blocked in start, poll, put, flush, commit or stop) is *cancelled*: its
@@ -48,6 +51,7 @@
 #include "backbone/shared_producer.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
+#include "runtime/executor.h"
 #include "runtime/plugins.h"
 #include "runtime/worker_config.h"
 #include "store/store.h"
@@ -98,6 +102,8 @@ struct TaskMetrics {
 
 struct TaskEnv {
   const PluginRegistry* registry = nullptr;
+  // The worker's shared task threads: the task's steps run there. Null: a thread of its own.
+  Executor* executor = nullptr;
   backbone::Backbone* backbone = nullptr;  // null only for direct tasks in tests
   // The worker's shared producer for source records (null: the task creates its own).
   backbone::SharedProducer* producers = nullptr;
@@ -183,6 +189,10 @@ class TaskRunner {
     static Step done(Status result) { return {Kind::kDone, 0, std::move(result)}; }
   };
   virtual Step step() = 0;
+  // Checked after every step run on the executor: true moves the task to a thread of its own for
+  // good (a task whose input blocks in every poll would otherwise hold a shared thread, and make
+  // the executor start a new one, at every step).
+  virtual bool wantsOwnThread() const { return false; }
 
   bool stopping() const noexcept { return stop_.load(std::memory_order_relaxed); }
   bool paused() const noexcept { return paused_.load(std::memory_order_relaxed); }
@@ -225,7 +235,8 @@ class TaskRunner {
   TaskMetrics metrics_;
 
  private:
-  std::thread thread_;
+  std::thread thread_;  // guarded by waitMu_: the task's own thread, if it has one
+  std::atomic<bool> started_{false};
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};
   std::atomic<bool> finished_{false};
@@ -237,10 +248,18 @@ class TaskRunner {
   std::mutex doneMu_;
   std::condition_variable doneCv_;  // notified when finished_ becomes true
   std::int64_t startedAtMs_ = 0;
-  // Runs steps until one returns kDone, then records the result (the task's thread).
+  // Without an executor: runs steps until one returns kDone, then records the result (the
+  // task's own thread). With one: runStep() is the job's step.
   void drive();
+  StepResult runStep();
+  Step safeStep();
   void finish(Status s);
-  std::mutex waitMu_;
+  void markFinished();
+  // Waits (up to `timeout`, or for ever when negative) until the task has finished.
+  bool waitFinished(std::chrono::milliseconds timeout);
+  void joinThread();
+  Executor::JobPtr job_;  // guarded by waitMu_ (set once by start())
+  mutable std::mutex waitMu_;
   std::condition_variable waitCv_;
   bool woken_ = false;  // guarded by waitMu_
   std::set<std::string> topics_;  // task thread only

@@ -196,6 +196,10 @@ const ConfigDef& workerConfigDef() {
              "Records a task holds before they are safe (backpressure bound).", atLeast(1));
     d.define("task.max.inflight.bytes", ConfigType::kLong, std::to_string(64ll << 20), Importance::kMedium,
              "Bytes a task holds before they are safe (backpressure bound).", atLeast(1024));
+    d.define("task.threads", ConfigType::kLong, "0", Importance::kLow,
+             "Shared threads that run every task's loop (0: one per core, at least 2). A connector call that "
+             "blocks longer than 50 ms is moved off them onto an extra thread while it blocks.",
+             between(0, 1024));
     d.define("task.poll.batch", ConfigType::kLong, "2000", Importance::kLow,
              "Most records one poll of a source task or the backbone returns.", atLeast(1));
     d.define("tasks.max.limit", ConfigType::kLong, "1000", Importance::kLow,
@@ -346,6 +350,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
   c.taskMaxInflightRecords = p.getLong("task.max.inflight.records");
   c.taskMaxInflightBytes = p.getLong("task.max.inflight.bytes");
   c.taskPollBatch = p.getLong("task.poll.batch");
+  c.taskThreads = static_cast<int>(p.getLong("task.threads"));
   c.taskShutdownTimeoutMs = p.getLong("task.shutdown.graceful.timeout.ms");
   FERRY_ASSIGN_OR_RETURN(c.configProviders, ConfigProviders::fromWorkerProps(props));
   return c;

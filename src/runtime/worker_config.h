@@ -107,6 +107,7 @@ struct WorkerConfig {
   std::int64_t taskMaxInflightRecords = 100000;
   std::int64_t taskMaxInflightBytes = 64ll << 20;
   std::int64_t taskPollBatch = 2000;
+  int taskThreads = 0;  // task.threads: the executor's shared threads (0: one per core, at least 2)
   std::int64_t taskShutdownTimeoutMs = 5000;
 
   // config.providers (config_providers.h): resolves ${provider:...} references in connector
