@@ -34,8 +34,8 @@ constexpr std::size_t kNotInHeap = std::numeric_limits<std::size_t>::max();
 
 // "<base>-<n>" within the kernel's 15 characters: the number is what tells threads apart in top
 // and perf, so the base is cut, not the number.
-std::string threadName(const std::string& base, int n) {
-  const std::string suffix = "-" + std::to_string(n);
+std::string threadName(const std::string& base, const std::string& n) {
+  const std::string suffix = "-" + n;
   const std::size_t room = suffix.size() >= 15 ? 0 : 15 - suffix.size();
   return base.substr(0, room) + suffix;
 }
@@ -57,7 +57,10 @@ class Executor::Job {
   const std::string name_;
   // Written under Pool::mu; read without it by done() and by wake()'s fast path for done jobs.
   std::atomic<JobState> state_{JobState::kQueued};
-  bool wakePending_ = false;          // GUARDED_BY(Pool::mu): woken while its step ran
+  // A wake not yet taken by a step: set by wake() (an atomic exchange, so that a burst of wakes
+  // costs one lock, not one each), cleared when a step starts. A step ending with it set runs
+  // again.
+  std::atomic<bool> wakePending_{false};
   Job* next_ = nullptr;               // GUARDED_BY(Pool::mu): run queue link
   std::size_t heapIndex_ = kNotInHeap;  // GUARDED_BY(Pool::mu)
   Clock::time_point until_{};         // GUARDED_BY(Pool::mu): its deadline while in the heap
@@ -259,7 +262,7 @@ void Executor::Pool::spawnLocked() {
 }
 
 void Executor::Pool::workerLoop(Worker* w) {
-  const std::string tn = threadName(name, w->id);
+  const std::string tn = threadName(name, std::to_string(w->id));
   pthread_setname_np(pthread_self(), tn.c_str());
   std::unique_lock lk(mu);
   while (!stopping) {
@@ -285,7 +288,9 @@ void Executor::Pool::workerLoop(Worker* w) {
 
 void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j) {
   j->state_.store(JobState::kRunning, std::memory_order_release);
-  j->wakePending_ = false;
+  // An exchange, not a store: it reads the wakers' writes, so what they published before their
+  // wake() is visible to this step.
+  j->wakePending_.exchange(false, std::memory_order_acq_rel);
   w->inStep = true;
   w->current = j;
   ++w->seq;
@@ -330,7 +335,7 @@ void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j
       pushQueue(j);  // behind every runnable job: fair; never through the heap
       break;
     case StepResult::Kind::kSleep:
-      if (j->wakePending_ || (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
+      if (j->wakePending_.load(std::memory_order_acquire) || (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
         pushQueue(j);
       } else {
         j->state_.store(JobState::kSleeping, std::memory_order_release);
@@ -386,7 +391,7 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
         news.emplace_back(spdlog::level::debug, fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; its thread "
                                    "{} is moved off the shared threads",
                                    name, w.current ? w.current->name_ : std::string(), 2 * tick.count(),
-                                   threadName(name, w.id)));
+                                   threadName(name, std::to_string(w.id))));
     }
   }
   while (alive - blockedCount < target && alive < maxThreads) {
@@ -405,7 +410,7 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
 }
 
 void Executor::Pool::monitorLoop() {
-  pthread_setname_np(pthread_self(), threadName(name, 0).c_str());
+  pthread_setname_np(pthread_self(), threadName(name, "mon").c_str());
   std::unique_lock lk(mu);
   auto nextTick = Clock::now() + tick;
   std::uint64_t lastSteps = stepsTotal.load(std::memory_order_relaxed);
@@ -519,6 +524,9 @@ Executor::JobPtr Executor::submit(std::function<StepResult()> step, std::string 
 
 void Executor::wake(const JobPtr& job) {
   if (!job || job->state_.load(std::memory_order_acquire) == JobState::kDone) return;
+  // Already pending: the step that clears the flag has not started yet, so it will see whatever
+  // this caller published. Only the wake that sets the flag needs the lock.
+  if (job->wakePending_.exchange(true, std::memory_order_acq_rel)) return;
   Pool& p = *job->pool_;
   std::lock_guard lk(p.mu);
   switch (job->state_.load(std::memory_order_relaxed)) {
@@ -527,9 +535,7 @@ void Executor::wake(const JobPtr& job) {
       p.pushQueue(job.get());
       p.notifyOne();
       break;
-    case JobState::kRunning:
-      job->wakePending_ = true;  // its thread requeues it when the step returns
-      break;
+    case JobState::kRunning:  // its thread sees the flag when the step returns and requeues it
     case JobState::kQueued:
     case JobState::kDone:
       break;

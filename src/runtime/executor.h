@@ -65,7 +65,7 @@ struct ExecutorOptions {
   int threads = 0;                              // 0: std::thread::hardware_concurrency() (at least 2)
   std::chrono::milliseconds blockedAfter{50};   // a step running longer is "blocked" (at least 1 ms)
   int maxThreads = 4096;                        // shared + moved-off threads together (at least threads)
-  std::string name = "task";                    // thread names "<name>-N" (cut to 15 characters)
+  std::string name = "task";                    // pool threads "<name>-N", the monitor "<name>-mon" (cut to 15 characters)
 };
 
 class Executor {
