@@ -85,6 +85,7 @@ struct Executor::Pool {
       : target(o.threads),
         maxThreads(o.maxThreads),
         tick(std::max(o.blockedAfter / 2, std::chrono::milliseconds(1))),
+        linger(10 * tick),
         name(o.name) {}
 
   void start() {
@@ -217,7 +218,8 @@ struct Executor::Pool {
   // Options, fixed.
   const int target;  // the shared threads: unblocked threads the pool keeps
   const int maxThreads;
-  const std::chrono::milliseconds tick;
+  const std::chrono::milliseconds tick;    // the monitor's period while steps run: blockedAfter/2
+  const std::chrono::milliseconds linger;  // how long it keeps ticking after the last step
   const std::string name;
 
   mutable std::mutex mu;
@@ -296,7 +298,7 @@ void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j
   ++w->seq;
   ++running;
   if (monitorSleeping) {
-    // The pool was idle for a whole tick; from now on a step may block.
+    // The pool was idle for a while (the monitor's linger); from now on a step may block.
     monitorSleeping = false;
     monitorCv.notify_one();
   }
@@ -414,6 +416,7 @@ void Executor::Pool::monitorLoop() {
   std::unique_lock lk(mu);
   auto nextTick = Clock::now() + tick;
   std::uint64_t lastSteps = stepsTotal.load(std::memory_order_relaxed);
+  auto lastActive = Clock::now();  // when a step was last seen running or done
   while (!stopping) {
     // Join the threads that left the pool.
     std::vector<std::thread> gone;
@@ -434,14 +437,17 @@ void Executor::Pool::monitorLoop() {
     const auto now = Clock::now();
     if (now >= nextTick) {
       const std::uint64_t steps = stepsTotal.load(std::memory_order_relaxed);
-      if (running == 0 && steps == lastSteps) {
-        // No step ran for a whole tick: sleep untimed until one starts, so an idle pool costs
-        // nothing. (Waking the monitor costs one notify per idle-to-busy change, not per step.)
+      if (running > 0 || steps != lastSteps) lastActive = now;
+      if (running == 0 && now - lastActive >= linger) {
+        // No step for a while: sleep untimed until one starts, so an idle pool costs nothing.
+        // The linger spares a pool woken now and then a monitor wake-up (a notify, a context
+        // switch) at the start of every step: measured, that doubled the CPU a lone wake costs.
         monitorSleeping = true;
         monitorCv.wait(lk);
         monitorSleeping = false;
         lastSteps = stepsTotal.load(std::memory_order_relaxed);
-        nextTick = Clock::now();  // look at the step that woke us at once: its first sighting
+        lastActive = Clock::now();
+        nextTick = lastActive;  // look at the step that woke us at once: its first sighting
         continue;
       }
       lastSteps = steps;
