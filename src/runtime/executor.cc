@@ -84,14 +84,22 @@ struct Executor::Pool {
   explicit Pool(const Options& o)
       : target(o.threads),
         maxThreads(o.maxThreads),
+        blockedAfter(o.blockedAfter),
         tick(std::max(o.blockedAfter / 2, std::chrono::milliseconds(1))),
         linger(10 * tick),
         name(o.name) {}
 
   void start() {
-    std::lock_guard lk(mu);
-    for (int i = 0; i < target; ++i) spawnLocked();
-    monitor = std::thread([this] { monitorLoop(); });
+    {
+      std::lock_guard lk(mu);
+      for (int i = 0; i < target; ++i) spawnLocked();
+    }
+    try {
+      monitor = std::thread([this] { monitorLoop(); });
+    } catch (...) {
+      stop();  // join the pool threads: a joinable std::thread must not be destroyed
+      throw;
+    }
   }
 
   void stop();
@@ -218,6 +226,7 @@ struct Executor::Pool {
   // Options, fixed.
   const int target;  // the shared threads: unblocked threads the pool keeps
   const int maxThreads;
+  const std::chrono::milliseconds blockedAfter;
   const std::chrono::milliseconds tick;    // the monitor's period while steps run: blockedAfter/2
   const std::chrono::milliseconds linger;  // how long it keeps ticking after the last step
   const std::string name;
@@ -337,7 +346,8 @@ void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j
       pushQueue(j);  // behind every runnable job: fair; never through the heap
       break;
     case StepResult::Kind::kSleep:
-      if (j->wakePending_.load(std::memory_order_acquire) || (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
+      if (j->wakePending_.load(std::memory_order_acquire) ||
+          (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
         pushQueue(j);
       } else {
         j->state_.store(JobState::kSleeping, std::memory_order_release);
@@ -390,10 +400,11 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
       ++blockedCount;
       blockedTotal.fetch_add(1, std::memory_order_relaxed);
       if (say)
-        news.emplace_back(spdlog::level::debug, fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; its thread "
-                                   "{} is moved off the shared threads",
-                                   name, w.current ? w.current->name_ : std::string(), 2 * tick.count(),
-                                   threadName(name, std::to_string(w.id))));
+        news.emplace_back(spdlog::level::debug,
+                          fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; "
+                                      "its thread {} is moved off the shared threads",
+                                      name, w.current ? w.current->name_ : std::string(),
+                                      blockedAfter.count(), threadName(name, std::to_string(w.id))));
     }
   }
   while (alive - blockedCount < target && alive < maxThreads) {
@@ -403,9 +414,10 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
   }
   if (alive - blockedCount < target && !capWarned) {
     capWarned = true;
-    news.emplace_back(spdlog::level::warn, fmt::format("executor '{}': {} threads are blocked in steps and the pool is at its maximum of {} "
-                               "threads; other jobs wait until a blocked step returns",
-                               name, blockedCount, maxThreads));
+    news.emplace_back(spdlog::level::warn,
+                      fmt::format("executor '{}': {} threads are blocked in steps and the pool is at "
+                                  "its maximum of {} threads; other jobs wait until a blocked step returns",
+                                  name, blockedCount, maxThreads));
   }
   if (blockedCount == 0) capWarned = false;
   return news;
