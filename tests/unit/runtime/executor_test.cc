@@ -616,7 +616,13 @@ TEST(Executor, AnIdlePoolMakesNoWakeUps) {
   Executor ex({.threads = 2, .blockedAfter = 10ms, .name = "idlepool"});
   for (int i = 0; i < 100; ++i) jobs.push_back(ex.submit([] { return StepResult::sleepUntilWoken(); }));
   ASSERT_TRUE(eventually([&] { return ex.steps() == 100; }));
-  std::this_thread::sleep_for(300ms);  // the monitor keeps ticking 10 x 5 ms after the last step
+  // The monitor keeps ticking for 10 x 5 ms after the last step; on a loaded machine its ticks
+  // may come late, so wait for a quiet 100 ms first.
+  ASSERT_TRUE(eventually([&] {
+    const long a = contextSwitches("idlepool");
+    std::this_thread::sleep_for(100ms);
+    return contextSwitches("idlepool") == a;
+  })) << "the pool never went quiet";
   const long before = contextSwitches("idlepool");
   std::this_thread::sleep_for(500ms);
   const long after = contextSwitches("idlepool");
