@@ -34,8 +34,8 @@ constexpr std::size_t kNotInHeap = std::numeric_limits<std::size_t>::max();
 
 // "<base>-<n>" within the kernel's 15 characters: the number is what tells threads apart in top
 // and perf, so the base is cut, not the number.
-std::string threadName(const std::string& base, int n) {
-  const std::string suffix = "-" + std::to_string(n);
+std::string threadName(const std::string& base, const std::string& n) {
+  const std::string suffix = "-" + n;
   const std::size_t room = suffix.size() >= 15 ? 0 : 15 - suffix.size();
   return base.substr(0, room) + suffix;
 }
@@ -57,7 +57,10 @@ class Executor::Job {
   const std::string name_;
   // Written under Pool::mu; read without it by done() and by wake()'s fast path for done jobs.
   std::atomic<JobState> state_{JobState::kQueued};
-  bool wakePending_ = false;          // GUARDED_BY(Pool::mu): woken while its step ran
+  // A wake not yet taken by a step: set by wake() (an atomic exchange, so that a burst of wakes
+  // costs one lock, not one each), cleared when a step starts. A step ending with it set runs
+  // again.
+  std::atomic<bool> wakePending_{false};
   Job* next_ = nullptr;               // GUARDED_BY(Pool::mu): run queue link
   std::size_t heapIndex_ = kNotInHeap;  // GUARDED_BY(Pool::mu)
   Clock::time_point until_{};         // GUARDED_BY(Pool::mu): its deadline while in the heap
@@ -81,13 +84,22 @@ struct Executor::Pool {
   explicit Pool(const Options& o)
       : target(o.threads),
         maxThreads(o.maxThreads),
+        blockedAfter(o.blockedAfter),
         tick(std::max(o.blockedAfter / 2, std::chrono::milliseconds(1))),
+        linger(10 * tick),
         name(o.name) {}
 
   void start() {
-    std::lock_guard lk(mu);
-    for (int i = 0; i < target; ++i) spawnLocked();
-    monitor = std::thread([this] { monitorLoop(); });
+    {
+      std::lock_guard lk(mu);
+      for (int i = 0; i < target; ++i) spawnLocked();
+    }
+    try {
+      monitor = std::thread([this] { monitorLoop(); });
+    } catch (...) {
+      stop();  // join the pool threads: a joinable std::thread must not be destroyed
+      throw;
+    }
   }
 
   void stop();
@@ -214,7 +226,9 @@ struct Executor::Pool {
   // Options, fixed.
   const int target;  // the shared threads: unblocked threads the pool keeps
   const int maxThreads;
-  const std::chrono::milliseconds tick;
+  const std::chrono::milliseconds blockedAfter;
+  const std::chrono::milliseconds tick;    // the monitor's period while steps run: blockedAfter/2
+  const std::chrono::milliseconds linger;  // how long it keeps ticking after the last step
   const std::string name;
 
   mutable std::mutex mu;
@@ -259,7 +273,7 @@ void Executor::Pool::spawnLocked() {
 }
 
 void Executor::Pool::workerLoop(Worker* w) {
-  const std::string tn = threadName(name, w->id);
+  const std::string tn = threadName(name, std::to_string(w->id));
   pthread_setname_np(pthread_self(), tn.c_str());
   std::unique_lock lk(mu);
   while (!stopping) {
@@ -285,13 +299,15 @@ void Executor::Pool::workerLoop(Worker* w) {
 
 void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j) {
   j->state_.store(JobState::kRunning, std::memory_order_release);
-  j->wakePending_ = false;
+  // An exchange, not a store: it reads the wakers' writes, so what they published before their
+  // wake() is visible to this step.
+  j->wakePending_.exchange(false, std::memory_order_acq_rel);
   w->inStep = true;
   w->current = j;
   ++w->seq;
   ++running;
   if (monitorSleeping) {
-    // The pool was idle for a whole tick; from now on a step may block.
+    // The pool was idle for a while (the monitor's linger); from now on a step may block.
     monitorSleeping = false;
     monitorCv.notify_one();
   }
@@ -330,7 +346,8 @@ void Executor::Pool::runStep(std::unique_lock<std::mutex>& lk, Worker* w, Job* j
       pushQueue(j);  // behind every runnable job: fair; never through the heap
       break;
     case StepResult::Kind::kSleep:
-      if (j->wakePending_ || (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
+      if (j->wakePending_.load(std::memory_order_acquire) ||
+          (r.until != Clock::time_point::max() && r.until <= Clock::now())) {
         pushQueue(j);
       } else {
         j->state_.store(JobState::kSleeping, std::memory_order_release);
@@ -383,10 +400,11 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
       ++blockedCount;
       blockedTotal.fetch_add(1, std::memory_order_relaxed);
       if (say)
-        news.emplace_back(spdlog::level::debug, fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; its thread "
-                                   "{} is moved off the shared threads",
-                                   name, w.current ? w.current->name_ : std::string(), 2 * tick.count(),
-                                   threadName(name, w.id)));
+        news.emplace_back(spdlog::level::debug,
+                          fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; "
+                                      "its thread {} is moved off the shared threads",
+                                      name, w.current ? w.current->name_ : std::string(),
+                                      blockedAfter.count(), threadName(name, std::to_string(w.id))));
     }
   }
   while (alive - blockedCount < target && alive < maxThreads) {
@@ -396,19 +414,21 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
   }
   if (alive - blockedCount < target && !capWarned) {
     capWarned = true;
-    news.emplace_back(spdlog::level::warn, fmt::format("executor '{}': {} threads are blocked in steps and the pool is at its maximum of {} "
-                               "threads; other jobs wait until a blocked step returns",
-                               name, blockedCount, maxThreads));
+    news.emplace_back(spdlog::level::warn,
+                      fmt::format("executor '{}': {} threads are blocked in steps and the pool is at "
+                                  "its maximum of {} threads; other jobs wait until a blocked step returns",
+                                  name, blockedCount, maxThreads));
   }
   if (blockedCount == 0) capWarned = false;
   return news;
 }
 
 void Executor::Pool::monitorLoop() {
-  pthread_setname_np(pthread_self(), threadName(name, 0).c_str());
+  pthread_setname_np(pthread_self(), threadName(name, "mon").c_str());
   std::unique_lock lk(mu);
   auto nextTick = Clock::now() + tick;
   std::uint64_t lastSteps = stepsTotal.load(std::memory_order_relaxed);
+  auto lastActive = Clock::now();  // when a step was last seen running or done
   while (!stopping) {
     // Join the threads that left the pool.
     std::vector<std::thread> gone;
@@ -429,14 +449,17 @@ void Executor::Pool::monitorLoop() {
     const auto now = Clock::now();
     if (now >= nextTick) {
       const std::uint64_t steps = stepsTotal.load(std::memory_order_relaxed);
-      if (running == 0 && steps == lastSteps) {
-        // No step ran for a whole tick: sleep untimed until one starts, so an idle pool costs
-        // nothing. (Waking the monitor costs one notify per idle-to-busy change, not per step.)
+      if (running > 0 || steps != lastSteps) lastActive = now;
+      if (running == 0 && now - lastActive >= linger) {
+        // No step for a while: sleep untimed until one starts, so an idle pool costs nothing.
+        // The linger spares a pool woken now and then a monitor wake-up (a notify, a context
+        // switch) at the start of every step: measured, that doubled the CPU a lone wake costs.
         monitorSleeping = true;
         monitorCv.wait(lk);
         monitorSleeping = false;
         lastSteps = stepsTotal.load(std::memory_order_relaxed);
-        nextTick = Clock::now();  // look at the step that woke us at once: its first sighting
+        lastActive = Clock::now();
+        nextTick = lastActive;  // look at the step that woke us at once: its first sighting
         continue;
       }
       lastSteps = steps;
@@ -519,6 +542,9 @@ Executor::JobPtr Executor::submit(std::function<StepResult()> step, std::string 
 
 void Executor::wake(const JobPtr& job) {
   if (!job || job->state_.load(std::memory_order_acquire) == JobState::kDone) return;
+  // Already pending: the step that clears the flag has not started yet, so it will see whatever
+  // this caller published. Only the wake that sets the flag needs the lock.
+  if (job->wakePending_.exchange(true, std::memory_order_acq_rel)) return;
   Pool& p = *job->pool_;
   std::lock_guard lk(p.mu);
   switch (job->state_.load(std::memory_order_relaxed)) {
@@ -527,9 +553,7 @@ void Executor::wake(const JobPtr& job) {
       p.pushQueue(job.get());
       p.notifyOne();
       break;
-    case JobState::kRunning:
-      job->wakePending_ = true;  // its thread requeues it when the step returns
-      break;
+    case JobState::kRunning:  // its thread sees the flag when the step returns and requeues it
     case JobState::kQueued:
     case JobState::kDone:
       break;

@@ -9,7 +9,8 @@
 //            deadline; the others wait on a condition variable. With no job runnable and no
 //            deadline the pool makes no system call at all.
 //  wake()    makes a sleeping job runnable now (O(log n): it leaves the heap), or marks a running
-//            one to run once more right after its step (a wake is never lost).
+//            one to run once more when its step returns, behind the runnable jobs (a wake is
+//            never lost).
 //  blocking  a step may block (a legacy connector's poll), but not at the others' expense: a
 //            monitor thread, awake only while steps run, looks every blockedAfter/2 at which
 //            steps are still the same ones; a step seen running for blockedAfter is "blocked"
@@ -62,10 +63,11 @@ struct StepResult {
 };
 
 struct ExecutorOptions {
-  int threads = 0;                              // 0: std::thread::hardware_concurrency() (at least 2)
-  std::chrono::milliseconds blockedAfter{50};   // a step running longer is "blocked" (at least 1 ms)
-  int maxThreads = 4096;                        // shared + moved-off threads together (at least threads)
-  std::string name = "task";                    // thread names "<name>-N" (cut to 15 characters)
+  int threads = 0;                             // 0: hardware_concurrency() (at least 2)
+  std::chrono::milliseconds blockedAfter{50};  // a step running longer is "blocked" (>= 1 ms)
+  int maxThreads = 4096;                       // shared + moved-off threads (>= threads)
+  // Pool threads are "<name>-N", the monitor "<name>-mon" (cut to the kernel's 15 characters).
+  std::string name = "task";
 };
 
 class Executor {
@@ -87,7 +89,8 @@ class Executor {
   JobPtr submit(std::function<StepResult()> step, std::string name = {});
   // Run the job's step soon. Cheap (a lock, no allocation, O(log n) for a sleeping job) and
   // idempotent: a sleeping job becomes runnable now; a runnable one stays as it is; a job whose
-  // step is running runs once more right after it; a done job (or null): nothing.
+  // step is running is runnable again when the step returns, whatever the step asked for; a done
+  // job (or null): nothing. What the caller wrote before wake() is visible to the step it causes.
   static void wake(const JobPtr& job);
   // True once the job's step returned kDone or threw, or the executor dropped it.
   static bool done(const JobPtr& job);
