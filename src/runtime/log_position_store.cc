@@ -69,6 +69,9 @@ LogPositionStore::~LogPositionStore() {
   }
   followCv_.notify_all();
   if (follower_.joinable()) follower_.join();
+  // putAsync()'s callbacks refer to this store: none may run after it.
+  std::lock_guard lock(asyncMu_);
+  if (asyncView_) (void)asyncView_->flush(timeout_);
 }
 
 void LogPositionStore::follow(std::chrono::milliseconds every) {
@@ -190,6 +193,56 @@ Status LogPositionStore::put(const std::string& connector, const std::vector<Pos
   std::lock_guard lock(mu_);
   applyLocked(connector, positions);
   return Status::ok();
+}
+
+void LogPositionStore::putAsync(const std::string& connector, std::vector<Position> positions,
+                                std::function<void(Status)> done) {
+  backbone::Producer* producer = nullptr;
+  {
+    std::lock_guard lock(asyncMu_);
+    if (!asyncView_) {
+      auto view = producers_.view();
+      if (!view.isOk()) return done(view.status().withContext("writing source positions to " + topic_));
+      asyncView_ = std::move(*view);
+    }
+    producer = asyncView_.get();
+  }
+  auto messages = encode(connector, positions);
+  // The last acknowledgement applies the positions and reports; a send refused at once counts as
+  // acknowledged with its error, and so do the messages after it, never sent.
+  struct Put {
+    std::mutex mu;
+    std::size_t left = 0;
+    Status failed;
+    std::string connector;
+    std::vector<Position> positions;
+    std::function<void(Status)> done;
+  };
+  auto put = std::make_shared<Put>();
+  put->left = messages.size();
+  put->connector = connector;
+  put->positions = std::move(positions);
+  put->done = std::move(done);
+  auto settle = [this, put](const Status& s, std::size_t n) {
+    {
+      std::lock_guard l(put->mu);
+      if (!s.isOk() && put->failed.isOk()) put->failed = s;
+      put->left -= n;
+      if (put->left > 0) return;
+    }
+    if (put->failed.isOk()) {
+      std::lock_guard lock(mu_);
+      applyLocked(put->connector, put->positions);
+    }
+    put->done(put->failed.isOk() ? Status::ok() : put->failed.withContext("writing source positions to " + topic_));
+  };
+  if (messages.empty()) return settle(Status::ok(), 0);
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    Status sent = producer->send(std::move(messages[i]), [settle](const Status& s, std::int32_t, std::int64_t) {
+      settle(s, 1);
+    });
+    if (!sent.isOk()) return settle(sent, messages.size() - i);
+  }
 }
 
 Status LogPositionStore::removeConnector(const std::string& connector) {

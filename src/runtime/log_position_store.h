@@ -46,6 +46,10 @@ class LogPositionStore final : public store::PositionStore {
   Result<std::vector<Position>> getAll(const std::string& connector) override;
   // Written outside any transaction (REST offset changes, a non-exactly-once caller).
   Status put(const std::string& connector, const std::vector<Position>& positions) override;
+  // Sends at once; `done` runs on the producer's callback thread when the last message of the
+  // put is acknowledged (or failed, or purged by fence()).
+  void putAsync(const std::string& connector, std::vector<Position> positions,
+                std::function<void(Status)> done) override;
   Status removeConnector(const std::string& connector) override;
 
   // Reads the topic again: a task calls it after fencing its zombies, before it starts, waiting
@@ -84,6 +88,8 @@ class LogPositionStore final : public store::PositionStore {
   std::map<std::int32_t, std::int64_t> cursor_;                       // guarded by mu_: next offsets to read
   std::mutex reloadMu_;                                               // one reload at a time
   backbone::SharedProducer producers_;                                // puts write through views
+  std::mutex asyncMu_;
+  std::unique_ptr<backbone::Producer> asyncView_;  // guarded by asyncMu_: the view of putAsync(), flushed at close
   std::mutex followMu_;
   std::condition_variable followCv_;
   bool stopFollowing_ = false;  // guarded by followMu_

@@ -638,7 +638,7 @@ class AckedPositions final : public Committer {
     int attempts = 0;
     bool sent = false;
   };
-  AckedPositions(TaskLoop& loop, SourceTask& task) : loop_(loop), task_(task) {}
+  AckedPositions(TaskLoop& loop, SourceTask& task) : loop_(loop), task_(task) { inFlight_->loop = &loop; }
   void setProducer(backbone::Producer* producer) { producer_ = producer; }
 
   std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
@@ -677,34 +677,47 @@ class AckedPositions final : public Committer {
 
   Result<std::int64_t> collect() override {
     if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    FERRY_RETURN_IF_ERROR(finishCommit(false));
     if (!loop_.isStopping() && resendDue()) FERRY_RETURN_IF_ERROR(resend());
     FERRY_RETURN_IF_ERROR(drainSafe());
     return resendAt_ > 0 ? std::max<std::int64_t>(1, resendAt_ - core::monotonicMs()) : std::int64_t{0};
   }
+  ~AckedPositions() override {
+    std::lock_guard lock(inFlight_->mu);
+    inFlight_->loop = nullptr;  // a store callback after this wakes no one
+  }
   bool due(bool timerDue, bool requested, bool paused) override {
     (void)requested;
     (void)paused;
-    return timerDue;
+    return timerDue && !committing_;
   }
+  // Starts the commit of the positions safe so far; the store writes them without holding the
+  // loop's thread (PositionStore::putAsync), and collect() finishes the commit when they are
+  // durable: only then the task hears commit(). One commit is in flight at a time.
   Status commit() override {
-    if (uncommitted_ == 0) return Status::ok();
+    if (uncommitted_ == 0 || committing_) return Status::ok();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     // The records behind these positions reach the backbone's disk first, where an acknowledgement
     // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
     if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
-    {
-      auto allowed = loop_.takeEffect();
-      if (!allowed) return TaskLoop::cancelled_();
-      FERRY_RETURN_IF_ERROR(
-          positions_.commit(*loop_.taskEnv().positions, loop_.taskEnv().connector).withContext("committing positions"));
-    }
-    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_.commit(); }));
-    auto& metrics = loop_.counters();
-    metrics.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
+    auto allowed = loop_.takeEffect();
+    if (!allowed) return TaskLoop::cancelled_();
+    committing_ = uncommitted_;
     uncommitted_ = 0;
-    metrics.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    return Status::ok();
+    {
+      std::lock_guard lock(inFlight_->mu);
+      inFlight_->done = false;
+    }
+    std::vector<Position> list = positions_.list();
+    positions_ = PositionBuffer();
+    loop_.taskEnv().positions->putAsync(loop_.taskEnv().connector, std::move(list), [state = inFlight_](Status st) {
+      std::lock_guard lock(state->mu);
+      state->result = std::move(st);
+      state->done = true;
+      state->cv.notify_all();
+      if (state->loop != nullptr) state->loop->wake();
+    });
+    return finishCommit(false);
   }
   bool waitingForRoom() override {
     const auto& w = *loop_.taskEnv().worker;
@@ -726,7 +739,10 @@ class AckedPositions final : public Committer {
     // before it anyway, but without the lease the position topic may be unreachable and the task
     // may already run elsewhere. The next owner reads everything after the last commit again.
     const bool commit = lease && loop_.mayCommitNow();  // read again: the lease may have ended in the flush
-    Status committed = commit ? this->commit() : Status::ok();
+    // A commit under way is waited for (with the lease only: without it the store may be gone).
+    Status committed = commit ? finishCommit(true) : Status::ok();
+    if (committed.isOk() && commit) committed = this->commit();
+    if (committed.isOk() && commit) committed = finishCommit(true);
     if (!commit && uncommitted_ > 0)
       core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
                                     "commit were not committed (the next owner reads them again)",
@@ -740,6 +756,30 @@ class AckedPositions final : public Committer {
   }
 
  private:
+  // Completes the commit in flight once the store reported (`wait`: waiting for it, at stop, up to
+  // offset.flush.timeout.ms): its failure fails the task; else the task hears commit().
+  Status finishCommit(bool wait) {
+    if (committing_ == 0) return Status::ok();
+    Status result;
+    {
+      std::unique_lock lock(inFlight_->mu);
+      if (wait)
+        inFlight_->cv.wait_for(lock, std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs),
+                               [&] { return inFlight_->done; });
+      if (!inFlight_->done)
+        return wait ? Status::timeout("committing positions: the store did not answer in time") : Status::ok();
+      result = inFlight_->result;
+    }
+    const std::int64_t n = std::exchange(committing_, 0);
+    FERRY_RETURN_IF_ERROR(result.withContext("committing positions"));
+    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_.commit(); }));
+    auto& metrics = loop_.counters();
+    metrics.commitLagRecords.fetch_sub(n, std::memory_order_relaxed);
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
   template <typename F>
   std::size_t settleLocked(std::uint64_t ticket, F&& f) {
     std::lock_guard lock(mu_);
@@ -854,6 +894,16 @@ class AckedPositions final : public Committer {
   std::int64_t resendAt_ = 0;     // loop: when records refused with a retriable error are sent again
   PositionBuffer positions_;      // loop
   std::int64_t uncommitted_ = 0;  // loop: records safe since the last commit
+  std::int64_t committing_ = 0;   // loop: records of the commit in flight (0: none)
+  // The commit in flight, shared with the store's callback (which may outlive this committer).
+  struct InFlight {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = true;
+    Status result;
+    TaskLoop* loop = nullptr;
+  };
+  std::shared_ptr<InFlight> inFlight_ = std::make_shared<InFlight>();
 };
 
 // The backbone producer (the worker's shared one, or the task's own): async sends, each settled

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,14 @@ class PositionStore {
   virtual Result<std::vector<Position>> getAll(const std::string& connector) = 0;
   // Stores every position in one atomic, durable step. An empty offset map deletes a partition.
   virtual Status put(const std::string& connector, const std::vector<Position>& positions) = 0;
+  // put() without waiting for it: `done` runs once with put()'s result, on any thread, after the
+  // positions are durable (and readable through get()). A task on the worker's shared threads
+  // commits this way, so a commit waiting for a broker holds no thread. The default runs put()
+  // on the caller's thread.
+  virtual void putAsync(const std::string& connector, std::vector<Position> positions,
+                        std::function<void(Status)> done) {
+    done(put(connector, positions));
+  }
   virtual Status removeConnector(const std::string& connector) = 0;
 };
 
