@@ -69,8 +69,12 @@ def others():
 
 
 def tool(name):
+    # $FERRY_BENCH_TOOLS: a build folder whose tests/mqtt/mqtt_tool and tests/interop/
+    # rmq_interop_tool to use (the same clients for an old and a new ferry measured back to back);
+    # otherwise the build folder of $FERRY_BIN.
     fb = os.environ.get("FERRY_BIN", os.path.join(ROOT, "build/release/apps/ferry/ferry"))
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(fb))))
+    build = os.environ.get("FERRY_BENCH_TOOLS") or os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(fb))))
     sub = {"mqtt_tool": "tests/mqtt", "rmq_interop_tool": "tests/interop"}[name]
     path = os.path.join(build, sub, name)
     if not os.path.exists(path):
