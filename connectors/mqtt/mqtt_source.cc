@@ -2,6 +2,7 @@
 #include "connectors/mqtt/mqtt_source.h"
 
 #include "connectors/common.h"
+#include "core/clock.h"
 #include "core/logging.h"
 
 namespace ferry::connectors {
@@ -204,11 +205,15 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
     pending_->fetch_add(static_cast<long>(acked), std::memory_order_relaxed);
   }
   out.reserve(out.size() + taken_.size());
+  // MQTT carries no time: the record's time is when ferry took it, read once per poll (the
+  // runtime would otherwise read the clock for every record without one).
+  const std::int64_t now = core::nowMs();
   std::size_t i = 0;
   for (auto& m : taken_) {
     const bool needsAck = m.qos > 0;
     const std::uint64_t token = m.token;
     Record r = mqttc::recordFromMessage(std::move(m), mapping_, cache_);
+    r.timestampMs = now;
     if (needsAck) {
       AckBatch::Ack& a = batch->acks[i++];
       a.batch = batch.get();
