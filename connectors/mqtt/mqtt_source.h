@@ -11,7 +11,8 @@
 //
 // Records: value = payload; key = the MQTT topic (key.from=topic) or none; headers mqtt.topic,
 // mqtt.qos, mqtt.retain, mqtt.dup (when set), mqtt.content.type (v5) and the v5 user properties;
-// topic = `topic` or, when empty, the MQTT topic. No position: MQTT has no offsets to resume from;
+// topic = `topic` or, when empty, the MQTT topic; timestamp = when poll() took the message (MQTT
+// carries no time; one clock read per poll). No position: MQTT has no offsets to resume from;
 // the session and the deferred acknowledgements carry delivery.
 //
 // Threading: the client's io thread delivers the messages of each socket read as one batch into a
