@@ -22,10 +22,13 @@ starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, e
      far MQTT subscriber (MQTT -> ferry -> RocketMQ -> ferry -> MQTT), and the same through
      mosquitto alone as the floor.
 
-Ratios: up and loop rates / mosquitto's rate, backbone / direct latency. Standard library only.
+Ratios: up and loop rates / mosquitto's rate, backbone / direct latency.
+$FERRY_BENCH_PERF=<file>: `perf record -g -p <worker>` over each throughput window into
+<file>.direct and <file>.backbone. Standard library only.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -69,8 +72,12 @@ def others():
 
 
 def tool(name):
+    # $FERRY_BENCH_TOOLS: a build folder whose tests/mqtt/mqtt_tool and tests/interop/
+    # rmq_interop_tool to use (the same clients for an old and a new ferry measured back to back);
+    # otherwise the build folder of $FERRY_BIN.
     fb = os.environ.get("FERRY_BIN", os.path.join(ROOT, "build/release/apps/ferry/ferry"))
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(fb))))
+    build = os.environ.get("FERRY_BENCH_TOOLS") or os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(fb))))
     sub = {"mqtt_tool": "tests/mqtt", "rmq_interop_tool": "tests/interop"}[name]
     path = os.path.join(build, sub, name)
     if not os.path.exists(path):
@@ -160,6 +167,12 @@ def bridge_run(mode, n, rate_latency, latency_s):
         setup_bridge(w, mode, run)
         pid = w.proc.pid
         sub = subscriber(f"bout{run}/#", n)
+        perf = None
+        if os.environ.get("FERRY_BENCH_PERF"):
+            # perf record -g of the worker over the throughput window, one file per mode.
+            perf = subprocess.Popen(["perf", "record", "-g", "-o", f"{os.environ['FERRY_BENCH_PERF']}.{mode}",
+                                     "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
         cpu0 = rrep.cpu_s(pid)
         ext = others()
         ext0 = {k: cpu_of(v) for k, v in ext.items()}
@@ -174,6 +187,9 @@ def bridge_run(mode, n, rate_latency, latency_s):
         finish(pub, "publisher")
         s = finish(sub, "far-end subscriber")
         cpu = rrep.cpu_s(pid) - cpu0
+        if perf is not None:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(timeout=120)
         out = {"up_msgs_per_s": round(n / (up_end - t0)),
                "loop_msgs_per_s": round(n / (s["last_us"] / 1e6 - t0)),
                "cpu_us_per_msg": round(cpu * 1e6 / n, 2)}

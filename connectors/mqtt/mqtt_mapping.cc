@@ -103,6 +103,33 @@ Record recordFromMessage(const mqtt::IncomingMessage& m, const SourceMapping& ma
   return r;
 }
 
+Record recordFromMessage(mqtt::IncomingMessage&& m, const SourceMapping& mapping, SourceCache& cache) {
+  static const Bytes kQos[3] = {Bytes(std::string("0")), Bytes(std::string("1")), Bytes(std::string("2"))};
+  static const Bytes kTrue(std::string("true"));
+  static const Bytes kFalse(std::string("false"));
+  const std::uint8_t qos = m.qos > 2 ? 2 : m.qos;
+  if (cache.topic.isNull() || cache.topic.view() != m.topic || cache.qos != qos || cache.retain != m.retain) {
+    if (cache.topic.isNull() || cache.topic.view() != m.topic) cache.topic = Bytes(std::move(m.topic));
+    cache.qos = qos;
+    cache.retain = m.retain;
+    cache.headers.clear();
+    cache.headers.add(kHeaderTopic, cache.topic);
+    cache.headers.add(kHeaderQos, kQos[qos]);
+    cache.headers.add(kHeaderRetain, m.retain ? kTrue : kFalse);
+  }
+  Record r;
+  r.topic = mapping.targetTopic.empty() ? cache.topic.str() : mapping.targetTopic;
+  r.value = Bytes(std::move(m.payload));
+  if (mapping.keyFromTopic) r.key = cache.topic;
+  r.headers = cache.headers;
+  if (m.dup) r.headers.add(kHeaderDup, kTrue);
+  if (!m.properties.empty()) {
+    if (auto ct = m.properties.text(mqtt::prop::kContentType)) r.headers.add(kHeaderContentType, std::string_view(*ct));
+    for (auto& [k, v] : m.properties.userProperties()) r.headers.add(k, std::string_view(v));
+  }
+  return r;
+}
+
 Result<TopicTemplate> TopicTemplate::parse(std::string_view text) {
   TopicTemplate t;
   std::size_t i = 0;

@@ -46,6 +46,21 @@ struct SourceMapping {
 // The record for `m` (headers in a fixed order; user properties after the mqtt.* ones).
 Record recordFromMessage(const mqtt::IncomingMessage& m, const SourceMapping& mapping);
 
+// What recordFromMessage(IncomingMessage&&) reuses from one message to the next (owned by one
+// thread): the MQTT topic of the previous message as a shared buffer, and its fixed headers.
+struct SourceCache {
+  Bytes topic;
+  std::uint8_t qos = 0;
+  bool retain = false;
+  Headers headers;  // mqtt.topic, mqtt.qos, mqtt.retain for (topic, qos, retain)
+};
+// The same record, built without copying: the payload moves into the value; the MQTT topic is
+// one shared buffer for the key and the mqtt.topic header, and the fixed headers are copied from
+// `cache` while messages keep arriving on the same topic (copying a Bytes only counts a
+// reference). About three allocations per record instead of fifteen (the record's topic string,
+// the value, the header list).
+Record recordFromMessage(mqtt::IncomingMessage&& m, const SourceMapping& mapping, SourceCache& cache);
+
 // Topic templates: literal text with ${topic}, ${key}, ${header:<name>} (the last such header).
 class TopicTemplate {
  public:

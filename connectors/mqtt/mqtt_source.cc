@@ -2,37 +2,42 @@
 #include "connectors/mqtt/mqtt_source.h"
 
 #include "connectors/common.h"
+#include "core/clock.h"
 #include "core/logging.h"
 
 namespace ferry::connectors {
 namespace {
 
-// Acknowledges the MQTT message of a record once the record is safe; a record dropped on purpose
-// (filter, tolerated error) is acknowledged too, one the runtime gives up on is not (the broker
-// delivers it again after a reconnect).
-class MqttAck final : public Acknowledger {
- public:
+// Acknowledges the MQTT messages of one poll's records once each record is safe; a record dropped
+// on purpose (filter, tolerated error) is acknowledged too, one the runtime gives up on is not (the
+// broker delivers it again after a reconnect). One allocation per poll: each record's
+// acknowledger is an element of `acks`, handed out as a shared_ptr aliasing the batch, so the
+// batch lives until the last of its records is settled or dropped.
+struct AckBatch {
+  struct Ack final : Acknowledger {
+    void ack() noexcept override {
+      batch->client->ack(token);
+      settle();
+    }
+    void release(bool delivered) noexcept override {
+      if (delivered) batch->client->ack(token);
+      settle();
+    }
+    void settle() noexcept {
+      if (!settled.exchange(true, std::memory_order_relaxed))
+        batch->pending->fetch_sub(1, std::memory_order_relaxed);
+    }
+    AckBatch* batch = nullptr;
+    std::uint64_t token = 0;
+    std::atomic<bool> settled{false};
+  };
   // Holds the client: the runtime may settle records after the task stopped (acks to a closed
   // client are ignored). `pending` counts the task's records not settled yet.
-  MqttAck(std::shared_ptr<mqtt::MqttClient> client, std::uint64_t token, std::shared_ptr<std::atomic<long>> pending)
-      : client_(std::move(client)), token_(token), pending_(std::move(pending)) {}
-  void ack() noexcept override {
-    client_->ack(token_);
-    settle();
-  }
-  void release(bool delivered) noexcept override {
-    if (delivered) client_->ack(token_);
-    settle();
-  }
-
- private:
-  void settle() noexcept {
-    if (!settled_.exchange(true)) pending_->fetch_sub(1, std::memory_order_relaxed);
-  }
-  std::shared_ptr<mqtt::MqttClient> client_;
-  std::uint64_t token_;
-  std::shared_ptr<std::atomic<long>> pending_;
-  std::atomic<bool> settled_{false};
+  AckBatch(std::shared_ptr<mqtt::MqttClient> c, std::shared_ptr<std::atomic<long>> p, std::size_t n)
+      : client(std::move(c)), pending(std::move(p)), acks(std::make_unique<Ack[]>(n)) {}
+  std::shared_ptr<mqtt::MqttClient> client;
+  std::shared_ptr<std::atomic<long>> pending;
+  std::unique_ptr<Ack[]> acks;
 };
 
 }  // namespace
@@ -112,19 +117,34 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
   FERRY_ASSIGN_OR_RETURN(auto options, mqttc::clientOptions(p, "ferry-" + context.connectorName(),
                                                             "-" + std::to_string(context.taskId())));
   queue_ = std::make_shared<Queue>();
+  queue_->context = &context;
   pending_ = std::make_shared<std::atomic<long>>(0);
   context_ = &context;
   commitAt_ = std::max<long>(1, options.receiveMaximum / 2);
+  cache_ = {};
   auto q = queue_;
   client_ = std::make_shared<mqtt::MqttClient>(options);
-  client_->setMessageHandler([q](mqtt::IncomingMessage m) {
-    std::lock_guard lock(q->mu);
-    if (m.qos == 0 && q->items.size() >= q->limit) {
-      ++q->dropped;  // QoS 0 may be dropped; QoS 1/2 are bounded by our Receive Maximum
-      return;
+  // The messages of one socket read, under one lock; the runtime (or a waiting poll) is woken
+  // only when the queue turns non-empty: a burst costs one wake-up, not one per message.
+  client_->setBatchHandler([q](std::vector<mqtt::IncomingMessage>& batch) {
+    bool wasEmpty = false;
+    bool waiter = false;
+    {
+      std::lock_guard lock(q->mu);
+      wasEmpty = q->items.empty();
+      for (auto& m : batch) {
+        if (m.qos == 0 && q->items.size() >= q->limit) {
+          ++q->dropped;  // QoS 0 may be dropped; QoS 1/2 are bounded by our Receive Maximum
+          continue;
+        }
+        q->items.push_back(std::move(m));
+      }
+      if (q->items.empty()) return;
+      waiter = q->waiting;
     }
-    q->items.push_back(std::move(m));
-    q->cv.notify_one();
+    if (!wasEmpty) return;
+    if (waiter) q->cv.notify_one();
+    if (q->context != nullptr) q->context->wakeup();
   });
   bool sessionPresent = false;
   Status s = client_->connect(&sessionPresent);
@@ -148,36 +168,67 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
 Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t maxRecords,
                                          std::chrono::milliseconds maxWait) {
   if (!client_) return Status::failedPrecondition("MQTTSource: poll() before start()");
-  std::deque<mqtt::IncomingMessage> taken;
+  if (maxRecords == 0) maxRecords = 1;
+  taken_.clear();
   {
     std::unique_lock lock(queue_->mu);
-    queue_->cv.wait_for(lock, maxWait, [&] { return !queue_->items.empty(); });
-    while (!queue_->items.empty() && taken.size() < maxRecords) {
-      taken.push_back(std::move(queue_->items.front()));
-      queue_->items.pop_front();
+    if (queue_->items.empty() && maxWait.count() > 0) {
+      queue_->waiting = true;
+      queue_->cv.wait_for(lock, maxWait, [&] { return !queue_->items.empty(); });
+      queue_->waiting = false;
+    }
+    if (queue_->items.size() <= maxRecords) {
+      taken_.swap(queue_->items);  // the whole queue at once
+    } else {
+      for (std::size_t i = 0; i < maxRecords; ++i) {
+        taken_.push_back(std::move(queue_->items.front()));
+        queue_->items.pop_front();
+      }
     }
     if (queue_->dropped > dropped_) {
       log_->warn("MQTTSource: {} QoS 0 messages dropped (the task fell behind)", queue_->dropped - dropped_);
       dropped_ = queue_->dropped;
     }
   }
-  if (taken.empty() && client_->state() != mqtt::ClientState::kConnected) {
-    Status e = client_->lastError();
-    if (!e.isOk()) return Status::unavailable("MQTTSource: disconnected, reconnecting: " + e.toString());
+  if (taken_.empty()) {
+    if (client_->state() != mqtt::ClientState::kConnected) {
+      Status e = client_->lastError();
+      if (!e.isOk()) return Status::unavailable("MQTTSource: disconnected, reconnecting: " + e.toString());
+    }
+    return std::size_t{0};
   }
-  for (auto& m : taken) {
-    Record r = mqttc::recordFromMessage(m, mapping_);
-    if (m.qos > 0) {
-      pending_->fetch_add(1, std::memory_order_relaxed);
-      r.acknowledger = std::make_shared<MqttAck>(client_, m.token, pending_);
+  std::size_t acked = 0;
+  for (const auto& m : taken_) acked += m.qos > 0 ? 1 : 0;
+  std::shared_ptr<AckBatch> batch;
+  if (acked > 0) {
+    batch = std::make_shared<AckBatch>(client_, pending_, acked);
+    pending_->fetch_add(static_cast<long>(acked), std::memory_order_relaxed);
+  }
+  out.reserve(out.size() + taken_.size());
+  // MQTT carries no time: the record's time is when ferry took it, read once per poll (the
+  // runtime would otherwise read the clock for every record without one).
+  const std::int64_t now = core::nowMs();
+  std::size_t i = 0;
+  for (auto& m : taken_) {
+    const bool needsAck = m.qos > 0;
+    const std::uint64_t token = m.token;
+    Record r = mqttc::recordFromMessage(std::move(m), mapping_, cache_);
+    r.timestampMs = now;
+    if (needsAck) {
+      AckBatch::Ack& a = batch->acks[i++];
+      a.batch = batch.get();
+      a.token = token;
+      r.acknowledger = std::shared_ptr<Acknowledger>(batch, &a);
     }
     out.push_back(std::move(r));
   }
+  const std::size_t n = taken_.size();
+  taken_.clear();
   // The broker sends at most Receive Maximum unacknowledged messages: ask for a commit (which
   // acknowledges them) when half the window waits, rather than at the next flush interval.
   // A smaller window of unacknowledged messages is also what a crash re-delivers.
   if (context_ != nullptr && pending_->load(std::memory_order_relaxed) >= commitAt_) context_->requestCommit();
-  return taken.size();
+  return n;
 }
 
 void MQTTSourceTask::stop() {

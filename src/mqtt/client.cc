@@ -139,6 +139,9 @@ class MqttClient::Impl {
   void setMessageHandler(MessageHandler h) {
     asio::post(io_, [this, h = std::move(h)]() mutable { handler_ = std::move(h); });
   }
+  void setBatchHandler(BatchHandler h) {
+    asio::post(io_, [this, h = std::move(h)]() mutable { batchHandler_ = std::move(h); });
+  }
 
   Status connect(bool* sessionPresent) {
     {
@@ -179,9 +182,16 @@ class MqttClient::Impl {
     return future.get();
   }
 
+  // Queued; the io thread is woken only when the queue was empty, and takes all of it at once.
   void ack(std::uint64_t token) {
     if (token == 0) return;
-    asio::post(io_, [this, token] { onAck(token); });
+    bool wake = false;
+    {
+      std::lock_guard lock(ackMu_);
+      wake = ackQueue_.empty();
+      ackQueue_.push_back(token);
+    }
+    if (wake) asio::post(io_, [this] { drainAcks(); });
   }
 
   void publish(OutgoingMessage m, PublishCallback done) {
@@ -189,6 +199,7 @@ class MqttClient::Impl {
       if (done) done(Status::invalidArgument("QoS " + std::to_string(m.qos)));
       return;
     }
+    bool wake = false;
     {
       std::unique_lock lock(mu_);
       if (m.qos > 0) {
@@ -201,10 +212,11 @@ class MqttClient::Impl {
       }
       if (m.qos > 0) ++windowUsed_;
       ++pendingAll_;
+      wake = publishQueue_.empty();
+      publishQueue_.push_back({std::move(m), std::move(done)});
     }
-    asio::post(io_, [this, m = std::move(m), done = std::move(done)]() mutable {
-      enqueuePublish(std::move(m), std::move(done));
-    });
+    // One post per burst: the io thread takes every publish queued meanwhile (drainPublishes).
+    if (wake) asio::post(io_, [this] { drainPublishes(); });
   }
 
   Status flush(std::chrono::milliseconds timeout) {
@@ -250,6 +262,7 @@ class MqttClient::Impl {
     io_.restart();
     closeSocket();
     io_.poll();
+    drainPublishes();  // queued by a publish() whose post came after the io thread stopped
     cancelAll(Status::cancelled("MQTT client closed"));
     std::lock_guard lock(mu_);
     state_ = ClientState::kStopped;
@@ -273,9 +286,30 @@ class MqttClient::Impl {
     std::shared_ptr<std::promise<Status>> promise;  // null for re-subscriptions
     int attempts = 0;                               // re-sends after "packet identifier in use"
   };
-  struct WriteItem {
+  // What one socket write carries: the bytes of every packet queued since the previous write,
+  // and the callbacks of those that want to know (true: written on the live connection).
+  struct WriteBatch {
     std::string bytes;
-    std::function<void(bool)> onWritten;  // true: written on the live connection
+    std::vector<std::function<void(bool)>> callbacks;
+  };
+  struct QueuedPublish {
+    OutgoingMessage message;
+    PublishCallback done;
+  };
+  // While one is alive, write() only queues: the packets an io-thread turn produces (the
+  // PUBACKs of a batch of acks, the PUBLISHes of a batch of publishes, the answers to one socket
+  // read) leave in one write when the outermost Cork ends.
+  class Cork {
+   public:
+    explicit Cork(Impl& impl) : impl_(impl) { ++impl_.corked_; }
+    ~Cork() {
+      if (--impl_.corked_ == 0 && !impl_.writing_) impl_.writeNext();
+    }
+    Cork(const Cork&) = delete;
+    Cork& operator=(const Cork&) = delete;
+
+   private:
+    Impl& impl_;
   };
 
   std::string address() const { return options_.host + ":" + std::to_string(options_.port); }
@@ -523,15 +557,15 @@ class MqttClient::Impl {
     keepAliveTimer_.cancel();
     closeSocket();
     // Queued bytes die with the connection; QoS 0 publishes among them failed.
-    auto queue = std::move(writeQueue_);
-    writeQueue_.clear();
+    auto callbacks = std::move(outCallbacks_);
+    outCallbacks_.clear();
+    outBuf_.clear();
     writing_ = false;
-    for (auto& w : queue) {
-      if (w.onWritten) w.onWritten(false);
-    }
+    for (auto& cb : callbacks) cb(false);
     // Tokens of this connection become stale; the broker re-sends those messages (their ids stay
     // in inboundHeld_: a resumed session still holds them).
     incoming_.clear();
+    unackedIds_.reset();
     unackedCount_ = 0;
     refusedIds_.clear();
     for (auto& [id, ps] : pendingSubs_) {
@@ -586,11 +620,10 @@ class MqttClient::Impl {
       d.type = PacketType::kDisconnect;
       auto bytes = encode(d, options_.version);
       if (bytes) {
-        writeQueue_.push_back({std::move(*bytes), [this, done](bool ok) {
+        write(std::move(*bytes), [this, done](bool ok) {
           if (ok) teardown(Status::cancelled("closed"));
           done->set_value();
-        }});
-        if (!writing_) writeNext();
+        });
         return;
       }
     }
@@ -655,6 +688,23 @@ class MqttClient::Impl {
   }
 
   void sendSimple(PacketType type, std::uint16_t id, std::uint8_t reason) {
+    if (reason == 0 && id != 0) {
+      // PUBACK / PUBREC / PUBREL / PUBCOMP without reason and properties: the same four bytes on
+      // 3.1.1 and 5 (§3.4.2.1), appended without building a Packet.
+      std::uint8_t first = 0;
+      switch (type) {
+        case PacketType::kPuback: first = 0x40; break;
+        case PacketType::kPubrec: first = 0x50; break;
+        case PacketType::kPubrel: first = 0x62; break;
+        case PacketType::kPubcomp: first = 0x70; break;
+        default: break;
+      }
+      if (first != 0) {
+        const char bytes[4] = {static_cast<char>(first), 2, static_cast<char>(id >> 8), static_cast<char>(id & 0xff)};
+        write(std::string_view(bytes, sizeof bytes));
+        return;
+      }
+    }
     Packet p;
     p.type = type;
     p.packetId = id;
@@ -662,46 +712,45 @@ class MqttClient::Impl {
     sendPacket(p);
   }
 
-  void write(std::string bytes, std::function<void(bool)> onWritten = nullptr) {
+  void write(std::string_view bytes, std::function<void(bool)> onWritten = nullptr) {
     lastSent_ = Clock::now();
-    writeQueue_.push_back({std::move(bytes), std::move(onWritten)});
-    if (!writing_) writeNext();
+    outBuf_.append(bytes);
+    if (onWritten) outCallbacks_.push_back(std::move(onWritten));
+    if (!writing_ && corked_ == 0) writeNext();
   }
 
+  // Writes everything queued in one async_write; what is queued meanwhile goes in the next.
   void writeNext() {
-    if (writeQueue_.empty() || (!tcp_ && !tls_)) {
+    if (outBuf_.empty() || (!tcp_ && !tls_)) {
       writing_ = false;
       return;
     }
     writing_ = true;
-    // Write up to 64 queued packets at once.
-    auto batch = std::make_shared<std::vector<WriteItem>>();
-    std::size_t bytes = 0;
-    while (!writeQueue_.empty() && batch->size() < 64 && bytes < (1u << 20)) {
-      bytes += writeQueue_.front().bytes.size();
-      batch->push_back(std::move(writeQueue_.front()));
-      writeQueue_.pop_front();
+    auto batch = std::make_shared<WriteBatch>();
+    batch->bytes.swap(outBuf_);
+    batch->callbacks.swap(outCallbacks_);
+    if (spareBuf_.capacity() > 0) {
+      outBuf_.swap(spareBuf_);  // reuse an earlier batch's buffer rather than grow a new one
+      outBuf_.clear();
     }
-    std::vector<asio::const_buffer> buffers;
-    for (auto& w : *batch) buffers.push_back(asio::buffer(w.bytes));
     const std::uint64_t gen = generation_;
     auto handler = [this, gen, batch](const asio::error_code& ec, std::size_t) {
       if (gen != generation_ || ec) {
-        for (auto& w : *batch) {
-          if (w.onWritten) w.onWritten(false);
-        }
+        for (auto& cb : batch->callbacks) cb(false);
         if (gen == generation_) lose(Status::unavailable("write to " + address() + " failed: " + ec.message()));
         return;
       }
-      for (auto& w : *batch) {
-        if (w.onWritten) w.onWritten(true);
+      for (auto& cb : batch->callbacks) cb(true);
+      if (batch->bytes.capacity() <= (4u << 20)) {
+        batch->bytes.clear();
+        spareBuf_.swap(batch->bytes);
       }
       writeNext();
     };
     if (tls_) {
-      asio::async_write(*tls_, buffers, handler);
+      asio::async_write(*tls_, asio::buffer(batch->bytes), handler);
     } else {
-      asio::async_write(*tcp_, buffers, handler);
+      asio::async_write(*tcp_, asio::buffer(batch->bytes), handler);
     }
   }
 
@@ -718,23 +767,27 @@ class MqttClient::Impl {
       }
       readBuf_.append(chunk_.data(), n);
       lastReceived_ = Clock::now();
+      Cork cork(*this);  // the answers to this read (PUBRELs, PUBCOMPs, ...) leave in one write
       std::size_t pos = 0;
       while (gen == generation_) {
         std::string_view rest(readBuf_.data() + pos, readBuf_.size() - pos);
         Frame f = frame(rest, options_.maxPacketBytes);
         if (f.state == Frame::State::kNeedMore) break;
         if (f.state == Frame::State::kInvalid) {
+          deliver();
           lose(Status::unavailable("bad packet from " + address() + ": " + f.error));
           return;
         }
         auto packet = decode(rest.substr(0, f.size), options_.version);
         pos += f.size;
         if (!packet) {
+          deliver();
           lose(Status::unavailable("bad packet from " + address() + ": " + packet.status().message()));
           return;
         }
         onPacket(std::move(*packet));
       }
+      deliver();
       if (gen != generation_) return;
       readBuf_.erase(0, pos);
       startRead(gen);
@@ -794,32 +847,58 @@ class MqttClient::Impl {
       return;
     }
     if (p.qos > 0) {
-      for (const auto& in : incoming_) {
-        if (in.packetId == p.packetId && !in.acked) return;  // a re-send of one not yet acked
-      }
+      if (unackedIds_.test(p.packetId)) return;  // a re-send of one not yet acked
       m.token = (static_cast<std::uint64_t>(generation_ & 0xffffffffu) << 32) | (++sequence_ & 0xffffffffu);
       incoming_.push_back({m.token, p.packetId, p.qos, false});
       inboundHeld_.set(p.packetId);
+      unackedIds_.set(p.packetId);
       ++unackedCount_;
     }
-    if (handler_) handler_(std::move(m));
+    if (batchHandler_) {
+      delivered_.push_back(std::move(m));  // handed over at the end of the socket read
+    } else if (handler_) {
+      handler_(std::move(m));
+    }
+  }
+
+  // The batch handler gets what the last socket read delivered.
+  void deliver() {
+    if (delivered_.empty()) return;
+    if (batchHandler_) batchHandler_(delivered_);
+    delivered_.clear();
+  }
+
+  void drainAcks() {
+    {
+      std::lock_guard lock(ackMu_);
+      ackTaken_.swap(ackQueue_);
+    }
+    Cork cork(*this);  // their PUBACKs leave in one write
+    for (std::uint64_t token : ackTaken_) onAck(token);
+    ackTaken_.clear();
+  }
+
+  void drainPublishes() {
+    {
+      std::lock_guard lock(mu_);
+      publishTaken_.swap(publishQueue_);
+    }
+    Cork cork(*this);  // the PUBLISHes leave in one write
+    for (auto& q : publishTaken_) enqueuePublish(std::move(q.message), std::move(q.done));
+    publishTaken_.clear();
   }
 
   void onAck(std::uint64_t token) {
-    if ((token >> 32) != (generation_ & 0xffffffffu) || !connected_) return;
-    bool found = false;
-    for (auto& in : incoming_) {
-      if (in.token == token) {
-        if (in.acked) return;
-        in.acked = true;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return;
+    if ((token >> 32) != (generation_ & 0xffffffffu) || !connected_ || incoming_.empty()) return;
+    // Tokens of a connection are consecutive and incoming_ only loses its front: the token's
+    // place is its distance from the front one.
+    const std::uint32_t index = static_cast<std::uint32_t>(token) - static_cast<std::uint32_t>(incoming_.front().token);
+    if (index >= incoming_.size() || incoming_[index].token != token || incoming_[index].acked) return;
+    incoming_[index].acked = true;
     while (!incoming_.empty() && incoming_.front().acked) {
       const Incoming in = incoming_.front();
       incoming_.pop_front();
+      unackedIds_.reset(in.packetId);
       --unackedCount_;
       if (in.qos == 1) {
         inboundHeld_.reset(in.packetId);
@@ -1081,10 +1160,17 @@ class MqttClient::Impl {
   int reconnectFailures_ = 0;  // failed connection attempts since the last CONNACK
   std::shared_ptr<std::promise<std::pair<Status, bool>>> connectPromise_;
   MessageHandler handler_;
+  BatchHandler batchHandler_;
+  std::vector<IncomingMessage> delivered_;  // this socket read's messages, for batchHandler_
   std::string readBuf_;
   std::array<char, 65536> chunk_{};
-  std::deque<WriteItem> writeQueue_;
+  std::string outBuf_;                      // bytes queued for the next write
+  std::vector<std::function<void(bool)>> outCallbacks_;  // of the packets in outBuf_
+  std::string spareBuf_;                    // a written batch's buffer, reused
   bool writing_ = false;
+  int corked_ = 0;                          // live Corks (write() only queues)
+  std::vector<std::uint64_t> ackTaken_;
+  std::vector<QueuedPublish> publishTaken_;
   Clock::time_point lastSent_ = Clock::now();
   Clock::time_point lastReceived_ = Clock::now();
   Clock::time_point pingSent_ = Clock::now();
@@ -1102,6 +1188,7 @@ class MqttClient::Impl {
   // Ids of the broker's QoS>0 messages not yet fully acknowledged: a bit per id (8 KiB), so the
   // per-message bookkeeping allocates nothing.
   std::bitset<65536> inboundHeld_;
+  std::bitset<65536> unackedIds_;          // ids in incoming_ (delivered on this connection, not acked)
   std::set<std::uint16_t> refusedIds_;     // ids the broker refused as in use, this connection
   std::shared_ptr<spdlog::logger> log_;
   std::map<std::uint16_t, PendingSub> pendingSubs_;
@@ -1120,11 +1207,15 @@ class MqttClient::Impl {
   std::size_t pendingAll_ = 0;
   Status firstError_;
   std::atomic<std::size_t> unackedCount_{0};
+  std::vector<QueuedPublish> publishQueue_;  // guarded by mu_: publish() calls for the io thread
+  std::mutex ackMu_;
+  std::vector<std::uint64_t> ackQueue_;      // guarded by ackMu_: ack() calls for the io thread
 };
 
 MqttClient::MqttClient(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
 MqttClient::~MqttClient() { impl_->close(); }
 void MqttClient::setMessageHandler(MessageHandler handler) { impl_->setMessageHandler(std::move(handler)); }
+void MqttClient::setBatchHandler(BatchHandler handler) { impl_->setBatchHandler(std::move(handler)); }
 Status MqttClient::connect(bool* sessionPresent) { return impl_->connect(sessionPresent); }
 Status MqttClient::subscribe(const std::vector<Subscription>& s) { return impl_->subscribe(s); }
 void MqttClient::ack(std::uint64_t token) { impl_->ack(token); }

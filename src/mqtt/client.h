@@ -21,6 +21,12 @@
 // subscribed; state() and lastError() tell the owner. Keep-alive: PINGREQ when idle; a missing
 // PINGRESP within the keep-alive closes and reconnects.
 //
+// Batching: the client moves batches between its io thread and its callers, not single
+// messages. The PUBLISHes of one socket read go to a batch handler in one call (when one is set);
+// ack() and publish() queue under a lock and post to the io thread only when the queue was empty,
+// so one io-thread wake-up serves every call made meanwhile; and what one io-thread turn sends
+// (PUBACKs, PUBLISHes) is written to the socket together, in one write.
+//
 // Threading: every public method is thread-safe; handlers run on the io thread and must not
 // block. The destructor disconnects (DISCONNECT, then close) and joins the thread; callbacks of
 // publishes still outstanding get kCancelled.
@@ -90,6 +96,8 @@ enum class ClientState { kConnecting, kConnected, kDisconnected, kStopped };
 class MqttClient {
  public:
   using MessageHandler = std::function<void(IncomingMessage)>;
+  // The PUBLISHes of one socket read, in arrival order; the handler may move them out.
+  using BatchHandler = std::function<void(std::vector<IncomingMessage>&)>;
   using PublishCallback = std::function<void(Status)>;
 
   explicit MqttClient(ClientOptions options);
@@ -99,6 +107,8 @@ class MqttClient {
 
   // Set before connect(); runs on the io thread for every PUBLISH received.
   void setMessageHandler(MessageHandler handler);
+  // Instead of the message handler: one call per socket read with all its PUBLISHes.
+  void setBatchHandler(BatchHandler handler);
 
   // Connects (TCP/TLS, CONNECT, CONNACK) within connectTimeoutMs. Errors: kUnavailable (cannot
   // reach the broker, or it is busy/unavailable: retriable), kInvalidArgument (refused by CONNACK
