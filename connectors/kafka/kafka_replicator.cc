@@ -57,11 +57,16 @@ bool anyMatch(const std::vector<std::regex>& rs, const std::string& s) {
   return false;
 }
 
+// One copy handed to the producer. The producer is given the record's key and value without
+// RD_KAFKA_MSG_F_COPY: it reads them in place until the delivery report, so they are held here
+// until then (Bytes share their buffer; no byte is copied).
 struct PendingCopy {
   KafkaReplicatorSinkTask::Shared* shared;
   int topic;
   std::int32_t partition;
   std::int64_t sourceOffset;
+  Bytes key;
+  Bytes value;
 };
 
 void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
@@ -387,7 +392,7 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
     if (it == renamed_.end()) it = renamed_.emplace(topic, naming_.targetTopic(topic)).first;
     r.topic = it->second;
     r.queue = m->partition;
-    fillFromKafka(m, topic, r);
+    fillFromKafka(m, topic, r, pool_.get());
     rd_kafka_message_destroy(m);
     out.push_back(std::move(r));
     ++n;
@@ -591,15 +596,15 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
       next = std::max<std::int64_t>(next, *nextOffset);
     }
     rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
-    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1};
+    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1, r.key, r.value};
+    const Bytes& key = pending->key;
+    const Bytes& value = pending->value;
     for (;;) {
+      // No RD_KAFKA_MSG_F_COPY: `pending` keeps key and value alive until the delivery report.
       rd_kafka_resp_err_t e = rd_kafka_producev(
-          producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(r.value.isNull() ? nullptr : const_cast<char*>(r.value.view().data()),
-                           r.value.isNull() ? 0 : r.value.size()),
-          RD_KAFKA_V_KEY(r.key.isNull() ? nullptr : const_cast<char*>(r.key.view().data()),
-                         r.key.isNull() ? 0 : r.key.size()),
+          producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(0),
+          RD_KAFKA_V_VALUE(value.isNull() ? nullptr : const_cast<char*>(value.data()), value.size()),
+          RD_KAFKA_V_KEY(key.isNull() ? nullptr : const_cast<char*>(key.data()), key.size()),
           RD_KAFKA_V_TIMESTAMP(r.timestampMs), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(pending), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -651,7 +656,13 @@ Status KafkaReplicatorSinkTask::flush() {
     syncGroupOffsets(false);
     return Status::ok();
   }
+  const std::int64_t t0 = core::monotonicMs();
+  const int queued = rd_kafka_outq_len(producer_);
   rd_kafka_resp_err_t e = rd_kafka_flush(producer_, static_cast<int>(timeoutMs_));
+  const std::int64_t waited = core::monotonicMs() - t0;
+  ++flushes_;
+  flushWaitMs_ += waited;
+  log_->debug("KafkaReplicatorSink: flush waited {} ms for {} queued copies", waited, queued);
   if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return Status::retriable("KafkaReplicatorSink: " + std::to_string(rd_kafka_outq_len(producer_)) +
@@ -716,6 +727,10 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
 }
 
 void KafkaReplicatorSinkTask::stop() {
+  if (flushes_ > 0)
+    log_->info("KafkaReplicatorSink: {} flush(es) waited {} ms for acknowledgements in all", flushes_, flushWaitMs_);
+  flushes_ = 0;
+  flushWaitMs_ = 0;
   if (producer_ != nullptr) {
     if (inTxn_) {
       // Not flushed (the task is failing): nothing of it may become visible.

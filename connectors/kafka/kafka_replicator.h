@@ -113,6 +113,7 @@ class KafkaReplicatorTask final : public SourceTask {
   StringMap eosTargetSettings_, eosTargetClient_;  // for reading the positions group on the target
   std::set<std::pair<std::string, std::int32_t>> assigned_;
   SafeOffsets safe_;
+  std::shared_ptr<PayloadPool> pool_ = PayloadPool::make();  // buffers of the values read
 };
 
 class KafkaReplicatorSinkConnector final : public SinkConnector {
@@ -179,6 +180,9 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   std::string eosGroup_;
   bool inTxn_ = false;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> txnOffsets_;
+  // Time the task spent in flush() waiting for the target's acknowledgements (reading stops then).
+  std::uint64_t flushes_ = 0;
+  std::int64_t flushWaitMs_ = 0;
 };
 
 }  // namespace ferry::connectors
