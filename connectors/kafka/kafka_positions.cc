@@ -11,48 +11,9 @@
 
 namespace ferry::connectors {
 
-Bytes PayloadPool::copyOf(const void* data, std::size_t n) {
-  if (n < kMinPooled || n > kMaxPooled) return Bytes(std::string(static_cast<const char*>(data), n));
-  std::string* s = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!free_.empty()) {
-      s = free_.back();
-      free_.pop_back();
-      keptBytes_ -= s->capacity();
-    }
-  }
-  if (s == nullptr) s = new std::string();
-  s->assign(static_cast<const char*>(data), n);
-  // The deleter holds the pool, so a buffer outliving the task still has somewhere to go.
-  return Bytes(std::shared_ptr<const std::string>(s, [pool = shared_from_this()](const std::string* b) {
-    pool->giveBack(const_cast<std::string*>(b));
-  }));
-}
-
-void PayloadPool::giveBack(std::string* s) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (keptBytes_ + s->capacity() <= kMaxKeptBytes) {
-      try {
-        free_.push_back(s);
-        keptBytes_ += s->capacity();
-        return;
-      } catch (...) {  // no memory for the list: the buffer is freed instead
-      }
-    }
-  }
-  delete s;
-}
-
-PayloadPool::~PayloadPool() {
-  for (std::string* s : free_) delete s;
-}
-
-void fillFromKafka(const rd_kafka_message_t* m, const std::string& sourceTopic, Record& r, PayloadPool* pool) {
+void fillFromKafka(const rd_kafka_message_t* m, const std::string& sourceTopic, Record& r) {
   if (m->key) r.key = Bytes(std::string(static_cast<const char*>(m->key), m->key_len));
-  if (m->payload)
-    r.value = pool ? pool->copyOf(m->payload, m->len) : Bytes(std::string(static_cast<const char*>(m->payload), m->len));
+  if (m->payload) r.value = Bytes(std::string(static_cast<const char*>(m->payload), m->len));
   rd_kafka_timestamp_type_t tt;
   r.timestampMs = std::max<std::int64_t>(0, rd_kafka_message_timestamp(m, &tt));
   r.position.partition = {{"kafka.topic", sourceTopic}, {"kafka.partition", std::to_string(m->partition)}};

@@ -6,16 +6,12 @@
 // Threading: a SafeOffsets belongs to its task's thread.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "ferry/record.h"
 #include "ferry/status.h"
@@ -29,47 +25,8 @@ class logger;
 
 namespace ferry::connectors {
 
-// Buffers for the values of consumed records, handed back when the last Bytes sharing one is
-// gone (after the target acknowledged the copy, or the sink dropped the record) and reused for the
-// next value. Why: a 1 KB value copied into a fresh std::string is a glibc "large" allocation
-// (>= 1024 bytes), which sweeps the fast bins (malloc_consolidate) first; with librdkafka's and
-// the runtime's small allocations in between that cost more than the copy itself (the profile of
-// the 1 KB kafka-replicate bench: _int_malloc, unlink_chunk and malloc_consolidate ~15 % of the
-// worker's samples). Values below kMinPooled stay ordinary Bytes (small allocations are cheap),
-// values above kMaxPooled too (rare, and not worth keeping); at most kMaxKeptBytes of capacity is
-// kept.
-//
-// Thread-safety: copyOf() and the hand-back may run on any thread (a Bytes is freed wherever its
-// last holder drops it); one mutex guards the free list.
-class PayloadPool : public std::enable_shared_from_this<PayloadPool> {
- public:
-  static constexpr std::size_t kMinPooled = 512;
-  static constexpr std::size_t kMaxPooled = 64 * 1024;
-  static constexpr std::size_t kMaxKeptBytes = 32u << 20;
-
-  static std::shared_ptr<PayloadPool> make() { return std::shared_ptr<PayloadPool>(new PayloadPool()); }
-  ~PayloadPool();
-  // A Bytes holding a copy of [data, data + n).
-  Bytes copyOf(const void* data, std::size_t n);
-  // Buffers waiting for reuse (tests).
-  std::size_t kept() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return free_.size();
-  }
-
- private:
-  PayloadPool() = default;
-  void giveBack(std::string* s) noexcept;
-
-  mutable std::mutex mu_;
-  std::vector<std::string*> free_;
-  std::size_t keptBytes_ = 0;
-};
-
-// Key, value, timestamp and position of `m` (headers and topic are the caller's). With `pool`,
-// values of pooled sizes are copied into its buffers.
-void fillFromKafka(const rd_kafka_message_s* m, const std::string& sourceTopic, Record& r,
-                   PayloadPool* pool = nullptr);
+// Key, value, timestamp and position of `m` (headers and topic are the caller's).
+void fillFromKafka(const rd_kafka_message_s* m, const std::string& sourceTopic, Record& r);
 
 // A Kafka source position read back: {kafka.topic, kafka.partition} / {kafka.offset}.
 struct KafkaPosition {

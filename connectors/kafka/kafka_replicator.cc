@@ -57,21 +57,42 @@ bool anyMatch(const std::vector<std::regex>& rs, const std::string& s) {
   return false;
 }
 
+}  // namespace
+
 // One copy handed to the producer. The producer is given the record's key and value without
 // RD_KAFKA_MSG_F_COPY: it reads them in place until the delivery report, so they are held here
-// until then (Bytes share their buffer; no byte is copied).
-struct PendingCopy {
+// until then (Bytes share their buffer; no byte is copied). Linked into Shared::pending so the
+// copies never reported (the producer destroyed with them queued) are freed, not leaked.
+struct KafkaReplicatorSinkTask::PendingCopy {
   KafkaReplicatorSinkTask::Shared* shared;
   int topic;
   std::int32_t partition;
   std::int64_t sourceOffset;
   Bytes key;
   Bytes value;
+  PendingCopy* prev = nullptr;
+  PendingCopy* next = nullptr;
+
+  void link() {
+    next = shared->pending;
+    if (next) next->prev = this;
+    shared->pending = this;
+  }
+  void unlink() {
+    if (prev) prev->next = next;
+    else shared->pending = next;
+    if (next) next->prev = prev;
+  }
 };
+
+namespace {
+
+using PendingCopy = KafkaReplicatorSinkTask::PendingCopy;
 
 void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   auto* p = static_cast<PendingCopy*>(m->_private);
   if (p == nullptr) return;
+  p->unlink();
   auto& s = *p->shared;
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     ++s.ok;
@@ -392,7 +413,7 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
     if (it == renamed_.end()) it = renamed_.emplace(topic, naming_.targetTopic(topic)).first;
     r.topic = it->second;
     r.queue = m->partition;
-    fillFromKafka(m, topic, r, pool_.get());
+    fillFromKafka(m, topic, r);
     rd_kafka_message_destroy(m);
     out.push_back(std::move(r));
     ++n;
@@ -597,6 +618,7 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
     }
     rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
     auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1, r.key, r.value};
+    pending->link();
     const Bytes& key = pending->key;
     const Bytes& value = pending->value;
     for (;;) {
@@ -612,6 +634,7 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
         continue;
       }
       if (hdrs) rd_kafka_headers_destroy(hdrs);
+      pending->unlink();
       delete pending;
       targetPartitions_.erase(r.topic);  // learn the partitions again before the retry
       if (eos_) {
@@ -740,6 +763,12 @@ void KafkaReplicatorSinkTask::stop() {
     rd_kafka_flush(producer_, 5000);
     rd_kafka_destroy(producer_);
     producer_ = nullptr;
+  }
+  // The producer's threads are gone: nothing reads the copies it did not report any more.
+  while (shared_.pending != nullptr) {
+    PendingCopy* p = shared_.pending;
+    p->unlink();
+    delete p;
   }
   kafka::destroy(targetAdmin_);
   targetAdmin_ = nullptr;

@@ -113,7 +113,6 @@ class KafkaReplicatorTask final : public SourceTask {
   StringMap eosTargetSettings_, eosTargetClient_;  // for reading the positions group on the target
   std::set<std::pair<std::string, std::int32_t>> assigned_;
   SafeOffsets safe_;
-  std::shared_ptr<PayloadPool> pool_ = PayloadPool::make();  // buffers of the values read
 };
 
 class KafkaReplicatorSinkConnector final : public SinkConnector {
@@ -142,6 +141,8 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   Status flush() override;
   void stop() override;
 
+  // One copy handed to the producer, until its delivery report (defined in the .cc).
+  struct PendingCopy;
   // Delivery reports land here (on the task thread, inside rd_kafka_poll / rd_kafka_flush).
   struct Shared {
     std::uint64_t ok = 0;
@@ -149,6 +150,10 @@ class KafkaReplicatorSinkTask final : public SinkTask {
     std::string firstError;
     std::vector<std::string> sourceTopics;                 // id -> source topic
     std::map<std::pair<int, std::int32_t>, krepl::OffsetSyncs> syncs;  // (topic id, partition)
+    // Copies without a delivery report yet (a list through PendingCopy::prev/next): the producer
+    // reads their key and value in place, so they are freed only after the report, or after the
+    // producer is destroyed (no report comes for what it still held then).
+    PendingCopy* pending = nullptr;
   };
 
  private:

@@ -4,11 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-#include <vector>
-
-#include "connectors/kafka/kafka_positions.h"
-
 #include "connectors/kafka/kafka_replicator.h"
 
 namespace ferry::connectors {
@@ -107,68 +102,6 @@ TEST(KafkaReplicatorConfig, ChecksAliasesRegexesAndPolicy) {
                                  {"source.alias", "eu west"}, {"target.alias", "B"}},
                                 badAlias);
   EXPECT_TRUE(badAlias.errors.count("source.alias")) << badAlias.summary();
-}
-
-// The value buffers of consumed records: a buffer comes back when the last Bytes sharing it goes,
-// and the next value of a pooled size reuses it (no allocation of the value).
-TEST(KafkaPayloadPool, ReusesBuffersOfPooledSizesOnly) {
-  auto pool = PayloadPool::make();
-  const std::string big(1024, 'x');
-  const char* first = nullptr;
-  {
-    Bytes a = pool->copyOf(big.data(), big.size());
-    EXPECT_EQ(a.view(), big);
-    first = a.data();
-    Bytes shared = a;  // a copy shares the buffer: it comes back only when both are gone
-    a = Bytes();
-    EXPECT_EQ(pool->kept(), 0u);
-    EXPECT_EQ(shared.view(), big);
-  }
-  EXPECT_EQ(pool->kept(), 1u);
-  const std::string other(1000, 'y');
-  Bytes b = pool->copyOf(other.data(), other.size());
-  EXPECT_EQ(b.view(), other);
-  EXPECT_EQ(b.data(), first);  // the same buffer, refilled
-  EXPECT_EQ(pool->kept(), 0u);
-  // Small and huge values are ordinary buffers, never kept.
-  { Bytes s = pool->copyOf("tiny", 4); EXPECT_EQ(s.view(), "tiny"); }
-  { std::string h(PayloadPool::kMaxPooled + 1, 'h'); Bytes x = pool->copyOf(h.data(), h.size()); }
-  EXPECT_EQ(pool->kept(), 0u);
-}
-
-TEST(KafkaPayloadPool, KeepsAtMostItsCapAndOutlivesItsOwner) {
-  auto pool = PayloadPool::make();
-  const std::string v(PayloadPool::kMaxPooled, 'v');
-  std::vector<Bytes> held;
-  const std::size_t n = PayloadPool::kMaxKeptBytes / PayloadPool::kMaxPooled + 10;
-  for (std::size_t i = 0; i < n; ++i) held.push_back(pool->copyOf(v.data(), v.size()));
-  held.clear();
-  EXPECT_LE(pool->kept() * PayloadPool::kMaxPooled, PayloadPool::kMaxKeptBytes);
-  EXPECT_GT(pool->kept(), 0u);
-  // A buffer still held when the task drops its pool goes back to the pool it came from.
-  Bytes late = pool->copyOf(v.data(), v.size());
-  std::weak_ptr<PayloadPool> weak = pool;
-  pool.reset();
-  EXPECT_FALSE(weak.expired());
-  EXPECT_EQ(late.view(), v);
-  late = Bytes();
-  EXPECT_TRUE(weak.expired());
-}
-
-TEST(KafkaPayloadPool, BuffersFreedOnOtherThreads) {
-  auto pool = PayloadPool::make();
-  const std::string v(2048, 'z');
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
-      for (int i = 0; i < 2000; ++i) {
-        Bytes b = pool->copyOf(v.data(), v.size());
-        ASSERT_EQ(b.view(), v);
-      }
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_GE(pool->kept(), 1u);
-  EXPECT_LE(pool->kept(), 4u);
 }
 
 }  // namespace
