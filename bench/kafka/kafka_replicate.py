@@ -41,6 +41,9 @@ A = "127.0.0.1:" + os.environ.get("KAFKA_PORT", "19092")
 B = "127.0.0.1:" + os.environ.get("KAFKA_B_PORT", "29092")
 SCENARIO = "kafka-replicate"
 CLK = os.sysconf("SC_CLK_TCK")
+# FERRY_KREPL_CONTENDERS=ferry,relay leaves MirrorMaker 2 out (its JVM start costs ~14 s a run) while
+# tuning; the published figures run all three.
+CONTENDERS = set(os.environ.get("FERRY_KREPL_CONTENDERS", "ferry,mirrormaker2,relay").split(","))
 
 
 def log(msg):
@@ -115,7 +118,9 @@ def figures(n, seconds, first, cpu, rss):
 def run_ferry(n, payload):
     topic = preload(n, payload)
     d = tempfile.mkdtemp(prefix="ferry-bench-krepl-")
-    w = Worker(d, {"log.level": "warn", "offset.flush.interval.ms": "1000"})
+    # FERRY_KREPL_LOG=<file>: the worker logs at info and its log is kept there (tuning runs).
+    keep = os.environ.get("FERRY_KREPL_LOG")
+    w = Worker(d, {"log.level": "info" if keep else "warn", "offset.flush.interval.ms": "1000"})
     w.start()
     try:
         t0 = time.time()
@@ -125,6 +130,8 @@ def run_ferry(n, payload):
         return figures(n, *watch(w.proc.pid, f"A.{topic}", n, t0))
     finally:
         w.stop()
+        if keep:
+            shutil.copyfile(w.log_path, keep)
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -210,6 +217,9 @@ def scenario(n, sizes=(100, 1024)):
         for payload in sizes:
             r = {"scenario": SCENARIO, "payload_bytes": payload, "records": n}
             for name, fn in (("ferry", run_ferry), ("mirrormaker2", run_mm2), ("relay", run_relay)):
+                if name not in CONTENDERS:
+                    r[name] = {"error": "not run (FERRY_KREPL_CONTENDERS)"}
+                    continue
                 log(f"{name}, {payload} B x {n}")
                 try:
                     r[name] = fn(n, payload)
@@ -233,5 +243,6 @@ def scenario(n, sizes=(100, 1024)):
 
 
 if __name__ == "__main__":
-    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000):
+    sizes = tuple(int(x) for x in os.environ.get("FERRY_KREPL_SIZES", "100,1024").split(","))
+    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000, sizes):
         print(json.dumps(r), flush=True)

@@ -57,16 +57,42 @@ bool anyMatch(const std::vector<std::regex>& rs, const std::string& s) {
   return false;
 }
 
-struct PendingCopy {
+}  // namespace
+
+// One copy handed to the producer. The producer is given the record's key and value without
+// RD_KAFKA_MSG_F_COPY: it reads them in place until the delivery report, so they are held here
+// until then (Bytes share their buffer; no byte is copied). Linked into Shared::pending so the
+// copies never reported (the producer destroyed with them queued) are freed, not leaked.
+struct KafkaReplicatorSinkTask::PendingCopy {
   KafkaReplicatorSinkTask::Shared* shared;
   int topic;
   std::int32_t partition;
   std::int64_t sourceOffset;
+  Bytes key;
+  Bytes value;
+  PendingCopy* prev = nullptr;
+  PendingCopy* next = nullptr;
+
+  void link() {
+    next = shared->pending;
+    if (next) next->prev = this;
+    shared->pending = this;
+  }
+  void unlink() {
+    if (prev) prev->next = next;
+    else shared->pending = next;
+    if (next) next->prev = prev;
+  }
 };
+
+namespace {
+
+using PendingCopy = KafkaReplicatorSinkTask::PendingCopy;
 
 void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   auto* p = static_cast<PendingCopy*>(m->_private);
   if (p == nullptr) return;
+  p->unlink();
   auto& s = *p->shared;
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     ++s.ok;
@@ -591,15 +617,16 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
       next = std::max<std::int64_t>(next, *nextOffset);
     }
     rd_kafka_headers_t* hdrs = kafka::toKafkaHeaders(r.headers);
-    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1};
+    auto* pending = new PendingCopy{&shared_, topicId(st->second), partition, *nextOffset - 1, r.key, r.value};
+    pending->link();
+    const Bytes& key = pending->key;
+    const Bytes& value = pending->value;
     for (;;) {
+      // No RD_KAFKA_MSG_F_COPY: `pending` keeps key and value alive until the delivery report.
       rd_kafka_resp_err_t e = rd_kafka_producev(
-          producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(r.value.isNull() ? nullptr : const_cast<char*>(r.value.view().data()),
-                           r.value.isNull() ? 0 : r.value.size()),
-          RD_KAFKA_V_KEY(r.key.isNull() ? nullptr : const_cast<char*>(r.key.view().data()),
-                         r.key.isNull() ? 0 : r.key.size()),
+          producer_, RD_KAFKA_V_TOPIC(r.topic.c_str()), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(0),
+          RD_KAFKA_V_VALUE(value.isNull() ? nullptr : const_cast<char*>(value.data()), value.size()),
+          RD_KAFKA_V_KEY(key.isNull() ? nullptr : const_cast<char*>(key.data()), key.size()),
           RD_KAFKA_V_TIMESTAMP(r.timestampMs), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(pending), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -607,6 +634,7 @@ Status KafkaReplicatorSinkTask::put(std::vector<Record>& records) {
         continue;
       }
       if (hdrs) rd_kafka_headers_destroy(hdrs);
+      pending->unlink();
       delete pending;
       targetPartitions_.erase(r.topic);  // learn the partitions again before the retry
       if (eos_) {
@@ -651,7 +679,13 @@ Status KafkaReplicatorSinkTask::flush() {
     syncGroupOffsets(false);
     return Status::ok();
   }
+  const std::int64_t t0 = core::monotonicMs();
+  const int queued = rd_kafka_outq_len(producer_);
   rd_kafka_resp_err_t e = rd_kafka_flush(producer_, static_cast<int>(timeoutMs_));
+  const std::int64_t waited = core::monotonicMs() - t0;
+  ++flushes_;
+  flushWaitMs_ += waited;
+  log_->debug("KafkaReplicatorSink: flush waited {} ms for {} queued copies", waited, queued);
   if (shared_.failed > 0) return Status::internal("KafkaReplicatorSink: delivery failed: " + shared_.firstError);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return Status::retriable("KafkaReplicatorSink: " + std::to_string(rd_kafka_outq_len(producer_)) +
@@ -716,6 +750,10 @@ void KafkaReplicatorSinkTask::syncGroupOffsets(bool force) {
 }
 
 void KafkaReplicatorSinkTask::stop() {
+  if (flushes_ > 0)
+    log_->info("KafkaReplicatorSink: {} flush(es) waited {} ms for acknowledgements in all", flushes_, flushWaitMs_);
+  flushes_ = 0;
+  flushWaitMs_ = 0;
   if (producer_ != nullptr) {
     if (inTxn_) {
       // Not flushed (the task is failing): nothing of it may become visible.
@@ -725,6 +763,12 @@ void KafkaReplicatorSinkTask::stop() {
     rd_kafka_flush(producer_, 5000);
     rd_kafka_destroy(producer_);
     producer_ = nullptr;
+  }
+  // The producer's threads are gone: nothing reads the copies it did not report any more.
+  while (shared_.pending != nullptr) {
+    PendingCopy* p = shared_.pending;
+    p->unlink();
+    delete p;
   }
   kafka::destroy(targetAdmin_);
   targetAdmin_ = nullptr;

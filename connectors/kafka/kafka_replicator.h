@@ -141,6 +141,8 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   Status flush() override;
   void stop() override;
 
+  // One copy handed to the producer, until its delivery report (defined in the .cc).
+  struct PendingCopy;
   // Delivery reports land here (on the task thread, inside rd_kafka_poll / rd_kafka_flush).
   struct Shared {
     std::uint64_t ok = 0;
@@ -148,6 +150,10 @@ class KafkaReplicatorSinkTask final : public SinkTask {
     std::string firstError;
     std::vector<std::string> sourceTopics;                 // id -> source topic
     std::map<std::pair<int, std::int32_t>, krepl::OffsetSyncs> syncs;  // (topic id, partition)
+    // Copies without a delivery report yet (a list through PendingCopy::prev/next): the producer
+    // reads their key and value in place, so they are freed only after the report, or after the
+    // producer is destroyed (no report comes for what it still held then).
+    PendingCopy* pending = nullptr;
   };
 
  private:
@@ -179,6 +185,9 @@ class KafkaReplicatorSinkTask final : public SinkTask {
   std::string eosGroup_;
   bool inTxn_ = false;
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> txnOffsets_;
+  // Time the task spent in flush() waiting for the target's acknowledgements (reading stops then).
+  std::uint64_t flushes_ = 0;
+  std::int64_t flushWaitMs_ = 0;
 };
 
 }  // namespace ferry::connectors
