@@ -61,7 +61,7 @@ def proc_stats(pid):
     return threads, rss
 
 
-def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=10000, timeout=900):
+def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=2000, timeout=900):
     broker = kc.Broker()
     broker.start()
     run = random.randrange(1 << 30)
@@ -88,6 +88,7 @@ def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=10000, t
                 "format": "string"}}, timeout=120)
             assert status == 201, (status, body)
         posted_s = time.time() - t0
+        t_last = time.time()
         log(f"{connectors} connectors posted in {posted_s:.1f} s")
 
         def converged():
@@ -111,6 +112,7 @@ def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=10000, t
             return c
         c = wait_until(progress, timeout, f"{total} tasks RUNNING", 0.5)
         converge_s = time.time() - t0
+        after_last_post_s = time.time() - t_last
         per_worker = {m["id"]: m["units"] for m in c["workers"]}
         stats = {w.proc.pid: proc_stats(w.proc.pid) for w in ws[:workers]}
         log(f"converged in {converge_s:.1f} s: {per_worker}")
@@ -140,7 +142,8 @@ def scenario(workers=5, connectors=100, tasks=100, rate=0.5, session_ms=10000, t
         fair_share = total // (workers + 1)  # the newcomer's share: the fewest moves that balance
         return [{"scenario": SCENARIO, "runtime": "ferry", "workers": workers, "connectors": connectors,
                  "tasks": total, "rate_per_task": rate, "session_timeout_ms": session_ms, "posts_s": round(posted_s, 1),
-                 "converge_s": round(converge_s, 1), "units_per_worker": per_worker,
+                 "converge_s": round(converge_s, 1), "running_after_last_post_s": round(after_last_post_s, 1),
+                 "units_per_worker": per_worker,
                  "threads_per_worker": [s[0] for s in stats.values()],
                  "rss_mb_per_worker": [s[1] for s in stats.values()],
                  "join_settle_s": round(join_s, 1), "join_tasks_moved": moved,
@@ -162,7 +165,7 @@ if __name__ == "__main__":
     ap.add_argument("--connectors", type=int, default=100)
     ap.add_argument("--tasks", type=int, default=100)
     ap.add_argument("--rate", type=float, default=0.5)
-    ap.add_argument("--session-ms", type=int, default=10000)
+    ap.add_argument("--session-ms", type=int, default=2000)
     a = ap.parse_args()
     for r in scenario(a.workers, a.connectors, a.tasks, a.rate, a.session_ms):
         print(json.dumps(r), flush=True)

@@ -23,7 +23,8 @@ namespace ferry {
 // 2: Transform::apply(record, cache), TransformCache, Predicate::readsKeyOrValueBytes
 // 3: SinkTaskContext::loadState/saveState
 // 4: ConfigKey::localPath, Source/SinkTaskContext::openLocalFile
-#define FERRY_ABI_VERSION 4
+// 5: SourceTask::pollMode/idlePollDelay, SourceTaskContext::wakeup (new virtual functions)
+#define FERRY_ABI_VERSION 5
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 
