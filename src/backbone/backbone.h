@@ -164,6 +164,16 @@ class SharedLog {
   virtual ~SharedLog() = default;
   // Appends durably (acknowledged by the broker); returns the entry's offset.
   virtual Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) = 0;
+  // Appends every value in order, durably, waiting once for all (a worker handing off a thousand
+  // tasks appends a thousand events). Returns the last entry's offset; on failure some may have
+  // been appended (each event must be safe to apply alone). The default appends one at a time.
+  virtual Result<std::int64_t> appendAll(const std::vector<Bytes>& values, std::chrono::milliseconds timeout) {
+    std::int64_t last = -1;
+    for (const auto& v : values) {
+      FERRY_ASSIGN_OR_RETURN(last, append(v, timeout));
+    }
+    return last;
+  }
   // Appends up to `max` entries from offset `from` on, waiting up to `wait` while there are none.
   // An offset below the log's start resumes at the start (the entries' offsets say so).
   virtual Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,

@@ -117,6 +117,13 @@ Result<std::int64_t> ClusterMember::append(const cluster::Event& e) {
   return log_.append(Bytes(cluster::encode(e)), std::chrono::seconds(30));
 }
 
+Result<std::int64_t> ClusterMember::appendAll(const std::vector<cluster::Event>& events) {
+  std::vector<Bytes> values;
+  values.reserve(events.size());
+  for (const auto& e : events) values.emplace_back(cluster::encode(e));
+  return log_.appendAll(values, std::chrono::seconds(30));
+}
+
 bool ClusterMember::waitApplied(std::int64_t offset, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return appliedCv_.wait_for(lock, timeout, [&] { return applied_.load() >= offset; });

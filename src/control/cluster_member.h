@@ -54,6 +54,8 @@ class ClusterMember {
 
   // Appends an event; returns its log offset.
   Result<std::int64_t> append(const cluster::Event& e);
+  // Appends every event in order, waiting once for all (backbone::SharedLog::appendAll).
+  Result<std::int64_t> appendAll(const std::vector<cluster::Event>& events);
   // Waits until the event at `offset` was applied here (read-your-writes for REST).
   bool waitApplied(std::int64_t offset, std::chrono::milliseconds timeout);
   // The current state (published once per applied batch of events; no copy per reader).

@@ -498,6 +498,8 @@ class HerderImpl final : public DistributedHerder {
     appendQuiet(e);
   }
 
+  // Queues the `released` event of a handoff; flushReleases() appends the pass's events at once
+  // (a worker handing off its share of thousands of tasks appended them one at a time, ~2 ms each).
   void release(const Unit& u, std::int64_t epoch) {
     Event e;
     e.type = EventType::kReleased;
@@ -506,8 +508,14 @@ class HerderImpl final : public DistributedHerder {
     e.connector = u.connector;
     e.task = u.task;
     e.epoch = epoch;
-    appendQuiet(e);
+    releases_.push_back(std::move(e));
     log_->info("released {} (epoch {})", u.toString(), epoch);
+  }
+  void flushReleases() {
+    if (releases_.empty()) return;
+    if (auto r = member_->appendAll(releases_); !r.isOk())
+      log_->warn("{} released event(s) not all appended: {}", releases_.size(), r.status().toString());
+    releases_.clear();
   }
 
   // ----- the fencing thread
@@ -652,7 +660,10 @@ class HerderImpl final : public DistributedHerder {
     if (timed)
       log_->warn("without the lease: {} unit(s) stopped {} ms after the lease was lost", stopping.size(),
                  core::monotonicMs() - leaseLostAtMs_.load());
-    if (!lease) return;
+    if (!lease) {
+      flushReleases();
+      return;
+    }
     // 2. Units we own but must hand off and do not run: release at once.
     for (const auto& [u, own] : mine) {
       if (own.next.empty()) continue;
@@ -661,6 +672,7 @@ class HerderImpl final : public DistributedHerder {
       if (!released_.insert({u, own.epoch}).second) continue;
       release(u, own.epoch);
     }
+    flushReleases();
     // 3. Start what is ours; restart failed tasks after their backoff; follow pause/resume.
     // Positions written by a task's previous owner are read once per pass, before any task starts
     // (exactly-once tasks re-read them themselves after fencing).
@@ -809,6 +821,7 @@ class HerderImpl final : public DistributedHerder {
   mutable std::mutex unitsMu_;
   std::map<Unit, Running> units_;                   // guarded by unitsMu_ (changed by the control thread)
   std::set<std::pair<Unit, std::int64_t>> released_;  // control thread: handoffs released without running
+  std::vector<Event> releases_;                       // control thread: released events of this pass
   std::size_t lastMine_ = 0;                          // control thread
 
   mutable std::mutex topicsMu_;

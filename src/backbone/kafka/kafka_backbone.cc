@@ -306,6 +306,41 @@ class KafkaSharedLog final : public SharedLog {
     return pending->offset;
   }
 
+  Result<std::int64_t> appendAll(const std::vector<Bytes>& values, std::chrono::milliseconds timeout) override {
+    // All handed to the client first (one partition, the idempotent producer keeps their order),
+    // then every acknowledgement waited for under one deadline.
+    std::vector<std::shared_ptr<Pending>> pending;
+    pending.reserve(values.size());
+    Status refused;
+    for (const auto& value : values) {
+      auto p = std::make_shared<Pending>();
+      auto* holder = new std::shared_ptr<Pending>(p);
+      rd_kafka_resp_err_t e = rd_kafka_producev(
+          producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
+          RD_KAFKA_V_END);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        delete holder;
+        refused = Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
+        break;  // the later ones are not sent: order is kept
+      }
+      pending.push_back(std::move(p));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::int64_t last = -1;
+    for (auto& p : pending) {
+      std::unique_lock lock(p->mu);
+      if (!p->cv.wait_until(lock, deadline, [&] { return p->done; }))
+        return Status::timeout("kafka shared log " + topic_ + ": append not acknowledged within " +
+                               std::to_string(timeout.count()) + " ms");
+      if (p->err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return Status::unavailable("kafka shared log " + topic_ + ": " + errText(p->err));
+      last = p->offset;
+    }
+    if (!refused.isOk()) return refused;
+    return last;
+  }
+
   Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,
                            std::chrono::milliseconds wait) override {
     std::lock_guard lock(readMu_);
