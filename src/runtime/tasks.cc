@@ -307,6 +307,10 @@ class Committer {
   // At stop: what may still be committed (`healthy`: the loop ended without an error; `lease`:
   // the worker may still commit for this task), then every record not safe is released.
   virtual Status finalCommit(bool healthy, bool lease) = 0;
+  // The same, without holding the task's thread while a store answers: nullopt while a commit is
+  // in flight (the loop sleeps until the store's answer wakes it, then asks again), else the
+  // result. A worker stopping its share of thousands of tasks commits them all concurrently.
+  virtual std::optional<Status> finalCommitStep(bool healthy, bool lease) { return finalCommit(healthy, lease); }
   virtual void releaseAll() = 0;
 };
 
@@ -346,7 +350,7 @@ class TaskLoop final : public TaskRunner {
   bool failing() const { return !failure_.isOk(); }
 
  private:
-  enum class Phase { kSetUp, kStartOutput, kStartInput, kRunning };
+  enum class Phase { kSetUp, kStartOutput, kStartInput, kRunning, kStopping };
 
   Step step() override;
   // An input that waits in its poll (PollMode::kBlocking, a backbone consumer) gets a thread of
@@ -358,6 +362,7 @@ class TaskLoop final : public TaskRunner {
   Status commitNow();
   // Ends the task: stops the seams in order and returns the task's result.
   Step finish(Status result);
+  Step closing(std::int64_t now);
   Step sleep(std::int64_t until) const { return Step::sleepUntil(std::min({until, nextCommit_, resendBy_})); }
 
   Phase phase_ = Phase::kSetUp;
@@ -375,6 +380,9 @@ class TaskLoop final : public TaskRunner {
   std::int64_t resendBy_ = INT64_MAX;  // records the backbone refused are sent again by then
   std::int64_t interval_ = 1000;
   std::vector<Record> batch_;
+  Status result_;            // kStopping: what ended the loop
+  bool finalLease_ = false;  // kStopping: whether the worker may still commit for the task
+  std::int64_t stopDeadline_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -441,6 +449,16 @@ class SinkContextImpl final : public SinkTaskContext {
   TaskLoop& loop_;
 };
 
+// The connector class of `config` and one task of it (a source or a sink, as `make` creates).
+template <typename Connector, typename Task, typename Make>
+Status createTask(const StringMap& config, PluginPtr<Connector>& connector, std::unique_ptr<Task>& task, Make make) {
+  const std::string cls = configValue(config, "connector.class");
+  FERRY_ASSIGN_OR_RETURN(connector, make(cls));
+  task = connector->createTask();
+  if (!task) return Status::internal(cls + " created no task");
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Inputs
 
@@ -451,11 +469,7 @@ class SourceTaskInput final : public Input {
       : loop_(loop), config_(config), context_(loop, commitOnRequest) {}
 
   Status create(const PluginRegistry& reg) {
-    const std::string cls = configValue(config_, "connector.class");
-    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSourceConnector(cls));
-    task_ = connector_->createTask();
-    if (!task_) return Status::internal(cls + " created no task");
-    return Status::ok();
+    return createTask(config_, connector_, task_, [&](const std::string& cls) { return reg.createSourceConnector(cls); });
   }
   Status start() override {
     FERRY_RETURN_IF_ERROR(task_->start(config_, context_));
@@ -732,6 +746,34 @@ class AckedPositions final : public Committer {
     if (!pending_.empty() && pending_.front().state != 0) loop_.wake();
     return true;
   }
+  std::optional<Status> finalCommitStep(bool healthy, bool lease) override {
+    (void)healthy;  // what the backbone acknowledged is safe whatever made the task end
+    if (!final_) {
+      final_.emplace(drainSafe());
+      // As finalCommit(): positions only with the lease (read again: it may have ended in the flush).
+      finalWithLease_ = lease && loop_.mayCommitNow();
+      if (!finalWithLease_) {
+        if (uncommitted_ > 0)
+          core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
+                                        "commit were not committed (the next owner reads them again)",
+                                        loop_.taskEnv().connector, loop_.taskEnv().taskId, uncommitted_);
+        return *final_;
+      }
+    }
+    if (!finalWithLease_) return *final_;
+    if (committing_ > 0) {
+      {
+        std::lock_guard lock(inFlight_->mu);
+        if (!inFlight_->done) return std::nullopt;
+      }
+      if (Status s = finishCommit(false); !s.isOk()) return s;
+    }
+    if (uncommitted_ > 0) {
+      if (Status s = commit(); !s.isOk()) return s;
+      if (committing_ > 0) return std::nullopt;
+    }
+    return *final_;
+  }
   Status finalCommit(bool healthy, bool lease) override {
     (void)healthy;  // what the backbone acknowledged is safe whatever made the task end
     Status drained = drainSafe();
@@ -895,6 +937,8 @@ class AckedPositions final : public Committer {
   PositionBuffer positions_;      // loop
   std::int64_t uncommitted_ = 0;  // loop: records safe since the last commit
   std::int64_t committing_ = 0;   // loop: records of the commit in flight (0: none)
+  std::optional<Status> final_;   // loop: finalCommitStep() began (what draining returned)
+  bool finalWithLease_ = false;
   // The commit in flight, shared with the store's callback (which may outlive this committer).
   struct InFlight {
     std::mutex mu;
@@ -1134,11 +1178,7 @@ class SinkTaskOutput final : public Output {
   SinkTaskOutput(TaskLoop& loop, StringMap config, RetriedCall putKind)
       : loop_(loop), config_(std::move(config)), putKind_(putKind), context_(loop) {}
   Status create(const PluginRegistry& reg) {
-    const std::string cls = configValue(config_, "connector.class");
-    FERRY_ASSIGN_OR_RETURN(connector_, reg.createSinkConnector(cls));
-    task_ = connector_->createTask();
-    if (!task_) return Status::internal(cls + " created no task");
-    return Status::ok();
+    return createTask(config_, connector_, task_, [&](const std::string& cls) { return reg.createSinkConnector(cls); });
   }
   Status start() override {
     FERRY_RETURN_IF_ERROR(task_->start(config_, context_));
@@ -1443,6 +1483,7 @@ TaskRunner::Step TaskLoop::step() {
       return Step::sleepUntil(resumeAt_);
     }
     case Phase::kRunning: return running(now);
+    case Phase::kStopping: return closing(now);
   }
   return Step::done(Status::internal("unknown task phase"));
 }
@@ -1569,21 +1610,30 @@ TaskRunner::Step TaskLoop::putBatch(std::int64_t now) {
 
 TaskRunner::Step TaskLoop::finish(Status result) {
   if (!result.isOk()) fail(result);
-  const bool healthy = result.isOk();
-  Status closing = Status::ok();
-  if (input_ && committer_ && output_) {
-    // Read once: a worker without its lease (cut off, or frozen while another worker took the
-    // task) sends nothing more for it, and never waits for a broker that may be gone.
-    const bool lease = mayCommit();
-    // Stop the intake first: a push source stops its client, so nothing new arrives.
-    input_->stopIntake();
-    output_->settle(workerLeaseHeld());
-    closing = committer_->finalCommit(healthy, lease);
-    committer_->releaseAll();
-    input_->close();
-    output_->close();
+  result_ = std::move(result);
+  if (!(input_ && committer_ && output_)) return Step::done(result_);
+  // Read once: a worker without its lease (cut off, or frozen while another worker took the
+  // task) sends nothing more for it, and never waits for a broker that may be gone.
+  finalLease_ = mayCommit();
+  // Stop the intake first: a push source stops its client, so nothing new arrives.
+  input_->stopIntake();
+  output_->settle(workerLeaseHeld());
+  phase_ = Phase::kStopping;
+  stopDeadline_ = core::monotonicMs() + env_.worker->offsetFlushTimeoutMs;
+  return closing(core::monotonicMs());
+}
+
+// The final commit, a step at a time while the store answers; then the seams close.
+TaskRunner::Step TaskLoop::closing(std::int64_t now) {
+  std::optional<Status> closing = committer_->finalCommitStep(result_.isOk(), finalLease_);
+  if (!closing) {
+    if (now < stopDeadline_) return Step::sleepUntil(stopDeadline_);
+    closing = Status::timeout("committing at stop: the store did not answer within offset.flush.timeout.ms");
   }
-  return Step::done(healthy ? closing : result);
+  committer_->releaseAll();
+  input_->close();
+  output_->close();
+  return Step::done(result_.isOk() ? *closing : result_);
 }
 
 }  // namespace
@@ -1761,11 +1811,12 @@ void TaskRunner::drive() {
       finish(std::move(next.result));
       break;
     }
+    // requestStop() and setPaused() wake the loop like any other wake().
     std::unique_lock lock(waitMu_);
-    if (next.kind == Step::Kind::kSleep && !woken_ && !stopping()) {
+    if (next.kind == Step::Kind::kSleep && !woken_) {
       const auto now = core::monotonicMs();
       if (next.untilMs > now)
-        waitCv_.wait_for(lock, std::chrono::milliseconds(next.untilMs - now), [&] { return woken_ || stopping(); });
+        waitCv_.wait_for(lock, std::chrono::milliseconds(next.untilMs - now), [&] { return woken_; });
     }
     woken_ = false;
   }

@@ -287,23 +287,7 @@ class KafkaSharedLog final : public SharedLog {
   }
 
   Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
-    auto pending = std::make_shared<Pending>();
-    auto* holder = new std::shared_ptr<Pending>(pending);
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
-        RD_KAFKA_V_END);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      delete holder;
-      return Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
-    }
-    std::unique_lock lock(pending->mu);
-    if (!pending->cv.wait_for(lock, timeout, [&] { return pending->done; }))
-      return Status::timeout("kafka shared log " + topic_ + ": append not acknowledged within " +
-                             std::to_string(timeout.count()) + " ms");
-    if (pending->err != RD_KAFKA_RESP_ERR_NO_ERROR)
-      return Status::unavailable("kafka shared log " + topic_ + ": " + errText(pending->err));
-    return pending->offset;
+    return appendAll({value}, timeout);
   }
 
   Result<std::int64_t> appendAll(const std::vector<Bytes>& values, std::chrono::milliseconds timeout) override {
