@@ -174,6 +174,12 @@ class SharedLog {
     }
     return last;
   }
+  // Appends without waiting: `done` runs (on any thread) with the entry's offset once it is
+  // durable, or the failure. Entries appended this way from one process keep their order. The
+  // default appends on the caller's thread.
+  virtual void appendAsync(const Bytes& value, std::function<void(Result<std::int64_t>)> done) {
+    done(append(value, std::chrono::seconds(30)));
+  }
   // Appends up to `max` entries from offset `from` on, waiting up to `wait` while there are none.
   // An offset below the log's start resumes at the start (the entries' offsets say so).
   virtual Result<std::size_t> read(std::int64_t from, std::vector<Entry>& out, std::size_t max,

@@ -124,6 +124,12 @@ Result<std::int64_t> ClusterMember::appendAll(const std::vector<cluster::Event>&
   return log_.appendAll(values, std::chrono::seconds(30));
 }
 
+void ClusterMember::post(const cluster::Event& e) {
+  log_.appendAsync(Bytes(cluster::encode(e)), [type = cluster::eventTypeName(e.type)](Result<std::int64_t> r) {
+    if (!r.isOk()) core::logger("cluster")->warn("cluster event {} not appended: {}", type, r.status().toString());
+  });
+}
+
 bool ClusterMember::waitApplied(std::int64_t offset, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return appliedCv_.wait_for(lock, timeout, [&] { return applied_.load() >= offset; });

@@ -56,6 +56,9 @@ class ClusterMember {
   Result<std::int64_t> append(const cluster::Event& e);
   // Appends every event in order, waiting once for all (backbone::SharedLog::appendAll).
   Result<std::int64_t> appendAll(const std::vector<cluster::Event>& events);
+  // Appends without waiting (backbone::SharedLog::appendAsync); a failure is logged. For reports
+  // made on the task threads (status events), which must not wait for the broker.
+  void post(const cluster::Event& e);
   // Waits until the event at `offset` was applied here (read-your-writes for REST).
   bool waitApplied(std::int64_t offset, std::chrono::milliseconds timeout);
   // The current state (published once per applied batch of events; no copy per reader).

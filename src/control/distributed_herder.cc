@@ -495,7 +495,8 @@ class HerderImpl final : public DistributedHerder {
     e.epoch = epoch;
     e.state = store::stateName(state);
     e.trace = trace;
-    appendQuiet(e);
+    // Not waited for: reports come from the task threads, which must not wait for the broker.
+    member_->post(e);
   }
 
   // Queues the `released` event of a handoff; flushReleases() appends the pass's events at once

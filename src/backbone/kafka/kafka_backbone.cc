@@ -256,6 +256,7 @@ class KafkaSharedLog final : public SharedLog {
     bool done = false;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     std::int64_t offset = -1;
+    std::function<void(const Pending&)> then;  // appendAsync(): run by the delivery callback
   };
 
   KafkaSharedLog(std::string topic, rd_kafka_t* producer, rd_kafka_t* consumer)
@@ -283,7 +284,27 @@ class KafkaSharedLog final : public SharedLog {
       (*holder)->offset = m->offset;
     }
     (*holder)->cv.notify_all();
+    if ((*holder)->then) (*holder)->then(**holder);
     delete holder;
+  }
+
+  void appendAsync(const Bytes& value, std::function<void(Result<std::int64_t>)> done) override {
+    auto pending = std::make_shared<Pending>();
+    pending->then = [done, topic = topic_](const Pending& p) {
+      if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        done(Status::unavailable("kafka shared log " + topic + ": " + errText(p.err)));
+      else
+        done(p.offset);
+    };
+    auto* holder = new std::shared_ptr<Pending>(pending);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
+        RD_KAFKA_V_END);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      delete holder;
+      done(Status::unavailable("kafka shared log " + topic_ + ": " + errText(e)));
+    }
   }
 
   Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
