@@ -87,8 +87,14 @@ def running(cluster):
     return subprocess.run([SERVICE, "status", cluster], capture_output=True).returncode == 0
 
 
+# Topics this run made (cluster, name), deleted at its end: a 1 KB x 500,000 run leaves ~1 GB per
+# contender on each cluster otherwise, and runs add up to a full disk.
+CREATED = []
+
+
 def preload(n, payload):
     topic = f"krb-{uuid.uuid4().hex[:8]}"
+    CREATED.extend([(A, topic), (B, f"A.{topic}")])
     tool("produce", "--bootstrap", A, "--topic", topic, "--count", str(n), "--partitions", "4",
          "--payload", str(payload))
     return topic
@@ -237,6 +243,12 @@ def scenario(n, sizes=(100, 1024)):
             }
             results.append(r)
     finally:
+        for cluster, topic in CREATED:
+            try:
+                tool("delete", "--bootstrap", cluster, "--topic", topic)
+            except Exception as e:  # cleanup only: reported, never a result
+                log(f"could not delete {topic}: {e}")
+        CREATED.clear()
         for c in started:
             subprocess.run([SERVICE, "stop", c])
     return results

@@ -171,6 +171,25 @@ Status createPartitions(rd_kafka_t* rk, const std::string& topic, std::int32_t t
   return Status::ok();
 }
 
+Status deleteTopic(rd_kafka_t* rk, const std::string& topic, std::int64_t timeoutMs) {
+  rd_kafka_DeleteTopic_t* dt = rd_kafka_DeleteTopic_new(topic.c_str());
+  auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeoutMs, "deleting Kafka topic " + topic,
+                      [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_DeleteTopics(rk, &dt, 1, o, q); });
+  rd_kafka_DeleteTopic_destroy(dt);
+  FERRY_RETURN_IF_ERROR(ev.status());
+  EventGuard g{*ev};
+  size_t n = 0;
+  const rd_kafka_topic_result_t** res = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(g.ev), &n);
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      const char* s = rd_kafka_topic_result_error_string(res[i]);
+      return Status::unavailable("deleting Kafka topic " + topic + ": " + (s ? s : errText(e)));
+    }
+  }
+  return Status::ok();
+}
+
 Result<std::vector<std::string>> listGroups(rd_kafka_t* rk, std::int64_t timeoutMs) {
   auto ev = adminCall(rk, RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPS, timeoutMs, "listing Kafka consumer groups",
                       [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) { rd_kafka_ListConsumerGroups(rk, o, q); });

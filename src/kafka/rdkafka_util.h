@@ -52,6 +52,8 @@ Status createTopic(Handle* rk, const std::string& topic, std::int32_t partitions
                    std::int64_t timeoutMs, const StringMap& configs = {});
 // Grows a topic to `total` partitions (Kafka cannot shrink one).
 Status createPartitions(Handle* rk, const std::string& topic, std::int32_t total, std::int64_t timeoutMs);
+// Deletes a topic; OK when it does not exist.
+Status deleteTopic(Handle* rk, const std::string& topic, std::int64_t timeoutMs);
 
 using PartitionOffsets = std::map<std::pair<std::string, std::int32_t>, std::int64_t>;
 

@@ -1506,6 +1506,9 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   }
   if (!leaseHeld()) return Step::sleepUntil(now + 50);  // distributed mode: not while the lease is in doubt
   if (failing()) return finish(failure_);
+  // A batch waiting for its put's retry comes first: nothing may be committed while records taken
+  // in are not put (a commit now would flush the sink and store positions past them).
+  if (output_->hasBatch()) return putBatch(now);
   auto collected = committer_->collect();
   if (!collected.isOk()) return finish(collected.status());
   resendBy_ = *collected > 0 ? now + *collected : INT64_MAX;
@@ -1520,7 +1523,6 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
     return sleep(now + 100);
   }
   reportState(State::kRunning);
-  if (output_->hasBatch()) return putBatch(now);  // a put waiting for its retry
   if (committer_->waitingForRoom()) return sleep(now + 50);
   if (now < resumeAt_) return sleep(resumeAt_);
 
@@ -1596,7 +1598,8 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
 // they pass or the task stops, Kafka Connect's RetriableException semantics; a direct task: within
 // errors.retry.timeout); other errors fail the task.
 TaskRunner::Step TaskLoop::putBatch(std::int64_t now) {
-  if (now < resumeAt_) return sleep(resumeAt_);
+  // Not woken by the commit timer: no commit may run before this put passed.
+  if (now < resumeAt_) return Step::sleepUntil(resumeAt_);
   Status s = guarded("put", [&] { return output_->put(); });
   if (s.isOk()) {
     putRetry_->reset();
@@ -1605,7 +1608,7 @@ TaskRunner::Step TaskLoop::putBatch(std::int64_t now) {
   auto delay = putRetry_->retryOrFail(s);
   if (!delay.isOk()) return finish(delay.status());
   resumeAt_ = core::monotonicMs() + *delay;
-  return sleep(resumeAt_);
+  return Step::sleepUntil(resumeAt_);
 }
 
 TaskRunner::Step TaskLoop::finish(Status result) {

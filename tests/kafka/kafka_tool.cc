@@ -19,6 +19,7 @@
 //   ends --bootstrap B --topic T
 //       {"partitions": P, "end": sum of the partitions' high watermarks} (0 partitions: missing).
 //   grow --bootstrap B --topic T --partitions P
+//   delete --bootstrap B --topic T
 //       Adds partitions to T up to P.
 //   create --bootstrap B --topic T --partitions P [--config k=v ...]
 //       Creates T with P partitions and the topic configs given (e.g.
@@ -235,6 +236,12 @@ int admin(const std::string& bootstrap, const std::string& what, const std::stri
       std::cerr << s.toString() << "\n";
       rc = 1;
     }
+  } else if (what == "delete") {
+    ferry::Status s = ferry::kafka::deleteTopic(*rk, topic, 10000);
+    if (!s.isOk()) {
+      std::cerr << s.toString() << "\n";
+      rc = 1;
+    }
   } else if (what == "grow") {
     ferry::Status s = ferry::kafka::createPartitions(*rk, topic, partitions, 10000);
     if (!s.isOk()) {
@@ -310,6 +317,9 @@ int main(int argc, char** argv) {
   grow->add_option("--bootstrap", bootstrap);
   grow->add_option("--topic", topic)->required();
   grow->add_option("--partitions", partitions)->required();
+  auto* del = app.add_subcommand("delete", "delete a topic (a missing one is fine)");
+  del->add_option("--bootstrap", bootstrap);
+  del->add_option("--topic", topic)->required();
   std::vector<std::string> configPairs;
   auto* create = app.add_subcommand("create", "create a topic with topic configs");
   create->add_option("--bootstrap", bootstrap);
@@ -332,6 +342,7 @@ int main(int argc, char** argv) {
   if (tops->parsed()) return admin(bootstrap, "topics", topic, 0);
   if (ends->parsed()) return admin(bootstrap, "ends", topic, 0);
   if (grow->parsed()) return admin(bootstrap, "grow", topic, partitions);
+  if (del->parsed()) return admin(bootstrap, "delete", topic, 0);
   if (pro->parsed()) return produce(bootstrap, topic, count, first, partitions, payload);
   return consume(bootstrap, topic, count, timeoutMs, co);
 }

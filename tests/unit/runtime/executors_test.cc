@@ -11,6 +11,7 @@
 #include "ferry/connector.h"
 #include "ferry/plugin.h"
 #include "ferry/push_source.h"
+#include "runtime/executor.h"
 #include "runtime/tasks.h"
 #include "store/store.h"
 
@@ -168,7 +169,114 @@ class PushSource : public SeqSource {
   std::unique_ptr<SourceTask> createTask() override { return std::make_unique<PushTask>(); }
 };
 
+// A notifying source (PollMode::kNotify): poll() never waits; records come from the test thread,
+// which calls the context's wakeup() after each. Its idle delay is long (10 s), so a record that
+// arrives promptly at the sink proves the wake-up, not a periodic poll, delivered it.
+struct Feed {
+  std::mutex mu;
+  std::deque<std::string> items;
+  SourceTaskContext* ctx = nullptr;
+  int polls = 0;
+  void push(std::string v) {
+    SourceTaskContext* c;
+    {
+      std::lock_guard l(mu);
+      items.push_back(std::move(v));
+      c = ctx;
+    }
+    if (c != nullptr) c->wakeup();
+  }
+};
+Feed& feed() {
+  static Feed f;
+  return f;
+}
+
+class NotifyTask : public SourceTask {
+ public:
+  Status start(const StringMap&, SourceTaskContext& ctx) override {
+    std::lock_guard l(feed().mu);
+    feed().ctx = &ctx;
+    return Status::ok();
+  }
+  PollMode pollMode() const override { return PollMode::kNotify; }
+  std::chrono::milliseconds idlePollDelay() const override { return 10s; }
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) override {
+    EXPECT_EQ(wait.count(), 0) << "a notifying task is polled without waiting";
+    std::lock_guard l(feed().mu);
+    ++feed().polls;
+    std::size_t n = 0;
+    while (!feed().items.empty() && n < max) {
+      Record r;
+      r.topic = "notify";
+      r.value = Bytes(feed().items.front());
+      r.position = Position{{{"p", "0"}}, {{"n", std::to_string(++taken_)}}};
+      feed().items.pop_front();
+      out.push_back(std::move(r));
+      ++n;
+    }
+    return n;
+  }
+  void stop() override {
+    std::lock_guard l(feed().mu);
+    feed().ctx = nullptr;
+  }
+
+ private:
+  int taken_ = 0;
+};
+
+class NotifySource : public SeqSource {
+ public:
+  std::unique_ptr<SourceTask> createTask() override { return std::make_unique<NotifyTask>(); }
+};
+
+// Generates `count` records without ever waiting (kNotify, idle delay 1 ms): for many tasks at once.
+class QuickTask : public SeqSourceTask {
+ public:
+  PollMode pollMode() const override { return PollMode::kNotify; }
+  std::chrono::milliseconds idlePollDelay() const override { return 1ms; }
+};
+
+class QuickSource : public SeqSource {
+ public:
+  std::unique_ptr<SourceTask> createTask() override { return std::make_unique<QuickTask>(); }
+};
+
+// A sink whose put() always fails with a retriable error (a target that went away): counts the
+// attempts.
+struct PutFailures {
+  std::mutex mu;
+  std::condition_variable cv;
+  int puts = 0;
+};
+PutFailures& putFailures() {
+  static PutFailures p;
+  return p;
+}
+
+class DownSinkTask : public CollectSinkTask {
+ public:
+  Status put(std::vector<Record>&) override {
+    std::lock_guard l(putFailures().mu);
+    ++putFailures().puts;
+    putFailures().cv.notify_all();
+    return Status::unavailable("the target is down");
+  }
+};
+
+class DownSink : public CollectSink {
+ public:
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<DownSinkTask>(); }
+};
+
 const PluginEntry kEntries[] = {
+    {"DownSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<DownSink, SinkConnector>,
+     &pluginDestroy<SinkConnector>},
+    {"NotifySource", nullptr, PluginKind::kSourceConnector, "1", "test",
+     &pluginCreate<NotifySource, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"QuickSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<QuickSource, SourceConnector>,
+     &pluginDestroy<SourceConnector>},
     {"PushSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<PushSource, SourceConnector>,
      &pluginDestroy<SourceConnector>},
     {"SeqSource", nullptr, PluginKind::kSourceConnector, "1", "test", &pluginCreate<SeqSource, SourceConnector>,
@@ -435,6 +543,112 @@ TEST_F(ExecutorTest, SourceFailsOnAHeaderTheConverterRefuses) {
   EXPECT_NE(trace_.find("header 'n'"), std::string::npos) << trace_;
   std::lock_guard l(backbone_.producer.mu);
   EXPECT_TRUE(backbone_.producer.sent.empty());
+}
+
+// While a put is retried, the commit timer (1 ms here) must not commit: the sink would flush and
+// the positions of records never put would be stored - lost for good (the loop once did this
+// between a failed put and its retry).
+TEST_F(ExecutorTest, DirectCommitsNothingWhileAPutIsRetried) {
+  {
+    std::lock_guard l(putFailures().mu);
+    putFailures().puts = 0;
+  }
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "DownSink"}}));
+  runner->start();
+  {
+    // Three attempts: two retry delays (100 + 200 ms), each far longer than the commit interval.
+    std::unique_lock l(putFailures().mu);
+    ASSERT_TRUE(putFailures().cv.wait_for(l, 20s, [] { return putFailures().puts >= 3; }));
+  }
+  EXPECT_FALSE(committed().has_value()) << "committed n=" << committed()->at("n") << " though nothing was put";
+  runner->requestStop();
+  runner->join();
+  EXPECT_TRUE(runner->failed());  // its last put, at the stop, failed too
+  EXPECT_FALSE(committed().has_value());
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().flushes, 0) << "the sink was flushed while its put was being retried";
+}
+
+// ----- on the worker's shared executor ----------------------------------------------------------
+
+TEST_F(ExecutorTest, OnTheExecutorANotifyingSourceIsPolledAtItsWakeUps) {
+  Executor executor(ExecutorOptions{2});
+  worker_.offsetFlushIntervalMs = 60000;  // the timer must not be what runs the loop
+  {
+    std::lock_guard l(feed().mu);
+    feed().items.clear();
+    feed().polls = 0;
+  }
+  auto e = env(ConnectorShape::kDirect, {{"connector.class", "NotifySource"}, {"sink.connector.class", "CollectSink"}});
+  e.executor = &executor;
+  auto runner = TaskRunner::create(std::move(e));
+  runner->start();
+  {
+    std::unique_lock l(stateMu_);
+    ASSERT_TRUE(stateCv_.wait_for(l, 20s, [&] { return !states_.empty() && states_.back() == store::State::kRunning; }));
+  }
+  for (int i = 0; i < 5; ++i) {
+    feed().push("n" + std::to_string(i));
+    // Each arrives within 5 s: far below the 10 s idle delay, so only the wake-up can have done it.
+    ASSERT_TRUE(collector().waitFor([&] { return collector().put.size() == static_cast<std::size_t>(i + 1); }))
+        << "record " << i << " not delivered after its wakeup()";
+  }
+  EXPECT_EQ(executor.threads(), 2) << "a notifying task stays on the shared threads";
+  EXPECT_EQ(executor.jobs(), 1u);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "5");  // flushed, then committed at stop
+  std::lock_guard l(feed().mu);
+  EXPECT_LT(feed().polls, 50) << "an idle notifying task is not polled in a loop";
+}
+
+TEST_F(ExecutorTest, OnTheExecutorASourceThatWaitsInPollGetsAThreadOfItsOwn) {
+  Executor executor(ExecutorOptions{2});
+  auto e = env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}});
+  e.executor = &executor;
+  auto runner = TaskRunner::create(std::move(e));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 3; }));
+  }
+  // Its job on the executor ended when it began to run: SeqSource waits in poll() (kBlocking).
+  for (int i = 0; i < 2000 && executor.jobs() > 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(executor.jobs(), 0u);
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  backbone_.producer.ack(2);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "3");
+}
+
+TEST_F(ExecutorTest, OnTheExecutorTwoHundredTasksShareTwoThreads) {
+  Executor executor(ExecutorOptions{2});
+  std::vector<std::unique_ptr<TaskRunner>> runners;
+  for (int t = 0; t < 200; ++t) {
+    auto e = env(ConnectorShape::kDirect, {{"connector.class", "QuickSource"}, {"count", "10"},
+                                           {"sink.connector.class", "CollectSink"}});
+    e.connector = "c" + std::to_string(t);  // positions of their own: each resumes at its own 0
+    e.onState = nullptr;
+    e.executor = &executor;
+    runners.push_back(TaskRunner::create(std::move(e)));
+    runners.back()->start();
+  }
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 2000; })) << collector().put.size();
+  EXPECT_EQ(executor.threads(), 2);
+  for (auto& r : runners) r->requestStop();
+  for (auto& r : runners) {
+    r->join();
+    EXPECT_FALSE(r->failed());
+  }
 }
 
 }  // namespace
