@@ -129,6 +129,7 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
   client_->setBatchHandler([q](std::vector<mqtt::IncomingMessage>& batch) {
     bool wasEmpty = false;
     bool waiter = false;
+    SourceTaskContext* context = nullptr;
     {
       std::lock_guard lock(q->mu);
       wasEmpty = q->items.empty();
@@ -141,10 +142,11 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
       }
       if (q->items.empty()) return;
       waiter = q->waiting;
+      context = q->context;
     }
     if (!wasEmpty) return;
     if (waiter) q->cv.notify_one();
-    if (q->context != nullptr) q->context->wakeup();
+    if (context != nullptr) context->wakeup();
   });
   bool sessionPresent = false;
   Status s = client_->connect(&sessionPresent);
@@ -233,6 +235,10 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
 
 void MQTTSourceTask::stop() {
   context_ = nullptr;
+  if (queue_) {
+    std::lock_guard lock(queue_->mu);
+    queue_->context = nullptr;  // no wake-up for a task that stopped
+  }
   if (client_) {
     client_->close();  // unacknowledged messages stay with the broker's session
     client_.reset();

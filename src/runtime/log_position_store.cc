@@ -175,24 +175,23 @@ void LogPositionStore::applyCommitted(const std::string& connector, const std::v
 }
 
 Status LogPositionStore::put(const std::string& connector, const std::vector<Position>& positions) {
-  // Not under mu_: tasks commit in parallel, each waiting for its own writes only.
-  FERRY_ASSIGN_OR_RETURN(auto producer, producers_.view());
-  auto failed = std::make_shared<Status>();
-  auto fmu = std::make_shared<std::mutex>();
-  for (auto& m : encode(connector, positions)) {
-    FERRY_RETURN_IF_ERROR(producer->send(std::move(m), [failed, fmu](const Status& s, std::int32_t, std::int64_t) {
-      std::lock_guard l(*fmu);
-      if (!s.isOk() && failed->isOk()) *failed = s;
-    }));
-  }
-  FERRY_RETURN_IF_ERROR(producer->flush(timeout_).withContext("writing source positions to " + topic_));
-  {
-    std::lock_guard l(*fmu);
-    if (!failed->isOk()) return failed->withContext("writing source positions to " + topic_);
-  }
-  std::lock_guard lock(mu_);
-  applyLocked(connector, positions);
-  return Status::ok();
+  // putAsync() waited for; not under mu_: tasks commit in parallel, each waiting for its own only.
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Status> result;
+  };
+  auto wait = std::make_shared<Wait>();
+  putAsync(connector, positions, [wait](Status s) {
+    std::lock_guard l(wait->mu);
+    wait->result = std::move(s);
+    wait->cv.notify_all();
+  });
+  std::unique_lock l(wait->mu);
+  if (!wait->cv.wait_for(l, timeout_, [&] { return wait->result.has_value(); }))
+    return Status::timeout("writing source positions to " + topic_ + ": not acknowledged within " +
+                           std::to_string(timeout_.count()) + " ms");
+  return *wait->result;
 }
 
 void LogPositionStore::putAsync(const std::string& connector, std::vector<Position> positions,

@@ -252,7 +252,8 @@ class Input {
   // After every poll (the backbone's storage reports).
   virtual void afterPoll() {}
   // A record as read -> what the transforms see (the sink side's converters). False: dropped after
-  // a tolerated error (reported already).
+  // a tolerated error (reported already). decodes(): whether decode() changes anything.
+  virtual bool decodes() const { return false; }
   virtual Result<bool> decode(Record& record) {
     (void)record;
     return true;
@@ -305,12 +306,11 @@ class Committer {
   // After a polled batch was handed to the output.
   virtual Status afterBatch() { return Status::ok(); }
   // At stop: what may still be committed (`healthy`: the loop ended without an error; `lease`:
-  // the worker may still commit for this task), then every record not safe is released.
-  virtual Status finalCommit(bool healthy, bool lease) = 0;
-  // The same, without holding the task's thread while a store answers: nullopt while a commit is
-  // in flight (the loop sleeps until the store's answer wakes it, then asks again), else the
-  // result. A worker stopping its share of thousands of tasks commits them all concurrently.
-  virtual std::optional<Status> finalCommitStep(bool healthy, bool lease) { return finalCommit(healthy, lease); }
+  // the worker may still commit for this task); then the loop releases every record not safe.
+  // nullopt while a commit is in flight: the task's thread is not held while a store answers (the
+  // answer wakes the loop, which asks again), so a worker stopping its share of thousands of
+  // tasks commits them all concurrently.
+  virtual std::optional<Status> finalCommit(bool healthy, bool lease) = 0;
   virtual void releaseAll() = 0;
 };
 
@@ -335,14 +335,12 @@ class TaskLoop final : public TaskRunner {
   ErrorReporter& errors() { return *errors_; }
   const ErrorPolicy& policy() const { return errors_->policy(); }
   std::atomic<bool>& commitRequested() { return commitRequested_; }
-  bool isStopping() const { return stopping(); }
-  bool isCancelled() const { return cancelled(); }
-  bool workerLease() const { return workerLeaseHeld(); }
-  bool mayCommitNow() const { return mayCommit(); }
-  Effect takeEffect() { return effect(); }
-  static Status cancelled_() { return cancelledError(); }
-  void topic(const std::string& t) { noteTopic(t); }
-  void skipped(const std::vector<backbone::StorageIssue>& s) { noteSkipped(s); }
+  using TaskRunner::cancelledError;
+  using TaskRunner::effect;
+  using TaskRunner::mayCommit;
+  using TaskRunner::noteSkipped;
+  using TaskRunner::noteTopic;
+  using TaskRunner::stopping;
   // A failure raised outside the loop's own calls (a rebalance callback): the loop fails with it.
   void fail(const Status& s) {
     if (failure_.isOk()) failure_ = s;
@@ -531,8 +529,9 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     return messages_.size();
   }
   RetriedCall pollKind() const override { return RetriedCall::kBackboneRead; }
+  bool decodes() const override { return true; }
   void afterPoll() override {
-    if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) loop_.skipped(skipped);
+    if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) loop_.noteSkipped(skipped);
   }
   Result<bool> decode(Record& r) override {
     auto& errors = loop_.errors();
@@ -690,9 +689,9 @@ class AckedPositions final : public Committer {
   }
 
   Result<std::int64_t> collect() override {
-    if (loop_.isCancelled()) return TaskLoop::cancelled_();
-    FERRY_RETURN_IF_ERROR(finishCommit(false));
-    if (!loop_.isStopping() && resendDue()) FERRY_RETURN_IF_ERROR(resend());
+    if (loop_.cancelled()) return TaskLoop::cancelledError();
+    FERRY_RETURN_IF_ERROR(finishCommit());
+    if (!loop_.stopping() && resendDue()) FERRY_RETURN_IF_ERROR(resend());
     FERRY_RETURN_IF_ERROR(drainSafe());
     return resendAt_ > 0 ? std::max<std::int64_t>(1, resendAt_ - core::monotonicMs()) : std::int64_t{0};
   }
@@ -714,8 +713,8 @@ class AckedPositions final : public Committer {
     // The records behind these positions reach the backbone's disk first, where an acknowledgement
     // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
     if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
-    auto allowed = loop_.takeEffect();
-    if (!allowed) return TaskLoop::cancelled_();
+    auto allowed = loop_.effect();
+    if (!allowed) return TaskLoop::cancelledError();
     committing_ = uncommitted_;
     uncommitted_ = 0;
     {
@@ -728,10 +727,9 @@ class AckedPositions final : public Committer {
       std::lock_guard lock(state->mu);
       state->result = std::move(st);
       state->done = true;
-      state->cv.notify_all();
       if (state->loop != nullptr) state->loop->wake();
     });
-    return finishCommit(false);
+    return finishCommit();
   }
   bool waitingForRoom() override {
     const auto& w = *loop_.taskEnv().worker;
@@ -746,50 +744,26 @@ class AckedPositions final : public Committer {
     if (!pending_.empty() && pending_.front().state != 0) loop_.wake();
     return true;
   }
-  std::optional<Status> finalCommitStep(bool healthy, bool lease) override {
+  std::optional<Status> finalCommit(bool healthy, bool lease) override {
     (void)healthy;  // what the backbone acknowledged is safe whatever made the task end
     if (!final_) {
       final_.emplace(drainSafe());
-      // As finalCommit(): positions only with the lease (read again: it may have ended in the flush).
-      finalWithLease_ = lease && loop_.mayCommitNow();
-      if (!finalWithLease_) {
-        if (uncommitted_ > 0)
-          core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
-                                        "commit were not committed (the next owner reads them again)",
-                                        loop_.taskEnv().connector, loop_.taskEnv().taskId, uncommitted_);
-        return *final_;
-      }
+      // Positions only with the lease: a purged record's fate is unknown, and the safe prefix ends
+      // before it anyway, but without the lease the position topic may be unreachable and the task
+      // may already run elsewhere. The next owner reads everything after the last commit again.
+      // Read again: the lease may have ended in the output's flush.
+      finalWithLease_ = lease && loop_.mayCommit();
+      if (!finalWithLease_ && uncommitted_ > 0)
+        core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
+                                      "commit were not committed (the next owner reads them again)",
+                                      loop_.taskEnv().connector, loop_.taskEnv().taskId, uncommitted_);
     }
     if (!finalWithLease_) return *final_;
-    if (committing_ > 0) {
-      {
-        std::lock_guard lock(inFlight_->mu);
-        if (!inFlight_->done) return std::nullopt;
-      }
-      if (Status s = finishCommit(false); !s.isOk()) return s;
-    }
-    if (uncommitted_ > 0) {
-      if (Status s = commit(); !s.isOk()) return s;
-      if (committing_ > 0) return std::nullopt;
-    }
+    // A commit under way is finished first; then what became safe since is committed.
+    if (Status s = finishCommit(); !s.isOk()) return s;
+    if (Status s = commit(); !s.isOk()) return s;
+    if (committing_ > 0) return std::nullopt;
     return *final_;
-  }
-  Status finalCommit(bool healthy, bool lease) override {
-    (void)healthy;  // what the backbone acknowledged is safe whatever made the task end
-    Status drained = drainSafe();
-    // Positions only with the lease: a purged record's fate is unknown, and the safe prefix ends
-    // before it anyway, but without the lease the position topic may be unreachable and the task
-    // may already run elsewhere. The next owner reads everything after the last commit again.
-    const bool commit = lease && loop_.mayCommitNow();  // read again: the lease may have ended in the flush
-    // A commit under way is waited for (with the lease only: without it the store may be gone).
-    Status committed = commit ? finishCommit(true) : Status::ok();
-    if (committed.isOk() && commit) committed = this->commit();
-    if (committed.isOk() && commit) committed = finishCommit(true);
-    if (!commit && uncommitted_ > 0)
-      core::logger("runtime")->warn("{}-{}: stopped without the cluster lease: {} record(s) safe since the last "
-                                    "commit were not committed (the next owner reads them again)",
-                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, uncommitted_);
-    return drained.isOk() ? committed : drained;
   }
   void releaseAll() override {
     std::lock_guard lock(mu_);
@@ -798,18 +772,14 @@ class AckedPositions final : public Committer {
   }
 
  private:
-  // Completes the commit in flight once the store reported (`wait`: waiting for it, at stop, up to
-  // offset.flush.timeout.ms): its failure fails the task; else the task hears commit().
-  Status finishCommit(bool wait) {
+  // Completes the commit in flight once the store has answered: its failure fails the task; else
+  // the task hears commit(). OK and nothing done while the answer is still out.
+  Status finishCommit() {
     if (committing_ == 0) return Status::ok();
     Status result;
     {
-      std::unique_lock lock(inFlight_->mu);
-      if (wait)
-        inFlight_->cv.wait_for(lock, std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs),
-                               [&] { return inFlight_->done; });
-      if (!inFlight_->done)
-        return wait ? Status::timeout("committing positions: the store did not answer in time") : Status::ok();
+      std::lock_guard lock(inFlight_->mu);
+      if (!inFlight_->done) return Status::ok();
       result = inFlight_->result;
     }
     const std::int64_t n = std::exchange(committing_, 0);
@@ -871,8 +841,8 @@ class AckedPositions final : public Committer {
     loop_.counters().retries.fetch_add(again.size(), std::memory_order_relaxed);
     core::logger("runtime")->warn("{}-{}: resending {} record(s) after a retriable backbone error",
                                   loop_.taskEnv().connector, loop_.taskEnv().taskId, again.size());
-    auto allowed = loop_.takeEffect();
-    if (!allowed) return TaskLoop::cancelled_();
+    auto allowed = loop_.effect();
+    if (!allowed) return TaskLoop::cancelledError();
     for (auto& [seq, m] : again) send(std::move(m), seq);
     return Status::ok();
   }
@@ -937,12 +907,11 @@ class AckedPositions final : public Committer {
   PositionBuffer positions_;      // loop
   std::int64_t uncommitted_ = 0;  // loop: records safe since the last commit
   std::int64_t committing_ = 0;   // loop: records of the commit in flight (0: none)
-  std::optional<Status> final_;   // loop: finalCommitStep() began (what draining returned)
+  std::optional<Status> final_;   // loop: finalCommit() began (what draining returned)
   bool finalWithLease_ = false;
   // The commit in flight, shared with the store's callback (which may outlive this committer).
   struct InFlight {
     std::mutex mu;
-    std::condition_variable cv;
     bool done = true;
     Status result;
     TaskLoop* loop = nullptr;
@@ -972,11 +941,11 @@ class ProducerOutput final : public Output {
       committer_.dropped(ticket);
       return Status::ok();
     }
-    loop_.topic(record.topic);
-    auto allowed = loop_.takeEffect();  // a cancelled task sends nothing
+    loop_.noteTopic(record.topic);
+    auto allowed = loop_.effect();  // a cancelled task sends nothing
     if (!allowed) {
       if (record.acknowledger) record.acknowledger->release(false);
-      return TaskLoop::cancelled_();
+      return TaskLoop::cancelledError();
     }
     committer_.sending(ticket, *m);
     committer_.send(std::move(*m), ticket);
@@ -1061,9 +1030,9 @@ class Transaction final : public Output, public Committer {
     (void)ticket;
     FERRY_ASSIGN_OR_RETURN(auto m, encoder_.encode(record));
     if (!m) return Status::ok();
-    loop_.topic(record.topic);
-    auto allowed = loop_.takeEffect();  // a cancelled task sends nothing
-    if (!allowed) return TaskLoop::cancelled_();
+    loop_.noteTopic(record.topic);
+    auto allowed = loop_.effect();  // a cancelled task sends nothing
+    if (!allowed) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(begin());
     FERRY_RETURN_IF_ERROR(producer_->send(std::move(*m), nullptr).withContext("sending to the backbone"));
     ++sentInTxn_;
@@ -1078,11 +1047,9 @@ class Transaction final : public Output, public Committer {
   std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
     loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
     lastBytes_ = bytes;
-    if (!inTxn_) {
-      // The transaction opens with its first record (a dropped one too: its position is in it).
-      Status s = begin();
-      if (!s.isOk()) beginError_ = s;
-    }
+    // The interval runs from the first record held (a dropped one too: its position goes into the
+    // transaction, which commit() opens if no record was sent).
+    if (held_.records.empty()) txnDeadline_ = core::monotonicMs() + intervalMs_;
     return held_.add(record, bytes);
   }
   bool due(bool timerDue, bool requested, bool paused) override {
@@ -1093,7 +1060,6 @@ class Transaction final : public Output, public Committer {
     return intervalDue || held_.full(*loop_.taskEnv().worker) || paused;
   }
   Status afterBatch() override {
-    FERRY_RETURN_IF_ERROR(std::exchange(beginError_, Status::ok()));
     return !intervalBoundary_ && !held_.records.empty() ? commit() : Status::ok();
   }
   // Positions of the held records into the transaction, then commit; only then the task hears
@@ -1106,8 +1072,8 @@ class Transaction final : public Output, public Committer {
     for (const auto& r : held_.records) buffer.add(r.position);
     std::vector<Position> positions = buffer.list();
     {
-      auto allowed = loop_.takeEffect();  // a cancelled task commits nothing: its transaction is aborted
-      if (!allowed) return TaskLoop::cancelled_();
+      auto allowed = loop_.effect();  // a cancelled task commits nothing: its transaction is aborted
+      if (!allowed) return TaskLoop::cancelledError();
       for (auto& m : store_->encode(loop_.taskEnv().connector, positions))
         FERRY_RETURN_IF_ERROR(producer_->send(std::move(m), nullptr).withContext("writing positions"));
       Status committed = producer_->commitTransaction(commitTimeout_);
@@ -1131,7 +1097,7 @@ class Transaction final : public Output, public Committer {
     sentBytes_ = 0;
     return Status::ok();
   }
-  Status finalCommit(bool healthy, bool lease) override {
+  std::optional<Status> finalCommit(bool healthy, bool lease) override {
     Status committed = healthy && lease ? commit() : Status::ok();
     if (!lease) {
       // No lease: nothing more is sent, not even an abort to a broker that may be gone (the
@@ -1151,7 +1117,6 @@ class Transaction final : public Output, public Committer {
     if (inTxn_) return Status::ok();
     FERRY_RETURN_IF_ERROR(producer_->beginTransaction());
     inTxn_ = true;
-    txnDeadline_ = core::monotonicMs() + intervalMs_;
     return Status::ok();
   }
 
@@ -1169,7 +1134,6 @@ class Transaction final : public Output, public Committer {
   std::uint64_t sentInTxn_ = 0;
   std::size_t sentBytes_ = 0;
   std::size_t lastBytes_ = 0;  // of the record last taken in
-  Status beginError_;
 };
 
 // A connector's sink task: put() per polled batch, retried by the loop (the batch is kept).
@@ -1188,7 +1152,7 @@ class SinkTaskOutput final : public Output {
   Status accept(Record&& record, std::uint64_t ticket) override {
     (void)ticket;
     record.acknowledger.reset();  // the runtime acknowledges after the sink flushed
-    if (!record.topic.empty()) loop_.topic(record.topic);
+    if (!record.topic.empty()) loop_.noteTopic(record.topic);
     batchBytes_ += record.sizeBytes();
     batch_.push_back(std::move(record));
     return Status::ok();
@@ -1241,10 +1205,10 @@ class FlushedPositions final : public Committer {
   }
   Status commit() override {
     if (held_.records.empty()) return Status::ok();
-    if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sink_.flush(); }).withContext("sink flush"));
-    if (loop_.isCancelled()) return TaskLoop::cancelled_();  // the flush returned after the stop timed out
+    if (loop_.cancelled()) return TaskLoop::cancelledError();  // the flush returned after the stop timed out
     PositionBuffer positions;
     for (auto& r : held_.records) {
       guardedVoid("commitRecord", [&] { source_.commitRecord(r); });
@@ -1252,8 +1216,8 @@ class FlushedPositions final : public Committer {
     }
     const auto& env = loop_.taskEnv();
     if (env.positions) {
-      auto allowed = loop_.takeEffect();
-      if (!allowed) return TaskLoop::cancelled_();
+      auto allowed = loop_.effect();
+      if (!allowed) return TaskLoop::cancelledError();
       FERRY_RETURN_IF_ERROR(positions.commit(*env.positions, env.connector).withContext("committing positions"));
     }
     FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return source_.commit(); }));
@@ -1269,7 +1233,9 @@ class FlushedPositions final : public Committer {
   }
   // Without the lease the sink is not flushed and no position committed: the next owner reads
   // again what this one polled since its last commit.
-  Status finalCommit(bool healthy, bool lease) override { return healthy && lease ? commit() : Status::ok(); }
+  std::optional<Status> finalCommit(bool healthy, bool lease) override {
+    return healthy && lease ? commit() : Status::ok();
+  }
   void releaseAll() override { held_.releaseAll(); }
 
  private:
@@ -1297,7 +1263,7 @@ class OffsetCommitter final : public Committer {
   Status commit() override { return commitOffsets(current_); }
   // A failed task commits nothing more: offsets past the failing record were taken in but not put
   // (or put but not flushed); the restarted task must read them again. Nor without the lease.
-  Status finalCommit(bool healthy, bool lease) override {
+  std::optional<Status> finalCommit(bool healthy, bool lease) override {
     return healthy && lease && !loop_.failing() ? commitOffsets(current_) : Status::ok();
   }
   void releaseAll() override {}
@@ -1305,13 +1271,13 @@ class OffsetCommitter final : public Committer {
   // preCommit (flushes the sink) and commits what it returns to the backbone group.
   Status commitOffsets(const OffsetMap& offsets) {
     if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
-    if (loop_.isCancelled()) return TaskLoop::cancelled_();
+    if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_.preCommit(offsets); });
     if (!safe.isOk()) return safe.status().withContext("flush");
     if (!safe->empty()) {
-      auto allowed = loop_.takeEffect();  // a flush that returns after the task was cancelled commits nothing
-      if (!allowed) return TaskLoop::cancelled_();
+      auto allowed = loop_.effect();  // a flush that returns after the task was cancelled commits nothing
+      if (!allowed) return TaskLoop::cancelledError();
       FERRY_RETURN_IF_ERROR(input_.consumer()->commit(*safe).withContext("committing offsets"));
     }
     auto& metrics = loop_.counters();
@@ -1323,7 +1289,7 @@ class OffsetCommitter final : public Committer {
   }
   // Queues taken away in a rebalance: commit what was read from them, then tell the task.
   void revoked(const std::vector<TopicQueue>& queues) {
-    if (loop_.failing() || !loop_.mayCommitNow()) {  // failing, or no lease: commit nothing, just tell the task
+    if (loop_.failing() || !loop_.mayCommit()) {  // failing, or no lease: commit nothing, just tell the task
       for (const auto& q : queues) current_.erase(q);
       guarded("close", [&] { return task_.close(queues); }).isOk();
       return;
@@ -1367,7 +1333,7 @@ Status BackboneInput::start() {
   }
   for (const auto& t : topics) {
     FERRY_RETURN_IF_ERROR(env.backbone->admin().ensureTopic(t, env.worker->defaultQueues));
-    loop_.topic(t);
+    loop_.noteTopic(t);
   }
   return consumer_->subscribe(topics, this);
 }
@@ -1548,6 +1514,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
     return Step::again();
   }
   if (!leaseHeld()) return finish(leaseLost(batch_));
+  const bool decodes = input_->decodes();
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     // The lease read per record (a clock read): a worker frozen in the middle of a batch
     // (SIGSTOP) must not hand the rest of it on once it thaws.
@@ -1561,10 +1528,13 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
     metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
     if (r.timestampMs == 0) r.timestampMs = core::nowMs();
     const std::uint64_t ticket = committer_->takeIn(r, bytes);
+    // A failing transform reports the bytes as read (what a dead-letter topic must hold), as
+    // Kafka Connect does: kept before decoding (shared buffers, no copy).
+    const Bytes readKey = decodes ? r.key : Bytes();
+    const Bytes readValue = decodes ? r.value : Bytes();
     auto decoded = input_->decode(r);
     if (!decoded.isOk()) return finish(decoded.status());
     if (!*decoded) {
-      if (r.acknowledger) r.acknowledger.reset();
       committer_->dropped(ticket);
       continue;
     }
@@ -1572,7 +1542,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
       auto kept = chain_->apply(r);
       if (!kept.isOk()) {
         Status reported = errors_->report("TRANSFORMATION", kept.status(), r.topic, r.queue.value_or(-1), r.offset,
-                                          r.key, r.value, r.headers);
+                                          decodes ? readKey : r.key, decodes ? readValue : r.value, r.headers);
         if (!reported.isOk()) return finish(reported);
         committer_->dropped(ticket);
         continue;
@@ -1628,7 +1598,7 @@ TaskRunner::Step TaskLoop::finish(Status result) {
 
 // The final commit, a step at a time while the store answers; then the seams close.
 TaskRunner::Step TaskLoop::closing(std::int64_t now) {
-  std::optional<Status> closing = committer_->finalCommitStep(result_.isOk(), finalLease_);
+  std::optional<Status> closing = committer_->finalCommit(result_.isOk(), finalLease_);
   if (!closing) {
     if (now < stopDeadline_) return Step::sleepUntil(stopDeadline_);
     closing = Status::timeout("committing at stop: the store did not answer within offset.flush.timeout.ms");

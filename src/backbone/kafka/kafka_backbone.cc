@@ -288,6 +288,18 @@ class KafkaSharedLog final : public SharedLog {
     delete holder;
   }
 
+  // Hands `value` to the client; onDelivery settles `pending`. The refusal's status, if any.
+  Status produce(const Bytes& value, const std::shared_ptr<Pending>& pending) {
+    auto* holder = new std::shared_ptr<Pending>(pending);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
+        RD_KAFKA_V_END);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::ok();
+    delete holder;
+    return Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
+  }
+
   void appendAsync(const Bytes& value, std::function<void(Result<std::int64_t>)> done) override {
     auto pending = std::make_shared<Pending>();
     pending->then = [done, topic = topic_](const Pending& p) {
@@ -296,15 +308,7 @@ class KafkaSharedLog final : public SharedLog {
       else
         done(p.offset);
     };
-    auto* holder = new std::shared_ptr<Pending>(pending);
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
-        RD_KAFKA_V_END);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      delete holder;
-      done(Status::unavailable("kafka shared log " + topic_ + ": " + errText(e)));
-    }
+    if (Status refused = produce(value, pending); !refused.isOk()) done(refused);
   }
 
   Result<std::int64_t> append(const Bytes& value, std::chrono::milliseconds timeout) override {
@@ -319,16 +323,8 @@ class KafkaSharedLog final : public SharedLog {
     Status refused;
     for (const auto& value : values) {
       auto p = std::make_shared<Pending>();
-      auto* holder = new std::shared_ptr<Pending>(p);
-      rd_kafka_resp_err_t e = rd_kafka_producev(
-          producer_, RD_KAFKA_V_TOPIC(topic_.c_str()), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_VALUE(const_cast<char*>(value.view().data()), value.size()), RD_KAFKA_V_OPAQUE(holder),
-          RD_KAFKA_V_END);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        delete holder;
-        refused = Status::unavailable("kafka shared log " + topic_ + ": " + errText(e));
-        break;  // the later ones are not sent: order is kept
-      }
+      refused = produce(value, p);
+      if (!refused.isOk()) break;  // the later ones are not sent: order is kept
       pending.push_back(std::move(p));
     }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
