@@ -16,10 +16,19 @@ import urllib.request
 FERRY_BIN = os.environ.get("FERRY_BIN", "build/release/apps/ferry/ferry")
 
 
+_handed_out = set()  # ports free_port() gave this process: never given twice
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now and that this process was not given before (the kernel may
+    hand the same ephemeral port to two binds in a row while nobody listens on it yet)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def wait_until(cond, timeout, what, interval=0.05):
@@ -87,6 +96,7 @@ class Worker:
         an empty dict starts it with the plain environment."""
         extra = self.env if env is None else env
         log = open(self.log_path, "ab")
+        log_start = log.tell()
         self.proc = subprocess.Popen([*self.prefix, FERRY_BIN, self.mode, self.props, *self.connector_files],
                                      stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
                                      env={**os.environ, **extra} if extra else None)
@@ -94,9 +104,19 @@ class Worker:
             _started.append(self)
         log.close()
         t0 = time.time()
+        def listening():  # this process's own REST is up (not another process on the same port)
+            try:
+                with open(self.log_path, "rb") as f:
+                    f.seek(log_start)
+                    return b"REST server listening on" in f.read()
+            except OSError:
+                return False
+
         def ready():
             if self.proc.poll() is not None:
                 raise AssertionError(f"ferry exited with {self.proc.returncode}:\n{self.tail_log()}")
+            if not listening():
+                return False
             try:
                 status, _ = self.rest("GET", "/health", timeout=1)
                 return status == 200
@@ -193,9 +213,11 @@ def run(main):
         main()
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)
-        for w in _started:
-            if w.proc and w.proc.poll() is None:
-                print(f"--- worker log tail ({w.log_path}):\n{w.tail_log(40)}", file=sys.stderr)
+        for w in _started:  # the exited ones too: a crash is what most needs its log
+            if w.proc:
+                rc = w.proc.poll()
+                state = "running" if rc is None else f"exited with {rc}"
+                print(f"--- worker log tail ({w.log_path}, {state}):\n{w.tail_log(40)}", file=sys.stderr)
         sys.exit(1)
     finally:
         for w in _started:
