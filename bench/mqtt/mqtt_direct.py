@@ -17,6 +17,8 @@ about 10 requests a second). Figures:
   publisher_cpu_us_per_msg   the publishing mqtt_tool's CPU / N (for reference)
   ferry_switches_per_msg     context switches of all the worker's threads over the window / N
                              (each wake-up of a sleeping thread is one: the hand-off cost)
+  read_linger_us             the connector's mqtt.read.linger.us; the scenario runs 0 (every
+                             socket read at once) and the default, one after the other
 
 $FERRY_BENCH_PERF=<file>: also `perf record -g -p <worker>` over the window into <file> (look at
 it with `perf report -i <file> --no-children --sort symbol`). Standard library only.
@@ -72,7 +74,8 @@ def records_out(w, connector):
     return total
 
 
-def run(n):
+def run(n, linger_us=None):
+    """One run; linger_us sets the connector's mqtt.read.linger.us (None: its default)."""
     try:
         socket.create_connection((HOST, PORT), timeout=3).close()
     except OSError:
@@ -87,7 +90,8 @@ def run(n):
         w.ok("POST", "/connectors", {"name": "mqd", "config": {
             "connector.class": "MQTTSource", "mqtt.server.uri": f"tcp://{HOST}:{PORT}",
             "mqtt.topics": f"bdirect{tag}/#", "mqtt.qos": "1", "mqtt.client.id": f"bench-direct-{tag}",
-            "sink.connector.class": "BlackholeSink"}})
+            "sink.connector.class": "BlackholeSink",
+            **({} if linger_us is None else {"mqtt.read.linger.us": str(linger_us)})}})
         w.wait_running("mqd", 60)
         time.sleep(0.5)  # the subscription is made in the task's start(); let it settle
         pid = w.proc.pid
@@ -125,6 +129,7 @@ def run(n):
             perf = None
         mqb.finish(pub, "publisher")
         out = {"scenario": SCENARIO, "system": "ferry", "messages": n,
+               "read_linger_us": "default" if linger_us is None else linger_us,
                "msgs_per_s": round(n / (t1 - t0)),
                "ferry_cpu_us_per_msg": round(cpu * 1e6 / n, 2),
                "mosquitto_cpu_us_per_msg": None if mcpu is None else round(mcpu * 1e6 / n, 2),
@@ -141,9 +146,12 @@ def run(n):
         w.stop()
 
 
-def scenario(n=100_000):
-    log(f"MQTTSource -> BlackholeSink (direct), {n} QoS 1 messages")
-    return [run(n)]
+def scenario(n=100_000, lingers=(0, None)):
+    """A run per entry of `lingers` (mqtt.read.linger.us; None = the connector's default), in
+    that order, on the same mosquitto: 0 (every read at once) beside the default shows what read
+    coalescing saves."""
+    log(f"MQTTSource -> BlackholeSink (direct), {n} QoS 1 messages, mqtt.read.linger.us in {list(lingers)}")
+    return [run(n, l) for l in lingers]
 
 
 if __name__ == "__main__":

@@ -188,7 +188,8 @@ class MqttClient::Impl {
     bool wake = false;
     {
       std::lock_guard lock(ackMu_);
-      wake = ackQueue_.empty();
+      // While the io thread lingers before its next read, the read takes the acks along.
+      wake = ackQueue_.empty() && !lingering_;
       ackQueue_.push_back(token);
     }
     if (wake) asio::post(io_, [this] { drainAcks(); });
@@ -756,7 +757,37 @@ class MqttClient::Impl {
 
   // ---- reading ------------------------------------------------------------------------------
 
+  // Starts the next read at once, or after options_.readLinger when the previous read found data
+  // sooner than that (messages arrive densely: let them gather in the socket buffer). The io
+  // thread sleeps through the linger rather than waiting on a timer: asio watches the socket
+  // edge-triggered, so a timer wait would still wake the thread for every segment that arrives.
+  // What the thread would have done meanwhile (acks, publishes, keep-alive) waits at most that
+  // long; the acks queued meanwhile leave with the next read's answers.
+  void nextRead(std::uint64_t gen) {
+    const auto linger = options_.readLinger;
+    if (linger.count() <= 0 || Clock::now() - readStartedAt_ >= linger) {
+      startRead(gen);
+      return;
+    }
+    {
+      std::lock_guard lock(ackMu_);
+      lingering_ = true;
+    }
+    // After this turn's answers are written (the read handler's Cork ends first).
+    asio::post(io_, [this, gen, linger] {
+      if (!stopping_) std::this_thread::sleep_for(linger);
+      {
+        std::lock_guard lock(ackMu_);
+        lingering_ = false;
+      }
+      drainAcks();  // those ack() left for this turn (stale tokens of an old connection are ignored)
+      if (gen != generation_) return;
+      startRead(gen);
+    });
+  }
+
   void startRead(std::uint64_t gen) {
+    readStartedAt_ = Clock::now();
     auto handler = [this, gen](const asio::error_code& ec, std::size_t n) {
       if (gen != generation_) return;
       if (ec) {
@@ -790,7 +821,7 @@ class MqttClient::Impl {
       deliver();
       if (gen != generation_) return;
       readBuf_.erase(0, pos);
-      startRead(gen);
+      nextRead(gen);
     };
     if (tls_) {
       tls_->async_read_some(asio::buffer(chunk_), handler);
@@ -1149,6 +1180,7 @@ class MqttClient::Impl {
   asio::steady_timer connectTimer_{io_};
   asio::steady_timer reconnectTimer_{io_};
   asio::steady_timer keepAliveTimer_{io_};
+  Clock::time_point readStartedAt_ = Clock::now();
   std::thread thread_;
 
   // io-thread state
@@ -1210,6 +1242,7 @@ class MqttClient::Impl {
   std::vector<QueuedPublish> publishQueue_;  // guarded by mu_: publish() calls for the io thread
   std::mutex ackMu_;
   std::vector<std::uint64_t> ackQueue_;      // guarded by ackMu_: ack() calls for the io thread
+  bool lingering_ = false;                   // guarded by ackMu_: a linger timer will drain ackQueue_
 };
 
 MqttClient::MqttClient(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}

@@ -252,6 +252,80 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
   EXPECT_FALSE(col3.waitFor(1, 500ms));
 }
 
+// With a read linger, a subscriber fed faster than one message per linger takes them in bursts
+// (one socket read, one batch, many messages), acknowledges every one (the acks queued while
+// the io thread lingers leave with its next turn), and its session holds nothing afterwards.
+TEST_P(MqttBroker, ReadLingerTakesBurstsAndLosesNoAck) {
+  const Version v = GetParam();
+  const std::string t = topic("linger/" + std::to_string(static_cast<int>(v)));
+  const std::string id = "ferry-linger-" + std::to_string(static_cast<int>(v)) + "-" +
+                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  auto o = plain(v, id);
+  o.cleanStart = false;
+  o.sessionExpiryS = 300;
+  o.readLinger = 2ms;
+  constexpr int kN = 5000;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> got;
+  std::size_t batches = 0;
+  {
+    MqttClient sub(o);
+    std::thread acker;  // acks from another thread too, as a task does
+    std::vector<std::uint64_t> late;
+    sub.setBatchHandler([&](std::vector<IncomingMessage>& batch) {
+      std::lock_guard lock(mu);
+      ++batches;
+      for (auto& m : batch) {
+        got.push_back(std::stoi(m.payload));
+        if (got.size() % 2 == 0) sub.ack(m.token);  // on the io thread
+        else late.push_back(m.token);               // later, from the test thread
+      }
+      cv.notify_all();
+    });
+    ASSERT_TRUE(sub.connect().isOk());
+    ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
+    MqttClient pub(plain(v));
+    ASSERT_TRUE(pub.connect().isOk());
+    std::atomic<bool> done{false};
+    acker = std::thread([&] {
+      while (!done) {
+        std::vector<std::uint64_t> take;
+        {
+          std::unique_lock lock(mu);
+          cv.wait_for(lock, 1ms, [&] { return !late.empty() || done; });
+          take.swap(late);
+        }
+        for (auto tok : take) sub.ack(tok);
+      }
+    });
+    publishSeq(pub, t, kN, 1);
+    {
+      std::unique_lock lock(mu);
+      EXPECT_TRUE(cv.wait_for(lock, 20s, [&] { return got.size() >= static_cast<std::size_t>(kN); }));
+    }
+    while (sub.unacked() > 0 && sub.state() == ClientState::kConnected) std::this_thread::sleep_for(1ms);
+    done = true;
+    acker.join();
+    ASSERT_TRUE(sub.subscribe({{t + "/sync", 0}}).isOk());  // orders after the last PUBACKs
+    EXPECT_EQ(sub.unacked(), 0u);
+    std::lock_guard lock(mu);
+    EXPECT_EQ(got, iota(0, kN));
+    // 5,000 messages published as fast as one client can, read at most every 2 ms: bursts. Without
+    // the linger nearly every read holds one or two.
+    std::cout << "[ NOTE     ] " << got.size() << " messages in " << batches << " socket reads\n";
+    EXPECT_GE(static_cast<double>(got.size()) / static_cast<double>(batches), 4.0)
+        << got.size() << " messages in " << batches << " batches";
+  }
+  Collector again;
+  MqttClient resumed(o);
+  again.attach(resumed);
+  bool present = false;
+  ASSERT_TRUE(resumed.connect(&present).isOk());
+  EXPECT_TRUE(present);
+  EXPECT_FALSE(again.waitFor(1, 500ms)) << "the session re-sent a message the client had acknowledged";
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, MqttBroker, ::testing::Values(Version::k311, Version::k5),
                          [](const auto& info) {
                            return info.param == Version::k5 ? std::string("v5")
