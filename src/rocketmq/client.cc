@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <future>
@@ -90,6 +91,7 @@ RocketmqClient::RocketmqClient(ClientOptions options, std::vector<std::string> n
   std::promise<void> started;
   thread_ = std::thread([this, &started] {
     ioThreadId_ = std::this_thread::get_id();
+    pthread_setname_np(pthread_self(), "rmq-io");
     started.set_value();
     run();
   });

@@ -11,6 +11,7 @@
 #include <deque>
 #include <future>
 #include <optional>
+#include <pthread.h>
 #include <random>
 #include <set>
 #include <thread>
@@ -307,7 +308,10 @@ Status PullConsumer::Impl::start() {
     started_ = true;
     rebalanceRequested_ = true;
   }
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "rmq-consumer");
+    loop();
+  });
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
+#include <pthread.h>
 #include <regex>
 #include <chrono>
 #include <deque>
@@ -1738,7 +1739,10 @@ void TaskRunner::start() {
     return;
   }
   std::lock_guard lock(waitMu_);
-  thread_ = std::thread([this] { drive(); });
+  thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
+      drive();
+    });
 }
 
 TaskRunner::Step TaskRunner::safeStep() {
@@ -1768,7 +1772,10 @@ StepResult TaskRunner::runStep() {
     std::lock_guard lock(waitMu_);
     job_.reset();
     woken_ = true;  // its first step runs at once
-    thread_ = std::thread([this] { drive(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
+      drive();
+    });
     return StepResult::done();
   }
   if (next.kind == Step::Kind::kAgain) return StepResult::again();
