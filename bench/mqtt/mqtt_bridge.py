@@ -135,18 +135,20 @@ def rules(direction, run):
             "rule.r.rocketmq.topic": f"bin{run}", "rule.r.mqtt.topic": f"bout{run}/${{tag}}"}
 
 
-def setup_bridge(w, mode, run):
-    """Creates the up and down bridges for `run` in `mode`; returns the connector names."""
+def setup_bridge(w, mode, run, linger_us=None):
+    """Creates the up and down bridges for `run` in `mode`; returns the connector names.
+    linger_us: mqtt.read.linger.us of both MQTT connectors (None: their default)."""
     uri = f"tcp://{HOST}:{PORT}"
+    linger = {} if linger_us is None else {"mqtt.read.linger.us": str(linger_us)}
     subprocess.run([tool("rmq_interop_tool"), "create-topic", "--namesrv", NS, "--topic", f"bin{run}",
                     "--queues", "4"], capture_output=True, timeout=60, check=True)
     up_src = {"connector.class": "MQTTSource", "mqtt.server.uri": uri, "mqtt.topics": f"bin{run}/+",
-              "mqtt.qos": "1", "mqtt.client.id": f"bench-up-{run}"}
+              "mqtt.qos": "1", "mqtt.client.id": f"bench-up-{run}", **linger}
     dn_src = {"connector.class": "RocketMQSource", "rocketmq.namesrv": NS, "rocketmq.topics": f"bin{run}",
               "rocketmq.from": "first"}
     up_sink = {"connector.class": "RocketMQSink", "rocketmq.namesrv": NS}
     dn_sink = {"connector.class": "MQTTSink", "mqtt.server.uri": uri, "mqtt.qos": "1",
-               "mqtt.client.id": f"bench-dn-{run}"}
+               "mqtt.client.id": f"bench-dn-{run}", **linger}
     names = []
     for d, src, sink in (("up", up_src, up_sink), ("dn", dn_src, dn_sink)):
         body = {"name": f"{d}{run}", "mode": mode, "source": src,
@@ -158,13 +160,13 @@ def setup_bridge(w, mode, run):
     return names
 
 
-def bridge_run(mode, n, rate_latency, latency_s):
+def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
     d = tmpdir(f"bench-mqtt-{mode}")
     w = Worker(d)
     w.start()
     try:
         run = uuid.uuid4().hex[:8]
-        setup_bridge(w, mode, run)
+        setup_bridge(w, mode, run, linger_us)
         pid = w.proc.pid
         sub = subscriber(f"bout{run}/#", n)
         perf = None
@@ -197,7 +199,7 @@ def bridge_run(mode, n, rate_latency, latency_s):
             out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
         run2 = uuid.uuid4().hex[:8]
-        setup_bridge(w, mode, run2)
+        setup_bridge(w, mode, run2, linger_us)
         m = rate_latency * latency_s
         sub = subscriber(f"bout{run2}/#", m)
         pub = publisher(f"bin{run2}", m, rate=rate_latency, topics=10, stamp=True)
@@ -211,7 +213,7 @@ def bridge_run(mode, n, rate_latency, latency_s):
         w.stop()
 
 
-def scenario(n=100_000, rate_latency=2000, latency_s=10):
+def scenario(n=100_000, rate_latency=2000, latency_s=10, linger_us=None):
     for addr, what in (((HOST, PORT), "mosquitto (scripts/services/mosquitto start)"),):
         import socket
         try:
@@ -229,9 +231,10 @@ def scenario(n=100_000, rate_latency=2000, latency_s=10):
     by_mode = {}
     for mode in ("direct", "backbone"):
         log(f"ferry bridge, {mode}, {n} QoS 1 messages")
-        r = bridge_run(mode, n, rate_latency, latency_s)
+        r = bridge_run(mode, n, rate_latency, latency_s, linger_us)
         by_mode[mode] = r
-        results.append({"scenario": SCENARIO, "system": "ferry", "mode": mode, "messages": n, **r,
+        results.append({"scenario": SCENARIO, "system": "ferry", "mode": mode, "messages": n,
+                        "read_linger_us": "default" if linger_us is None else linger_us, **r,
                         "ratio": {"up_vs_mosquitto": round(r["up_msgs_per_s"] / mosq_rate, 3),
                                   "loop_vs_mosquitto": round(r["loop_msgs_per_s"] / mosq_rate, 3)}})
     results[-1]["ratio"]["p99_backbone_vs_direct"] = round(
