@@ -36,6 +36,7 @@
 #include "control/pipeline.h"
 #include "control/pipeline_ops.h"
 #include "control/standalone_herder.h"
+#include "core/crash.h"
 #include "core/fs.h"
 #include "core/json_bounds.h"
 #include "core/logging.h"
@@ -457,6 +458,7 @@ int runDistributed(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ferry::core::installCrashHandler();  // a crash leaves its signal, thread and backtrace in the log
   if (argc < 2) {
     usage(std::cerr);
     return kExitUsage;

@@ -31,6 +31,36 @@ def free_port():
             return port
 
 
+def listens_on(pid, port):
+    """Whether process `pid` itself holds a listening TCP socket on `port` (in its own network
+    namespace): /proc/<pid>/net/tcp{,6} names the socket's inode, /proc/<pid>/fd links to it."""
+    inodes = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
 def wait_until(cond, timeout, what, interval=0.05):
     """Polls cond() until it returns a truthy value; fails the test after `timeout` seconds."""
     deadline = time.time() + timeout
@@ -96,7 +126,6 @@ class Worker:
         an empty dict starts it with the plain environment."""
         extra = self.env if env is None else env
         log = open(self.log_path, "ab")
-        log_start = log.tell()
         self.proc = subprocess.Popen([*self.prefix, FERRY_BIN, self.mode, self.props, *self.connector_files],
                                      stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
                                      env={**os.environ, **extra} if extra else None)
@@ -105,12 +134,7 @@ class Worker:
         log.close()
         t0 = time.time()
         def listening():  # this process's own REST is up (not another process on the same port)
-            try:
-                with open(self.log_path, "rb") as f:
-                    f.seek(log_start)
-                    return b"REST server listening on" in f.read()
-            except OSError:
-                return False
+            return listens_on(self.proc.pid, self.port)
 
         def ready():
             if self.proc.poll() is not None:
