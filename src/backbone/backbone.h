@@ -126,6 +126,15 @@ class Consumer {
   // Ranges of the assigned queues that poll() stepped over since the last call because their
   // records were damaged or missing in storage (the embedded log only). Taken once.
   virtual std::vector<StorageIssue> takeSkipped() { return {}; }
+  // Asks to be told when poll() may have something new — messages on a subscribed topic, a
+  // rebalance to apply, the backbone closing — so that the caller can poll without waiting and
+  // keep no thread blocked in poll(). `wake` is called from any thread, must be quick, may be
+  // called spuriously, and is never called once close() has returned. Set before subscribe().
+  // False when this consumer cannot (its poll() must then be given a wait).
+  virtual bool setWaker(std::function<void()> wake) {
+    (void)wake;
+    return false;
+  }
 };
 
 struct TopicInfo {

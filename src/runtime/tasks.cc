@@ -530,6 +530,11 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     return messages_.size();
   }
   RetriedCall pollKind() const override { return RetriedCall::kBackboneRead; }
+  // A consumer that wakes the loop (Consumer::setWaker) is polled without waiting, on the shared
+  // threads (and again after idleDelay() without a wake-up: a safety net, and the pace of a
+  // rebalance waiting for another member to hand a queue over); one that cannot keeps a thread
+  // of its own waiting in poll().
+  bool notifies() const override { return notify_; }
   bool decodes() const override { return true; }
   void afterPoll() override {
     if (auto skipped = consumer_->takeSkipped(); !skipped.empty()) loop_.noteSkipped(skipped);
@@ -577,6 +582,7 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
   SinkTask* task_ = nullptr;
   std::unique_ptr<backbone::Consumer> consumer_;
   std::vector<backbone::Message> messages_;
+  bool notify_ = false;  // the consumer wakes the loop: polled without waiting
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1319,6 +1325,7 @@ Status BackboneInput::start() {
   const auto& env = loop_.taskEnv();
   FERRY_ASSIGN_OR_RETURN(consumer_, env.backbone->createConsumer("connect-" + env.connector,
                                                                   env.connector + "-" + std::to_string(env.taskId), {}));
+  notify_ = consumer_->setWaker([this] { loop_.wake(); });
   auto topics = configList(env.config, "topics");
   if (topics.empty() && !configValue(env.config, "topics.regex").empty()) {
     // Kafka Connect's topics.regex: the topics that exist now and match (validated at create).

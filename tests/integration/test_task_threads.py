@@ -5,13 +5,18 @@ One standalone worker with task.threads=2 runs:
   - two tasks wedged for good in start() on the executor's shared threads (TestBlockingSource,
     block.in=start, block.ms=-1): without moving blocked steps off the shared threads, these two
     would hold both and nothing else would ever run;
-  - 8 DatagenSource connectors of 50 tasks each (400 tasks, 5 records/s per task).
+  - 8 DatagenSource connectors of 50 tasks each (400 tasks, 5 records/s per task);
+  - 8 FileStreamSink connectors (one per datagen topic) and 4 BlackholeSink connectors of 25 tasks
+    each on four of the topics (108 sink tasks, most of them idle: a topic has fewer queues than
+    25): sink tasks whose backbone consumer wakes them (Consumer::setWaker) poll on the shared
+    threads instead of waiting in poll() on a thread each.
 Checked:
   - every one of the 400 datagen tasks is RUNNING and has records acknowledged by the backbone
     (ferry_task_records_out_total > 0 for each), within 30 s of the last POST;
   - each task's records arrive in sequence at the far end: a FileStreamSink reads the topic and
     every task's sequence numbers it holds are 0..n-1 with no gap;
-  - the worker runs on < 100 threads (a thread per task would be > 400) and /metrics shows the
+  - every BlackholeSink task is RUNNING and together they took records;
+  - the worker runs on < 100 threads (a thread per task would be > 500) and /metrics shows the
     two wedged steps as blocked (ferry_worker_task_threads_blocked >= 2).
 """
 import os
@@ -25,6 +30,7 @@ from harness import Worker, tmpdir, wait_until  # noqa: E402
 
 PLUGIN = os.environ.get("FERRY_BLOCKING_PLUGIN", "build/release/test-plugins/blocking/blocking_plugin.so")
 CONNECTORS, TASKS = 8, 50
+HOLES, HOLE_TASKS = 4, 25
 
 
 def metrics(w):
@@ -62,6 +68,9 @@ def main():
         for c in range(CONNECTORS):
             w.ok("POST", "/connectors", {"name": f"far{c}", "config": {
                 "connector.class": "FileStreamSink", "topics": f"gen{c}", "file": f"{out}.{c}"}})
+        for c in range(HOLES):
+            w.ok("POST", "/connectors", {"name": f"hole{c}", "config": {
+                "connector.class": "BlackholeSink", "topics": f"gen{c}", "tasks.max": str(HOLE_TASKS)}})
         for c in range(CONNECTORS):
             w.ok("POST", "/connectors", {"name": f"gen{c}", "config": {
                 "connector.class": "DatagenSource", "topic": f"gen{c}", "tasks.max": str(TASKS), "rate": "5",
@@ -84,10 +93,19 @@ def main():
             status, s = w.rest("GET", f"/connectors/gen{c}/status")
             states = [t["state"] for t in s["tasks"]]
             assert states == ["RUNNING"] * TASKS, (c, states)
+        for c in range(HOLES):
+            status, s = w.rest("GET", f"/connectors/hole{c}/status")
+            states = [t["state"] for t in s["tasks"]]
+            assert states == ["RUNNING"] * HOLE_TASKS, (f"hole{c}", states)
+        hole = re.compile(r'^ferry_task_records_out_total\{connector="hole\d+",task="\d+"\}$')
+        taken = wait_until(lambda: sum(v for k, v in metrics(w).items() if hole.match(k)), 30,
+                           "records taken by the BlackholeSink tasks")
+        print(f"{HOLES * HOLE_TASKS} BlackholeSink tasks RUNNING, {taken:.0f} records taken", flush=True)
         for i in range(2):
             status, s = w.rest("GET", f"/connectors/wedged{i}/status")
             assert s["tasks"][0]["state"] != "RUNNING", s  # still inside start()
-        assert n_threads < 100, f"{n_threads} threads for {CONNECTORS * TASKS + 3} tasks: not shared"
+        n_tasks = CONNECTORS * TASKS + 2 + CONNECTORS + HOLES * HOLE_TASKS
+        assert n_threads < 100, f"{n_threads} threads for {n_tasks} tasks: not shared"
         assert blocked >= 2, f"ferry_worker_task_threads_blocked={blocked}, want the 2 wedged starts"
 
         # The far end holds every task's records in sequence (json values {"task":t,"seq":n,...}),

@@ -735,6 +735,10 @@ class EmbeddedConsumer final : public Consumer {
   std::vector<TopicQueue> assignment() const override { return assignment_; }
   void close() override;
   std::vector<StorageIssue> takeSkipped() override { return std::exchange(skipped_, {}); }
+  bool setWaker(std::function<void()> wake) override {
+    waker_ = std::move(wake);
+    return true;
+  }
 
   // Guarded by the backbone's mutex.
   std::vector<std::string> topics;
@@ -758,6 +762,7 @@ class EmbeddedConsumer final : public Consumer {
   std::size_t rr_ = 0;
   bool joined_ = false;
   std::vector<StorageIssue> skipped_;  // ranges poll() stepped over, until takeSkipped()
+  std::function<void()> waker_;        // setWaker(): registered with the backbone at subscribe()
 };
 
 struct Group {
@@ -847,7 +852,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     flushAll(/*closing=*/true);
     syncAll().isOk();
     writeCheckpoint(/*force=*/false).isOk();
-    dataCv_.notify_all();
+    wakeConsumers();  // waiting polls and watchers see closed() now
   }
 
   // ----- Admin
@@ -1031,12 +1036,48 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     dataCv_.wait_until(lock, deadline, [&] { return dataVersion_.load() != seenVersion || closed_; });
   }
   std::uint64_t dataVersion() const { return dataVersion_.load(); }
+  // Wakes every consumer: waiting polls, and every watcher (a rebalance, a release, closing).
   void wakeConsumers() {
     {
       std::lock_guard lock(dataMu_);
       dataVersion_.fetch_add(1);
     }
     dataCv_.notify_all();
+    wakeWatchers(nullptr);
+  }
+  // New data on `topics`: waiting polls re-read, and the watchers of those topics are woken.
+  void dataArrived(const std::set<std::string>& topics) {
+    {
+      std::lock_guard lock(dataMu_);
+      dataVersion_.fetch_add(1);
+    }
+    dataCv_.notify_all();
+    wakeWatchers(&topics);
+  }
+  // A consumer that polls without waiting (Consumer::setWaker): `wake` is called when one of
+  // `topics` gets data and on every wakeConsumers(); never after unwatch() returned.
+  void watch(const void* who, const std::vector<std::string>& topics, std::function<void()> wake) {
+    auto w = std::make_shared<Watch>();
+    w->topics.insert(topics.begin(), topics.end());
+    w->wake = std::move(wake);
+    std::shared_ptr<Watch> old;
+    {
+      std::lock_guard lock(watchMu_);
+      auto& slot = watches_[who];
+      old = std::exchange(slot, std::move(w));
+    }
+    if (old) retire(*old);
+  }
+  void unwatch(const void* who) {
+    std::shared_ptr<Watch> old;
+    {
+      std::lock_guard lock(watchMu_);
+      if (auto it = watches_.find(who); it != watches_.end()) {
+        old = std::move(it->second);
+        watches_.erase(it);
+      }
+    }
+    if (old) retire(*old);
   }
 
  private:
@@ -1254,10 +1295,14 @@ class EmbeddedBackbone final : public Backbone, public Admin {
 
   void flushAll(bool closing = false) {
     std::vector<std::pair<PendingCallback, Status>> done;
-    for (Topic* t : allTopics())
+    std::set<std::string> arrived;
+    for (Topic* t : allTopics()) {
+      const std::size_t before = done.size();
       for (auto& q : t->queues) q->flush(done, closing);
+      if (done.size() != before) arrived.insert(t->name);
+    }
     if (done.empty()) return;
-    wakeConsumers();
+    dataArrived(arrived);
     for (auto& [cb, s] : done)
       if (cb.cb) cb.cb(s, cb.queue, cb.offset);
   }
@@ -1337,6 +1382,42 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   mutable std::mutex issuesMu_;
   std::vector<StorageIssue> issues_;  // guarded by issuesMu_
 
+  // Consumers that poll without waiting (watch()); each Watch's own mutex orders a wake-up in
+  // progress before unwatch() returns.
+  struct Watch {
+    std::set<std::string> topics;
+    std::function<void()> wake;
+    std::mutex mu;
+    bool alive = true;  // guarded by mu
+  };
+  static void retire(Watch& w) {
+    std::lock_guard lock(w.mu);  // waits for a wake-up in progress
+    w.alive = false;
+  }
+  void wakeWatchers(const std::set<std::string>* topics) {
+    std::vector<std::shared_ptr<Watch>> due;
+    {
+      std::lock_guard lock(watchMu_);
+      if (watches_.empty()) return;
+      for (const auto& [who, w] : watches_) {
+        if (topics == nullptr) {
+          due.push_back(w);
+          continue;
+        }
+        for (const auto& t : *topics)
+          if (w->topics.count(t) != 0) {
+            due.push_back(w);
+            break;
+          }
+      }
+    }
+    for (const auto& w : due) {
+      std::lock_guard lock(w->mu);
+      if (w->alive) w->wake();
+    }
+  }
+  std::mutex watchMu_;
+  std::unordered_map<const void*, std::shared_ptr<Watch>> watches_;
   std::mutex dataMu_;
   std::condition_variable dataCv_;
   std::atomic<std::uint64_t> dataVersion_{0};
@@ -1435,6 +1516,7 @@ Status EmbeddedConsumer::subscribe(const std::vector<std::string>& topicList, Re
     if (!b_.findTopic(t)) return Status::notFound("topic " + t + " does not exist");
   }
   listener_ = listener;
+  if (waker_) b_.watch(this, topicList, waker_);  // before the join: its rebalance wakes us too
   // A second subscribe changes the topics in place: queues kept stay held (no revoke/assign).
   b_.join(this, group_, member_, topicList);
   joined_ = true;
@@ -1526,6 +1608,7 @@ Status EmbeddedConsumer::commit(const OffsetMap& offsets) {
 }
 
 void EmbeddedConsumer::close() {
+  b_.unwatch(this);  // no wake-up after close() returns
   if (!joined_) return;
   if (listener_ && !assignment_.empty()) listener_->onRevoked(assignment_);
   assignment_.clear();
