@@ -219,12 +219,26 @@ class KafkaConsumer final : public Consumer {
   std::vector<TopicQueue> assignment() const override { return assignment_; }
   void close() override {
     if (rk_ == nullptr) return;
+    if (queue_ != nullptr) {
+      rd_kafka_queue_cb_event_enable(queue_, nullptr, nullptr);  // no more wake-ups
+      rd_kafka_queue_destroy(queue_);
+      queue_ = nullptr;
+    }
     rd_kafka_consumer_close(rk_);  // serves the final revocation (listener commits) first
-    rd_kafka_destroy(rk_);
+    rd_kafka_destroy(rk_);         // joins librdkafka's threads: no callback after this
     rk_ = nullptr;
+  }
+  // librdkafka calls back (from its own thread) when the consumer queue turns non-empty:
+  // messages, a rebalance to serve, an error.
+  bool setWaker(std::function<void()> wake) override {
+    waker_ = std::move(wake);
+    return true;
   }
 
   void rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
+  void queueEvent() {
+    if (waker_) waker_();
+  }
 
  private:
   std::vector<TopicQueue> toFerry(const rd_kafka_topic_partition_list_t* parts) const;
@@ -239,7 +253,11 @@ class KafkaConsumer final : public Consumer {
   RebalanceListener* listener_ = nullptr;
   std::map<std::string, std::string> names_;  // Kafka topic -> ferry topic
   std::vector<TopicQueue> assignment_;
+  std::function<void()> waker_;         // setWaker()
+  rd_kafka_queue_t* queue_ = nullptr;   // the consumer queue, while a waker is registered on it
 };
+
+void onQueueEvent(rd_kafka_t*, void* opaque) { static_cast<KafkaConsumer*>(opaque)->queueEvent(); }
 
 void onRebalance(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts, void* opaque) {
   static_cast<KafkaConsumer*>(opaque)->rebalance(err, parts);
@@ -864,6 +882,10 @@ Status KafkaConsumer::open(const std::vector<std::string>& topics) {
     return Status::invalidArgument(std::string("kafka backbone: cannot create a consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(rk_);
+  if (waker_) {
+    queue_ = rd_kafka_queue_get_consumer(rk_);
+    rd_kafka_queue_cb_event_enable(queue_, onQueueEvent, this);
+  }
   return Status::ok();
 }
 
