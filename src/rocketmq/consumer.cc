@@ -178,8 +178,18 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
     }
     workCv_.notify_all();
   }
+  void setWaker(std::function<void()> wake) {
+    std::lock_guard lock(wakerMu_);
+    waker_ = std::move(wake);
+  }
 
  private:
+  // What a waiting poll() is told (cv_), told to the owner's waker too.
+  void notifyOwner() {
+    cv_.notify_all();
+    std::lock_guard lock(wakerMu_);
+    if (waker_) waker_();
+  }
   void loop();
   std::size_t heartbeat();
   void rebalance();
@@ -232,6 +242,8 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;      // owner waits in poll()
+  std::mutex wakerMu_;              // guards waker_; held while it runs (close() waits for it)
+  std::function<void()> waker_;     // setWaker()
   std::condition_variable workCv_;  // membership thread waits
   bool started_ = false;
   bool closed_ = false;
@@ -465,7 +477,7 @@ void PullConsumer::Impl::rebalance() {
               publishedTarget_.size());
   publishedTarget_ = target;
   pendingTarget_ = std::move(target);
-  cv_.notify_all();
+  notifyOwner();
 }
 
 Result<std::int64_t> PullConsumer::Impl::resolveOffset(const MessageQueue& mq) {
@@ -643,7 +655,7 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
           } else {
             q->nextOffset = next.value_or(lastSeen + 1);
           }
-          if (added > 0) cv_.notify_all();
+          if (added > 0) notifyOwner();
           startPullLocked(q, out);
           break;
         }
@@ -994,7 +1006,11 @@ void PullConsumer::Impl::close() {
     addresses = heartbeatAddrs_;
   }
   workCv_.notify_all();
-  cv_.notify_all();
+  notifyOwner();  // a waiting poll() returns kCancelled; the owner polls once more and sees it
+  {
+    std::lock_guard lock(wakerMu_);  // waits for a wake-up in progress
+    waker_ = nullptr;
+  }
   if (thread_.joinable()) thread_.join();
   if (!wasStarted) return;
   client_.setRequestHandler(kCodeNotifyConsumerIdsChanged, {});
@@ -1029,5 +1045,6 @@ Status PullConsumer::seek(const MessageQueue& queue, std::int64_t offset) {
 }
 void PullConsumer::close() { impl_->close(); }
 void PullConsumer::requestRebalance() { impl_->requestRebalance(); }
+void PullConsumer::setWaker(std::function<void()> wake) { impl_->setWaker(std::move(wake)); }
 
 }  // namespace ferry::rocketmq

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -141,6 +142,10 @@ class PullConsumer {
 
   // Asks the membership thread for an immediate rebalance (as a NOTIFY would).
   void requestRebalance();
+  // `wake` is called (from the client's io thread or the membership thread, quickly) whenever a
+  // waiting poll() would return: messages buffered, a rebalance to apply, the consumer closed;
+  // never after close() returned. Lets the owner poll without waiting. Set before start().
+  void setWaker(std::function<void()> wake);
 
   class Impl;
 

@@ -111,6 +111,11 @@ class RmqConsumer final : public Consumer, public rocketmq::RebalanceListener {
     if (consumer_) consumer_->close();
     consumer_.reset();
   }
+  // The pull consumer tells when its buffer gets messages or a rebalance is pending.
+  bool setWaker(std::function<void()> wake) override {
+    waker_ = std::move(wake);
+    return true;
+  }
 
  private:
   void onRevoked(const std::vector<MessageQueue>& queues) override;
@@ -124,6 +129,7 @@ class RmqConsumer final : public Consumer, public rocketmq::RebalanceListener {
   backbone::RebalanceListener* listener_ = nullptr;
   std::unique_ptr<rocketmq::PullConsumer> consumer_;
   std::vector<TopicQueue> assignment_;
+  std::function<void()> waker_;  // setWaker(): handed to the pull consumer at subscribe()
 };
 
 // A stored RocketMQ message as a ferry Message (key, headers and timestamp from our properties).
@@ -558,6 +564,7 @@ Status RmqConsumer::subscribe(const std::vector<std::string>& topics, backbone::
     b_.rememberGroupTopic(group_, t);
   }
   consumer_ = std::make_unique<rocketmq::PullConsumer>(client_, co, this);
+  if (waker_) consumer_->setWaker(waker_);
   return consumer_->start();
 }
 
