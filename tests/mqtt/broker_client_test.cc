@@ -56,6 +56,15 @@ ClientOptions plain(Version v = Version::k5, const std::string& id = "") {
   o.reconnectMaxMs = 300;
   return o;
 }
+// A persistent session (clean start off, 300 s expiry) under a client id of its own.
+ClientOptions persistent(Version v, const std::string& name) {
+  const std::string id = "ferry-" + name + "-" + std::to_string(static_cast<int>(v)) + "-" +
+                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  auto o = plain(v, id);
+  o.cleanStart = false;
+  o.sessionExpiryS = 300;
+  return o;
+}
 ClientOptions withPassword(ClientOptions o, std::uint16_t port) {
   o.port = port;
   o.username = env("FERRY_MQTT_USER", "ferry");
@@ -173,11 +182,7 @@ TEST_P(MqttBroker, QosRoundTripInOrder) {
 TEST_P(MqttBroker, PersistentSessionReceivesWhatArrivedWhileAway) {
   const Version v = GetParam();
   const std::string t = topic("persist/" + std::to_string(static_cast<int>(v)));
-  const std::string id = "ferry-persist-" + std::to_string(static_cast<int>(v)) + "-" +
-                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  auto o = plain(v, id);
-  o.cleanStart = false;
-  o.sessionExpiryS = 300;
+  auto o = persistent(v, "persist");
   {
     MqttClient sub(o);
     bool present = true;
@@ -204,11 +209,7 @@ TEST_P(MqttBroker, PersistentSessionReceivesWhatArrivedWhileAway) {
 TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
   const Version v = GetParam();
   const std::string t = topic("redeliver/" + std::to_string(static_cast<int>(v)));
-  const std::string id = "ferry-redeliver-" + std::to_string(static_cast<int>(v)) + "-" +
-                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  auto o = plain(v, id);
-  o.cleanStart = false;
-  o.sessionExpiryS = 300;
+  auto o = persistent(v, "redeliver");
   std::vector<std::uint64_t> oldTokens;
   {
     Collector col;
@@ -258,11 +259,7 @@ TEST_P(MqttBroker, UnackedMessagesAreRedeliveredAfterReconnect) {
 TEST_P(MqttBroker, ReadLingerTakesBurstsAndLosesNoAck) {
   const Version v = GetParam();
   const std::string t = topic("linger/" + std::to_string(static_cast<int>(v)));
-  const std::string id = "ferry-linger-" + std::to_string(static_cast<int>(v)) + "-" +
-                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  auto o = plain(v, id);
-  o.cleanStart = false;
-  o.sessionExpiryS = 300;
+  auto o = persistent(v, "linger");
   o.readLinger = 2ms;
   constexpr int kN = 5000;
   std::mutex mu;
