@@ -767,9 +767,9 @@ class MqttClient::Impl {
   // edge-triggered, so a timer wait would still wake the thread for every segment that arrives.
   // What the thread would have done meanwhile (acks, publishes, keep-alive) waits at most that
   // long; the acks queued meanwhile leave with the next read's answers.
-  void nextRead(std::uint64_t gen) {
+  void nextRead(std::uint64_t gen, std::size_t lastRead) {
     const auto linger = options_.readLinger;
-    if (linger.count() <= 0 || Clock::now() - readStartedAt_ >= linger) {
+    if (linger.count() <= 0 || Clock::now() - readStartedAt_ >= linger || behind(lastRead)) {
       startRead(gen);
       return;
     }
@@ -788,6 +788,19 @@ class MqttClient::Impl {
       if (gen != generation_) return;
       startRead(gen);
     });
+  }
+
+  // A reader that is behind reads on at once, so the linger never caps throughput: the last read
+  // filled the buffer (64 KiB), or — TLS, where a read returns one record — bytes wait inside the
+  // session or its input BIO (already taken from the socket), or a lot waits in the socket. Plain
+  // TCP needs no system call for this: a reader that lingered while much arrived gets a full read.
+  bool behind(std::size_t lastRead) {
+    if (lastRead >= chunk_.size()) return true;
+    if (!tls_) return false;
+    SSL* ssl = tls_->native_handle();
+    if (SSL_pending(ssl) > 0 || SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0) return true;
+    asio::error_code ec;
+    return tls_->next_layer().available(ec) >= kBehindBytes;
   }
 
   void startRead(std::uint64_t gen) {
@@ -825,7 +838,7 @@ class MqttClient::Impl {
       deliver();
       if (gen != generation_) return;
       readBuf_.erase(0, pos);
-      nextRead(gen);
+      nextRead(gen, n);
     };
     if (tls_) {
       tls_->async_read_some(asio::buffer(chunk_), handler);
@@ -1200,6 +1213,7 @@ class MqttClient::Impl {
   std::vector<IncomingMessage> delivered_;  // this socket read's messages, for batchHandler_
   std::string readBuf_;
   std::array<char, 65536> chunk_{};
+  static constexpr std::size_t kBehindBytes = 16384;  // TLS: waiting in the socket, read on at once
   std::string outBuf_;                      // bytes queued for the next write
   std::vector<std::function<void(bool)>> outCallbacks_;  // of the packets in outBuf_
   std::string spareBuf_;                    // a written batch's buffer, reused

@@ -459,6 +459,30 @@ TEST(MqttBrokerOnly, TlsWithCaAndPassword) {
   EXPECT_EQ(payloads(col.snapshot()), iota(0, 100));
 }
 
+// Over TLS a socket read returns one record, and the broker writes about one record per message:
+// a reader that lingered after every read would take one message per linger (5,000 x 5 ms = 25 s
+// here). It must linger only once it has drained what the TLS session and its input buffer hold.
+TEST(MqttBrokerOnly, TlsReadLingerDoesNotCapTheRate) {
+  const std::string t = topic("tls-linger");
+  Collector col;
+  auto o = tls(plain());
+  o.readLinger = 5ms;
+  MqttClient sub(o);
+  col.attach(sub);
+  ASSERT_TRUE(sub.connect().isOk()) << sub.lastError().toString();
+  ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
+  MqttClient pub(plain());
+  ASSERT_TRUE(pub.connect().isOk());
+  constexpr int kN = 5000;
+  const auto t0 = std::chrono::steady_clock::now();
+  publishSeq(pub, t, kN, 1);
+  ASSERT_TRUE(col.waitFor(kN, 12s)) << col.snapshot().size() << " of " << kN << " arrived in 12 s";
+  std::cout << "[ NOTE     ] " << kN << " messages over TLS in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+            << " ms with a 5 ms read linger\n";
+  EXPECT_EQ(payloads(col.snapshot()), iota(0, kN));
+}
+
 TEST(MqttBrokerOnly, TlsWithoutTheCaFailsVerification) {
   auto o = tls(plain());
   o.tls.caFile = certDir() + "client.crt";  // a certificate, but not the CA that signed the broker's

@@ -138,7 +138,9 @@ TEST_F(SecretsTest, ValidateEchoAndErrorsHideSecrets) {
       sawPassword = true;
       EXPECT_EQ(k.value.value_or(""), kHiddenValue);
     }
-    if (k.value) EXPECT_EQ(k.value->find("p4ssw0rd-y"), std::string::npos) << k.definition.name;
+    if (k.value) {
+      EXPECT_EQ(k.value->find("p4ssw0rd-y"), std::string::npos) << k.definition.name;
+    }
     for (const auto& e : k.errors) EXPECT_EQ(e.find("p4ssw0rd"), std::string::npos) << e;
   }
   EXPECT_TRUE(sawPassword);
