@@ -121,6 +121,24 @@ Result<std::map<std::string, std::int32_t>> topicPartitions(rd_kafka_t* rk, std:
   return out;
 }
 
+namespace {
+
+// The first per-topic failure of an admin call's results, other than `tolerated` (e.g. "already
+// exists" for a create), as Unavailable naming `what`.
+Status topicResults(const rd_kafka_topic_result_t** res, size_t n, const std::string& what,
+                    rd_kafka_resp_err_t tolerated) {
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != tolerated) {
+      const char* s = rd_kafka_topic_result_error_string(res[i]);
+      return Status::unavailable(what + ": " + (s ? s : errText(e)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status createTopic(rd_kafka_t* rk, const std::string& topic, std::int32_t partitions, std::int32_t replicationFactor,
                    std::int64_t timeoutMs, const StringMap& configs) {
   char err[512];
@@ -138,14 +156,7 @@ Status createTopic(rd_kafka_t* rk, const std::string& topic, std::int32_t partit
   EventGuard g{*ev};
   size_t n = 0;
   const rd_kafka_topic_result_t** res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(g.ev), &n);
-  for (size_t i = 0; i < n; ++i) {
-    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-      const char* s = rd_kafka_topic_result_error_string(res[i]);
-      return Status::unavailable("creating Kafka topic " + topic + ": " + (s ? s : errText(e)));
-    }
-  }
-  return Status::ok();
+  return topicResults(res, n, "creating Kafka topic " + topic, RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS);
 }
 
 Status createPartitions(rd_kafka_t* rk, const std::string& topic, std::int32_t total, std::int64_t timeoutMs) {
@@ -160,15 +171,8 @@ Status createPartitions(rd_kafka_t* rk, const std::string& topic, std::int32_t t
   size_t n = 0;
   const rd_kafka_topic_result_t** res =
       rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(g.ev), &n);
-  for (size_t i = 0; i < n; ++i) {
-    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    // INVALID_PARTITIONS: it has that many already (another task grew it first).
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_INVALID_PARTITIONS) {
-      const char* s = rd_kafka_topic_result_error_string(res[i]);
-      return Status::unavailable("adding partitions to Kafka topic " + topic + ": " + (s ? s : errText(e)));
-    }
-  }
-  return Status::ok();
+  // INVALID_PARTITIONS: it has that many already (another task grew it first).
+  return topicResults(res, n, "adding partitions to Kafka topic " + topic, RD_KAFKA_RESP_ERR_INVALID_PARTITIONS);
 }
 
 Status deleteTopic(rd_kafka_t* rk, const std::string& topic, std::int64_t timeoutMs) {
@@ -180,14 +184,7 @@ Status deleteTopic(rd_kafka_t* rk, const std::string& topic, std::int64_t timeou
   EventGuard g{*ev};
   size_t n = 0;
   const rd_kafka_topic_result_t** res = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(g.ev), &n);
-  for (size_t i = 0; i < n; ++i) {
-    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-      const char* s = rd_kafka_topic_result_error_string(res[i]);
-      return Status::unavailable("deleting Kafka topic " + topic + ": " + (s ? s : errText(e)));
-    }
-  }
-  return Status::ok();
+  return topicResults(res, n, "deleting Kafka topic " + topic, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
 }
 
 Result<std::vector<std::string>> listGroups(rd_kafka_t* rk, std::int64_t timeoutMs) {

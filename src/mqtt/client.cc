@@ -1260,7 +1260,7 @@ class MqttClient::Impl {
   std::vector<QueuedPublish> publishQueue_;  // guarded by mu_: publish() calls for the io thread
   std::mutex ackMu_;
   std::vector<std::uint64_t> ackQueue_;      // guarded by ackMu_: ack() calls for the io thread
-  bool lingering_ = false;                   // guarded by ackMu_: a linger timer will drain ackQueue_
+  bool lingering_ = false;                   // guarded by ackMu_: the io thread sleeps before a read, then drains ackQueue_
 };
 
 MqttClient::MqttClient(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}

@@ -1746,10 +1746,14 @@ void TaskRunner::start() {
     return;
   }
   std::lock_guard lock(waitMu_);
+  startOwnThread();
+}
+
+void TaskRunner::startOwnThread() {
   thread_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
-      drive();
-    });
+    pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
+    drive();
+  });
 }
 
 TaskRunner::Step TaskRunner::safeStep() {
@@ -1779,10 +1783,7 @@ StepResult TaskRunner::runStep() {
     std::lock_guard lock(waitMu_);
     job_.reset();
     woken_ = true;  // its first step runs at once
-    thread_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
-      drive();
-    });
+    startOwnThread();
     return StepResult::done();
   }
   if (next.kind == Step::Kind::kAgain) return StepResult::again();

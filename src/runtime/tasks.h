@@ -251,6 +251,7 @@ class TaskRunner {
   // Without an executor: runs steps until one returns kDone, then records the result (the
   // task's own thread). With one: runStep() is the job's step.
   void drive();
+  void startOwnThread();  // drive() on a new thread named task-own (callers hold waitMu_)
   StepResult runStep();
   Step safeStep();
   void finish(Status s);

@@ -1063,8 +1063,9 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     std::shared_ptr<Watch> old;
     {
       std::lock_guard lock(watchMu_);
-      auto& slot = watches_[who];
-      old = std::exchange(slot, std::move(w));
+      old = dropWatchLocked(who);
+      for (const auto& t : w->topics) byTopic_[t].push_back(w);
+      watches_[who] = std::move(w);
     }
     if (old) retire(*old);
   }
@@ -1072,10 +1073,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     std::shared_ptr<Watch> old;
     {
       std::lock_guard lock(watchMu_);
-      if (auto it = watches_.find(who); it != watches_.end()) {
-        old = std::move(it->second);
-        watches_.erase(it);
-      }
+      old = dropWatchLocked(who);
     }
     if (old) retire(*old);
   }
@@ -1394,21 +1392,31 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     std::lock_guard lock(w.mu);  // waits for a wake-up in progress
     w.alive = false;
   }
+  // Removes `who`'s watch from both indexes; returns it (to retire outside watchMu_).
+  std::shared_ptr<Watch> dropWatchLocked(const void* who) {
+    auto it = watches_.find(who);
+    if (it == watches_.end()) return nullptr;
+    std::shared_ptr<Watch> w = std::move(it->second);
+    watches_.erase(it);
+    for (const auto& t : w->topics) {
+      auto& list = byTopic_[t];
+      std::erase(list, w);
+      if (list.empty()) byTopic_.erase(t);
+    }
+    return w;
+  }
+  // The watchers of `topics` (null: all of them), woken outside watchMu_. A watcher of two of the
+  // topics may be woken twice (allowed: wake-ups may be spurious).
   void wakeWatchers(const std::set<std::string>* topics) {
     std::vector<std::shared_ptr<Watch>> due;
     {
       std::lock_guard lock(watchMu_);
       if (watches_.empty()) return;
-      for (const auto& [who, w] : watches_) {
-        if (topics == nullptr) {
-          due.push_back(w);
-          continue;
-        }
+      if (topics == nullptr) {
+        for (const auto& [who, w] : watches_) due.push_back(w);
+      } else {
         for (const auto& t : *topics)
-          if (w->topics.count(t) != 0) {
-            due.push_back(w);
-            break;
-          }
+          if (auto it = byTopic_.find(t); it != byTopic_.end()) due.insert(due.end(), it->second.begin(), it->second.end());
       }
     }
     for (const auto& w : due) {
@@ -1417,7 +1425,8 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     }
   }
   std::mutex watchMu_;
-  std::unordered_map<const void*, std::shared_ptr<Watch>> watches_;
+  std::unordered_map<const void*, std::shared_ptr<Watch>> watches_;                 // by consumer
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Watch>>> byTopic_;  // the same, by topic
   std::mutex dataMu_;
   std::condition_variable dataCv_;
   std::atomic<std::uint64_t> dataVersion_{0};
