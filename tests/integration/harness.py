@@ -1,6 +1,9 @@
 """Test harness for integration tests: starts the real `ferry` binary and talks to its REST API.
 
-Standard library only. The binary comes from $FERRY_BIN (CTest sets it).
+Standard library only. The binary comes from $FERRY_BIN (CTest sets it). $FERRY_TEST_BIN, when set,
+wins over it: CTest's own FERRY_BIN overrides one set in the shell, so this is how a test is run
+against another build, e.g. an older commit's binary to show the test fails on it:
+    FERRY_TEST_BIN=/path/to/old/ferry ctest --test-dir build/release -R <test>
 """
 import json
 import os
@@ -13,7 +16,8 @@ import time
 import urllib.error
 import urllib.request
 
-FERRY_BIN = os.environ.get("FERRY_BIN", "build/release/apps/ferry/ferry")
+FERRY_BIN = (os.environ.get("FERRY_TEST_BIN") or
+             os.environ.get("FERRY_BIN", "build/release/apps/ferry/ferry"))
 
 
 _handed_out = set()  # ports free_port() gave this process: never given twice
