@@ -12,8 +12,10 @@ records (4 partitions, kafka_tool produce) so none reads another's warm cache:
     scripts/services/kafka, the heap flags of connect-mirror-maker.sh: -Xms256M -Xmx2G), A->B for
     that topic only, tasks.max 1, internal topics with replication factor 1; the clock runs from
     the JVM's launch (MM2 has no other start signal) until B's copy holds N;
-  - relay: kafka_relay, the clock from its launch to its last acknowledgement (its target topic is
-    created beforehand, outside the clock).
+  - relay: kafka_relay, the clock from its launch until B's copy holds N (polled as for ferry; its
+    own launch-to-last-acknowledgement figure is reported as relay_seconds).
+The target topic (4 partitions) is created on B before every contender's clock starts: the relay
+cannot create topics, so no contender's time includes creating one.
 Reported per contender: seconds, msgs_per_s, seconds_to_first (start to the first record on B),
 msgs_per_s_after_first (the rate once records flow: start-up excluded), cpu_s_per_million
 (user+system of the process over the run), peak_rss_mb (VmHWM). Ratios: ferry/mm2 and ferry/relay
@@ -100,8 +102,9 @@ def preload(n, payload):
     return topic
 
 
-def watch(pid, target, n, t0, timeout=900):
-    """Polls B until `target` holds n records; returns (seconds, seconds_to_first, cpu, hwm)."""
+def watch_end(target, n, t0, timeout=900):
+    """Polls B until `target` holds n records; returns (seconds, seconds_to_first). Every
+    contender is timed this way, so the polling's overshoot is the same for all."""
     first = None
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -109,9 +112,20 @@ def watch(pid, target, n, t0, timeout=900):
         if e > 0 and first is None:
             first = time.time() - t0
         if e >= n:
-            return time.time() - t0, first, cpu_s(pid), hwm(pid)
+            return time.time() - t0, first
         time.sleep(0.2)
     raise RuntimeError(f"{target} did not reach {n} records on B within {timeout} s")
+
+
+def watch(pid, target, n, t0, timeout=900):
+    """watch_end, then the process's CPU and peak RSS: (seconds, seconds_to_first, cpu, hwm)."""
+    seconds, first = watch_end(target, n, t0, timeout)
+    return seconds, first, cpu_s(pid), hwm(pid)
+
+
+def create_target(topic):
+    """The target topic on B (4 partitions, as the source), made before a contender's clock starts."""
+    tool("produce", "--bootstrap", B, "--topic", f"A.{topic}", "--count", "0", "--partitions", "4")
 
 
 def figures(n, seconds, first, cpu, rss):
@@ -128,6 +142,7 @@ def run_ferry(n, payload):
     keep = os.environ.get("FERRY_KREPL_LOG")
     w = Worker(d, {"log.level": "info" if keep else "warn", "offset.flush.interval.ms": "1000"})
     w.start()
+    create_target(topic)
     try:
         t0 = time.time()
         w.ok("POST", "/connectors", {"name": f"repl-{uuid.uuid4().hex[:8]}", "config": {
@@ -143,6 +158,7 @@ def run_ferry(n, payload):
 
 def run_mm2(n, payload):
     topic = preload(n, payload)
+    create_target(topic)
     d = tempfile.mkdtemp(prefix="ferry-bench-mm2-")
     props = os.path.join(d, "mm2.properties")
     with open(props, "w") as f:
@@ -188,22 +204,23 @@ sync.topic.acls.enabled = false
 
 def run_relay(n, payload):
     topic = preload(n, payload)
-    # The relay does not create topics: its target is created beforehand, outside the clock.
-    tool("produce", "--bootstrap", B, "--topic", f"A.{topic}", "--count", "0", "--partitions", "4")
+    create_target(topic)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     p = subprocess.Popen([binary("kafka_relay", "bench/kafka"), "--source", A, "--target", B, "--topic", topic,
                           "--target-topic", f"A.{topic}", "--count", str(n)], stdout=subprocess.PIPE)
+    # Timed as ferry is, by polling B (the relay's own figure, launch to last acknowledgement, is
+    # reported as relay_seconds: it has no polling overshoot).
+    seconds, first = watch_end(f"A.{topic}", n, t0)
     out = p.communicate()[0].decode()
     if p.returncode != 0:
         raise RuntimeError(f"kafka_relay failed: {out}")
     res = json.loads(out.strip().splitlines()[-1])
-    seconds = res["seconds"]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    first = 0.0  # the relay starts consuming at once; its start-up is in `seconds`
-    return {"seconds": round(seconds, 2), "msgs_per_s": round(n / seconds), "seconds_to_first": first,
-            "msgs_per_s_after_first": round(n / seconds), "cpu_s_per_million": round(cpu * 1e6 / n, 2),
+    return {"seconds": round(seconds, 2), "msgs_per_s": round(n / seconds), "seconds_to_first": round(first, 2),
+            "msgs_per_s_after_first": round(n / max(seconds - first, 1e-3)),
+            "relay_seconds": round(res["seconds"], 2), "cpu_s_per_million": round(cpu * 1e6 / n, 2),
             "peak_rss_mb": round(res["peak_rss_kb"] / 1024, 1)}
 
 
@@ -223,7 +240,25 @@ def ratio(a, b, digits=2):
     return round(a / b, digits) if a and b else None
 
 
-def scenario(n, sizes=(100, 1024)):
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def delete_created():
+    for cluster, topic in CREATED:
+        try:
+            tool("delete", "--bootstrap", cluster, "--topic", topic)
+        except Exception as e:  # cleanup only: reported, never a result
+            log(f"could not delete {topic}: {e}")
+    CREATED.clear()
+
+
+def scenario(n, sizes=(100, 1024), rounds=3):
+    """Per size, `rounds` rounds of every contender, the order rotated each round (the machine's
+    state drifts: runs of one command differ by up to +-20 %). Per contender the round with the
+    median msgs/s is reported, with every round's msgs/s in msgs_per_s_rounds; each ratio is the
+    median of the per-round ratios (every round's in *_rounds)."""
     started = []
     for c in ("A", "B"):
         if not running(c):
@@ -231,38 +266,52 @@ def scenario(n, sizes=(100, 1024)):
             subprocess.run([SERVICE, "start", c], check=True)
             started.append(c)
     results = []
+    order = [("ferry", run_ferry), ("mirrormaker2", run_mm2), ("relay", run_relay)]
     try:
         log("warm-up: a 10-record relay run (creates the clusters' group offsets topic)")
         warm_up()
         for payload in sizes:
-            r = {"scenario": SCENARIO, "payload_bytes": payload, "records": n}
-            for name, fn in (("ferry", run_ferry), ("mirrormaker2", run_mm2), ("relay", run_relay)):
-                if name not in CONTENDERS:
-                    r[name] = {"error": "not run (FERRY_KREPL_CONTENDERS)"}
+            per_round = []
+            for k in range(rounds):
+                rr = {}
+                for name, fn in order[k % len(order):] + order[:k % len(order)]:
+                    if name not in CONTENDERS:
+                        rr[name] = {"error": "not run (FERRY_KREPL_CONTENDERS)"}
+                        continue
+                    log(f"round {k + 1}/{rounds}: {name}, {payload} B x {n}")
+                    try:
+                        rr[name] = fn(n, payload)
+                    except Exception as e:  # a peer failing is reported, not turned into numbers
+                        rr[name] = {"error": str(e)[:500]}
+                delete_created()  # ~1 GB per contender and size at 1 KB
+                f, m, l = rr["ferry"], rr["mirrormaker2"], rr["relay"]
+                rr["ratio"] = {
+                    "ferry_vs_mm2_msgs_per_s": ratio(f.get("msgs_per_s"), m.get("msgs_per_s")),
+                    "ferry_vs_mm2_msgs_per_s_after_first": ratio(f.get("msgs_per_s_after_first"),
+                                                                 m.get("msgs_per_s_after_first")),
+                    "mm2_vs_ferry_cpu_per_million": ratio(m.get("cpu_s_per_million"), f.get("cpu_s_per_million")),
+                    "mm2_vs_ferry_peak_rss": ratio(m.get("peak_rss_mb"), f.get("peak_rss_mb")),
+                    "ferry_vs_relay_msgs_per_s": ratio(f.get("msgs_per_s"), l.get("msgs_per_s")),
+                    "ferry_vs_relay_cpu_per_million": ratio(f.get("cpu_s_per_million"), l.get("cpu_s_per_million")),
+                }
+                per_round.append(rr)
+            r = {"scenario": SCENARIO, "payload_bytes": payload, "records": n, "rounds": rounds}
+            for name, _ in order:
+                ok = [rr[name] for rr in per_round if "msgs_per_s" in rr[name]]
+                if not ok:
+                    r[name] = per_round[0][name]
                     continue
-                log(f"{name}, {payload} B x {n}")
-                try:
-                    r[name] = fn(n, payload)
-                except Exception as e:  # a peer failing is reported, not turned into numbers
-                    r[name] = {"error": str(e)[:500]}
-            f, m, l = r["ferry"], r["mirrormaker2"], r["relay"]
-            r["ratio"] = {
-                "ferry_vs_mm2_msgs_per_s": ratio(f.get("msgs_per_s"), m.get("msgs_per_s")),
-                "ferry_vs_mm2_msgs_per_s_after_first": ratio(f.get("msgs_per_s_after_first"),
-                                                             m.get("msgs_per_s_after_first")),
-                "mm2_vs_ferry_cpu_per_million": ratio(m.get("cpu_s_per_million"), f.get("cpu_s_per_million")),
-                "mm2_vs_ferry_peak_rss": ratio(m.get("peak_rss_mb"), f.get("peak_rss_mb")),
-                "ferry_vs_relay_msgs_per_s": ratio(f.get("msgs_per_s"), l.get("msgs_per_s")),
-                "ferry_vs_relay_cpu_per_million": ratio(f.get("cpu_s_per_million"), l.get("cpu_s_per_million")),
-            }
+                pick = sorted(ok, key=lambda x: x["msgs_per_s"])[len(ok) // 2]
+                r[name] = dict(pick, msgs_per_s_rounds=[x["msgs_per_s"] for x in ok])
+            r["ratio"] = {}
+            for key in per_round[0]["ratio"]:
+                values = [rr["ratio"][key] for rr in per_round]
+                r["ratio"][key] = median(values)
+                if any(v is not None for v in values):
+                    r["ratio"][key + "_rounds"] = values
             results.append(r)
     finally:
-        for cluster, topic in CREATED:
-            try:
-                tool("delete", "--bootstrap", cluster, "--topic", topic)
-            except Exception as e:  # cleanup only: reported, never a result
-                log(f"could not delete {topic}: {e}")
-        CREATED.clear()
+        delete_created()
         for c in started:
             subprocess.run([SERVICE, "stop", c])
     return results
@@ -270,5 +319,6 @@ def scenario(n, sizes=(100, 1024)):
 
 if __name__ == "__main__":
     sizes = tuple(int(x) for x in os.environ.get("FERRY_KREPL_SIZES", "100,1024").split(","))
-    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000, sizes):
+    rounds = int(os.environ.get("FERRY_KREPL_ROUNDS", "3"))
+    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000, sizes, rounds):
         print(json.dumps(r), flush=True)
