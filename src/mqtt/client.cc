@@ -221,7 +221,14 @@ class MqttClient::Impl {
       publishQueue_.push_back({std::move(m), std::move(done)});
     }
     // One post per burst: the io thread takes every publish queued meanwhile (drainPublishes).
-    if (wake) asio::post(io_, [this] { drainPublishes(); });
+    if (wake) {
+      asio::post(io_, [this] { drainPublishes(); });
+      std::lock_guard lock(ackMu_);
+      if (lingering_ && !lingerCut_) {
+        lingerCut_ = true;
+        lingerCv_.notify_one();
+      }
+    }
   }
 
   Status flush(std::chrono::milliseconds timeout) {
@@ -761,28 +768,48 @@ class MqttClient::Impl {
 
   // ---- reading ------------------------------------------------------------------------------
 
-  // Starts the next read at once, or after options_.readLinger when the previous read found data
-  // sooner than that (messages arrive densely: let them gather in the socket buffer). The io
-  // thread sleeps through the linger rather than waiting on a timer: asio watches the socket
-  // edge-triggered, so a timer wait would still wake the thread for every segment that arrives.
-  // What the thread would have done meanwhile (acks, publishes, keep-alive) waits at most that
-  // long; the acks queued meanwhile leave with the next read's answers.
-  void nextRead(std::uint64_t gen, std::size_t lastRead) {
-    const auto linger = options_.readLinger;
-    if (linger.count() <= 0 || Clock::now() - readStartedAt_ >= linger || behind(lastRead)) {
+  // Starts the next read at once, or after a linger (at most options_.readLinger) when messages
+  // arrive densely enough that waiting gathers a batch in the socket buffer. The linger is what
+  // it takes at the measured rate to gather kLingerBatch packets, capped at readLinger, and only
+  // when at least kLingerMinBatch would arrive within readLinger: below that rate the wait adds
+  // latency and saves next to nothing, so reads go at once. A read that itself waited readLinger
+  // or more for data found the line idle and reads on at once too. The io thread waits out the
+  // linger on a condition variable rather than on a timer: asio watches the socket edge-triggered,
+  // so a timer wait would still wake the thread for every segment that arrives. A publish queued
+  // meanwhile ends the wait at once (outgoing messages are never held back); acks and keep-alive
+  // wait at most the linger, and the acks queued meanwhile leave with the next read's answers.
+  void nextRead(std::uint64_t gen, std::size_t lastRead, std::size_t packets) {
+    const auto maxLinger = options_.readLinger;
+    const auto now = Clock::now();
+    const auto interval = now - lastReadDone_;  // the packets of this read arrived within it
+    const bool idle = now - readStartedAt_ >= maxLinger;
+    lastReadDone_ = now;
+    if (maxLinger.count() <= 0 || behind(lastRead)) {
       startRead(gen);
       return;
     }
+    const double seconds = std::chrono::duration<double>(interval).count();
+    const double sample = seconds > 0 ? static_cast<double>(packets) / seconds : 0.0;
+    packetRate_ = idle || packetRate_ <= 0 ? sample : 0.75 * packetRate_ + 0.25 * sample;
+    const double maxSeconds = std::chrono::duration<double>(maxLinger).count();
+    if (idle || packetRate_ * maxSeconds < kLingerMinBatch) {
+      startRead(gen);
+      return;
+    }
+    const auto linger = std::min<std::chrono::microseconds>(
+        maxLinger, std::chrono::microseconds(static_cast<std::int64_t>(kLingerBatch / packetRate_ * 1e6)));
     {
       std::lock_guard lock(ackMu_);
       lingering_ = true;
     }
     // After this turn's answers are written (the read handler's Cork ends first).
     asio::post(io_, [this, gen, linger] {
-      if (!stopping_) std::this_thread::sleep_for(linger);
       {
-        std::lock_guard lock(ackMu_);
+        // A publish queued meanwhile cuts the wait short: outgoing messages never wait for it.
+        std::unique_lock lock(ackMu_);
+        if (!stopping_) lingerCv_.wait_for(lock, linger, [&] { return lingerCut_; });
         lingering_ = false;
+        lingerCut_ = false;
       }
       drainAcks();  // those ack() left for this turn (stale tokens of an old connection are ignored)
       if (gen != generation_) return;
@@ -817,6 +844,7 @@ class MqttClient::Impl {
       lastReceived_ = Clock::now();
       Cork cork(*this);  // the answers to this read (PUBRELs, PUBCOMPs, ...) leave in one write
       std::size_t pos = 0;
+      std::size_t packets = 0;
       while (gen == generation_) {
         std::string_view rest(readBuf_.data() + pos, readBuf_.size() - pos);
         Frame f = frame(rest, options_.maxPacketBytes);
@@ -833,12 +861,13 @@ class MqttClient::Impl {
           lose(Status::unavailable("bad packet from " + address() + ": " + packet.status().message()));
           return;
         }
+        ++packets;
         onPacket(std::move(*packet));
       }
       deliver();
       if (gen != generation_) return;
       readBuf_.erase(0, pos);
-      nextRead(gen, n);
+      nextRead(gen, n, packets);
     };
     if (tls_) {
       tls_->async_read_some(asio::buffer(chunk_), handler);
@@ -1198,6 +1227,8 @@ class MqttClient::Impl {
   asio::steady_timer reconnectTimer_{io_};
   asio::steady_timer keepAliveTimer_{io_};
   Clock::time_point readStartedAt_ = Clock::now();
+  Clock::time_point lastReadDone_ = Clock::now();  // io thread: when the previous read was handled
+  double packetRate_ = 0;                          // io thread: packets per second read (EWMA)
   std::thread thread_;
 
   // io-thread state
@@ -1214,6 +1245,8 @@ class MqttClient::Impl {
   std::string readBuf_;
   std::array<char, 65536> chunk_{};
   static constexpr std::size_t kBehindBytes = 16384;  // TLS: waiting in the socket, read on at once
+  static constexpr double kLingerBatch = 32;    // packets a linger aims to gather
+  static constexpr double kLingerMinBatch = 8;  // no linger unless readLinger would gather this many
   std::string outBuf_;                      // bytes queued for the next write
   std::vector<std::function<void(bool)>> outCallbacks_;  // of the packets in outBuf_
   std::string spareBuf_;                    // a written batch's buffer, reused
@@ -1261,6 +1294,8 @@ class MqttClient::Impl {
   std::mutex ackMu_;
   std::vector<std::uint64_t> ackQueue_;      // guarded by ackMu_: ack() calls for the io thread
   bool lingering_ = false;                   // guarded by ackMu_: the io thread sleeps before a read, then drains ackQueue_
+  bool lingerCut_ = false;                   // guarded by ackMu_: a publish ends the linger early
+  std::condition_variable lingerCv_;         // with ackMu_: the linger's wait
 };
 
 MqttClient::MqttClient(ClientOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}

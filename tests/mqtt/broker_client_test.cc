@@ -323,6 +323,46 @@ TEST_P(MqttBroker, ReadLingerTakesBurstsAndLosesNoAck) {
   EXPECT_FALSE(again.waitFor(1, 500ms)) << "the session re-sent a message the client had acknowledged";
 }
 
+// The linger is for dense traffic only: 150 messages one every 2 ms (500/s), with a read linger
+// of up to 5 ms — too slow to gather 8 in one linger — arrive one per read, none held back by a
+// wait. Before the linger was sized by the rate, every read that found data sooner than 5 ms
+// after the previous one waited 5 ms: 2-3 messages per read, each up to 5 ms late.
+TEST_P(MqttBroker, ReadLingerAddsNoWaitAtLowRates) {
+  const Version v = GetParam();
+  const std::string t = topic("slow/" + std::to_string(static_cast<int>(v)));
+  auto o = plain(v);
+  o.readLinger = 5ms;
+  constexpr int kN = 150;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t got = 0;
+  std::size_t batches = 0;
+  MqttClient sub(o);
+  sub.setBatchHandler([&](std::vector<IncomingMessage>& batch) {
+    std::lock_guard lock(mu);
+    ++batches;
+    got += batch.size();
+    for (auto& m : batch) sub.ack(m.token);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.connect().isOk());
+  ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
+  MqttClient pub(plain(v));
+  ASSERT_TRUE(pub.connect().isOk());
+  auto next = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i) {
+    pub.publish(OutgoingMessage{t, std::to_string(i), 1, false, {}}, [](Status) {});
+    next += 2ms;
+    std::this_thread::sleep_until(next);  // pacing the publisher: the rate under test
+  }
+  ASSERT_TRUE(pub.flush(20s).isOk());
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got >= static_cast<std::size_t>(kN); }));
+  std::cout << "[ NOTE     ] " << got << " messages in " << batches << " socket reads\n";
+  EXPECT_LT(static_cast<double>(got) / static_cast<double>(batches), 1.3)
+      << got << " messages in " << batches << " reads: the linger held messages back at 500/s";
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, MqttBroker, ::testing::Values(Version::k311, Version::k5),
                          [](const auto& info) {
                            return info.param == Version::k5 ? std::string("v5")
