@@ -65,6 +65,39 @@ def cpu_of(pid_list):
     return total
 
 
+def thread_ticks(pid):
+    """{tid: (name, user+system ticks)} of every thread of `pid`."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        out[int(tid)] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def by_thread(before, after, n):
+    """CPU µs per message of each thread over a window, in thread creation order; the executor's
+    threads (task-1, task-2, ...) summed as `executor`, threads of one name numbered (#1, #2) in
+    the order they were created."""
+    tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+    out, seen = {}, {}
+    for tid in sorted(after):
+        name, ticks = after[tid]
+        used = (ticks - before.get(tid, (name, 0))[1]) * tick_us / n
+        if name.startswith("task-") and name[5:].isdigit():
+            key = "executor"
+        else:
+            seen[name] = seen.get(name, 0) + 1
+            key = f"{name}#{seen[name]}"
+        out[key] = out.get(key, 0.0) + used
+    return {k: round(v, 2) for k, v in out.items() if v >= 0.05}
+
+
 def others():
     """mosquitto and the RocketMQ broker JVM(s): their CPU is reported next to ferry's, because on
     2 cores the three compete and the broker's share is the largest."""
@@ -176,6 +209,7 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
                                      "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
         cpu0 = rrep.cpu_s(pid)
+        threads0 = thread_ticks(pid)
         ext = others()
         ext0 = {k: cpu_of(v) for k, v in ext.items()}
         t0 = time.time()
@@ -189,12 +223,13 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
         finish(pub, "publisher")
         s = finish(sub, "far-end subscriber")
         cpu = rrep.cpu_s(pid) - cpu0
+        per_thread = by_thread(threads0, thread_ticks(pid), n)
         if perf is not None:
             perf.send_signal(signal.SIGINT)
             perf.wait(timeout=120)
         out = {"up_msgs_per_s": round(n / (up_end - t0)),
                "loop_msgs_per_s": round(n / (s["last_us"] / 1e6 - t0)),
-               "cpu_us_per_msg": round(cpu * 1e6 / n, 2)}
+               "cpu_us_per_msg": round(cpu * 1e6 / n, 2), "cpu_us_per_msg_by_thread": per_thread}
         for k, v in ext.items():
             out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
