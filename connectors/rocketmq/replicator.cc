@@ -3,6 +3,7 @@
 
 
 #include <algorithm>
+#include <pthread.h>
 
 #include "connectors/common.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
@@ -171,7 +172,10 @@ Status RocketMQReplicatorConnector::start(const StringMap& config, ConnectorCont
     topics_ = std::move(topics);
     stopping_ = false;
   }
-  thread_ = std::thread([this] { background(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "repl-bg");
+    background();
+  });
   return Status::ok();
 }
 

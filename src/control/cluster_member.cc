@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <pthread.h>
 #include <random>
 
 #include "core/clock.h"
@@ -87,9 +88,18 @@ Status ClusterMember::bootstrap() {
 Status ClusterMember::start() {
   FERRY_RETURN_IF_ERROR(bootstrap());
   stop_ = false;
-  heartbeater_ = std::thread([this] { heartbeatLoop(); });
-  tailer_ = std::thread([this] { tailLoop(); });
-  syncer_ = std::thread([this] { syncLoop(); });
+  heartbeater_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "member-beat");
+    heartbeatLoop();
+  });
+  tailer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "member-tail");
+    tailLoop();
+  });
+  syncer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "member-sync");
+    syncLoop();
+  });
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 #include "control/distributed_herder.h"
 
 #include <nlohmann/json.hpp>
+#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -88,8 +89,14 @@ class HerderImpl final : public DistributedHerder {
   Status start() override {
     FERRY_RETURN_IF_ERROR(member_->start());
     running_ = true;
-    fencer_ = std::thread([this] { fenceLoop(); });
-    control_ = std::thread([this] { controlLoop(); });
+    fencer_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "fencer");
+      fenceLoop();
+    });
+    control_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "herder");
+      controlLoop();
+    });
     log_->info("joined cluster as {} (incarnation {})", member_->workerId(), member_->incarnation());
     return Status::ok();
   }

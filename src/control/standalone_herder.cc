@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <pthread.h>
 #include <set>
 #include <thread>
 
@@ -71,8 +72,14 @@ class HerderImpl final : public StandaloneHerder {
     }
     log_->info("loaded {} connector(s) from the config store", stored.size());
     running_ = true;
-    stopThread_ = std::thread([this] { stopLoop(); });
-    control_ = std::thread([this] { controlLoop(); });
+    stopThread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "task-stop");
+      stopLoop();
+    });
+    control_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "herder");
+      controlLoop();
+    });
     return Status::ok();
   }
 

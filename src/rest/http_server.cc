@@ -5,6 +5,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -1020,6 +1021,7 @@ Status HttpServer::Impl::start() {
   for (std::size_t i = 0; i < acceptors_.size(); ++i) accept(i);
   work_.emplace(ioc_.get_executor());
   io_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "http-io");
     for (;;) {
       try {
         ioc_.run();

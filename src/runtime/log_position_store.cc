@@ -2,6 +2,7 @@
 #include "runtime/log_position_store.h"
 
 #include <nlohmann/json.hpp>
+#include <pthread.h>
 
 #include "core/clock.h"
 #include "core/json_bounds.h"
@@ -77,6 +78,7 @@ LogPositionStore::~LogPositionStore() {
 void LogPositionStore::follow(std::chrono::milliseconds every) {
   if (follower_.joinable()) return;
   follower_ = std::thread([this, every] {
+    pthread_setname_np(pthread_self(), "pos-follow");
     std::unique_lock lock(followMu_);
     while (!stopFollowing_) {
       lock.unlock();

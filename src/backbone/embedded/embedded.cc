@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -819,7 +820,10 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     }
     FERRY_RETURN_IF_ERROR(writeCheckpoint(/*force=*/true));
     retention(core::nowMs());
-    flusher_ = std::thread([this] { flushLoop(); });
+    flusher_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "log-flush");
+      flushLoop();
+    });
     return Status::ok();
   }
 

@@ -2,6 +2,7 @@
 #include "backbone/kafka/kafka_backbone.h"
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 
 #include <sys/types.h>
 
@@ -61,6 +62,7 @@ class KafkaProducer final : public TransactionalProducer {
   KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk, bool transactional)
       : b_(b), rk_(rk), transactional_(transactional) {
     poller_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "kafka-poll");
       while (!stop_.load()) rd_kafka_poll(rk_, 50);
     });
   }
@@ -280,6 +282,7 @@ class KafkaSharedLog final : public SharedLog {
   KafkaSharedLog(std::string topic, rd_kafka_t* producer, rd_kafka_t* consumer)
       : topic_(std::move(topic)), producer_(producer), consumer_(consumer) {
     poller_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "kafka-poll");
       while (!stop_.load()) rd_kafka_poll(producer_, 20);
     });
   }
