@@ -80,10 +80,12 @@ def thread_ticks(pid):
     return out
 
 
-def by_thread(before, after, n):
+def by_thread(before, after, n, total_s):
     """CPU µs per message of each thread over a window, in thread creation order; the executor's
     threads (task-1, task-2, ...) summed as `executor`, threads of one name numbered (#1, #2) in
-    the order they were created."""
+    the order they were created; `exited` = the process's CPU (`total_s`) less the threads alive at
+    the end: threads that ended during the window (the executor replaces a thread whose step
+    blocks, e.g. a direct task's commit waiting for its sink's flush)."""
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
     out, seen = {}, {}
     for tid in sorted(after):
@@ -95,6 +97,7 @@ def by_thread(before, after, n):
             seen[name] = seen.get(name, 0) + 1
             key = f"{name}#{seen[name]}"
         out[key] = out.get(key, 0.0) + used
+    out["exited"] = max(0.0, total_s * 1e6 / n - sum(out.values()))
     return {k: round(v, 2) for k, v in out.items() if v >= 0.05}
 
 
@@ -223,7 +226,7 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
         finish(pub, "publisher")
         s = finish(sub, "far-end subscriber")
         cpu = rrep.cpu_s(pid) - cpu0
-        per_thread = by_thread(threads0, thread_ticks(pid), n)
+        per_thread = by_thread(threads0, thread_ticks(pid), n, cpu)
         if perf is not None:
             perf.send_signal(signal.SIGINT)
             perf.wait(timeout=120)

@@ -110,6 +110,7 @@ Status RocketMQSourceTask::start(const StringMap& config, SourceTaskContext& con
   std::string topics;
   for (const auto& sub : opts.subscriptions) topics += (topics.empty() ? "" : ",") + sub.topic;
   consumer_ = std::make_unique<rocketmq::PullConsumer>(*client_, opts, this);
+  consumer_->setWaker([ctx = &context] { ctx->wakeup(); });
   Status s = consumer_->start();
   if (!s.isOk()) {
     consumer_.reset();

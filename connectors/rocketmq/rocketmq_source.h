@@ -58,6 +58,9 @@ class RocketMQSourceTask : public SourceTask, public rocketmq::RebalanceListener
   ~RocketMQSourceTask() override;
   std::string version() const override;
   Status start(const StringMap& config, SourceTaskContext& context) override;
+  // kNotify: the consumer wakes the runtime when messages are buffered (or a rebalance waits), so
+  // a task runs on the worker's shared threads and an idle one costs no thread.
+  PollMode pollMode() const override { return PollMode::kNotify; }
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override;
   void commitRecord(const Record& record) override;

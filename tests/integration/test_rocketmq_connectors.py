@@ -8,7 +8,9 @@ standalone worker with the embedded backbone:
   (c) a direct connector DatagenSource -> RocketMQSink (sink.* keys) into T2, read back by
       another RocketMQSource -> FileStreamSink: every sequence number arrives;
   (d) a plain consumer (rmq_interop_tool) reads T1 and T2: every message has an id of its own
-      (RocketMQSink sends batches; ids shared within a batch were a defect).
+      (RocketMQSink sends batches; ids shared within a batch were a defect);
+  (e) while (b) and (c) run, no RocketMQSource task holds a thread of its own ("task-own"): they
+      wait on the worker's shared threads, woken by their consumers.
 
 Needs cluster A (NameServer $FERRY_ROCKETMQ_NAMESRV, default 127.0.0.1:19876), which
 scripts/test starts for the `rocketmq` / `integration` labels; fails when it is unreachable.
@@ -34,6 +36,17 @@ def read_lines(path):
             return f.read().splitlines()
     except FileNotFoundError:
         return []
+
+
+def thread_names(pid):
+    names = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.add(f.read().strip())
+        except OSError:
+            pass
+    return names
 
 
 def create_topic(topic, queues):
@@ -106,6 +119,10 @@ def main():
         return all(b"0-%d" % i in seen for i in range(GENERATED))
     wait_until(all_seqs, 120, f"{GENERATED} generated records read back from RocketMQ", 0.2)
     assert len(read_lines(out_file)) == LINES, "pipeline (b) wrote extra lines"
+    # (e) RocketMQSource tasks (3 of them run now) wait on the worker's shared threads, woken by
+    # their consumers: none holds a thread of its own (a blocking source's "task-own").
+    names = thread_names(w.proc.pid)
+    assert "task-own" not in names, f"a RocketMQSource task runs on a thread of its own: {sorted(names)}"
     assert w.stop() == 0
 
     # (d) every message RocketMQSink wrote (in batches) carries an id of its own, read back by a
