@@ -259,6 +259,7 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
     return Status::invalidArgument(std::string("KafkaReplicator: cannot create the source consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(rk_);
+  waker_.attach(rk_, [ctx = &context] { ctx->wakeup(); });
   nextRefresh_ = 0;
   subscribed_.clear();
   assigned_.clear();
@@ -431,6 +432,7 @@ void KafkaReplicatorTask::stop() {
   if (rk_ == nullptr) return;
   (void)commit();
   if (skippedLoops_) log_->info("KafkaReplicator: {} record(s) not replicated back to {}", skippedLoops_, naming_.targetAlias);
+  waker_.detach();
   rd_kafka_consumer_close(rk_);
   rd_kafka_destroy(rk_);
   rk_ = nullptr;

@@ -49,6 +49,7 @@
 #include "connectors/kafka/kafka_positions.h"
 #include "connectors/kafka/kafka_replicator_logic.h"
 #include "ferry/connector.h"
+#include "kafka/rdkafka_util.h"
 
 namespace spdlog {
 class logger;
@@ -85,6 +86,9 @@ class KafkaReplicatorTask final : public SourceTask {
   ~KafkaReplicatorTask() override;
   std::string version() const override;
   Status start(const StringMap& config, SourceTaskContext& context) override;
+  // kNotify: librdkafka's consumer queue wakes the runtime (kafka::QueueWaker), so the task
+  // runs on the worker's shared threads and an idle one costs no thread.
+  PollMode pollMode() const override { return PollMode::kNotify; }
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords, std::chrono::milliseconds maxWait) override;
   void commitRecord(const Record& record) override;
   Status commit() override;
@@ -96,6 +100,7 @@ class KafkaReplicatorTask final : public SourceTask {
 
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
+  kafka::QueueWaker waker_;  // on rk_'s consumer queue, while rk_ lives
   krepl::Naming naming_;
   std::unique_ptr<krepl::TopicSelector> selector_;
   std::int64_t refreshMs_ = 5000;

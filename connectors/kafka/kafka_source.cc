@@ -96,6 +96,7 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
     return Status::invalidArgument(std::string("KafkaSource: cannot create the consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(rk_);
+  waker_.attach(rk_, [ctx = &context] { ctx->wakeup(); });
   const auto topics = p.getList("kafka.topics");
   rd_kafka_topic_partition_list_t* subs = rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
   for (const auto& t : topics) rd_kafka_topic_partition_list_add(subs, t.c_str(), RD_KAFKA_PARTITION_UA);
@@ -151,6 +152,7 @@ Status KafkaSourceTask::commit() { return safe_.commit(rk_, *log_, "KafkaSource"
 void KafkaSourceTask::stop() {
   if (rk_ == nullptr) return;
   (void)commit();
+  waker_.detach();
   rd_kafka_consumer_close(rk_);
   rd_kafka_destroy(rk_);
   rk_ = nullptr;

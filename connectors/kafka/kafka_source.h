@@ -21,6 +21,7 @@
 
 #include "connectors/kafka/kafka_positions.h"
 #include "ferry/connector.h"
+#include "kafka/rdkafka_util.h"
 
 namespace spdlog {
 class logger;
@@ -50,6 +51,9 @@ class KafkaSourceTask final : public SourceTask {
   ~KafkaSourceTask() override;
   std::string version() const override;
   Status start(const StringMap& config, SourceTaskContext& context) override;
+  // kNotify: librdkafka's consumer queue wakes the runtime (kafka::QueueWaker), so the task
+  // runs on the worker's shared threads and an idle one costs no thread.
+  PollMode pollMode() const override { return PollMode::kNotify; }
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override;
   void commitRecord(const Record& record) override;
@@ -59,6 +63,7 @@ class KafkaSourceTask final : public SourceTask {
  private:
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
+  kafka::QueueWaker waker_;  // on rk_'s consumer queue, while rk_ lives
   std::string targetTopic_;
   SafeOffsets safe_;
 };

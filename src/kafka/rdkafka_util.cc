@@ -381,4 +381,23 @@ Result<std::pair<std::int64_t, std::int64_t>> watermarks(rd_kafka_t* rk, const s
   return std::make_pair(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
 }
 
+void QueueWaker::attach(Handle* consumer, std::function<void()> wake) {
+  detach();
+  wake_ = std::move(wake);
+  queue_ = rd_kafka_queue_get_consumer(consumer);
+  if (queue_ != nullptr) rd_kafka_queue_cb_event_enable(queue_, &QueueWaker::onEvent, this);
+}
+
+void QueueWaker::detach() {
+  if (queue_ == nullptr) return;
+  rd_kafka_queue_cb_event_enable(queue_, nullptr, nullptr);  // no more calls
+  rd_kafka_queue_destroy(queue_);
+  queue_ = nullptr;
+}
+
+void QueueWaker::onEvent(Handle*, void* opaque) {
+  auto* self = static_cast<QueueWaker*>(opaque);
+  if (self->wake_) self->wake_();
+}
+
 }  // namespace ferry::kafka

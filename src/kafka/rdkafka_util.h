@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@ struct rd_kafka_s;
 struct rd_kafka_conf_s;
 struct rd_kafka_headers_s;
 struct rd_kafka_message_s;
+struct rd_kafka_queue_s;
 
 namespace ferry::kafka {
 
@@ -95,5 +97,25 @@ rd_kafka_headers_s* toKafkaHeaders(const Headers& headers);
 // Low and high watermark of one partition.
 Result<std::pair<std::int64_t, std::int64_t>> watermarks(Handle* rk, const std::string& topic, std::int32_t partition,
                                                          std::int64_t timeoutMs);
+
+// Calls `wake` (from a librdkafka thread, quickly) whenever the consumer queue of a consumer
+// handle (after rd_kafka_poll_set_consumer) turns from empty to non-empty: a message, an error or
+// a rebalance to serve. Lets its owner poll without waiting: after a poll that found the queue
+// empty, the next thing enqueued calls `wake`. detach() (also the destructor) stops the calls;
+// call it before rd_kafka_consumer_close.
+class QueueWaker {
+ public:
+  QueueWaker() = default;
+  ~QueueWaker() { detach(); }
+  QueueWaker(const QueueWaker&) = delete;
+  QueueWaker& operator=(const QueueWaker&) = delete;
+  void attach(Handle* consumer, std::function<void()> wake);
+  void detach();
+
+ private:
+  static void onEvent(Handle* rk, void* opaque);
+  rd_kafka_queue_s* queue_ = nullptr;
+  std::function<void()> wake_;
+};
 
 }  // namespace ferry::kafka

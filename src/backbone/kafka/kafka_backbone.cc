@@ -221,11 +221,7 @@ class KafkaConsumer final : public Consumer {
   std::vector<TopicQueue> assignment() const override { return assignment_; }
   void close() override {
     if (rk_ == nullptr) return;
-    if (queue_ != nullptr) {
-      rd_kafka_queue_cb_event_enable(queue_, nullptr, nullptr);  // no more wake-ups
-      rd_kafka_queue_destroy(queue_);
-      queue_ = nullptr;
-    }
+    queueWaker_.detach();  // no more wake-ups
     rd_kafka_consumer_close(rk_);  // serves the final revocation (listener commits) first
     rd_kafka_destroy(rk_);         // joins librdkafka's threads: no callback after this
     rk_ = nullptr;
@@ -238,9 +234,6 @@ class KafkaConsumer final : public Consumer {
   }
 
   void rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
-  void queueEvent() {
-    if (waker_) waker_();
-  }
 
  private:
   std::vector<TopicQueue> toFerry(const rd_kafka_topic_partition_list_t* parts) const;
@@ -256,10 +249,9 @@ class KafkaConsumer final : public Consumer {
   std::map<std::string, std::string> names_;  // Kafka topic -> ferry topic
   std::vector<TopicQueue> assignment_;
   std::function<void()> waker_;         // setWaker()
-  rd_kafka_queue_t* queue_ = nullptr;   // the consumer queue, while a waker is registered on it
+  kafka::QueueWaker queueWaker_;        // calls waker_ while registered on the consumer queue
 };
 
-void onQueueEvent(rd_kafka_t*, void* opaque) { static_cast<KafkaConsumer*>(opaque)->queueEvent(); }
 
 void onRebalance(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts, void* opaque) {
   static_cast<KafkaConsumer*>(opaque)->rebalance(err, parts);
@@ -885,10 +877,7 @@ Status KafkaConsumer::open(const std::vector<std::string>& topics) {
     return Status::invalidArgument(std::string("kafka backbone: cannot create a consumer: ") + err);
   }
   rd_kafka_poll_set_consumer(rk_);
-  if (waker_) {
-    queue_ = rd_kafka_queue_get_consumer(rk_);
-    rd_kafka_queue_cb_event_enable(queue_, onQueueEvent, this);
-  }
+  if (waker_) queueWaker_.attach(rk_, waker_);
   return Status::ok();
 }
 
