@@ -170,6 +170,16 @@ def main():
     total = COUNT + 5000
     wait_until(lambda: len(set(lines())) >= total, 120, f"{total} lines from Kafka after the restart", 0.2)
     resumed_s = time.time() - t_restart
+    # The KafkaSource task waits on the worker's shared threads, woken by librdkafka's consumer
+    # queue: no thread of its own ("task-own", what a blocking source gets).
+    names = set()
+    for tid in os.listdir(f"/proc/{w.proc.pid}/task"):
+        try:
+            with open(f"/proc/{w.proc.pid}/task/{tid}/comm") as f:
+                names.add(f.read().strip())
+        except OSError:
+            pass
+    assert "task-own" not in names, f"(c) the KafkaSource task runs on a thread of its own: {sorted(names)}"
     got = lines()
     want = {str(i).encode() for i in range(total)}
     missing = want - set(got)
