@@ -3,12 +3,12 @@
 
 
 #include <algorithm>
-#include <pthread.h>
 
 #include "connectors/common.h"
 #include "connectors/rocketmq/rocketmq_mapping.h"
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/thread.h"
 #include "rocketmq/admin.h"
 #include "rocketmq/client_pool.h"
 #include "rocketmq/remoting.h"
@@ -172,10 +172,7 @@ Status RocketMQReplicatorConnector::start(const StringMap& config, ConnectorCont
     topics_ = std::move(topics);
     stopping_ = false;
   }
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "repl-bg");
-    background();
-  });
+  thread_ = core::namedThread("repl-bg", [this] { background(); });
   return Status::ok();
 }
 

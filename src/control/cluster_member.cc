@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <pthread.h>
 #include <random>
 
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/thread.h"
 
 namespace ferry::control {
 namespace {
@@ -88,18 +88,9 @@ Status ClusterMember::bootstrap() {
 Status ClusterMember::start() {
   FERRY_RETURN_IF_ERROR(bootstrap());
   stop_ = false;
-  heartbeater_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "member-beat");
-    heartbeatLoop();
-  });
-  tailer_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "member-tail");
-    tailLoop();
-  });
-  syncer_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "member-sync");
-    syncLoop();
-  });
+  heartbeater_ = core::namedThread("member-beat", [this] { heartbeatLoop(); });
+  tailer_ = core::namedThread("member-tail", [this] { tailLoop(); });
+  syncer_ = core::namedThread("member-sync", [this] { syncLoop(); });
   return Status::ok();
 }
 

@@ -2,7 +2,6 @@
 #include "control/distributed_herder.h"
 
 #include <nlohmann/json.hpp>
-#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -16,6 +15,7 @@
 #include "control/task_host.h"
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/thread.h"
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
 #include "runtime/log_position_store.h"
@@ -89,14 +89,8 @@ class HerderImpl final : public DistributedHerder {
   Status start() override {
     FERRY_RETURN_IF_ERROR(member_->start());
     running_ = true;
-    fencer_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "fencer");
-      fenceLoop();
-    });
-    control_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "herder");
-      controlLoop();
-    });
+    fencer_ = core::namedThread("fencer", [this] { fenceLoop(); });
+    control_ = core::namedThread("herder", [this] { controlLoop(); });
     log_->info("joined cluster as {} (incarnation {})", member_->workerId(), member_->incarnation());
     return Status::ok();
   }

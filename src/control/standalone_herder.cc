@@ -8,12 +8,12 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <pthread.h>
 #include <set>
 #include <thread>
 
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/thread.h"
 #include "runtime/config_util.h"
 #include "runtime/connector_config.h"
 #include "runtime/task_stopper.h"
@@ -72,14 +72,8 @@ class HerderImpl final : public StandaloneHerder {
     }
     log_->info("loaded {} connector(s) from the config store", stored.size());
     running_ = true;
-    stopThread_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "task-stop");
-      stopLoop();
-    });
-    control_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "herder");
-      controlLoop();
-    });
+    stopThread_ = core::namedThread("task-stop", [this] { stopLoop(); });
+    control_ = core::namedThread("herder", [this] { controlLoop(); });
     return Status::ok();
   }
 

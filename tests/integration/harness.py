@@ -65,6 +65,18 @@ def listens_on(pid, port):
     return False
 
 
+def thread_names(pid):
+    """The names of the threads of process `pid` (/proc/<pid>/task/*/comm)."""
+    names = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names.add(f.read().strip())
+        except OSError:
+            pass  # the thread ended meanwhile
+    return names
+
+
 def wait_until(cond, timeout, what, interval=0.05):
     """Polls cond() until it returns a truthy value; fails the test after `timeout` seconds."""
     deadline = time.time() + timeout

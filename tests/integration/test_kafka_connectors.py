@@ -30,7 +30,7 @@ import socket
 import subprocess
 import time
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import Worker, run, thread_names, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 SASL_BOOTSTRAP = os.environ.get("FERRY_KAFKA_SASL_BOOTSTRAP", "127.0.0.1:19094")
@@ -172,13 +172,7 @@ def main():
     resumed_s = time.time() - t_restart
     # The KafkaSource task waits on the worker's shared threads, woken by librdkafka's consumer
     # queue: no thread of its own ("task-own", what a blocking source gets).
-    names = set()
-    for tid in os.listdir(f"/proc/{w.proc.pid}/task"):
-        try:
-            with open(f"/proc/{w.proc.pid}/task/{tid}/comm") as f:
-                names.add(f.read().strip())
-        except OSError:
-            pass
+    names = thread_names(w.proc.pid)
     assert "task-own" not in names, f"(c) the KafkaSource task runs on a thread of its own: {sorted(names)}"
     got = lines()
     want = {str(i).encode() for i in range(total)}

@@ -21,7 +21,7 @@ import random
 import socket
 import subprocess
 
-from harness import Worker, run, tmpdir, wait_until
+from harness import Worker, run, thread_names, tmpdir, wait_until
 
 NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
 CLUSTER = os.environ.get("FERRY_ROCKETMQ_CLUSTER", "ferry-a")
@@ -36,17 +36,6 @@ def read_lines(path):
             return f.read().splitlines()
     except FileNotFoundError:
         return []
-
-
-def thread_names(pid):
-    names = set()
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                names.add(f.read().strip())
-        except OSError:
-            pass
-    return names
 
 
 def create_topic(topic, queues):

@@ -9,7 +9,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include "core/crc32c.h"
 #include "core/fs.h"
 #include "core/logging.h"
+#include "core/thread.h"
 
 namespace ferry::backbone {
 
@@ -820,10 +820,7 @@ class EmbeddedBackbone final : public Backbone, public Admin {
     }
     FERRY_RETURN_IF_ERROR(writeCheckpoint(/*force=*/true));
     retention(core::nowMs());
-    flusher_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "log-flush");
-      flushLoop();
-    });
+    flusher_ = core::namedThread("log-flush", [this] { flushLoop(); });
     return Status::ok();
   }
 
