@@ -13,7 +13,6 @@
 #include <future>
 #include <map>
 #include <mutex>
-#include <pthread.h>
 #include <random>
 #include <set>
 #include <thread>
@@ -24,6 +23,7 @@
 
 #include "core/backoff.h"
 #include "core/logging.h"
+#include "core/thread.h"
 
 namespace ferry::mqtt {
 namespace {
@@ -130,10 +130,7 @@ class MqttClient::Impl {
     idGen_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
     jumpPacketIds();
     work_.emplace(asio::make_work_guard(io_));
-    thread_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "mqtt-io");  // names show in top -H and perf
-      io_.run();
-    });
+    thread_ = core::namedThread("mqtt-io", [this] { io_.run(); });
   }
 
   ~Impl() { close(); }

@@ -5,7 +5,6 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -29,6 +28,7 @@
 #include <thread>
 
 #include "core/logging.h"
+#include "core/thread.h"
 
 namespace ferry::rest::http {
 
@@ -1020,8 +1020,7 @@ Status HttpServer::Impl::start() {
   pool_.start(std::max(1, options_.handlerThreads), options_.queueCapacity);
   for (std::size_t i = 0; i < acceptors_.size(); ++i) accept(i);
   work_.emplace(ioc_.get_executor());
-  io_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "http-io");
+  io_ = core::namedThread("http-io", [this] {
     for (;;) {
       try {
         ioc_.run();

@@ -3,12 +3,12 @@
 // the deadline sweep is the single place that enforces timeouts.
 #include "rocketmq/client.h"
 
+#include "core/thread.h"
 #include "rocketmq/acl.h"
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <future>
@@ -89,9 +89,8 @@ RocketmqClient::RocketmqClient(ClientOptions options, std::vector<std::string> n
       sweepTimer_(io_),
       refreshTimer_(io_) {
   std::promise<void> started;
-  thread_ = std::thread([this, &started] {
+  thread_ = core::namedThread("rmq-io", [this, &started] {
     ioThreadId_ = std::this_thread::get_id();
-    pthread_setname_np(pthread_self(), "rmq-io");
     started.set_value();
     run();
   });

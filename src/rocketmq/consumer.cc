@@ -11,7 +11,6 @@
 #include <deque>
 #include <future>
 #include <optional>
-#include <pthread.h>
 #include <random>
 #include <set>
 #include <thread>
@@ -19,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/allocation.h"
+#include "core/thread.h"
 #include "rocketmq/admin.h"
 #include "rocketmq/fastjson.h"
 #include "core/clock.h"
@@ -320,10 +320,7 @@ Status PullConsumer::Impl::start() {
     started_ = true;
     rebalanceRequested_ = true;
   }
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "rmq-consumer");
-    loop();
-  });
+  thread_ = core::namedThread("rmq-consumer", [this] { loop(); });
   return Status::ok();
 }
 

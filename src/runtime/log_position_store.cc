@@ -2,11 +2,11 @@
 #include "runtime/log_position_store.h"
 
 #include <nlohmann/json.hpp>
-#include <pthread.h>
 
 #include "core/clock.h"
 #include "core/json_bounds.h"
 #include "core/logging.h"
+#include "core/thread.h"
 
 namespace ferry::runtime {
 namespace {
@@ -77,8 +77,7 @@ LogPositionStore::~LogPositionStore() {
 
 void LogPositionStore::follow(std::chrono::milliseconds every) {
   if (follower_.joinable()) return;
-  follower_ = std::thread([this, every] {
-    pthread_setname_np(pthread_self(), "pos-follow");
+  follower_ = core::namedThread("pos-follow", [this, every] {
     std::unique_lock lock(followMu_);
     while (!stopFollowing_) {
       lock.unlock();

@@ -2,7 +2,6 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
-#include <pthread.h>
 #include <regex>
 #include <chrono>
 #include <deque>
@@ -13,6 +12,7 @@
 #include "core/backoff.h"
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/thread.h"
 #include "runtime/config_util.h"
 #include "runtime/local_files.h"
 #include "runtime/log_position_store.h"
@@ -1750,10 +1750,7 @@ void TaskRunner::start() {
 }
 
 void TaskRunner::startOwnThread() {
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "task-own");  // a task on a thread of its own
-    drive();
-  });
+  thread_ = core::namedThread("task-own", [this] { drive(); });  // a task on a thread of its own
 }
 
 TaskRunner::Step TaskRunner::safeStep() {

@@ -2,7 +2,6 @@
 #include "backbone/kafka/kafka_backbone.h"
 
 #include <librdkafka/rdkafka.h>
-#include <pthread.h>
 
 #include <sys/types.h>
 
@@ -15,6 +14,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/thread.h"
 #include "kafka/rdkafka_util.h"
 #include "core/logging.h"
 
@@ -61,8 +61,7 @@ class KafkaProducer final : public TransactionalProducer {
  public:
   KafkaProducer(KafkaBackbone& b, rd_kafka_t* rk, bool transactional)
       : b_(b), rk_(rk), transactional_(transactional) {
-    poller_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "kafka-poll");
+    poller_ = core::namedThread("kafka-poll", [this] {
       while (!stop_.load()) rd_kafka_poll(rk_, 50);
     });
   }
@@ -252,7 +251,6 @@ class KafkaConsumer final : public Consumer {
   kafka::QueueWaker queueWaker_;        // calls waker_ while registered on the consumer queue
 };
 
-
 void onRebalance(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts, void* opaque) {
   static_cast<KafkaConsumer*>(opaque)->rebalance(err, parts);
 }
@@ -273,8 +271,7 @@ class KafkaSharedLog final : public SharedLog {
 
   KafkaSharedLog(std::string topic, rd_kafka_t* producer, rd_kafka_t* consumer)
       : topic_(std::move(topic)), producer_(producer), consumer_(consumer) {
-    poller_ = std::thread([this] {
-      pthread_setname_np(pthread_self(), "kafka-poll");
+    poller_ = core::namedThread("kafka-poll", [this] {
       while (!stop_.load()) rd_kafka_poll(producer_, 20);
     });
   }
