@@ -20,7 +20,10 @@ starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, e
      then the latency at a fixed rate (--mqtt-rate, default 2,000/s, for --mqtt-latency-s
      seconds): each publish carries its send time; p50/p99/max from publish to arrival at the
      far MQTT subscriber (MQTT -> ferry -> RocketMQ -> ferry -> MQTT), and the same through
-     mosquitto alone as the floor.
+     mosquitto alone as the floor. `ferry_share`: from the connectors' ferry_task_record_latency_seconds
+     histograms over the same latency window, the bucket bound (ms) holding each connector's
+     p50 / p99 of the time a record spends inside the worker (read from its socket -> handed to the
+     output), and their sum along the path.
 
 Ratios: up and loop rates / mosquitto's rate, backbone / direct latency.
 $FERRY_BENCH_PERF=<file>: `perf record -g -p <worker>` over each throughput window into
@@ -196,6 +199,38 @@ def setup_bridge(w, mode, run, linger_us=None):
     return names
 
 
+def latency_buckets(w):
+    """ferry_task_record_latency_seconds buckets per connector (tasks summed): {name: {le: count}}."""
+    status, text = w.rest("GET", "/metrics")
+    if status != 200:
+        raise RuntimeError(f"/metrics answered {status}")
+    text = text if isinstance(text, str) else text.decode()
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("ferry_task_record_latency_seconds_bucket{"):
+            continue
+        labels, value = line[line.index("{") + 1:].rsplit("} ", 1)
+        kv = dict(p.split("=", 1) for p in labels.split(","))
+        name, le = kv["connector"].strip('"'), kv["le"].strip('"')
+        le = float("inf") if le == "+Inf" else float(le)
+        out.setdefault(name, {})
+        out[name][le] = out[name].get(le, 0) + float(value)
+    return out
+
+
+def share_quantile(before, after, q):
+    """The upper bound (ms) of the bucket holding quantile q of what was observed between two
+    latency_buckets() readings of one connector; None when nothing was."""
+    les = sorted(after)
+    delta = [after[le] - before.get(le, 0) for le in les]
+    if not delta or delta[-1] <= 0:
+        return None
+    for le, c in zip(les, delta):
+        if c >= q * delta[-1]:
+            return le * 1000
+    return float("inf")
+
+
 def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
     d = tmpdir(f"bench-mqtt-{mode}")
     w = Worker(d)
@@ -237,15 +272,28 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
             out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
         run2 = uuid.uuid4().hex[:8]
-        setup_bridge(w, mode, run2, linger_us)
+        names2 = setup_bridge(w, mode, run2, linger_us)
         m = rate_latency * latency_s
         sub = subscriber(f"bout{run2}/#", m)
+        hist0 = latency_buckets(w)
         pub = publisher(f"bin{run2}", m, rate=rate_latency, topics=10, stamp=True)
         finish(pub, "latency publisher")
         s = finish(sub, "latency subscriber")
+        hist1 = latency_buckets(w)
         out.update({"latency_rate": rate_latency, "latency_n": s["lat_n"], "p50_ms": s["lat_p50_us"] / 1000,
                     "p99_ms": s["lat_p99_us"] / 1000, "max_ms": s["lat_max_us"] / 1000,
                     "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1)})
+        # ferry's own share (ferry_task_record_latency_seconds: receive -> handed to the output),
+        # per connector of the path as the upper bound of the bucket holding p50 / p99, and the
+        # sum over the path's connectors. Backbone mode: the time records wait in the embedded log
+        # between a source task and its sink task is in neither.
+        share = {}
+        for q, key in ((0.5, "p50"), (0.99, "p99")):
+            per = {name: share_quantile(hist0.get(name, {}), hist1.get(name, {}), q) for name in names2}
+            share[f"{key}_ms_le_by_connector"] = per
+            share[f"{key}_ms_le_sum"] = (round(sum(per.values()), 3)
+                                         if all(v is not None for v in per.values()) else None)
+        out["ferry_share"] = share
         return out
     finally:
         w.stop()

@@ -80,28 +80,80 @@ Status MQTTSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   return Status::ok();
 }
 
+std::function<void(Status)> MQTTSinkTask::Epochs::takeWaiterIfDone(Status& result) {
+  if (!waiter || (!outstanding.empty() && outstanding.begin()->first <= waitUpTo)) return nullptr;
+  result = std::move(firstError);
+  firstError = Status::ok();
+  return std::exchange(waiter, nullptr);
+}
+
+std::function<void(Status)> MQTTSinkTask::Epochs::answered(std::uint64_t epoch, const Status& s, Status& result) {
+  auto it = outstanding.find(epoch);
+  if (it != outstanding.end() && --it->second == 0) outstanding.erase(it);
+  if (!s.isOk() && firstError.isOk()) firstError = s;
+  return takeWaiterIfDone(result);
+}
+
 Status MQTTSinkTask::put(std::vector<Record>& records) {
   if (!client_) return Status::failedPrecondition("MQTTSink: put() before start()");
+  // Counted in the current epoch before any is published (an answer may come at once).
+  std::uint64_t epoch = 0;
+  {
+    std::lock_guard lock(epochs_->mu);
+    epoch = epochs_->current;
+    epochs_->outstanding[epoch] += records.size();
+  }
+  std::weak_ptr<Epochs> weak = epochs_;
+  auto onAnswer = [weak, epoch](Status s) {
+    auto e = weak.lock();
+    if (!e) return;
+    Status result;
+    std::function<void(Status)> done;
+    {
+      std::lock_guard lock(e->mu);
+      done = e->answered(epoch, s, result);
+    }
+    if (done) done(flushStatus(std::move(result)));
+  };
   for (const Record& r : records) {
     auto topic = topic_->render(r);
     if (!topic.isOk()) {
+      onAnswer(Status::ok());  // nothing to wait for
       FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, topic.status()));
       continue;
     }
-    // Failures surface in flush() (the client keeps the first one since the last flush).
-    client_->publish(mqttc::messageFromRecord(r, std::move(*topic), mapping_), [](Status) {});
+    // Failures surface in flush() (the client keeps the first one since the last flush) and in
+    // flushAsync() (the first one of its epochs).
+    client_->publish(mqttc::messageFromRecord(r, std::move(*topic), mapping_), onAnswer);
   }
   return Status::ok();
 }
 
-Status MQTTSinkTask::flush() {
-  if (!client_) return Status::failedPrecondition("MQTTSink: flush() before start()");
-  Status s = client_->flush(std::chrono::milliseconds(flushTimeoutMs_));
+Status MQTTSinkTask::flushStatus(Status s) {
   if (s.isOk()) return s;
   // Waiting for a reconnect or a slow broker: retriable, the runtime retries the flush.
   if (s.code() == StatusCode::kTimeout || s.code() == StatusCode::kUnavailable)
     return Status::retriable("MQTTSink: " + s.toString());
   return s.withContext("MQTTSink");
+}
+
+Status MQTTSinkTask::flush() {
+  if (!client_) return Status::failedPrecondition("MQTTSink: flush() before start()");
+  return flushStatus(client_->flush(std::chrono::milliseconds(flushTimeoutMs_)));
+}
+
+bool MQTTSinkTask::flushAsync(std::function<void(Status)> done) {
+  if (!client_) return false;
+  Status result;
+  std::function<void(Status)> now;
+  {
+    std::lock_guard lock(epochs_->mu);
+    epochs_->waitUpTo = epochs_->current++;
+    epochs_->waiter = std::move(done);
+    now = epochs_->takeWaiterIfDone(result);
+  }
+  if (now) now(flushStatus(std::move(result)));
+  return true;
 }
 
 void MQTTSinkTask::stop() {

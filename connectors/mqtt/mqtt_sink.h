@@ -9,9 +9,16 @@
 // persistent session (mqtt.clean.start=false) and re-sends unacknowledged publishes after a
 // reconnect: a broker restart loses nothing. A record whose topic cannot be rendered (missing
 // header, wildcard in the result) is a bad record (errors.tolerance / dead letter queue).
+// flushAsync() (direct tasks) answers once every publish put before it was acknowledged, while
+// later puts go on: a direct task keeps reading its source while the broker acknowledges.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "connectors/mqtt/mqtt_mapping.h"
@@ -47,15 +54,33 @@ class MQTTSinkTask final : public SinkTask {
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
   Status flush() override;
+  bool flushAsync(std::function<void(Status)> done) override;
   void stop() override;
 
  private:
+  // Publishes by flush epoch: flushAsync() closes the current epoch and answers once no publish
+  // of it or an earlier one is outstanding. Shared with the publish callbacks (io thread).
+  struct Epochs {
+    std::mutex mu;
+    std::uint64_t current = 0;
+    std::map<std::uint64_t, std::size_t> outstanding;  // epoch -> publishes not answered yet
+    Status firstError;                                 // since the last flushAsync answered
+    std::uint64_t waitUpTo = 0;                        // with `waiter`: the epoch it covers
+    std::function<void(Status)> waiter;
+    // A publish of `epoch` was answered; returns the waiter to call (outside the lock) if that
+    // was the last one it waited for.
+    std::function<void(Status)> answered(std::uint64_t epoch, const Status& s, Status& result);
+    std::function<void(Status)> takeWaiterIfDone(Status& result);
+  };
+  static Status flushStatus(Status s);
+
   std::shared_ptr<spdlog::logger> log_;
   SinkTaskContext* context_ = nullptr;
   std::unique_ptr<mqttc::TopicTemplate> topic_;
   mqttc::SinkMapping mapping_;
   std::int64_t flushTimeoutMs_ = 30000;
   std::unique_ptr<mqtt::MqttClient> client_;
+  std::shared_ptr<Epochs> epochs_ = std::make_shared<Epochs>();
 };
 
 }  // namespace ferry::connectors

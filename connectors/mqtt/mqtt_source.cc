@@ -214,8 +214,10 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
   for (auto& m : taken_) {
     const bool needsAck = m.qos > 0;
     const std::uint64_t token = m.token;
+    const std::int64_t received = m.receivedNs;
     Record r = mqttc::recordFromMessage(std::move(m), mapping_, cache_);
     r.timestampMs = now;
+    r.receivedNs = received;
     if (needsAck) {
       AckBatch::Ack& a = batch->acks[i++];
       a.batch = batch.get();

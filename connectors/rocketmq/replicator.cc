@@ -328,6 +328,7 @@ bool ReplicatorSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& ou
   out.value = Bytes(sm.body);
   if (auto k = sm.properties.find("KEYS"); k != sm.properties.end()) out.key = Bytes(k->second);
   out.timestampMs = sm.bornTimestamp;
+  out.receivedNs = m.receivedNs;
   out.headers.add(repl::kHeaderProps,
                   Bytes(rocketmq::encodeProperties(repl::replicatedProperties(sm.properties, sourceAlias_))));
   repl::ReplicaMeta meta;

@@ -95,6 +95,7 @@ Status RocketMQSourceTask::setup(const StringMap& config, SourceTaskContext& con
 
 bool RocketMQSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& out) {
   out = rmq::recordFromMessage(m.message, m.brokerName, options_);
+  out.receivedNs = m.receivedNs;
   return true;
 }
 

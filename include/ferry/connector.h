@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -183,6 +184,17 @@ class SinkTask {
   virtual Status put(std::vector<Record>& records) = 0;
   // Makes everything put so far durable in the outside system.
   virtual Status flush() = 0;
+  // Optional, for direct tasks: starts making everything put so far durable and returns at once,
+  // so the task goes on taking records in while the outside system answers. Returns false when
+  // the task does not support it (the default; the runtime then calls flush()). When it returns
+  // true, `done` is called exactly once, from any thread (possibly before flushAsync returns),
+  // with what flush() would have returned for those records. put() may be called meanwhile; what
+  // it puts is not covered. The runtime has at most one flushAsync outstanding and calls neither
+  // flush() nor stop() before its `done`.
+  virtual bool flushAsync(std::function<void(Status)> done) {
+    (void)done;
+    return false;
+  }
   // Returns the offsets that are safe to commit, given `current` (the next offsets after every
   // record put). The default flushes and returns `current`.
   virtual Result<OffsetMap> preCommit(const OffsetMap& current) {

@@ -24,7 +24,8 @@ namespace ferry {
 // 3: SinkTaskContext::loadState/saveState
 // 4: ConfigKey::localPath, Source/SinkTaskContext::openLocalFile
 // 5: SourceTask::pollMode/idlePollDelay, SourceTaskContext::wakeup (new virtual functions)
-#define FERRY_ABI_VERSION 5
+// 6: Record::receivedNs, SinkTask::flushAsync
+#define FERRY_ABI_VERSION 6
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

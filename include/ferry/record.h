@@ -131,6 +131,12 @@ struct Record {
   // Sink side: the backbone offset of this record in (topic, queue); -1 for source records.
   std::int64_t offset = -1;
 
+  // When the worker received the record: std::chrono::steady_clock nanoseconds since its epoch.
+  // Sources that read from a socket set it when the bytes were read; 0 = the runtime stamps it
+  // when it takes the record from poll(). Never leaves the worker; the runtime measures from it
+  // how long records spend inside ferry (ferry_task_record_latency_seconds).
+  std::int64_t receivedNs = 0;
+
   std::size_t sizeBytes() const noexcept {
     std::size_t n = topic.size() + key.size() + value.size() + 32;
     for (const auto& h : headers) n += h.key.size() + h.value.size();

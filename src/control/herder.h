@@ -84,7 +84,7 @@ struct MetricSample {
   std::map<std::string, std::string> labels;
   double value = 0;
   std::string help;
-  std::string type;                 // "counter" or "gauge"
+  std::string type;                 // "counter", "gauge" or "histogram" (its _bucket, _sum and _count samples)
 };
 
 class Herder {

@@ -1,6 +1,8 @@
 // The tasks that run on this worker (see task_host.h).
 #include "control/task_host.h"
 
+#include <cstdio>
+
 #include "core/clock.h"
 #include "core/logging.h"
 
@@ -102,6 +104,31 @@ void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::stri
   add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", ld(m.lastCommitMs));
   add("ferry_task_records_lost_in_storage_total", "counter",
       "Records the task could not read because the backbone's storage lost them.", ld(m.recordsLostInStorage));
+  // A Prometheus histogram: cumulative buckets by `le`, then _sum and _count.
+  static constexpr const char* kLatency = "ferry_task_record_latency_seconds";
+  static constexpr const char* kLatencyHelp =
+      "Time records spent inside the worker: from receiving a record (its bytes read from the source's "
+      "connection, or the record taken from poll()) to handing it to the task's output (the sink task's put() "
+      "returned, or the backbone producer took it).";
+  const auto h = m.latency.snapshot();
+  for (std::size_t i = 0; i <= core::LatencyHistogram::kBounds; ++i) {
+    auto bl = l;
+    char le[32];
+    if (i < core::LatencyHistogram::kBounds) {
+      // Plain decimals (0.00005, not 5e-05), trailing zeros dropped.
+      int n = std::snprintf(le, sizeof le, "%.5f", core::LatencyHistogram::kBoundsSeconds[i]);
+      while (n > 1 && le[n - 1] == '0') le[--n] = '\0';
+      if (n > 1 && le[n - 1] == '.') le[--n] = '\0';
+    } else {
+      std::snprintf(le, sizeof le, "+Inf");
+    }
+    bl["le"] = le;
+    out.push_back(MetricSample{std::string(kLatency) + "_bucket", std::move(bl), static_cast<double>(h.cumulative[i]),
+                               kLatencyHelp, "histogram"});
+  }
+  out.push_back(MetricSample{std::string(kLatency) + "_sum", l, h.sumSeconds, kLatencyHelp, "histogram"});
+  out.push_back(
+      MetricSample{std::string(kLatency) + "_count", l, static_cast<double>(h.count), kLatencyHelp, "histogram"});
 }
 
 void TaskHost::appendWorkerMetrics(std::vector<MetricSample>& out, std::size_t tasks) const {

@@ -14,6 +14,11 @@ inline std::int64_t monotonicMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
+// The steady clock in nanoseconds (Record::receivedNs).
+inline std::int64_t monotonicNs() {
+  using namespace std::chrono;
+  return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
 
 // Thread-safe. The default implementation reads the system clocks.
 class Clock {

@@ -31,6 +31,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using tcp = asio::ip::tcp;
 
+std::int64_t monotonicNs(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 // How often a SUBSCRIBE refused because the broker holds its packet identifier is sent again with
 // another one (see MqttClient::Impl::nextPacketId).
 constexpr int kSubscribeIdRetries = 8;
@@ -246,6 +250,7 @@ class MqttClient::Impl {
     std::lock_guard lock(mu_);
     return lastError_;
   }
+  std::uint64_t readLingers() const { return lingers_.load(std::memory_order_relaxed); }
   std::size_t inflight() const {
     std::lock_guard lock(mu_);
     return windowUsed_;
@@ -769,36 +774,49 @@ class MqttClient::Impl {
   // arrive densely enough that waiting gathers a batch in the socket buffer. The linger is what
   // it takes at the measured rate to gather kLingerBatch packets, capped at readLinger, and only
   // when at least kLingerMinBatch would arrive within readLinger: below that rate the wait adds
-  // latency and saves next to nothing, so reads go at once. A read that itself waited readLinger
-  // or more for data found the line idle and reads on at once too. The io thread waits out the
-  // linger on a condition variable rather than on a timer: asio watches the socket edge-triggered,
-  // so a timer wait would still wake the thread for every segment that arrives. A publish queued
-  // meanwhile ends the wait at once (outgoing messages are never held back); acks and keep-alive
-  // wait at most the linger, and the acks queued meanwhile leave with the next read's answers.
+  // latency and saves next to nothing, so reads go at once. The rate is measured over windows of
+  // at least kRateWindow, not per read: a burst read in two reads would otherwise look like a
+  // rate of hundreds of thousands a second (a publisher sending 10 messages every 5 ms, 2,000/s,
+  // made every other read linger). A read that itself waited readLinger or more for data found
+  // the line idle: the rate starts again from zero and the next read goes at once. The io thread
+  // waits out the linger on a condition variable rather than on a timer: asio watches the socket
+  // edge-triggered, so a timer wait would still wake the thread for every segment that arrives.
+  // A publish queued meanwhile ends the wait at once (outgoing messages are never held back);
+  // acks and keep-alive wait at most the linger, and the acks queued meanwhile leave with the next
+  // read's answers.
   void nextRead(std::uint64_t gen, std::size_t lastRead, std::size_t packets) {
     const auto maxLinger = options_.readLinger;
     const auto now = Clock::now();
-    const auto interval = now - lastReadDone_;  // the packets of this read arrived within it
     const bool idle = now - readStartedAt_ >= maxLinger;
-    lastReadDone_ = now;
+    if (idle) {
+      packetRate_ = 0;
+      rateWindowStart_ = now;
+      rateWindowPackets_ = 0;
+    } else {
+      rateWindowPackets_ += packets;
+      if (const auto span = now - rateWindowStart_; span >= kRateWindow) {
+        packetRate_ = static_cast<double>(rateWindowPackets_) / std::chrono::duration<double>(span).count();
+        rateWindowStart_ = now;
+        rateWindowPackets_ = 0;
+      }
+    }
     if (maxLinger.count() <= 0 || behind(lastRead)) {
       startRead(gen);
       return;
     }
-    const double seconds = std::chrono::duration<double>(interval).count();
-    const double sample = seconds > 0 ? static_cast<double>(packets) / seconds : 0.0;
-    packetRate_ = idle || packetRate_ <= 0 ? sample : 0.75 * packetRate_ + 0.25 * sample;
     const double maxSeconds = std::chrono::duration<double>(maxLinger).count();
     if (idle || packetRate_ * maxSeconds < kLingerMinBatch) {
       startRead(gen);
       return;
     }
+    lingers_.fetch_add(1, std::memory_order_relaxed);
     const auto linger = std::min<std::chrono::microseconds>(
         maxLinger, std::chrono::microseconds(static_cast<std::int64_t>(kLingerBatch / packetRate_ * 1e6)));
     {
       std::lock_guard lock(ackMu_);
       lingering_ = true;
     }
+    lingerFromNs_ = monotonicNs(now);
     // After this turn's answers are written (the read handler's Cork ends first).
     asio::post(io_, [this, gen, linger] {
       {
@@ -829,7 +847,9 @@ class MqttClient::Impl {
 
   void startRead(std::uint64_t gen) {
     readStartedAt_ = Clock::now();
-    auto handler = [this, gen](const asio::error_code& ec, std::size_t n) {
+    // The next read's messages were received when it returns, or when a linger before it began.
+    const std::int64_t lingerFrom = std::exchange(lingerFromNs_, 0);
+    auto handler = [this, gen, lingerFrom](const asio::error_code& ec, std::size_t n) {
       if (gen != generation_) return;
       if (ec) {
         std::string why = ec == asio::error::eof ? std::string("closed by the broker")
@@ -839,6 +859,7 @@ class MqttClient::Impl {
       }
       readBuf_.append(chunk_.data(), n);
       lastReceived_ = Clock::now();
+      readAtNs_ = lingerFrom != 0 ? lingerFrom : monotonicNs(lastReceived_);
       Cork cork(*this);  // the answers to this read (PUBRELs, PUBCOMPs, ...) leave in one write
       std::size_t pos = 0;
       std::size_t packets = 0;
@@ -915,6 +936,7 @@ class MqttClient::Impl {
     m.retain = p.retain;
     m.dup = p.dup;
     m.properties = std::move(p.properties);
+    m.receivedNs = readAtNs_;
     if (p.qos == 2 && qos2Received_.count(p.packetId)) {
       // Already received and PUBREC'd: only the PUBREC again.
       sendSimple(PacketType::kPubrec, p.packetId, 0);
@@ -1224,8 +1246,10 @@ class MqttClient::Impl {
   asio::steady_timer reconnectTimer_{io_};
   asio::steady_timer keepAliveTimer_{io_};
   Clock::time_point readStartedAt_ = Clock::now();
-  Clock::time_point lastReadDone_ = Clock::now();  // io thread: when the previous read was handled
-  double packetRate_ = 0;                          // io thread: packets per second read (EWMA)
+  Clock::time_point rateWindowStart_ = Clock::now();  // io thread: the rate window's start
+  std::size_t rateWindowPackets_ = 0;                 // io thread: packets read in it
+  std::atomic<std::uint64_t> lingers_{0};  // reads that waited a linger first (readLingers())
+  double packetRate_ = 0;                             // io thread: packets per second, last full window
   std::thread thread_;
 
   // io-thread state
@@ -1242,8 +1266,9 @@ class MqttClient::Impl {
   std::string readBuf_;
   std::array<char, 65536> chunk_{};
   static constexpr std::size_t kBehindBytes = 16384;  // TLS: waiting in the socket, read on at once
-  static constexpr double kLingerBatch = 32;    // packets a linger aims to gather
-  static constexpr double kLingerMinBatch = 8;  // no linger unless readLinger would gather this many
+  static constexpr double kLingerBatch = 64;     // packets a linger aims to gather
+  static constexpr double kLingerMinBatch = 16;  // no linger unless readLinger would gather this many
+  static constexpr auto kRateWindow = std::chrono::milliseconds(10);  // the packet rate's shortest window
   std::string outBuf_;                      // bytes queued for the next write
   std::vector<std::function<void(bool)>> outCallbacks_;  // of the packets in outBuf_
   std::string spareBuf_;                    // a written batch's buffer, reused
@@ -1290,6 +1315,8 @@ class MqttClient::Impl {
   std::vector<QueuedPublish> publishQueue_;  // guarded by mu_: publish() calls for the io thread
   std::mutex ackMu_;
   std::vector<std::uint64_t> ackQueue_;      // guarded by ackMu_: ack() calls for the io thread
+  std::int64_t lingerFromNs_ = 0;  // io thread: when the linger before the next read began (0: none)
+  std::int64_t readAtNs_ = 0;      // io thread: IncomingMessage::receivedNs of this read's messages
   bool lingering_ = false;                   // guarded by ackMu_: the io thread sleeps before a read, then drains ackQueue_
   bool lingerCut_ = false;                   // guarded by ackMu_: a publish ends the linger early
   std::condition_variable lingerCv_;         // with ackMu_: the linger's wait
@@ -1307,6 +1334,7 @@ Status MqttClient::flush(std::chrono::milliseconds timeout) { return impl_->flus
 ClientState MqttClient::state() const { return impl_->state(); }
 Status MqttClient::lastError() const { return impl_->lastError(); }
 std::size_t MqttClient::inflight() const { return impl_->inflight(); }
+std::uint64_t MqttClient::readLingers() const { return impl_->readLingers(); }
 std::size_t MqttClient::unacked() const { return impl_->unacked(); }
 void MqttClient::close() { impl_->close(); }
 

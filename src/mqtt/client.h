@@ -70,11 +70,11 @@ struct ClientOptions {
   std::int64_t connectTimeoutMs = 5000;
   std::int64_t reconnectMaxMs = 5000;
   std::size_t maxPacketBytes = 16u << 20;
-  // Read coalescing, the longest wait: when packets arrive densely enough that this long would
-  // gather at least 8 of them, the next read waits until about 32 have arrived (at most this
-  // long), so that it takes them in one go; acknowledgements queued during the wait leave with it.
-  // Fewer thread wake-ups per message at high rates, no added latency at low ones (slower than 8
-  // per readLinger: reads go at once); 0 reads at once always.
+  // Read coalescing, the longest wait: when packets arrive densely enough (the rate over 10 ms
+  // windows) that this long would gather at least 16 of them, the next read waits until about 64
+  // have arrived (at most this long), so that it takes them in one go; acknowledgements queued
+  // during the wait leave with it. Fewer thread wake-ups per message at high rates, no added
+  // latency at low ones (slower than 16 per readLinger: reads go at once); 0 reads at once always.
   std::chrono::microseconds readLinger{0};
 };
 
@@ -87,6 +87,9 @@ struct IncomingMessage {
   Properties properties;  // v5
   // For ack(): identifies the message within this connection (0 for QoS 0: nothing to ack).
   std::uint64_t token = 0;
+  // When the client read it (steady clock ns); after a read linger, when the linger began: the
+  // bytes may have waited in the socket that long (Record::receivedNs).
+  std::int64_t receivedNs = 0;
 };
 
 struct OutgoingMessage {
@@ -136,6 +139,7 @@ class MqttClient {
   Status lastError() const;            // why the connection was last lost / refused
   std::size_t inflight() const;        // outgoing QoS>0 publishes not yet complete
   std::size_t unacked() const;         // delivered messages not yet acked
+  std::uint64_t readLingers() const;   // socket reads that waited a read linger first (see readLinger)
   // DISCONNECT (normal), close, stop the io thread. Idempotent.
   void close();
 

@@ -69,8 +69,16 @@ std::string renderPrometheus(const std::vector<control::MetricSample>& samples) 
   // Families must be contiguous in the exposition, so group first (keeping first-seen order).
   std::vector<std::string> order;
   std::map<std::string, std::vector<const control::MetricSample*>> families;
+  // A histogram's samples (name_bucket, name_sum, name_count) form the family `name`.
+  auto familyOf = [](const control::MetricSample& s) {
+    if (s.type != "histogram") return s.name;
+    for (std::string_view suffix : {"_bucket", "_sum", "_count"}) {
+      if (s.name.size() > suffix.size() && s.name.ends_with(suffix)) return s.name.substr(0, s.name.size() - suffix.size());
+    }
+    return s.name;
+  };
   for (const auto& s : samples) {
-    std::string name = sanitizeMetricName(s.name);
+    std::string name = sanitizeMetricName(familyOf(s));
     auto [it, inserted] = families.try_emplace(name);
     if (inserted) order.push_back(name);
     it->second.push_back(&s);
@@ -83,11 +91,11 @@ std::string renderPrometheus(const std::vector<control::MetricSample>& samples) 
       if (help.empty()) help = s->help;
       if (type.empty()) type = s->type;
     }
-    if (type != "counter" && type != "gauge") type = "untyped";
+    if (type != "counter" && type != "gauge" && type != "histogram") type = "untyped";
     out += "# HELP " + name + " " + escapeHelp(help.empty() ? name : help) + "\n";
     out += "# TYPE " + name + " " + type + "\n";
     for (const auto* s : family) {
-      out += name;
+      out += s->type == "histogram" ? sanitizeMetricName(s->name) : name;
       if (!s->labels.empty()) {
         out += '{';
         bool first = true;

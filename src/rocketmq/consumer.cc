@@ -622,6 +622,8 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
       }
       switch (resp.code) {
         case kRespSuccess: {
+          const std::int64_t receivedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now().time_since_epoch()).count();
           StoredDecode d = decodeStoredMessages(resp.body);
           std::int64_t lastSeen = spec.offset - 1;
           std::size_t added = 0;
@@ -636,7 +638,7 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
                 continue;
               }
             }
-            PulledMessage pm{std::move(m), q->mq.brokerName};
+            PulledMessage pm{std::move(m), q->mq.brokerName, receivedNs};
             bufferedBytes_ += messageBytes(pm);
             buffer_.push_back(std::move(pm));
             ++added;

@@ -90,6 +90,7 @@ struct ConsumerOptions {
 struct PulledMessage {
   StoredMessage message;
   std::string brokerName;
+  std::int64_t receivedNs = 0;  // when its pull's answer was handled (steady clock ns)
   MessageQueue queue() const { return {message.topic, brokerName, message.queueId}; }
 };
 

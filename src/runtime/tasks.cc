@@ -955,6 +955,7 @@ class ProducerOutput final : public Output {
       return TaskLoop::cancelledError();
     }
     committer_.sending(ticket, *m);
+    loop_.counters().latency.observeNs(core::monotonicNs() - record.receivedNs);  // handed over now
     committer_.send(std::move(*m), ticket);
     return Status::ok();
   }
@@ -1045,6 +1046,7 @@ class Transaction final : public Output, public Committer {
     ++sentInTxn_;
     sentBytes_ += lastBytes_;
     auto& metrics = loop_.counters();
+    metrics.latency.observeNs(core::monotonicNs() - record.receivedNs);
     metrics.inflightRecords.fetch_add(1, std::memory_order_relaxed);
     metrics.inflightBytes.fetch_add(static_cast<std::int64_t>(lastBytes_), std::memory_order_relaxed);
     return Status::ok();
@@ -1161,6 +1163,7 @@ class SinkTaskOutput final : public Output {
     record.acknowledger.reset();  // the runtime acknowledges after the sink flushed
     if (!record.topic.empty()) loop_.noteTopic(record.topic);
     batchBytes_ += record.sizeBytes();
+    received_.push_back(record.receivedNs);  // kept aside: put() may change the records
     batch_.push_back(std::move(record));
     return Status::ok();
   }
@@ -1172,6 +1175,9 @@ class SinkTaskOutput final : public Output {
     auto& metrics = loop_.counters();
     metrics.recordsOut.fetch_add(n, std::memory_order_relaxed);
     metrics.bytesOut.fetch_add(batchBytes_, std::memory_order_relaxed);
+    const std::int64_t now = core::monotonicNs();
+    for (std::int64_t rx : received_) metrics.latency.observeNs(now - rx);
+    received_.clear();
     batch_.clear();
     batchBytes_ = 0;
     return Status::ok();
@@ -1190,34 +1196,120 @@ class SinkTaskOutput final : public Output {
   std::unique_ptr<SinkTask> task_;
   bool started_ = false;
   std::vector<Record> batch_;
+  std::vector<std::int64_t> received_;  // Record::receivedNs of batch_
   std::size_t batchBytes_ = 0;
 };
 
 // Direct: the sink is flushed, then (only then) the source hears its records are safe and their
 // positions are committed. Every interval, when the task asks, or when the held records reach the
-// in-flight bound.
+// in-flight bound. A sink that flushes asynchronously (SinkTask::flushAsync) is flushed while the
+// task goes on taking records in: the records held when the flush started become safe when it
+// answers (collect(), on the task's thread), the ones taken in meanwhile wait for the next flush.
+// A sink that cannot is flushed with flush(), and intake waits for it.
 class FlushedPositions final : public Committer {
  public:
-  FlushedPositions(TaskLoop& loop, SourceTask& source, SinkTask& sink) : loop_(loop), source_(source), sink_(sink) {}
+  FlushedPositions(TaskLoop& loop, SourceTask& source, SinkTask& sink)
+      : loop_(loop), source_(source), sink_(sink), answer_(std::make_shared<Answer>()) {
+    answer_->wake = [&loop] { loop.wake(); };
+  }
+  ~FlushedPositions() override {
+    // A flush that answers after the task ended (abandoned at a stop timeout) wakes nothing.
+    std::lock_guard lock(answer_->mu);
+    answer_->wake = nullptr;
+  }
   std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
     loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
     const auto t = held_.add(record, bytes);
-    loop_.counters().inflightRecords.store(static_cast<std::int64_t>(held_.records.size()), std::memory_order_relaxed);
-    loop_.counters().inflightBytes.store(held_.bytes, std::memory_order_relaxed);
+    publishInflight();
     return t;
   }
   bool due(bool timerDue, bool requested, bool paused) override {
     (void)paused;
+    if (flushing_) return false;  // one flush at a time; collect() finishes it
     return timerDue || requested || held_.full(*loop_.taskEnv().worker);
   }
+  // Intake waits while both the held records and those being flushed are at the bound.
+  bool waitingForRoom() override { return flushing_ && held_.full(*loop_.taskEnv().worker); }
+  Result<std::int64_t> collect() override {
+    if (!flushing_) return std::int64_t{0};
+    std::optional<Status> result;
+    {
+      std::lock_guard lock(answer_->mu);
+      result.swap(answer_->result);
+    }
+    if (!result) return std::int64_t{0};
+    flushing_ = false;
+    FERRY_RETURN_IF_ERROR(result->withContext("sink flush"));
+    if (loop_.cancelled()) return TaskLoop::cancelledError();  // the flush answered after the stop timed out
+    FERRY_RETURN_IF_ERROR(complete(inFlush_));
+    return std::int64_t{0};
+  }
   Status commit() override {
-    if (held_.records.empty()) return Status::ok();
+    if (flushing_ || held_.records.empty()) return Status::ok();
     if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    if (async_) {
+      inFlush_ = std::move(held_);
+      held_ = HeldRecords{};
+      std::weak_ptr<Answer> weak = answer_;
+      bool started = false;
+      Status threw = guarded("flush", [&] {
+        started = sink_.flushAsync([weak](Status s) {
+          auto a = weak.lock();
+          if (!a) return;
+          std::function<void()> wake;
+          {
+            std::lock_guard lock(a->mu);
+            a->result = std::move(s);
+            wake = a->wake;
+          }
+          if (wake) wake();
+        });
+        return Status::ok();
+      });
+      FERRY_RETURN_IF_ERROR(threw.withContext("sink flush"));
+      if (started) {
+        flushing_ = true;
+        return Status::ok();
+      }
+      async_ = false;  // the sink flushes synchronously only: from now on, flush()
+      held_ = std::move(inFlush_);
+      inFlush_ = HeldRecords{};
+    }
     FERRY_RETURN_IF_ERROR(guarded("flush", [&] { return sink_.flush(); }).withContext("sink flush"));
     if (loop_.cancelled()) return TaskLoop::cancelledError();  // the flush returned after the stop timed out
+    return complete(held_);
+  }
+  // An asynchronous flush under way is waited for first (nullopt meanwhile: the loop asks again
+  // when it answers). Without the lease the sink is not flushed and no position committed: the
+  // next owner reads again what this one polled since its last commit.
+  std::optional<Status> finalCommit(bool healthy, bool lease) override {
+    if (flushing_) {
+      auto c = collect();
+      if (!c.isOk()) return c.status();
+      if (flushing_) return std::nullopt;
+    }
+    if (!(healthy && lease)) return Status::ok();
+    Status s = commit();
+    if (s.isOk() && flushing_) return std::nullopt;  // started one: its answer completes the stop
+    return s;
+  }
+  void releaseAll() override {
+    inFlush_.releaseAll();
+    held_.releaseAll();
+  }
+
+ private:
+  struct Answer {
+    std::mutex mu;
+    std::optional<Status> result;  // the asynchronous flush's answer, not yet collected
+    std::function<void()> wake;    // cleared when the committer goes
+  };
+
+  // The sink made `h` durable: the source hears it, and its positions are committed.
+  Status complete(HeldRecords& h) {
     PositionBuffer positions;
-    for (auto& r : held_.records) {
+    for (auto& r : h.records) {
       guardedVoid("commitRecord", [&] { source_.commitRecord(r); });
       positions.add(r.position);
     }
@@ -1229,27 +1321,29 @@ class FlushedPositions final : public Committer {
     }
     FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return source_.commit(); }));
     auto& metrics = loop_.counters();
-    metrics.commitLagRecords.fetch_sub(static_cast<std::int64_t>(held_.records.size()), std::memory_order_relaxed);
-    held_.records.clear();
-    held_.bytes = 0;
-    metrics.inflightRecords.store(0, std::memory_order_relaxed);
-    metrics.inflightBytes.store(0, std::memory_order_relaxed);
+    metrics.commitLagRecords.fetch_sub(static_cast<std::int64_t>(h.records.size()), std::memory_order_relaxed);
+    h.records.clear();
+    h.bytes = 0;
+    publishInflight();
     metrics.commits.fetch_add(1, std::memory_order_relaxed);
     metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
     return Status::ok();
   }
-  // Without the lease the sink is not flushed and no position committed: the next owner reads
-  // again what this one polled since its last commit.
-  std::optional<Status> finalCommit(bool healthy, bool lease) override {
-    return healthy && lease ? commit() : Status::ok();
+  void publishInflight() {
+    auto& metrics = loop_.counters();
+    metrics.inflightRecords.store(static_cast<std::int64_t>(held_.records.size() + inFlush_.records.size()),
+                                  std::memory_order_relaxed);
+    metrics.inflightBytes.store(held_.bytes + inFlush_.bytes, std::memory_order_relaxed);
   }
-  void releaseAll() override { held_.releaseAll(); }
 
- private:
   TaskLoop& loop_;
   SourceTask& source_;
   SinkTask& sink_;
-  HeldRecords held_;
+  HeldRecords held_;     // taken in since the last flush started
+  HeldRecords inFlush_;  // covered by the asynchronous flush under way
+  bool async_ = true;    // until the sink says it cannot flush asynchronously
+  bool flushing_ = false;
+  std::shared_ptr<Answer> answer_;
 };
 
 // Sink: preCommit (the sink flushes) and the offsets it returns committed to the consumer group.
@@ -1523,6 +1617,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   }
   if (!leaseHeld()) return finish(leaseLost(batch_));
   const bool decodes = input_->decodes();
+  const std::int64_t polledAt = core::monotonicNs();  // for records whose input did not stamp them
   for (std::size_t i = 0; i < batch_.size(); ++i) {
     // The lease read per record (a clock read): a worker frozen in the middle of a batch
     // (SIGSTOP) must not hand the rest of it on once it thaws.
@@ -1535,6 +1630,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
     metrics_.recordsIn.fetch_add(1, std::memory_order_relaxed);
     metrics_.bytesIn.fetch_add(bytes, std::memory_order_relaxed);
     if (r.timestampMs == 0) r.timestampMs = core::nowMs();
+    if (r.receivedNs == 0) r.receivedNs = polledAt;
     const std::uint64_t ticket = committer_->takeIn(r, bytes);
     // A failing transform reports the bytes as read (what a dead-letter topic must hold), as
     // Kafka Connect does: kept before decoding (shared buffers, no copy).

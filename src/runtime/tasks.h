@@ -49,6 +49,7 @@
 
 #include "backbone/backbone.h"
 #include "backbone/shared_producer.h"
+#include "core/histogram.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
 #include "runtime/executor.h"
@@ -98,6 +99,9 @@ struct TaskMetrics {
   // Records a sink could not read because the backbone's storage lost them (damaged or missing
   // on the embedded log's disk); the backbone's own report names the bytes and offsets.
   std::atomic<std::uint64_t> recordsLostInStorage{0};
+  // Time from the worker receiving a record (Record::receivedNs) to handing it to the task's
+  // output: a sink task's put() returned, or the backbone producer took it.
+  core::LatencyHistogram latency;
 };
 
 struct TaskEnv {

@@ -313,6 +313,7 @@ TEST_P(MqttBroker, ReadLingerTakesBurstsAndLosesNoAck) {
     std::cout << "[ NOTE     ] " << got.size() << " messages in " << batches << " socket reads\n";
     EXPECT_GE(static_cast<double>(got.size()) / static_cast<double>(batches), 4.0)
         << got.size() << " messages in " << batches << " batches";
+    EXPECT_GT(sub.readLingers(), 0u) << "no read lingered at full speed";
   }
   Collector again;
   MqttClient resumed(o);
@@ -324,7 +325,7 @@ TEST_P(MqttBroker, ReadLingerTakesBurstsAndLosesNoAck) {
 }
 
 // The linger is for dense traffic only: 150 messages one every 2 ms (500/s), with a read linger
-// of up to 5 ms — too slow to gather 8 in one linger — arrive one per read, none held back by a
+// of up to 5 ms — too slow to gather 16 in one linger — arrive one per read, none held back by a
 // wait. Before the linger was sized by the rate, every read that found data sooner than 5 ms
 // after the previous one waited 5 ms: 2-3 messages per read, each up to 5 ms late.
 TEST_P(MqttBroker, ReadLingerAddsNoWaitAtLowRates) {
@@ -337,12 +338,23 @@ TEST_P(MqttBroker, ReadLingerAddsNoWaitAtLowRates) {
   std::condition_variable cv;
   std::size_t got = 0;
   std::size_t batches = 0;
+  // IncomingMessage::receivedNs: every message stamped when read, in order, never in the future.
+  const std::int64_t startNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  std::int64_t lastReceived = startNs;
+  std::size_t badStamps = 0;
   MqttClient sub(o);
   sub.setBatchHandler([&](std::vector<IncomingMessage>& batch) {
+    const std::int64_t nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
     std::lock_guard lock(mu);
     ++batches;
     got += batch.size();
-    for (auto& m : batch) sub.ack(m.token);
+    for (auto& m : batch) {
+      if (m.receivedNs < lastReceived || m.receivedNs > nowNs) ++badStamps;
+      lastReceived = std::max(lastReceived, m.receivedNs);
+      sub.ack(m.token);
+    }
     cv.notify_all();
   });
   ASSERT_TRUE(sub.connect().isOk());
@@ -361,6 +373,50 @@ TEST_P(MqttBroker, ReadLingerAddsNoWaitAtLowRates) {
   std::cout << "[ NOTE     ] " << got << " messages in " << batches << " socket reads\n";
   EXPECT_LT(static_cast<double>(got) / static_cast<double>(batches), 1.3)
       << got << " messages in " << batches << " reads: the linger held messages back at 500/s";
+  EXPECT_EQ(badStamps, 0u) << "messages without a receive time, out of order or stamped in the future";
+}
+
+// Bursts at a low average rate: 10 messages back to back every 5 ms (2,000/s), read linger 2 ms.
+// At 2,000/s a 2 ms linger would gather 4 messages, under the 16 that make one worth its wait, so
+// no read may linger. Before the rate was measured over 10 ms windows it was taken per read: a
+// burst split over two reads looked like 100,000/s+, and every other read lingered 2 ms (which
+// was most of ferry's own p99 on the bridge at 2,000/s).
+TEST_P(MqttBroker, ReadLingerIgnoresBurstsAtALowAverageRate) {
+  const Version v = GetParam();
+  const std::string t = topic("bursts/" + std::to_string(static_cast<int>(v)));
+  auto o = plain(v);
+  o.readLinger = 2ms;
+  constexpr int kBursts = 100;
+  constexpr int kPerBurst = 10;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t got = 0;
+  std::size_t reads = 0;
+  MqttClient sub(o);
+  sub.setBatchHandler([&](std::vector<IncomingMessage>& batch) {
+    std::lock_guard lock(mu);
+    ++reads;
+    got += batch.size();
+    for (auto& m : batch) sub.ack(m.token);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.connect().isOk());
+  ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
+  MqttClient pub(plain(v));
+  ASSERT_TRUE(pub.connect().isOk());
+  auto next = std::chrono::steady_clock::now();
+  for (int b = 0; b < kBursts; ++b) {
+    for (int i = 0; i < kPerBurst; ++i)
+      pub.publish(OutgoingMessage{t, std::to_string(b * kPerBurst + i), 1, false, {}}, [](Status) {});
+    next += 5ms;
+    std::this_thread::sleep_until(next);  // pacing the publisher: the burst pattern under test
+  }
+  ASSERT_TRUE(pub.flush(20s).isOk());
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got >= static_cast<std::size_t>(kBursts * kPerBurst); }));
+  std::cout << "[ NOTE     ] " << got << " messages in " << reads << " socket reads, " << sub.readLingers()
+            << " after a linger\n";
+  EXPECT_LE(sub.readLingers(), 2u) << reads << " reads: reads lingered at 2,000 messages/s";
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, MqttBroker, ::testing::Values(Version::k311, Version::k5),

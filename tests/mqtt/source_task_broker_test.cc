@@ -6,17 +6,23 @@
 //  - records come in publish order (sequence-numbered payloads, checked one by one);
 //  - a QoS 1 message is acknowledged to the broker only when its record is committed: after a
 //    restart on the same persistent session the uncommitted ones (and only those) come again.
+// And of MQTTSinkTask::flushAsync (direct tasks): answered once every earlier publish was
+// acknowledged, exactly once, puts going on meanwhile, and still answered when the task stops.
 // It fails, not skips, when the broker is unreachable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "connectors/mqtt/mqtt_sink.h"
 #include "connectors/mqtt/mqtt_source.h"
 #include "mqtt/client.h"
 
@@ -166,6 +172,103 @@ TEST(MqttSourceTask, AcknowledgesOnlyCommittedRecords) {
   for (auto& r : redelivered) again.commitRecord(r);
   std::this_thread::sleep_for(300ms);
   again.stop();
+}
+
+class SinkContext final : public SinkTaskContext {
+ public:
+  const std::string& connectorName() const override { return name_; }
+  int taskId() const override { return 0; }
+  void requestCommit() override {}
+  Status reportBadRecord(const Record&, const Status& reason) override { return reason; }
+
+ private:
+  std::string name_ = "mqtt-sink-test";
+};
+
+std::vector<Record> sequence(int from, int n) {
+  std::vector<Record> out;
+  for (int i = from; i < from + n; ++i) {
+    Record r;
+    r.topic = "t";
+    r.value = Bytes(std::to_string(i));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// MQTTSinkTask::flushAsync (direct tasks): answers once every publish put before it was
+// acknowledged, exactly once, with puts going on meanwhile; with nothing outstanding at once.
+TEST(MqttSinkTask, FlushAsyncAnswersOnceEveryEarlierPublishIsAcknowledged) {
+  const std::string t = "ferry-test/" + runId() + "/sink-async";
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> got;
+  mqtt::ClientOptions o;
+  o.host = host();
+  o.port = port();
+  mqtt::MqttClient sub(o);
+  sub.setBatchHandler([&](std::vector<mqtt::IncomingMessage>& batch) {
+    std::lock_guard lock(mu);
+    for (auto& m : batch) {
+      got.push_back(m.payload);
+      sub.ack(m.token);
+    }
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.connect().isOk());
+  ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
+
+  MQTTSinkTask sink;
+  SinkContext ctx;
+  ASSERT_TRUE(sink.start({{"mqtt.server.uri", "tcp://" + host() + ":" + std::to_string(port())},
+                          {"mqtt.topic", t},
+                          {"mqtt.qos", "1"},
+                          {"mqtt.client.id", "ferry-sink-async-" + runId()}},
+                         ctx)
+                  .isOk());
+  // Nothing put: the answer comes before flushAsync returns.
+  bool answered = false;
+  ASSERT_TRUE(sink.flushAsync([&](Status s) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    answered = true;
+  }));
+  EXPECT_TRUE(answered);
+
+  auto flushOnce = [&](int from, int n, int alsoPutAfter) {
+    auto batch = sequence(from, n);
+    ASSERT_TRUE(sink.put(batch).isOk());
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    ASSERT_TRUE(sink.flushAsync([p, calls](Status s) {
+      if (calls->fetch_add(1) == 0) p->set_value(std::move(s));
+    }));
+    // Puts go on while the flush is outstanding (not covered by it).
+    if (alsoPutAfter > 0) {
+      auto more = sequence(from + n, alsoPutAfter);
+      ASSERT_TRUE(sink.put(more).isOk());
+    }
+    ASSERT_EQ(f.wait_for(20s), std::future_status::ready) << "flushAsync never answered";
+    EXPECT_TRUE(f.get().isOk());
+    EXPECT_EQ(calls->load(), 1);
+  };
+  flushOnce(0, 2000, 500);
+  flushOnce(2500, 1500, 0);  // covers the 500 put during the first one too
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got.size() >= 4000; })) << got.size() << " of 4000";
+    for (int i = 0; i < 4000; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], std::to_string(i)) << "message " << i;
+  }
+  // A flush outstanding when the task stops is still answered (its publishes end, acknowledged or
+  // cancelled): a stopping direct task never waits for an answer that cannot come.
+  auto last = sequence(4000, 2000);
+  ASSERT_TRUE(sink.put(last).isOk());
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  ASSERT_TRUE(sink.flushAsync([p](Status s) { p->set_value(std::move(s)); }));
+  sink.stop();
+  EXPECT_EQ(f.wait_for(10s), std::future_status::ready) << "flushAsync never answered after stop()";
+  sub.close();
 }
 
 }  // namespace

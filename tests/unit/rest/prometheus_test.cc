@@ -28,6 +28,22 @@ TEST(Prometheus, FamiliesGroupedWithHelpAndType) {
             "ferry_lag 2.5\n");
 }
 
+TEST(Prometheus, HistogramSamplesFormOneFamily) {
+  std::vector<control::MetricSample> s = {
+      {"lat_seconds_bucket", {{"le", "0.001"}, {"task", "0"}}, 3, "Latency", "histogram"},
+      {"lat_seconds_bucket", {{"le", "+Inf"}, {"task", "0"}}, 4, "Latency", "histogram"},
+      {"lat_seconds_sum", {{"task", "0"}}, 0.5, "Latency", "histogram"},
+      {"lat_seconds_count", {{"task", "0"}}, 4, "Latency", "histogram"},
+  };
+  EXPECT_EQ(renderPrometheus(s),
+            "# HELP lat_seconds Latency\n"
+            "# TYPE lat_seconds histogram\n"
+            "lat_seconds_bucket{le=\"0.001\",task=\"0\"} 3\n"
+            "lat_seconds_bucket{le=\"+Inf\",task=\"0\"} 4\n"
+            "lat_seconds_sum{task=\"0\"} 0.5\n"
+            "lat_seconds_count{task=\"0\"} 4\n");
+}
+
 TEST(Prometheus, EscapesLabelValuesAndHelp) {
   std::vector<control::MetricSample> s = {
       {"m", {{"connector", "a\"b\\c\nd"}}, 1, "line1\nline2 \\ x", "gauge"}};

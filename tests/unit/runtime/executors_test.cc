@@ -11,6 +11,7 @@
 #include "ferry/connector.h"
 #include "ferry/plugin.h"
 #include "ferry/push_source.h"
+#include "core/clock.h"
 #include "runtime/executor.h"
 #include "runtime/tasks.h"
 #include "store/store.h"
@@ -49,6 +50,9 @@ class SeqSourceTask : public SourceTask {
  public:
   Status start(const StringMap& config, SourceTaskContext& ctx) override {
     count_ = std::stoi(config.at("count"));
+    if (auto a = config.find("age.ms"); a != config.end()) ageMs_ = std::stoi(a->second);
+    if (auto c = config.find("commit.at"); c != config.end()) commitAt_ = std::stoi(c->second);
+    ctx_ = &ctx;
     if (auto off = ctx.committedOffset({{"p", "0"}})) next_ = std::stoi(off->at("n"));
     return Status::ok();
   }
@@ -64,7 +68,11 @@ class SeqSourceTask : public SourceTask {
       r.topic = "seq";
       r.value = Bytes("v" + std::to_string(next_));
       r.position = Position{{{"p", "0"}}, {{"n", std::to_string(next_ + 1)}}};
+      // "Received" age.ms ago (a source that read the record from its socket earlier); 0: not
+      // stamped, the runtime stamps it.
+      if (ageMs_ > 0) r.receivedNs = core::monotonicNs() - std::int64_t{ageMs_} * 1000000;
       out.push_back(std::move(r));
+      if (next_ == commitAt_) ctx_->requestCommit();  // as a source does whose outside window fills
       ++next_;
       ++n;
     }
@@ -78,6 +86,9 @@ class SeqSourceTask : public SourceTask {
 
  private:
   int count_ = 0;
+  int ageMs_ = 0;
+  int commitAt_ = -1;
+  SourceTaskContext* ctx_ = nullptr;
   int next_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -270,7 +281,59 @@ class DownSink : public CollectSink {
   std::unique_ptr<SinkTask> createTask() override { return std::make_unique<DownSinkTask>(); }
 };
 
+// A sink that flushes asynchronously: flushAsync() records how many values had been put and keeps
+// the answer until the test gives it (answerFlush).
+struct AsyncFlushes {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::size_t> putBeforeFlush;  // values put when each flushAsync was called
+  std::function<void(Status)> pending;      // the unanswered flush
+  int syncFlushes = 0;
+  void reset() {
+    std::lock_guard l(mu);
+    putBeforeFlush.clear();
+    pending = nullptr;
+    syncFlushes = 0;
+  }
+};
+AsyncFlushes& asyncFlushes() {
+  static AsyncFlushes a;
+  return a;
+}
+
+class AsyncCollectSinkTask : public CollectSinkTask {
+ public:
+  Status flush() override {
+    {
+      std::lock_guard l(asyncFlushes().mu);
+      ++asyncFlushes().syncFlushes;
+    }
+    return CollectSinkTask::flush();
+  }
+  bool flushAsync(std::function<void(Status)> done) override {
+    std::size_t put = 0;
+    {
+      std::lock_guard l(collector().mu);
+      put = collector().put.size();
+    }
+    auto& a = asyncFlushes();
+    std::lock_guard l(a.mu);
+    EXPECT_FALSE(a.pending) << "a second flushAsync before the first answered";
+    a.putBeforeFlush.push_back(put);
+    a.pending = std::move(done);
+    a.cv.notify_all();
+    return true;
+  }
+};
+
+class AsyncCollectSink : public CollectSink {
+ public:
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<AsyncCollectSinkTask>(); }
+};
+
 const PluginEntry kEntries[] = {
+    {"AsyncCollectSink", nullptr, PluginKind::kSinkConnector, "1", "test",
+     &pluginCreate<AsyncCollectSink, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DownSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<DownSink, SinkConnector>,
      &pluginDestroy<SinkConnector>},
     {"NotifySource", nullptr, PluginKind::kSourceConnector, "1", "test",
@@ -446,6 +509,112 @@ TEST_F(ExecutorTest, DirectCommitsOnlyAfterSinkFlush) {
   EXPECT_EQ(pos->at("n"), "5");
   std::lock_guard l(collector().mu);
   EXPECT_EQ(collector().put, (std::vector<std::string>{"v0", "v1", "v2", "v3", "v4"}));
+}
+
+// ferry_task_record_latency_seconds: from Record::receivedNs (set by the source, or by the runtime
+// at take-in) to the output taking the record.
+TEST_F(ExecutorTest, DirectMeasuresLatencyFromWhenTheSourceReceivedEachRecord) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"age.ms", "30"}, {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 5; }));
+  runner->requestStop();
+  runner->join();
+  const auto h = runner->metrics().latency.snapshot();
+  EXPECT_EQ(h.count, 5u);
+  // Received 30 ms before the poll: none within 25 ms.
+  std::size_t le25ms = 0;
+  while (core::LatencyHistogram::kBoundsSeconds[le25ms] < 0.025) ++le25ms;
+  EXPECT_EQ(h.cumulative[le25ms], 0u);
+  EXPECT_GE(h.sumSeconds, 5 * 0.030);
+}
+
+TEST_F(ExecutorTest, SourceMeasuresLatencyFromTakeInWhenTheSourceDidNotStamp) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 3; }));
+  }
+  const auto h = runner->metrics().latency.snapshot();
+  runner->requestStop();
+  runner->join();
+  EXPECT_EQ(h.count, 3u);  // one per record the producer took
+  EXPECT_EQ(h.cumulative.back(), 3u);
+  // Stamped at take-in, not left 0 (which would count the whole steady clock's age).
+  EXPECT_LT(h.sumSeconds, 10.0);
+}
+
+// SinkTask::flushAsync: a direct task goes on polling and putting while its sink's flush is
+// unanswered; the positions the flush covers are committed only once it answers, and only those.
+TEST_F(ExecutorTest, DirectKeepsTakingInWhileTheSinkFlushesAsynchronously) {
+  asyncFlushes().reset();
+  worker_.taskPollBatch = 1;  // one record per poll: the commit asked for at record 10 comes before the 50th
+  worker_.offsetFlushIntervalMs = 60000;
+  worker_.offsetFlushTimeoutMs = 20000;  // the stop waits for the flush's answer this long
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "50"},
+                                                                 {"commit.at", "10"},
+                                                                 {"sink.connector.class", "AsyncCollectSink"}}));
+  runner->start();
+  auto& a = asyncFlushes();
+  {
+    std::unique_lock l(a.mu);
+    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
+  }
+  // The flush is not answered: every record is still put.
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 50; }));
+  std::size_t covered = 0;
+  std::function<void(Status)> done;
+  {
+    std::lock_guard l(a.mu);
+    EXPECT_EQ(a.putBeforeFlush.size(), 1u) << "a second flush started before the first answered";
+    covered = a.putBeforeFlush.front();
+    done = std::exchange(a.pending, nullptr);
+  }
+  EXPECT_LT(covered, 50u);
+  EXPECT_FALSE(committed().has_value()) << "committed before the flush answered: " << committed()->at("n");
+  done(Status::ok());
+  // The stop's flush covers the rest; the first one's records are committed before it starts,
+  // and the task waits for its answer.
+  runner->requestStop();
+  std::function<void(Status)> last;
+  {
+    std::unique_lock l(a.mu);
+    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
+    EXPECT_EQ(a.putBeforeFlush.back(), 50u);
+    last = std::exchange(a.pending, nullptr);
+  }
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), std::to_string(covered));
+  EXPECT_FALSE(runner->finished());
+  last(Status::ok());
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "50");
+  std::lock_guard l(a.mu);
+  EXPECT_EQ(a.syncFlushes, 0);
+}
+
+TEST_F(ExecutorTest, DirectFailsWhenAnAsynchronousFlushFailsAndCommitsNothingOfIt) {
+  asyncFlushes().reset();
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "AsyncCollectSink"}}));
+  runner->start();
+  auto& a = asyncFlushes();
+  std::function<void(Status)> done;
+  {
+    std::unique_lock l(a.mu);
+    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
+    done = std::exchange(a.pending, nullptr);
+  }
+  done(Status::internal("the broker refused the publish"));
+  runner->join();
+  EXPECT_TRUE(runner->failed());
+  EXPECT_NE(trace_.find("the broker refused the publish"), std::string::npos) << trace_;
+  EXPECT_FALSE(committed().has_value());
 }
 
 TEST_F(ExecutorTest, DirectResumesFromCommittedPosition) {
