@@ -33,13 +33,16 @@ BACKOFF_INITIAL_MS, BACKOFF_MAX_MS = 200, 3000
 
 
 def readme_task_series():
-    """The ferry_task_* names the README's "Per task" paragraph lists (`_x` is short for ferry_task_x)."""
+    """The ferry_task_* names the README's "Per task" paragraph lists (`_x` is short for ferry_task_x;
+    a `..._seconds` histogram stands for its _bucket, _sum and _count series)."""
     text = open(README).read()
     para = text[text.index("Per task (labels"):]
     para = para[:para.index("\n\n")]
     names = []
     for tok in re.findall(r"`([a-z_]+)`", para):
-        if tok.startswith("ferry_task_"):
+        if tok.startswith("ferry_task_") and tok.endswith("_seconds"):
+            names += [tok + "_bucket", tok + "_sum", tok + "_count"]  # a histogram's series
+        elif tok.startswith("ferry_task_"):
             names.append(tok)
         elif tok.startswith("_"):
             names.append("ferry_task" + tok)
