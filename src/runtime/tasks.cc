@@ -1705,7 +1705,8 @@ TaskRunner::Step TaskLoop::closing(std::int64_t now) {
   std::optional<Status> closing = committer_->finalCommit(result_.isOk(), finalLease_);
   if (!closing) {
     if (now < stopDeadline_) return Step::sleepUntil(stopDeadline_);
-    closing = Status::timeout("committing at stop: the store did not answer within offset.flush.timeout.ms");
+    closing = Status::timeout(
+        "committing at stop: the sink's flush or the store did not answer within offset.flush.timeout.ms");
   }
   committer_->releaseAll();
   input_->close();
