@@ -12,6 +12,7 @@ void BatchSender::send(Batch p) {
   auto shared = shared_;
   const std::size_t n = p.messages.size();
   const bool ordered = ordered_;
+  std::uint64_t epoch = 0;
   {
     std::unique_lock lock(shared->mu);
     // Ordered: a key with a failed batch waiting for flush() queues behind it (also when the
@@ -34,12 +35,16 @@ void BatchSender::send(Batch p) {
     }
     shared->inFlight += n;
     if (ordered) ++shared->keysInFlight[p.orderKey];
+    epoch = shared->epoch;
+    ++shared->epochBatches[epoch];
   }
   std::vector<rocketmq::OutgoingMessage> copy = p.messages;
   const rocketmq::QueueSelection selection = p.selection;
-  auto done = [shared, n, ordered, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
+  auto done = [shared, n, ordered, epoch, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
     if (r.isOk() && p.onSent) p.onSent(*r);
-    std::lock_guard lock(shared->mu);
+    std::function<void(Status)> waiter;
+    Status answer;
+    std::unique_lock lock(shared->mu);
     if (ordered) {
       auto it = shared->keysInFlight.find(p.orderKey);
       if (it != shared->keysInFlight.end() && --it->second <= 0) shared->keysInFlight.erase(it);
@@ -55,13 +60,44 @@ void BatchSender::send(Batch p) {
       }
     }
     shared->inFlight -= n;
+    if (auto it = shared->epochBatches.find(epoch); it != shared->epochBatches.end() && --it->second == 0)
+      shared->epochBatches.erase(it);
+    waiter = shared->takeWaiterIfDoneLocked(answer);
     shared->cv.notify_all();
+    lock.unlock();
+    if (waiter) waiter(std::move(answer));
   };
   if (copy.size() == 1) {
     producer_.sendAsync(std::move(copy.front()), selection, std::move(done));
   } else {
     producer_.sendBatchAsync(std::move(copy), selection, std::move(done));
   }
+}
+
+std::function<void(Status)> BatchSender::Shared::takeWaiterIfDoneLocked(Status& result) {
+  if (!waiter || (!epochBatches.empty() && epochBatches.begin()->first <= waitUpTo)) return nullptr;
+  if (!fatal.isOk()) {
+    result = fatal.withContext(waiterWho);
+  } else if (!retry.empty()) {
+    result = Status::retriable(waiterWho + ": " + std::to_string(retry.size()) +
+                               " sends failed: " + retryError.toString());
+  } else {
+    result = Status::ok();
+  }
+  return std::exchange(waiter, nullptr);
+}
+
+void BatchSender::flushAsync(const std::string& who, std::function<void(Status)> done) {
+  Status result;
+  std::function<void(Status)> now;
+  {
+    std::lock_guard lock(shared_->mu);
+    shared_->waitUpTo = shared_->epoch++;
+    shared_->waiterWho = who;
+    shared_->waiter = std::move(done);
+    now = shared_->takeWaiterIfDoneLocked(result);
+  }
+  if (now) now(std::move(result));
 }
 
 Status BatchSender::fatal() const {

@@ -15,6 +15,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,6 +49,11 @@ class BatchSender {
   // The first non-retriable failure so far (ok if none).
   Status fatal() const;
   Status flush(const std::string& who);
+  // flush() without blocking, for SinkTask::flushAsync: `done` is called once (any thread,
+  // possibly at once) when every batch sent before the call was answered: OK, the first
+  // non-retriable failure, or a retriable error while failed sends wait in `retry` (flush()
+  // resends them; flushAsync does not, it never blocks). At most one outstanding at a time.
+  void flushAsync(const std::string& who, std::function<void(Status)> done);
   void waitIdle();
   std::size_t inFlight() const;
 
@@ -61,6 +67,14 @@ class BatchSender {
     std::set<std::string> retryKeys;          // ordered: keys with a batch in `retry`
     Status retryError;
     Status fatal;
+    // flushAsync: batches in flight by epoch (the epoch current when each was sent).
+    std::uint64_t epoch = 0;
+    std::map<std::uint64_t, std::size_t> epochBatches;
+    std::uint64_t waitUpTo = 0;
+    std::string waiterWho;
+    std::function<void(Status)> waiter;
+    // The waiter to call (outside the lock) with `result` if nothing it waits for is in flight.
+    std::function<void(Status)> takeWaiterIfDoneLocked(Status& result);
   };
 
   rocketmq::Producer& producer_;

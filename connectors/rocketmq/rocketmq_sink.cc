@@ -138,6 +138,12 @@ Status RocketMQSinkTask::put(std::vector<Record>& records) {
   return Status::ok();
 }
 
+bool RocketMQSinkTask::flushAsync(std::function<void(Status)> done) {
+  if (!producer_) return false;
+  sender_->flushAsync("RocketMQSink", std::move(done));
+  return true;
+}
+
 Status RocketMQSinkTask::flush() {
   if (!producer_) return Status::failedPrecondition("RocketMQSink: flush() before start()");
   return sender_->flush("RocketMQSink");

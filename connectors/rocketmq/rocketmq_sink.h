@@ -8,7 +8,9 @@
 // flush() waits until every send was answered. Sends that failed with a retriable error (broker
 // busy, timeout, connection lost) are kept and sent again by the next flush(), which returns a
 // retriable Status while any remain (so the runtime retries the flush and never commits past an
-// unsent record); any other failure fails the task with the first error.
+// unsent record); any other failure fails the task with the first error. flushAsync() (direct
+// tasks) answers once every send put before it was answered, without blocking: retriable
+// failures kept for resending make its answer retriable, and the runtime then calls flush().
 //
 // Threading: the connector and the task are called from their owner thread; send callbacks run on
 // the client's io thread and only touch the mutex-guarded counters below.
@@ -51,6 +53,7 @@ class RocketMQSinkTask final : public SinkTask {
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
   Status flush() override;
+  bool flushAsync(std::function<void(Status)> done) override;  // BatchSender::flushAsync
   void stop() override;
 
   // Headers/keys left out because the properties format cannot carry them (all time).

@@ -1239,6 +1239,14 @@ class FlushedPositions final : public Committer {
     }
     if (!result) return std::int64_t{0};
     flushing_ = false;
+    if (result->isRetriable()) {
+      // The sink kept sends to try again (a busy broker, a lost connection): flush() does, and
+      // covers what was put since too.
+      core::logger("runtime")->info("{}-{}: the sink's asynchronous flush answered '{}'; flushing again with flush()",
+                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, result->toString());
+      *result = guarded("flush", [&] { return sink_.flush(); });
+      loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
+    }
     FERRY_RETURN_IF_ERROR(result->withContext("sink flush"));
     if (loop_.cancelled()) return TaskLoop::cancelledError();  // the flush answered after the stop timed out
     FERRY_RETURN_IF_ERROR(complete(inFlush_));

@@ -10,79 +10,15 @@
 #include "rocketmq/client.h"
 #include "rocketmq/producer.h"
 #include "client_test_peer.h"
+#include "producer_fake_broker.h"
 
 namespace ferry::rocketmq {
 namespace {
 
+using testing::clientFor;
+using testing::ProducerBroker;
 using testing::PeerConnection;
 using testing::ScriptedPeer;
-
-struct FakeBroker {
-  std::mutex mu;
-  std::vector<RemotingCommand> sends;
-  std::map<std::int32_t, std::int64_t> nextOffset;
-  int busyAnswers = 0;  // answer this many sends with SYSTEM_BUSY first
-  std::int32_t version = kVersion;  // the `version` of every answer (the broker's MQVersion)
-  int probes = 0;                   // GET_BROKER_RUNTIME_INFO requests seen
-  // When set, every send is answered with this code and remark (an ACL refusal, say).
-  std::optional<std::pair<std::int32_t, std::string>> refuseSends;
-  // Offsets taken by other producers after every send (their messages interleave with ours).
-  std::int64_t othersPerSend = 0;
-  std::unique_ptr<ScriptedPeer> peer;
-
-  FakeBroker() {
-    peer = std::make_unique<ScriptedPeer>([this](PeerConnection& conn, const RemotingCommand& r) {
-      std::lock_guard lock(mu);
-      conn.version = version;
-      const std::string self = peer->address();
-      if (r.code == kCodeGetBrokerRuntimeInfo) ++probes;
-      if (r.code == kCodeGetRouteInfoByTopic) {
-        conn.reply(r, 0,
-                   R"({"brokerDatas":[{"brokerAddrs":{0:")" + self +
-                       R"("},"brokerName":"fake-a","cluster":"fake"}],"queueDatas":[)"
-                       R"({"brokerName":"fake-a","perm":6,"readQueueNums":4,"writeQueueNums":4}]})");
-        return;
-      }
-      if (r.code != kCodeSendMessageV2 && r.code != kCodeSendBatchMessage &&
-          r.code != kCodeSendMessage) {
-        conn.reply(r, 3);
-        return;
-      }
-      sends.push_back(r);
-      if (refuseSends) {
-        conn.reply(r, refuseSends->first, {}, {}, refuseSends->second);
-        return;
-      }
-      if (busyAnswers > 0) {
-        --busyAnswers;
-        conn.reply(r, 2);
-        return;
-      }
-      auto q = static_cast<std::int32_t>(
-          r.extInt(r.code == kCodeSendMessage ? "queueId" : "e").value_or(-1));
-      std::int64_t count = 1;
-      if (r.code == kCodeSendBatchMessage) {
-        auto batch = decodeBatchBody(r.body);
-        count = batch.isOk() ? static_cast<std::int64_t>(batch->size()) : 0;
-      }
-      std::int64_t off = nextOffset[q];
-      nextOffset[q] += count + othersPerSend;
-      conn.reply(r, 0, {},
-                 {{"queueId", std::to_string(q)},
-                  {"queueOffset", std::to_string(off)},
-                  {"msgId", "OFFSETID" + std::to_string(off)}});
-    });
-  }
-};
-
-std::unique_ptr<RocketmqClient> clientFor(const std::string& ns) {
-  ClientOptions o;
-  o.namesrvAddrs = ns;
-  o.routeRefreshMs = 0;
-  auto c = RocketmqClient::create(o);
-  EXPECT_TRUE(c.isOk());
-  return std::move(c).value();
-}
 
 OutgoingMessage message(std::string body) {
   OutgoingMessage m;
@@ -95,7 +31,7 @@ OutgoingMessage message(std::string body) {
 }
 
 TEST(RocketmqProducer, SendsV2HeaderPropertiesAndBinaryBody) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   const std::string body("a\0b\xff", 4);
@@ -128,7 +64,7 @@ TEST(RocketmqProducer, SendsV2HeaderPropertiesAndBinaryBody) {
 }
 
 TEST(RocketmqProducer, RoundRobinCoversQueuesAndKeyHashIsStable) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   std::set<std::int32_t> queues;
@@ -149,7 +85,7 @@ TEST(RocketmqProducer, RoundRobinCoversQueuesAndKeyHashIsStable) {
 }
 
 TEST(RocketmqProducer, RetriesOnSystemBusyThenSucceeds) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.busyAnswers = 2;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
@@ -161,7 +97,7 @@ TEST(RocketmqProducer, RetriesOnSystemBusyThenSucceeds) {
 }
 
 TEST(RocketmqProducer, GivesUpAfterRetries) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.busyAnswers = 10;
   auto client = clientFor(fake.peer->address());
   ProducerOptions o;
@@ -175,7 +111,7 @@ TEST(RocketmqProducer, GivesUpAfterRetries) {
 }
 
 TEST(RocketmqProducer, LargeSingleBodiesAreSentCompressedLikeJava) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   std::string big;
@@ -209,7 +145,7 @@ TEST(RocketmqProducer, LargeSingleBodiesAreSentCompressedLikeJava) {
 }
 
 TEST(RocketmqProducer, OversizeBodiesAreRefusedLocallyBeforeCompression) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   auto r = producer.send(message(std::string((4u << 20) + 1, 'z')), QueueSelection::queue("fake-a", 0));
@@ -225,7 +161,7 @@ TEST(RocketmqProducer, OversizeBodiesAreRefusedLocallyBeforeCompression) {
 }
 
 TEST(RocketmqProducer, BatchUsesCode320WithEntries) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   std::vector<OutgoingMessage> batch;
@@ -279,7 +215,7 @@ std::vector<std::string> splitIds(const std::string& joined) {
 // Regression: the wrapper of a batch carried a UNIQ_KEY of its own, which the broker copies onto
 // every inner message, so a whole batch was stored with one message id.
 TEST(RocketmqProducer, BatchWrapperCarriesNoMessageIdSoEachMessageKeepsItsOwn) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   std::vector<OutgoingMessage> batch;
@@ -322,7 +258,7 @@ std::unique_ptr<RocketmqClient> signingClientFor(const std::string& ns, const st
 // 4.x ACL 1.0 answers a refusal with 1 SYSTEM_ERROR + AclException, which was retried (code 1)
 // and then mapped to a retriable Status, so a task with wrong credentials restarted forever.
 TEST(RocketmqProducer, V4AclRefusalIsNotRetriedAndNamesKeyAndPermission) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.refuseSends = std::make_pair(1, std::string(kAclExceptionRemark));
   auto client = signingClientFor(fake.peer->address(), "ferryReader");
   Producer producer(*client, {});
@@ -340,7 +276,7 @@ TEST(RocketmqProducer, V4AclRefusalIsNotRetriedAndNamesKeyAndPermission) {
 }
 
 TEST(RocketmqProducer, V5AclRefusalIsNotRetriedButAForbiddenTopicIs) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.refuseSends = std::make_pair(16, std::string("check signature failed."));
   auto client = signingClientFor(fake.peer->address(), "ferryAdmin");
   Producer producer(*client, {});
@@ -391,7 +327,7 @@ TEST(RocketmqProducer, AclRefusalsOfOtherRequestsNameTheirPermission) {
 // A 4.x broker checks no PUB permission for SEND_BATCH_MESSAGE: a signing client sends a batch
 // to it as single SEND_MESSAGE_V2s, one after the other, with the same ids and one result.
 TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.version = kVersion4_9_7;
   fake.othersPerSend = 1;  // another producer writes the queue between our single sends
   auto client = signingClientFor(fake.peer->address(), "ferryAdmin");
@@ -444,7 +380,7 @@ TEST(RocketmqProducer, SigningClientSplitsBatchesForV4Brokers) {
 
 // Without ACL keys there is nothing to enforce: batches go as batches whatever the version.
 TEST(RocketmqProducer, UnsignedClientKeepsBatchesOnV4) {
-  FakeBroker fake;
+  ProducerBroker fake;
   fake.version = kVersion4_9_7;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
@@ -457,7 +393,7 @@ TEST(RocketmqProducer, UnsignedClientKeepsBatchesOnV4) {
 }
 
 TEST(RocketmqProducer, AsyncSendsAndValidation) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   constexpr int kCount = 200;
@@ -486,7 +422,7 @@ TEST(RocketmqProducer, AsyncSendsAndValidation) {
 }
 
 TEST(RocketmqProducer, V1HeaderOption) {
-  FakeBroker fake;
+  ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
   ProducerOptions o;
   o.useV1Header = true;

@@ -617,6 +617,34 @@ TEST_F(ExecutorTest, DirectFailsWhenAnAsynchronousFlushFailsAndCommitsNothingOfI
   EXPECT_FALSE(committed().has_value());
 }
 
+// A retriable answer (the sink kept sends to try again) is not a failure: the runtime flushes
+// again with flush(), which retries, and commits once that passed.
+TEST_F(ExecutorTest, DirectFlushesAgainSynchronouslyAfterARetriableAsynchronousAnswer) {
+  asyncFlushes().reset();
+  worker_.offsetFlushTimeoutMs = 20000;
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "AsyncCollectSink"}}));
+  runner->start();
+  auto& a = asyncFlushes();
+  std::function<void(Status)> done;
+  {
+    std::unique_lock l(a.mu);
+    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
+    done = std::exchange(a.pending, nullptr);
+  }
+  done(Status::retriable("2 sends failed: broker busy"));
+  ASSERT_TRUE(collector().waitFor([] { return collector().flushes >= 1; }));  // flush() was called
+  runner->requestStop();  // all 5 came in one poll, before the first flush: none is left for the stop
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "5");
+  EXPECT_GE(runner->metrics().retries.load(), 1u);
+  std::lock_guard l(a.mu);
+  EXPECT_EQ(a.syncFlushes, 1);
+}
+
 TEST_F(ExecutorTest, DirectResumesFromCommittedPosition) {
   ASSERT_TRUE(positions_->put("c", {Position{{{"p", "0"}}, {{"n", "3"}}}}).isOk());
   auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},

@@ -1,0 +1,105 @@
+// BatchSender::flushAsync (connectors/rocketmq/batch_sender.h), used by RocketMQSink for direct
+// tasks, against the scripted broker of producer_fake_broker.h: answered once every batch sent
+// before it was answered, exactly once; the first non-retriable failure is its answer; sends that
+// failed retriably make the answer retriable, and flush() then resends them. No sleeps: futures.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <memory>
+
+#include "connectors/rocketmq/batch_sender.h"
+#include "producer_fake_broker.h"
+#include "rocketmq/producer.h"
+
+namespace ferry::rocketmq {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::clientFor;
+using testing::ProducerBroker;
+
+connectors::rmq::BatchSender::Batch batch(int from, int n) {
+  connectors::rmq::BatchSender::Batch b;
+  for (int i = from; i < from + n; ++i) {
+    OutgoingMessage m;
+    m.topic = "orders";
+    m.body = std::to_string(i);
+    b.messages.push_back(std::move(m));
+  }
+  b.selection = QueueSelection::queue("fake-a", 1);
+  return b;
+}
+
+// Calls flushAsync and waits for its answer; counts the calls of `done`.
+Status flushAsync(connectors::rmq::BatchSender& sender, std::atomic<int>& calls) {
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  sender.flushAsync("RocketMQSink", [p, &calls](Status s) {
+    if (calls.fetch_add(1) == 0) p->set_value(std::move(s));
+  });
+  EXPECT_EQ(f.wait_for(20s), std::future_status::ready) << "flushAsync never answered";
+  return f.get();
+}
+
+TEST(RocketmqBatchSender, FlushAsyncAnswersOnceEveryEarlierBatchWasAnswered) {
+  ProducerBroker fake;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  connectors::rmq::BatchSender sender(producer, /*ordered=*/false, 1000);
+  std::atomic<int> calls{0};
+  // Nothing sent: at once.
+  EXPECT_TRUE(flushAsync(sender, calls).isOk());
+  std::atomic<int> stored{0};
+  for (int i = 0; i < 20; ++i) {
+    auto b = batch(i * 10, 10);
+    b.onSent = [&stored](const SendResult&) { stored.fetch_add(10); };
+    sender.send(std::move(b));
+  }
+  calls = 0;
+  auto p = std::make_shared<std::promise<int>>();
+  auto f = p->get_future();
+  sender.flushAsync("RocketMQSink", [&, p](Status s) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    if (calls.fetch_add(1) == 0) p->set_value(stored.load());  // what the broker had stored by then
+  });
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(f.get(), 200);
+  EXPECT_EQ(calls.load(), 1);
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.nextOffset[1], 200);
+}
+
+TEST(RocketmqBatchSender, FlushAsyncAnswersTheFirstNonRetriableFailure) {
+  ProducerBroker fake;
+  fake.refuseSends = std::make_pair(13, std::string("the message is illegal"));
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  connectors::rmq::BatchSender sender(producer, false, 1000);
+  sender.send(batch(0, 3));
+  std::atomic<int> calls{0};
+  Status s = flushAsync(sender, calls);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_FALSE(s.isRetriable()) << s.toString();
+  EXPECT_NE(s.toString().find("RocketMQSink"), std::string::npos) << s.toString();
+}
+
+TEST(RocketmqBatchSender, RetriableFailuresMakeTheAnswerRetriableAndFlushResendsThem) {
+  ProducerBroker fake;
+  fake.busyAnswers = 3;  // the first send and both of the producer's retries: SYSTEM_BUSY
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  connectors::rmq::BatchSender sender(producer, false, 1000);
+  sender.send(batch(0, 5));
+  std::atomic<int> calls{0};
+  Status s = flushAsync(sender, calls);
+  EXPECT_TRUE(s.isRetriable()) << s.toString();
+  // What the runtime does next: flush(), which sends the kept batch again (the broker accepts now).
+  EXPECT_TRUE(sender.flush("RocketMQSink").isOk());
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.nextOffset[1], 5);
+  EXPECT_EQ(fake.sends.size(), 4u);
+}
+
+}  // namespace
+}  // namespace ferry::rocketmq
