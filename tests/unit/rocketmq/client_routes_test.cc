@@ -7,10 +7,12 @@
 #include "rocketmq/client.h"
 #include "rocketmq/routes.h"
 #include "client_test_peer.h"
+#include "producer_fake_broker.h"  // clientFor
 
 namespace ferry::rocketmq {
 namespace {
 
+using testing::clientFor;
 using testing::PeerConnection;
 using testing::ScriptedPeer;
 
@@ -125,15 +127,6 @@ struct FakeCluster {
     });
   }
 };
-
-std::unique_ptr<RocketmqClient> clientFor(const std::string& ns) {
-  ClientOptions o;
-  o.namesrvAddrs = ns;
-  o.routeRefreshMs = 0;
-  auto c = RocketmqClient::create(o);
-  EXPECT_TRUE(c.isOk());
-  return std::move(c).value();
-}
 
 TEST(RocketmqRoutes, QueryRouteCachesAndMapsTopicNotExist) {
   FakeCluster fake;

@@ -1,7 +1,7 @@
 // A scripted NameServer + broker for producer flows (one peer answers both): route info for one
 // broker "fake-a" with 4 queues, and SEND_MESSAGE / SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE answered
 // with increasing queue offsets, or with SYSTEM_BUSY / a refusal as the test sets. Shared by
-// client_producer_test.cc and batch_sender_test.cc.
+// client_producer_test.cc and batch_sender_test.cc; clientFor() by client_routes_test.cc too.
 #pragma once
 
 #include <gtest/gtest.h>

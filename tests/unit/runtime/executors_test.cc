@@ -295,6 +295,12 @@ struct AsyncFlushes {
     pending = nullptr;
     syncFlushes = 0;
   }
+  // Waits (up to 20 s) for an unanswered flush and takes its answer callback (null: none came).
+  std::function<void(Status)> takePending() {
+    std::unique_lock l(mu);
+    if (!cv.wait_for(l, 20s, [&] { return static_cast<bool>(pending); })) return nullptr;
+    return std::exchange(pending, nullptr);
+  }
 };
 AsyncFlushes& asyncFlushes() {
   static AsyncFlushes a;
@@ -604,12 +610,8 @@ TEST_F(ExecutorTest, DirectFailsWhenAnAsynchronousFlushFailsAndCommitsNothingOfI
                                                                  {"sink.connector.class", "AsyncCollectSink"}}));
   runner->start();
   auto& a = asyncFlushes();
-  std::function<void(Status)> done;
-  {
-    std::unique_lock l(a.mu);
-    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
-    done = std::exchange(a.pending, nullptr);
-  }
+  std::function<void(Status)> done = a.takePending();
+  ASSERT_TRUE(done);
   done(Status::internal("the broker refused the publish"));
   runner->join();
   EXPECT_TRUE(runner->failed());
@@ -626,12 +628,8 @@ TEST_F(ExecutorTest, DirectFlushesAgainSynchronouslyAfterARetriableAsynchronousA
                                                                  {"sink.connector.class", "AsyncCollectSink"}}));
   runner->start();
   auto& a = asyncFlushes();
-  std::function<void(Status)> done;
-  {
-    std::unique_lock l(a.mu);
-    ASSERT_TRUE(a.cv.wait_for(l, 20s, [&] { return static_cast<bool>(a.pending); }));
-    done = std::exchange(a.pending, nullptr);
-  }
+  std::function<void(Status)> done = a.takePending();
+  ASSERT_TRUE(done);
   done(Status::retriable("2 sends failed: broker busy"));
   ASSERT_TRUE(collector().waitFor([] { return collector().flushes >= 1; }));  // flush() was called
   runner->requestStop();  // all 5 came in one poll, before the first flush: none is left for the stop
