@@ -189,8 +189,10 @@ class SinkTask {
   // the task does not support it (the default; the runtime then calls flush()). When it returns
   // true, `done` is called exactly once, from any thread (possibly before flushAsync returns),
   // with what flush() would have returned for those records. put() may be called meanwhile; what
-  // it puts is not covered. The runtime has at most one flushAsync outstanding and calls neither
-  // flush() nor stop() before its `done`.
+  // it puts is not covered. The runtime has at most one flushAsync outstanding and does not call
+  // flush() before its `done`; stop() comes after `done` too, except when the task stops without
+  // committing (it failed, or its worker lost the lease): then stop() may come first, and the sink
+  // must still call `done` once (or drop it) without touching the task afterwards.
   virtual bool flushAsync(std::function<void(Status)> done) {
     (void)done;
     return false;

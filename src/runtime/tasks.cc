@@ -1290,14 +1290,15 @@ class FlushedPositions final : public Committer {
   }
   // An asynchronous flush under way is waited for first (nullopt meanwhile: the loop asks again
   // when it answers). Without the lease the sink is not flushed and no position committed: the
-  // next owner reads again what this one polled since its last commit.
+  // next owner reads again what this one polled since its last commit; nor is an answer waited
+  // for (a broker that went away may never give it, and the worker must stop within its margin).
   std::optional<Status> finalCommit(bool healthy, bool lease) override {
+    if (!(healthy && lease)) return Status::ok();
     if (flushing_) {
       auto c = collect();
       if (!c.isOk()) return c.status();
       if (flushing_) return std::nullopt;
     }
-    if (!(healthy && lease)) return Status::ok();
     Status s = commit();
     if (s.isOk() && flushing_) return std::nullopt;  // started one: its answer completes the stop
     return s;

@@ -619,6 +619,26 @@ TEST_F(ExecutorTest, DirectFailsWhenAnAsynchronousFlushFailsAndCommitsNothingOfI
   EXPECT_FALSE(committed().has_value());
 }
 
+// A task that may not commit at its stop (its worker lost the lease) does not wait for an
+// outstanding asynchronous flush: its broker may be gone, and the worker must stop in its margin.
+TEST_F(ExecutorTest, DirectStopsWithoutWaitingForTheFlushWhenItMayNotCommit) {
+  asyncFlushes().reset();
+  worker_.offsetFlushTimeoutMs = 20000;
+  std::atomic<bool> mayCommit{true};
+  auto e = env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                         {"sink.connector.class", "AsyncCollectSink"}});
+  e.mayCommit = [&mayCommit] { return mayCommit.load(); };
+  auto runner = TaskRunner::create(std::move(e));
+  runner->start();
+  std::function<void(Status)> done = asyncFlushes().takePending();
+  ASSERT_TRUE(done);
+  mayCommit = false;
+  runner->requestStop();
+  EXPECT_TRUE(runner->join(std::chrono::milliseconds(5000))) << "the stop waited for the flush's answer";
+  EXPECT_FALSE(committed().has_value());
+  done(Status::ok());  // an answer after the task ended reaches nothing
+}
+
 // A retriable answer (the sink kept sends to try again) is not a failure: the runtime flushes
 // again with flush(), which retries, and commits once that passed.
 TEST_F(ExecutorTest, DirectFlushesAgainSynchronouslyAfterARetriableAsynchronousAnswer) {
