@@ -16,12 +16,17 @@ class ProducerView final : public Producer {
   ~ProducerView() override = default;  // callbacks still in flight hold state_, not this
 
   Status send(Message message, SendCallback cb) override {
+    // Refused before it is counted: writers refused again and again (tasks that have not stopped
+    // yet) must not keep the count of sends under way above zero, which fence() waits for. The
+    // second look, after counting, pairs with fence()'s store-then-read of `sending` (both
+    // sequentially consistent): a send that counted itself either sees the fence or is waited for.
+    if (gate_->fenced.load()) return fencedError();
     struct Counted {
       std::atomic<int>& n;
       explicit Counted(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
       ~Counted() { n.fetch_sub(1); }
     } counted(gate_->sending);
-    if (gate_->fenced.load()) return Status::unavailable("not sent: this worker lost its cluster lease (the producer is fenced)");
+    if (gate_->fenced.load()) return fencedError();
     {
       std::lock_guard lock(state_->mu);
       ++state_->outstanding;
@@ -43,6 +48,9 @@ class ProducerView final : public Producer {
   }
 
   Status sync() override { return shared_->sync(); }
+  static Status fencedError() {
+    return Status::unavailable("not sent: this worker lost its cluster lease (the producer is fenced)");
+  }
   // Purges the shared producer: every view's messages, not only this one's (used when the
   // worker lost its lease, when every writer must stop sending).
   Status purge() override { return shared_->purge(); }
