@@ -80,38 +80,26 @@ Status MQTTSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   return Status::ok();
 }
 
-std::function<void(Status)> MQTTSinkTask::Epochs::takeWaiterIfDone(Status& result) {
-  if (!waiter || (!outstanding.empty() && outstanding.begin()->first <= waitUpTo)) return nullptr;
-  result = std::move(firstError);
-  firstError = Status::ok();
-  return std::exchange(waiter, nullptr);
-}
-
-std::function<void(Status)> MQTTSinkTask::Epochs::answered(std::uint64_t epoch, const Status& s, Status& result) {
-  auto it = outstanding.find(epoch);
-  if (it != outstanding.end() && --it->second == 0) outstanding.erase(it);
-  if (!s.isOk() && firstError.isOk()) firstError = s;
-  return takeWaiterIfDone(result);
-}
-
 Status MQTTSinkTask::put(std::vector<Record>& records) {
   if (!client_) return Status::failedPrecondition("MQTTSink: put() before start()");
   // Counted in the current epoch before any is published (an answer may come at once).
   std::uint64_t epoch = 0;
   {
     std::lock_guard lock(epochs_->mu);
-    epoch = epochs_->current;
-    epochs_->outstanding[epoch] += records.size();
+    epoch = epochs_->epochs.started(records.size());
   }
   std::weak_ptr<Epochs> weak = epochs_;
   auto onAnswer = [weak, epoch](Status s) {
     auto e = weak.lock();
     if (!e) return;
     Status result;
-    std::function<void(Status)> done;
+    core::FlushEpochs::Callback done;
     {
       std::lock_guard lock(e->mu);
-      done = e->answered(epoch, s, result);
+      e->epochs.ended(epoch);
+      if (!s.isOk() && e->firstError.isOk()) e->firstError = s;
+      done = e->epochs.takeIfDone();
+      if (done) result = std::exchange(e->firstError, Status::ok());
     }
     if (done) done(flushStatus(std::move(result)));
   };
@@ -145,12 +133,12 @@ Status MQTTSinkTask::flush() {
 bool MQTTSinkTask::flushAsync(std::function<void(Status)> done) {
   if (!client_) return false;
   Status result;
-  std::function<void(Status)> now;
+  core::FlushEpochs::Callback now;
   {
     std::lock_guard lock(epochs_->mu);
-    epochs_->waitUpTo = epochs_->current++;
-    epochs_->waiter = std::move(done);
-    now = epochs_->takeWaiterIfDone(result);
+    epochs_->epochs.await(std::move(done));
+    now = epochs_->epochs.takeIfDone();
+    if (now) result = std::exchange(epochs_->firstError, Status::ok());
   }
   if (now) now(flushStatus(std::move(result)));
   return true;

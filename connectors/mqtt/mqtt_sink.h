@@ -13,15 +13,13 @@
 // later puts go on: a direct task keeps reading its source while the broker acknowledges.
 #pragma once
 
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "connectors/mqtt/mqtt_mapping.h"
+#include "core/flush_epochs.h"
 #include "ferry/connector.h"
 #include "mqtt/client.h"
 
@@ -58,19 +56,12 @@ class MQTTSinkTask final : public SinkTask {
   void stop() override;
 
  private:
-  // Publishes by flush epoch: flushAsync() closes the current epoch and answers once no publish
-  // of it or an earlier one is outstanding. Shared with the publish callbacks (io thread).
+  // Publishes by flush epoch (flushAsync), and the first failure since the last flushAsync
+  // answered. Shared with the publish callbacks (io thread).
   struct Epochs {
     std::mutex mu;
-    std::uint64_t current = 0;
-    std::map<std::uint64_t, std::size_t> outstanding;  // epoch -> publishes not answered yet
-    Status firstError;                                 // since the last flushAsync answered
-    std::uint64_t waitUpTo = 0;                        // with `waiter`: the epoch it covers
-    std::function<void(Status)> waiter;
-    // A publish of `epoch` was answered; returns the waiter to call (outside the lock) if that
-    // was the last one it waited for.
-    std::function<void(Status)> answered(std::uint64_t epoch, const Status& s, Status& result);
-    std::function<void(Status)> takeWaiterIfDone(Status& result);
+    core::FlushEpochs epochs;
+    Status firstError;
   };
   static Status flushStatus(Status s);
 

@@ -35,14 +35,13 @@ void BatchSender::send(Batch p) {
     }
     shared->inFlight += n;
     if (ordered) ++shared->keysInFlight[p.orderKey];
-    epoch = shared->epoch;
-    ++shared->epochBatches[epoch];
+    epoch = shared->epochs.started();
   }
   std::vector<rocketmq::OutgoingMessage> copy = p.messages;
   const rocketmq::QueueSelection selection = p.selection;
   auto done = [shared, n, ordered, epoch, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
     if (r.isOk() && p.onSent) p.onSent(*r);
-    std::function<void(Status)> waiter;
+    core::FlushEpochs::Callback waiter;
     Status answer;
     std::unique_lock lock(shared->mu);
     if (ordered) {
@@ -60,8 +59,7 @@ void BatchSender::send(Batch p) {
       }
     }
     shared->inFlight -= n;
-    if (auto it = shared->epochBatches.find(epoch); it != shared->epochBatches.end() && --it->second == 0)
-      shared->epochBatches.erase(it);
+    shared->epochs.ended(epoch);
     waiter = shared->takeWaiterIfDoneLocked(answer);
     shared->cv.notify_all();
     lock.unlock();
@@ -74,8 +72,9 @@ void BatchSender::send(Batch p) {
   }
 }
 
-std::function<void(Status)> BatchSender::Shared::takeWaiterIfDoneLocked(Status& result) {
-  if (!waiter || (!epochBatches.empty() && epochBatches.begin()->first <= waitUpTo)) return nullptr;
+core::FlushEpochs::Callback BatchSender::Shared::takeWaiterIfDoneLocked(Status& result) {
+  auto waiter = epochs.takeIfDone();
+  if (!waiter) return nullptr;
   if (!fatal.isOk()) {
     result = fatal.withContext(waiterWho);
   } else if (!retry.empty()) {
@@ -84,17 +83,16 @@ std::function<void(Status)> BatchSender::Shared::takeWaiterIfDoneLocked(Status& 
   } else {
     result = Status::ok();
   }
-  return std::exchange(waiter, nullptr);
+  return waiter;
 }
 
 void BatchSender::flushAsync(const std::string& who, std::function<void(Status)> done) {
   Status result;
-  std::function<void(Status)> now;
+  core::FlushEpochs::Callback now;
   {
     std::lock_guard lock(shared_->mu);
-    shared_->waitUpTo = shared_->epoch++;
     shared_->waiterWho = who;
-    shared_->waiter = std::move(done);
+    shared_->epochs.await(std::move(done));
     now = shared_->takeWaiterIfDoneLocked(result);
   }
   if (now) now(std::move(result));

@@ -15,7 +15,6 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/flush_epochs.h"
 #include "ferry/result.h"
 #include "rocketmq/producer.h"
 
@@ -67,14 +67,11 @@ class BatchSender {
     std::set<std::string> retryKeys;          // ordered: keys with a batch in `retry`
     Status retryError;
     Status fatal;
-    // flushAsync: batches in flight by epoch (the epoch current when each was sent).
-    std::uint64_t epoch = 0;
-    std::map<std::uint64_t, std::size_t> epochBatches;
-    std::uint64_t waitUpTo = 0;
+    core::FlushEpochs epochs;  // flushAsync: batches in flight by epoch
     std::string waiterWho;
-    std::function<void(Status)> waiter;
-    // The waiter to call (outside the lock) with `result` if nothing it waits for is in flight.
-    std::function<void(Status)> takeWaiterIfDoneLocked(Status& result);
+    // The waiting flushAsync callback to call (outside the lock) with `result`, if nothing it
+    // waits for is in flight.
+    core::FlushEpochs::Callback takeWaiterIfDoneLocked(Status& result);
   };
 
   rocketmq::Producer& producer_;

@@ -2,6 +2,8 @@
 #include "control/task_host.h"
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/logging.h"
@@ -110,19 +112,23 @@ void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::stri
       "Time records spent inside the worker: from receiving a record (its bytes read from the source's "
       "connection, or the record taken from poll()) to handing it to the task's output (the sink task's put() "
       "returned, or the backbone producer took it).";
+  // The `le` values, once: plain decimals (0.00005, not 5e-05), trailing zeros dropped, then +Inf.
+  static const std::vector<std::string> kLe = [] {
+    std::vector<std::string> le;
+    for (double bound : core::LatencyHistogram::kBoundsSeconds) {
+      char buf[32];
+      int n = std::snprintf(buf, sizeof buf, "%.5f", bound);
+      while (n > 1 && buf[n - 1] == '0') buf[--n] = '\0';
+      if (n > 1 && buf[n - 1] == '.') buf[--n] = '\0';
+      le.emplace_back(buf);
+    }
+    le.emplace_back("+Inf");
+    return le;
+  }();
   const auto h = m.latency.snapshot();
   for (std::size_t i = 0; i <= core::LatencyHistogram::kBounds; ++i) {
     auto bl = l;
-    char le[32];
-    if (i < core::LatencyHistogram::kBounds) {
-      // Plain decimals (0.00005, not 5e-05), trailing zeros dropped.
-      int n = std::snprintf(le, sizeof le, "%.5f", core::LatencyHistogram::kBoundsSeconds[i]);
-      while (n > 1 && le[n - 1] == '0') le[--n] = '\0';
-      if (n > 1 && le[n - 1] == '.') le[--n] = '\0';
-    } else {
-      std::snprintf(le, sizeof le, "+Inf");
-    }
-    bl["le"] = le;
+    bl["le"] = kLe[i];
     out.push_back(MetricSample{std::string(kLatency) + "_bucket", std::move(bl), static_cast<double>(h.cumulative[i]),
                                kLatencyHelp, "histogram"});
   }

@@ -622,8 +622,7 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
       }
       switch (resp.code) {
         case kRespSuccess: {
-          const std::int64_t receivedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-              std::chrono::steady_clock::now().time_since_epoch()).count();
+          const std::int64_t receivedNs = core::monotonicNs();
           StoredDecode d = decodeStoredMessages(resp.body);
           std::int64_t lastSeen = spec.offset - 1;
           std::size_t added = 0;
