@@ -19,6 +19,8 @@ about 10 requests a second). Figures:
                              (each wake-up of a sleeping thread is one: the hand-off cost)
   read_linger_us             the connector's mqtt.read.linger.us; the scenario runs 0 (every
                              socket read at once) and the default, one after the other
+  publish_rate               the publisher's pace (bench/run --mqtt-direct-rates; "full": as fast
+                             as it goes)
 
 $FERRY_BENCH_PERF=<file>: also `perf record -g -p <worker>` over the window into <file> (look at
 it with `perf report -i <file> --no-children --sort symbol`). Standard library only.
@@ -74,8 +76,9 @@ def records_out(w, connector):
     return total
 
 
-def run(n, linger_us=None):
-    """One run; linger_us sets the connector's mqtt.read.linger.us (None: its default)."""
+def run(n, linger_us=None, rate=0):
+    """One run; linger_us sets the connector's mqtt.read.linger.us (None: its default); rate paces
+    the publisher (messages/s, 0: as fast as it goes)."""
     try:
         socket.create_connection((HOST, PORT), timeout=3).close()
     except OSError:
@@ -104,7 +107,7 @@ def run(n, linger_us=None):
         s0 = switches(pid)
         m0 = mqb.cpu_of(mosq)
         t0 = time.time()
-        pub = mqb.publisher(topic, n)
+        pub = mqb.publisher(topic, n, rate=rate)
         pub_pid = pub.pid
         pub_cpu = 0.0
         while True:
@@ -130,6 +133,7 @@ def run(n, linger_us=None):
         mqb.finish(pub, "publisher")
         out = {"scenario": SCENARIO, "system": "ferry", "messages": n,
                "read_linger_us": "default" if linger_us is None else linger_us,
+               "publish_rate": rate or "full",
                "msgs_per_s": round(n / (t1 - t0)),
                "ferry_cpu_us_per_msg": round(cpu * 1e6 / n, 2),
                "mosquitto_cpu_us_per_msg": None if mcpu is None else round(mcpu * 1e6 / n, 2),
@@ -146,12 +150,14 @@ def run(n, linger_us=None):
         w.stop()
 
 
-def scenario(n=100_000, lingers=(0, None)):
-    """A run per entry of `lingers` (mqtt.read.linger.us; None = the connector's default), in
-    that order, on the same mosquitto: 0 (every read at once) beside the default shows what read
-    coalescing saves."""
-    log(f"MQTTSource -> BlackholeSink (direct), {n} QoS 1 messages, mqtt.read.linger.us in {list(lingers)}")
-    return [run(n, l) for l in lingers]
+def scenario(n=100_000, lingers=(0, None), rates=(0,)):
+    """A run per entry of `lingers` (mqtt.read.linger.us; None = the connector's default) and of
+    `rates` (the publisher's messages/s, 0 = as fast as it goes), in that order, on the same
+    mosquitto: 0 (every read at once) beside the default shows what read coalescing saves; a
+    paced publisher shows the cost at the rates a bridge runs at when its broker side limits it."""
+    log(f"MQTTSource -> BlackholeSink (direct), {n} QoS 1 messages, mqtt.read.linger.us in {list(lingers)}, "
+        f"publish rates {list(rates)}")
+    return [run(n, l, r) for r in rates for l in lingers]
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ void defineConnectionKeys(ConfigDef& d) {
            "publish window).", validators::between(1, 65535));
   d.define("mqtt.read.linger.us", ConfigType::kLong, "2000", Importance::kLow,
            "Read coalescing, the longest wait in microseconds: when messages arrive densely enough "
-           "that this long would gather at least 16, each socket read waits until about 64 have "
+           "that this long would gather at least 8, each socket read waits until about 64 have "
            "arrived (never longer than this) and takes them in one go: far fewer thread wake-ups "
            "per message at high rates. Slower than that, reads go at once (no added latency). "
            "0 always reads at once.",

@@ -1267,7 +1267,7 @@ class MqttClient::Impl {
   std::array<char, 65536> chunk_{};
   static constexpr std::size_t kBehindBytes = 16384;  // TLS: waiting in the socket, read on at once
   static constexpr double kLingerBatch = 64;     // packets a linger aims to gather
-  static constexpr double kLingerMinBatch = 16;  // no linger unless readLinger would gather this many
+  static constexpr double kLingerMinBatch = 8;   // no linger unless readLinger would gather this many
   static constexpr auto kRateWindow = std::chrono::milliseconds(10);  // the packet rate's shortest window
   std::string outBuf_;                      // bytes queued for the next write
   std::vector<std::function<void(bool)>> outCallbacks_;  // of the packets in outBuf_

@@ -71,10 +71,10 @@ struct ClientOptions {
   std::int64_t reconnectMaxMs = 5000;
   std::size_t maxPacketBytes = 16u << 20;
   // Read coalescing, the longest wait: when packets arrive densely enough (the rate over 10 ms
-  // windows) that this long would gather at least 16 of them, the next read waits until about 64
+  // windows) that this long would gather at least 8 of them, the next read waits until about 64
   // have arrived (at most this long), so that it takes them in one go; acknowledgements queued
   // during the wait leave with it. Fewer thread wake-ups per message at high rates, no added
-  // latency at low ones (slower than 16 per readLinger: reads go at once); 0 reads at once always.
+  // latency at low ones (slower than 8 per readLinger: reads go at once); 0 reads at once always.
   std::chrono::microseconds readLinger{0};
 };
 
