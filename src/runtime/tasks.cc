@@ -1225,8 +1225,12 @@ class FlushedPositions final : public Committer {
   }
   bool due(bool timerDue, bool requested, bool paused) override {
     (void)paused;
-    if (flushing_) return false;  // one flush at a time; collect() finishes it
-    return timerDue || requested || held_.full(*loop_.taskEnv().worker);
+    if (flushing_) {  // one flush at a time; collect() finishes it
+      requestedMeanwhile_ = requestedMeanwhile_ || requested;  // the next one starts as soon as it can
+      return false;
+    }
+    const bool asked = std::exchange(requestedMeanwhile_, false) || requested;
+    return timerDue || asked || held_.full(*loop_.taskEnv().worker);
   }
   // Intake waits while both the held records and those being flushed are at the bound.
   bool waitingForRoom() override { return flushing_ && held_.full(*loop_.taskEnv().worker); }
@@ -1350,6 +1354,7 @@ class FlushedPositions final : public Committer {
   SinkTask& sink_;
   HeldRecords held_;     // taken in since the last flush started
   HeldRecords inFlush_;  // covered by the asynchronous flush under way
+  bool requestedMeanwhile_ = false;  // the source asked for a commit while a flush was under way
   bool async_ = true;    // until the sink says it cannot flush asynchronously
   bool flushing_ = false;
   std::shared_ptr<Answer> answer_;

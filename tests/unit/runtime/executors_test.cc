@@ -6,6 +6,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "ferry/connector.h"
@@ -51,7 +53,10 @@ class SeqSourceTask : public SourceTask {
   Status start(const StringMap& config, SourceTaskContext& ctx) override {
     count_ = std::stoi(config.at("count"));
     if (auto a = config.find("age.ms"); a != config.end()) ageMs_ = std::stoi(a->second);
-    if (auto c = config.find("commit.at"); c != config.end()) commitAt_ = std::stoi(c->second);
+    if (auto c = config.find("commit.at"); c != config.end()) {  // record indexes, comma-separated
+      std::stringstream list(c->second);
+      for (std::string at; std::getline(list, at, ',');) commitAt_.insert(std::stoi(at));
+    }
     ctx_ = &ctx;
     if (auto off = ctx.committedOffset({{"p", "0"}})) next_ = std::stoi(off->at("n"));
     return Status::ok();
@@ -72,7 +77,7 @@ class SeqSourceTask : public SourceTask {
       // stamped, the runtime stamps it.
       if (ageMs_ > 0) r.receivedNs = core::monotonicNs() - std::int64_t{ageMs_} * 1000000;
       out.push_back(std::move(r));
-      if (next_ == commitAt_) ctx_->requestCommit();  // as a source does whose outside window fills
+      if (commitAt_.count(next_) != 0) ctx_->requestCommit();  // as a source does whose outside window fills
       ++next_;
       ++n;
     }
@@ -87,7 +92,7 @@ class SeqSourceTask : public SourceTask {
  private:
   int count_ = 0;
   int ageMs_ = 0;
-  int commitAt_ = -1;
+  std::set<int> commitAt_;
   SourceTaskContext* ctx_ = nullptr;
   int next_ = 0;
   std::mutex mu_;
@@ -602,6 +607,47 @@ TEST_F(ExecutorTest, DirectKeepsTakingInWhileTheSinkFlushesAsynchronously) {
   EXPECT_EQ(pos->at("n"), "50");
   std::lock_guard l(a.mu);
   EXPECT_EQ(a.syncFlushes, 0);
+}
+
+// A commit the source asks for while a flush is under way is not lost: it starts as soon as that
+// flush answered, not at the next interval. (Until 2026-12-05 the request was dropped.)
+TEST_F(ExecutorTest, DirectKeepsACommitAskedForDuringAnAsynchronousFlush) {
+  asyncFlushes().reset();
+  worker_.taskPollBatch = 1;
+  worker_.offsetFlushIntervalMs = 60000;
+  worker_.offsetFlushTimeoutMs = 20000;
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "50"},
+                                                                 {"commit.at", "10,30"},
+                                                                 {"sink.connector.class", "AsyncCollectSink"}}));
+  runner->start();
+  auto& a = asyncFlushes();
+  std::function<void(Status)> first = a.takePending();
+  ASSERT_TRUE(first);
+  // The second request (record 30) comes while the first flush is unanswered.
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 50; }));
+  first(Status::ok());
+  std::function<void(Status)> second;
+  {
+    std::unique_lock l(a.mu);
+    EXPECT_TRUE(a.cv.wait_for(l, 10s, [&] { return static_cast<bool>(a.pending); }))
+        << "the commit asked for during the first flush waited for the 60 s interval";
+    second = std::exchange(a.pending, nullptr);
+    if (second) EXPECT_EQ(a.putBeforeFlush.back(), 50u);
+  }
+  if (second) second(Status::ok());
+  runner->requestStop();
+  while (!runner->join(std::chrono::milliseconds(50))) {  // answers the stop's flush, if any
+    std::function<void(Status)> more;
+    {
+      std::lock_guard l(a.mu);
+      more = std::exchange(a.pending, nullptr);
+    }
+    if (more) more(Status::ok());
+  }
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value());
+  EXPECT_EQ(pos->at("n"), "50");
 }
 
 TEST_F(ExecutorTest, DirectFailsWhenAnAsynchronousFlushFailsAndCommitsNothingOfIt) {
