@@ -68,6 +68,7 @@ struct Producer::Attempt {
   std::vector<MessageQueue> queues;
   MessageQueue queue;
   int attemptsLeft = 0;
+  std::uint64_t epoch = 0;  // Producer::epoch_ when it was prepared
   SendCallback callback;
 };
 
@@ -157,6 +158,7 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
     return Status::unavailable("rocketmq send: topic '" + topic + "' has no writable queue");
   }
   attempt->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
+  attempt->epoch = epoch_.load();
   if (!pickQueue(*attempt, {})) {
     return Status::notFound("rocketmq send: broker '" + selection.brokerName +
                             "' does not host topic '" + topic + "'");
@@ -229,6 +231,10 @@ bool Producer::retryAfter(const std::shared_ptr<Attempt>& a, const Result<Remoti
     error = r.status().withContext(what);
     retry = r.status().code() == StatusCode::kUnavailable ||
             r.status().code() == StatusCode::kTimeout;
+  }
+  if (retry && a->epoch != epoch_.load()) {
+    retry = false;  // abandonRetries() since it was prepared
+    error = error.withContext("not retried: abandoned");
   }
   if (!retry || a->attemptsLeft <= 0) {
     a->callback(std::move(error));

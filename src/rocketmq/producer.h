@@ -101,6 +101,11 @@ class Producer {
                                const QueueSelection& selection = {});
   void sendBatchAsync(std::vector<OutgoingMessage> messages, const QueueSelection& selection,
                       SendCallback callback);
+  // Sends started before this call are not retried any more: an attempt under way still gets
+  // its answer (and its callback), but a failed one reports its error instead of trying again.
+  // For a worker that lost its lease (nothing of it may reach a broker later, not even a retry
+  // once the broker is back).
+  void abandonRetries() { epoch_.fetch_add(1); }
 
  private:
   struct Attempt;
@@ -116,6 +121,7 @@ class Producer {
   RocketmqClient& client_;
   const ProducerOptions options_;
   std::atomic<std::uint64_t> counter_;
+  std::atomic<std::uint64_t> epoch_{0};  // abandonRetries(): attempts of an older epoch are not retried
 };
 
 // The hash used for key selection: FNV-1a 32-bit over the key's bytes (stable across processes

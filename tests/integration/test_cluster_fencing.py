@@ -27,9 +27,16 @@ at-least-once allows them), 0 positions moved back, and 0 late records, with one
                within a few seconds of that (measured from its log: "lost its lease" to the last
                "stopped <unit>"), without waiting for a flush to the dead broker, and what it had
                queued must never reach the broker once it is back.
+  rocketmq-broker-kill9
+               the same on the rocketmq backbone (cluster A of scripts/services/rocketmq, whose
+               broker JVM is kill -9ed and started again on its data 12 s later, as
+               test_rocketmq_faults does; its NameServer stays up). The broker's append time is
+               each message's storeTimestamp (rmq_interop_tool consume), and the positions are
+               read from the cluster's position topic in queue order.
 
-Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP (sigstop),
-FERRY_FENCING_RECORDS (per task; default 12000 for sigstop, 16000 for broker-kill9)."""
+Environment: FERRY_BIN, FERRY_KAFKA_TOOL, FERRY_KAFKA_BOOTSTRAP (sigstop), FERRY_RMQ_TOOL and
+FERRY_ROCKETMQ_NAMESRV (rocketmq-broker-kill9), FERRY_FENCING_RECORDS (per task; default 12000
+for sigstop, 16000 for the broker kills)."""
 import datetime
 import json
 import os
@@ -81,11 +88,38 @@ def read_records(bootstrap, topic, with_keys=False):
     return recs
 
 
-def position_regressions(bootstrap, cluster, gen):
+RMQ_TOOL = os.environ.get("FERRY_RMQ_TOOL", "")
+NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
+
+
+def rmq_read_records(topic, with_keys=False):
+    """read_records for a RocketMQ topic: every message from the first offset (a fresh group),
+    with the broker's storeTimestamp as the append time; with_keys: (queue, offset, key, value),
+    the key from the rocketmq backbone's FERRY_KEY property ("x" and the hex of the key)."""
+    p = subprocess.run([RMQ_TOOL, "consume", "--namesrv", NAMESRV, "--topic", topic, "--group",
+                        f"fence-check-{random.randrange(1 << 30)}", "--from", "first", "--idle-ms", "5000",
+                        "--timeout-ms", "150000", "--commit", "false"], capture_output=True, timeout=200)
+    assert p.returncode == 0, f"rmq_interop_tool consume {topic}: {p.stderr.decode()[-800:]}"
+    recs = []
+    for line in p.stdout.decode().splitlines():
+        if not line.startswith("{"):
+            continue
+        j = json.loads(line)
+        value = bytes.fromhex(j["body_hex"]).decode(errors="replace")
+        if with_keys:
+            key = bytes.fromhex(j["props"].get("FERRY_KEY", "x")[1:]).decode(errors="replace")  # "x" + hex
+            recs.append(((j["broker"], j["queue"]), j["offset"], key, value))
+        else:
+            recs.append((int(j["store_ts"]), value))
+    return recs
+
+
+def position_regressions(bootstrap, cluster, gen, reader=None):
     """Positions of `gen` written to the cluster's position topic that move a task's position back
     (in append order): a stopped instance of a task committed after its successor had committed
     further - a write the old owner made without its lease."""
-    recs = read_records(bootstrap, f"ferry-cluster-{cluster}-offsets", with_keys=True)
+    reader = reader or (lambda topic, with_keys: read_records(bootstrap, topic, with_keys=with_keys))
+    recs = reader(f"ferry-cluster-{cluster}-offsets", True)
     last, back = {}, []
     for part, off, key, value in sorted(recs):
         try:
@@ -178,10 +212,14 @@ def owners(w, name):
     return {t["id"]: (t["state"], t["worker_id"]) for t in st["tasks"]}
 
 
-def start_cluster(label, bootstrap):
-    base = {"backbone": "kafka", "cluster.name": label, "cluster.session.timeout.ms": str(SESSION_MS),
+def start_cluster(label, bootstrap, backbone="kafka"):
+    base = {"backbone": backbone, "cluster.name": label, "cluster.session.timeout.ms": str(SESSION_MS),
             "cluster.heartbeat.interval.ms": "300", "cluster.lease.margin.ms": "500",
-            "offset.flush.interval.ms": "500", "backbone.kafka.bootstrap.servers": bootstrap}
+            "offset.flush.interval.ms": "500"}
+    if backbone == "kafka":
+        base["backbone.kafka.bootstrap.servers"] = bootstrap
+    else:
+        base["backbone.rocketmq.namesrv"] = NAMESRV
     workers = make_workers(label, base, 3)
     for w in workers:
         w.start(timeout=60)
@@ -199,20 +237,25 @@ def all_running(w, gen, allowed):
     return len(o) == TASKS and all(s == "RUNNING" and wid in allowed for s, wid in o.values())
 
 
-def finish(workers, bootstrap, topic, gen, n, cluster, extra, late_allowed_before_ms=None):
+def finish(workers, bootstrap, topic, gen, n, cluster, extra, late_allowed_before_ms=None, reader=None):
     """Waits for every record, then asserts 0 lost, no position moved back, and 0 late records -
     except, with late_allowed_before_ms, records made before that time (what a frozen worker had
-    handed to librdkafka before the freeze: see the module doc)."""
+    handed to librdkafka before the freeze: see the module doc). reader(topic, with_keys) reads a
+    topic (default: Kafka at `bootstrap`)."""
+    reader = reader or (lambda t, with_keys: read_records(bootstrap, t, with_keys=with_keys))
     pids = {str(w.proc.pid): w.props_id for w in workers}
     def complete():
-        recs = read_records(bootstrap, topic)
+        try:
+            recs = reader(topic, False)
+        except AssertionError:  # e.g. a restarted broker that has not registered the topic yet
+            return None
         summary, lost, late = judge(recs, n, pids, late_allowed_before_ms)
         return (summary, lost, late) if summary["lost"] == 0 else None
     try:
         summary, lost, late = wait_until(complete, 150, "every record in the topic", 3)
     except AssertionError:
-        summary, lost, late = judge(read_records(bootstrap, topic), n, pids, late_allowed_before_ms)
-    back = position_regressions(bootstrap, cluster, gen)
+        summary, lost, late = judge(reader(topic, False), n, pids, late_allowed_before_ms)
+    back = position_regressions(bootstrap, cluster, gen, reader)
     print(json.dumps({"test": f"fencing_{MODE}", **extra, **summary, "positions_moved_back": len(back)}), flush=True)
     for x in late[:10]:
         print(json.dumps({"late": x}), flush=True)
@@ -333,7 +376,90 @@ def test_broker_kill9():
         subprocess.run(["bash", SERVICE, "stop", "A"], env={**os.environ, **env}, capture_output=True, timeout=120)
 
 
+def fresh(w):
+    """The worker's applied cluster state is current (GET /cluster's state_age_ms under 1 s)."""
+    try:
+        status, c = w.rest("GET", "/cluster", timeout=5)
+    except OSError:
+        return False
+    return status == 200 and isinstance(c, dict) and (c.get("state_age_ms") or 0) < 1000
+
+
+def test_rocketmq_broker_kill9():
+    from test_rocketmq_faults import RUN_DIR, BROKER_ADDR, broker_serving, pid_alive
+    n = int(os.environ.get("FERRY_FENCING_RECORDS", "16000"))
+    run_id = random.randrange(1 << 30)
+    topic, gen = f"ferry-fence-{run_id}", f"fence-{run_id}"
+    p = subprocess.run([RMQ_TOOL, "create-topic", "--namesrv", NAMESRV, "--topic", topic, "--queues", str(TASKS)],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, f"create-topic: {p.stderr.decode()[-800:]}"
+    pid_file = os.path.join(RUN_DIR, "broker.pid")
+    workers = start_cluster(f"fencer{run_id}", None, backbone="rocketmq")
+    relaunch = None
+    killed = None
+    try:
+        for i, w in enumerate(workers):
+            w.props_id = f"w{i + 1}"
+        create_connector(workers[1], gen, topic, n)
+        wait_until(lambda: all_running(workers[1], gen, {"w1", "w2", "w3"}), 60, "6 tasks RUNNING", 0.2)
+        time.sleep(4)
+        o = wait_until(lambda: owners(workers[1], gen), 10, "the tasks' owners", 0.2)
+        ran = {w.props_id: [t for t, (_, wid) in o.items() if wid == w.props_id] for w in workers}
+        # The broker JVM (not the NameServer) kill -9ed, and started again on its data the way the
+        # script started it (command line, environment and folder from /proc).
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0") if a]
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        assert any("BrokerStartup" in a for a in argv), f"pid {pid} is not a broker: {argv}"
+        def bring_back():
+            with open(os.path.join(RUN_DIR, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
+                p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=nul, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            with open(pid_file, "w") as f:
+                f.write(f"{p.pid}\n")
+            return p
+        t_kill = time.time()
+        os.kill(pid, signal.SIGKILL)
+        killed = bring_back  # the broker must come back even if the test fails meanwhile
+        wait_until(lambda: not pid_alive(pid), 30, f"broker pid {pid} gone", 0.1)
+        time.sleep(12)
+        t_back = time.time()
+        relaunch = bring_back()
+        wait_until(lambda: relaunch.poll() is None and broker_serving(BROKER_ADDR), 120, "broker serving again", 0.5)
+        relaunch_s = time.time() - t_back
+        # A worker without its lease answers from its applied state (RUNNING as before the kill):
+        # wait until it has caught up with the log again.
+        wait_until(lambda: all(fresh(w) for w in workers), 120, "every worker reading the cluster log again", 0.5)
+        wait_until(lambda: all_running(workers[0], gen, {"w1", "w2", "w3"}), 120, "6 tasks RUNNING again", 0.5)
+        stops = {w.props_id: stop_times(w, t_kill, gen, ran[w.props_id]) for w in workers}
+        finish(workers, None, topic, gen, n, f"fencer{run_id}",
+               {"backbone": "rocketmq", "broker_down_s": round(t_back + relaunch_s - t_kill, 1),
+                "relaunch_s": round(relaunch_s, 1),
+                "lease_lost_to_tasks_stopped_s": {k: v[0] for k, v in stops.items()}, "tasks_run_before": ran},
+               reader=rmq_read_records)
+        slow = {k: v[0] for k, v in stops.items() if v[0] is None or v[0] > STOP_BOUND_S}
+        assert not slow, f"tasks stopped later than {STOP_BOUND_S} s after the lease was lost (None: not all " \
+                         f"stopped before the broker was back): {slow}"
+        for w in workers:
+            w.stop()
+    finally:
+        for w in workers:
+            if w.proc and w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+        if killed is not None and relaunch is None:
+            killed()
+
+
 def main():
+    if MODE == "rocketmq-broker-kill9":
+        assert RMQ_TOOL, "FERRY_RMQ_TOOL must name rmq_interop_tool"
+        test_rocketmq_broker_kill9()
+        return
     assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
     if MODE == "sigstop":
         test_sigstop()

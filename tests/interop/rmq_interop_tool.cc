@@ -13,7 +13,8 @@
 //   consume --namesrv A --topic T [--topic T2 ...] --group G [--tags "*"] [--from first|last]
 //           [--count N] [--idle-ms 5000] [--timeout-ms 120000] [--commit true|false]
 //       ferry's PullConsumer in group G. One JSON line per message on stdout (the Java tool's
-//       fields): {"topic","broker","queue","offset","tags","keys","msg_id","props","body_hex"}.
+//       fields): {"topic","broker","queue","offset","tags","keys","msg_id","props","body_hex"},
+//       and "store_ts" (the broker's append time, ms).
 //       Stops once N messages arrived and then none for --idle-ms (so duplicates past N still
 //       show), or after --idle-ms without a message when no N is given, or at --timeout-ms (exit
 //       3 if N was not reached). --exact stops at exactly N messages (no more are printed or
@@ -281,6 +282,7 @@ int consume(const std::string& namesrv, const std::vector<std::string>& topics, 
                              {"keys", prop(m.properties, "KEYS")},
                              {"msg_id", uniq.empty() ? m.offsetMsgId : uniq},
                              {"props", m.properties},
+                             {"store_ts", m.storeTimestamp},
                              {"body_hex", hex(m.body)}};
       out += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       out += '\n';

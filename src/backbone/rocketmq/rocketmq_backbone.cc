@@ -83,6 +83,25 @@ class RmqProducer final : public Producer {
       return Status::timeout(std::to_string(state_->outstanding) + " message(s) not yet acknowledged by RocketMQ");
     return Status::ok();
   }
+  // What the client still holds gets a retriable error now, and is never sent again: the client
+  // retries none of it any more (Producer::abandonRetries), a send() blocked for room returns
+  // Unavailable instead of sending, and an answer that comes later is dropped. A request already
+  // written to a broker that is alive may still be stored (as with librdkafka's purge of messages
+  // in flight); one to a dead broker is gone with its connection. For a worker that lost its lease.
+  Status purge() override {
+    producer_.abandonRetries();
+    std::map<std::uint64_t, SendCallback> dropped;
+    {
+      std::lock_guard lock(state_->mu);
+      ++state_->purges;
+      dropped.swap(state_->pending);
+      state_->outstanding -= static_cast<std::int64_t>(dropped.size());
+      state_->cv.notify_all();
+    }
+    for (auto& [id, cb] : dropped)
+      if (cb) cb(Status::unavailable("purged before RocketMQ answered (this worker lost its lease)"), -1, -1);
+    return Status::ok();
+  }
 
  private:
   struct State {
@@ -90,6 +109,9 @@ class RmqProducer final : public Producer {
     std::condition_variable cv;
     std::int64_t outstanding = 0;  // sent, callback not yet run
     std::int64_t waiting = 0;      // send() calls blocked by the in-flight cap
+    std::uint64_t nextId = 0;
+    std::map<std::uint64_t, SendCallback> pending;  // sent, not answered: their callbacks
+    std::uint64_t purges = 0;                       // purge() calls so far
   };
   RocketmqBackbone& b_;
   rocketmq::Producer producer_;
@@ -509,6 +531,7 @@ Status RmqProducer::send(Message m, SendCallback cb) {
     out.properties[kHeaderPrefix + h.key] = h.value.isNull() ? std::string("n") : hex(h.value.view());
   }
   rocketmq::QueueSelection sel = rocketmq::QueueSelection::roundRobin();
+  std::uint64_t id = 0;
   if (m.queue >= 0) {
     FERRY_ASSIGN_OR_RETURN(auto mq, b_.queueOf(TopicQueue{m.topic, m.queue}));
     sel = rocketmq::QueueSelection::queue(mq.brokerName, mq.queueId);
@@ -523,18 +546,30 @@ Status RmqProducer::send(Message m, SendCallback cb) {
     // stored it comes back as a duplicate when the runtime resends it.
     std::unique_lock lock(state_->mu);
     if (maxInflight_ > 0 && state_->outstanding >= maxInflight_) {
+      const std::uint64_t purges = state_->purges;
       ++state_->waiting;
-      while (state_->outstanding >= maxInflight_ && !b_.closed())
+      while (state_->outstanding >= maxInflight_ && !b_.closed() && state_->purges == purges)
         state_->cv.wait_for(lock, std::chrono::milliseconds(100));
       --state_->waiting;
       if (b_.closed()) return Status::unavailable("backbone closed");
+      if (state_->purges != purges) return Status::unavailable("producer purged while this send waited for room");
     }
     ++state_->outstanding;
+    id = state_->nextId++;
+    state_->pending.emplace(id, std::move(cb));
   }
   auto state = state_;
   auto* b = &b_;
   const std::string topic = m.topic;
-  producer_.sendAsync(std::move(out), sel, [state, b, topic, cb = std::move(cb)](Result<rocketmq::SendResult> r) {
+  producer_.sendAsync(std::move(out), sel, [state, b, topic, id](Result<rocketmq::SendResult> r) {
+    SendCallback cb;
+    {
+      std::lock_guard lock(state->mu);
+      auto it = state->pending.find(id);
+      if (it == state->pending.end()) return;  // purged: its callback already ran
+      cb = std::move(it->second);
+      state->pending.erase(it);
+    }
     if (cb) {
       if (r.isOk()) {
         const std::int32_t q = b->indexOf(MessageQueue{r->brokerName.empty() ? "" : rocketmqSafeName(topic),

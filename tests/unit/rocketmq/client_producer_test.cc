@@ -96,6 +96,39 @@ TEST(RocketmqProducer, RetriesOnSystemBusyThenSucceeds) {
   EXPECT_NE(fake.sends[0].opaque, fake.sends[1].opaque);  // a retry uses a new opaque
 }
 
+// abandonRetries() (a worker that lost its lease): a send under way is answered, but not retried
+// once it fails; a send started afterwards retries as before.
+TEST(RocketmqProducer, AbandonedSendsAreNotRetried) {
+  ProducerBroker fake;
+  fake.busyAnswers = 1;
+  fake.hold = true;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  auto answered = std::make_shared<std::promise<Result<SendResult>>>();
+  producer.sendAsync(message("held"), QueueSelection::queue("fake-a", 0),
+                     [answered](Result<SendResult> r) { answered->set_value(std::move(r)); });
+  {
+    std::unique_lock lock(fake.mu);
+    ASSERT_TRUE(fake.held.wait_for(lock, std::chrono::seconds(20), [&] { return !fake.sends.empty(); }));
+  }
+  producer.abandonRetries();
+  fake.release();  // answered SYSTEM_BUSY, which would be retried
+  auto f = answered->get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  auto r = f.get();
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().toString().find("abandoned"), std::string::npos) << r.status().toString();
+  {
+    std::lock_guard lock(fake.mu);
+    EXPECT_EQ(fake.sends.size(), 1u) << "the abandoned send was retried";
+    fake.busyAnswers = 1;
+  }
+  auto again = producer.send(message("later"), QueueSelection::queue("fake-a", 0));
+  ASSERT_TRUE(again.isOk()) << again.status().toString();
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.sends.size(), 3u);  // busy once, then stored
+}
+
 TEST(RocketmqProducer, GivesUpAfterRetries) {
   ProducerBroker fake;
   fake.busyAnswers = 10;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,11 +32,20 @@ struct ProducerBroker {
   std::optional<std::pair<std::int32_t, std::string>> refuseSends;
   // Offsets taken by other producers after every send (their messages interleave with ours).
   std::int64_t othersPerSend = 0;
+  // While set, a send is held unanswered (release() lets it be answered): a test acts while a
+  // send is under way.
+  bool hold = false;
+  std::condition_variable held;
+  void release() {
+    std::lock_guard lock(mu);
+    hold = false;
+    held.notify_all();
+  }
   std::unique_ptr<ScriptedPeer> peer;
 
   ProducerBroker() {
     peer = std::make_unique<ScriptedPeer>([this](PeerConnection& conn, const RemotingCommand& r) {
-      std::lock_guard lock(mu);
+      std::unique_lock lock(mu);
       conn.version = version;
       const std::string self = peer->address();
       if (r.code == kCodeGetBrokerRuntimeInfo) ++probes;
@@ -52,6 +62,8 @@ struct ProducerBroker {
         return;
       }
       sends.push_back(r);
+      held.notify_all();
+      held.wait(lock, [this] { return !hold; });
       if (refuseSends) {
         conn.reply(r, refuseSends->first, {}, {}, refuseSends->second);
         return;
