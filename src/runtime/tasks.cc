@@ -205,6 +205,11 @@ class PositionBuffer {
     pending_[p.partition] = p.offset;
   }
   bool empty() const { return pending_.empty(); }
+  // Positions whose write failed, back in: a partition added since keeps its newer offset.
+  void keepOlder(const std::vector<Position>& older) {
+    for (const auto& p : older)
+      if (!p.partition.empty()) pending_.emplace(p.partition, p.offset);
+  }
   std::vector<Position> list() const {
     std::vector<Position> out;
     out.reserve(pending_.size());
@@ -730,6 +735,7 @@ class AckedPositions final : public Committer {
     }
     std::vector<Position> list = positions_.list();
     positions_ = PositionBuffer();
+    writing_ = list;
     loop_.taskEnv().positions->putAsync(loop_.taskEnv().connector, std::move(list), [state = inFlight_](Status st) {
       std::lock_guard lock(state->mu);
       state->result = std::move(st);
@@ -790,6 +796,18 @@ class AckedPositions final : public Committer {
       result = inFlight_->result;
     }
     const std::int64_t n = std::exchange(committing_, 0);
+    if (result.isRetriable() && !final_) {
+      // A busy or unreachable store (a broker in flow control, say): the positions go back in and
+      // the next commit writes them, as Kafka Connect retries a failed offset commit. The task
+      // hears commit() only once they are written. A worker that lost its lease ends its tasks
+      // elsewhere (leaseValid), not here. At the stop the failure is the stop's answer.
+      positions_.keepOlder(writing_);
+      uncommitted_ += n;
+      loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
+      core::logger("runtime")->warn("{}-{}: writing source positions failed ({}); writing them again at the next commit",
+                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, result.toString());
+      return Status::ok();
+    }
     FERRY_RETURN_IF_ERROR(result.withContext("committing positions"));
     FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return task_.commit(); }));
     auto& metrics = loop_.counters();
@@ -912,6 +930,7 @@ class AckedPositions final : public Committer {
   std::atomic<bool> waiting_{false};  // the loop waits for room: acknowledgements wake it
   std::int64_t resendAt_ = 0;     // loop: when records refused with a retriable error are sent again
   PositionBuffer positions_;      // loop
+  std::vector<Position> writing_;  // loop: the positions of the commit in flight
   std::int64_t uncommitted_ = 0;  // loop: records safe since the last commit
   std::int64_t committing_ = 0;   // loop: records of the commit in flight (0: none)
   std::optional<Status> final_;   // loop: finalCommit() began (what draining returned)
@@ -1257,7 +1276,8 @@ class FlushedPositions final : public Committer {
     return std::int64_t{0};
   }
   Status commit() override {
-    if (flushing_ || held_.records.empty()) return Status::ok();
+    if (flushing_) return Status::ok();
+    if (held_.records.empty()) return positions_.empty() ? Status::ok() : complete(held_);  // an earlier write failed
     if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     if (async_) {
@@ -1321,18 +1341,28 @@ class FlushedPositions final : public Committer {
 
   // The sink made `h` durable: the source hears it, and its positions are committed.
   Status complete(HeldRecords& h) {
-    PositionBuffer positions;
     for (auto& r : h.records) {
       guardedVoid("commitRecord", [&] { source_.commitRecord(r); });
-      positions.add(r.position);
+      positions_.add(r.position);
     }
     const auto& env = loop_.taskEnv();
+    bool written = true;
     if (env.positions) {
       auto allowed = loop_.effect();
       if (!allowed) return TaskLoop::cancelledError();
-      FERRY_RETURN_IF_ERROR(positions.commit(*env.positions, env.connector).withContext("committing positions"));
+      Status s = positions_.commit(*env.positions, env.connector);
+      if (s.isRetriable()) {
+        // Kept (positions_ still holds them) and written with the next commit's, as Kafka Connect
+        // retries a failed offset commit; the source hears commit() once they are written.
+        written = false;
+        loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
+        core::logger("runtime")->warn("{}-{}: writing source positions failed ({}); writing them again at the next commit",
+                                      env.connector, env.taskId, s.toString());
+      } else {
+        FERRY_RETURN_IF_ERROR(s.withContext("committing positions"));
+      }
     }
-    FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return source_.commit(); }));
+    if (written) FERRY_RETURN_IF_ERROR(guarded("commit", [&] { return source_.commit(); }));
     auto& metrics = loop_.counters();
     metrics.commitLagRecords.fetch_sub(static_cast<std::int64_t>(h.records.size()), std::memory_order_relaxed);
     h.records.clear();
@@ -1354,6 +1384,7 @@ class FlushedPositions final : public Committer {
   SinkTask& sink_;
   HeldRecords held_;     // taken in since the last flush started
   HeldRecords inFlush_;  // covered by the asynchronous flush under way
+  PositionBuffer positions_;  // flushed, not yet written to the position store (a retriable failure)
   bool requestedMeanwhile_ = false;  // the source asked for a commit while a flush was under way
   bool async_ = true;    // until the sink says it cannot flush asynchronously
   bool flushing_ = false;

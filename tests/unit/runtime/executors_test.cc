@@ -3,6 +3,7 @@
 // path delivers everything. No sleeps: tests wait on condition variables fed by the plugins.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -428,6 +429,37 @@ class HeldBackbone : public backbone::Backbone {
   NoAdmin admin_;
 };
 
+// A position store whose first `failures` writes fail as a busy broker's do (retriable).
+class FlakyPositions : public store::PositionStore {
+ public:
+  FlakyPositions(std::unique_ptr<store::PositionStore> inner, int failures)
+      : inner_(std::move(inner)), failures_(failures) {}
+  Result<std::optional<StringMap>> get(const std::string& c, const StringMap& p) override { return inner_->get(c, p); }
+  Result<std::vector<Position>> getAll(const std::string& c) override { return inner_->getAll(c); }
+  Status put(const std::string& c, const std::vector<Position>& positions) override {
+    if (failures_.fetch_sub(1) > 0) return Status::unavailable("broker busy, start flow control for a while");
+    Status st = inner_->put(c, positions);
+    std::lock_guard l(mu_);
+    cv_.notify_all();
+    return st;
+  }
+  Status removeConnector(const std::string& c) override { return inner_->removeConnector(c); }
+  // Waits (up to 20 s) until connector "c" has offset n="want" for partition p=0.
+  bool waitFor(const std::string& want) {
+    std::unique_lock l(mu_);
+    return cv_.wait_for(l, 20s, [&] {
+      auto r = inner_->get("c", {{"p", "0"}});
+      return r.isOk() && r->has_value() && (*r)->at("n") == want;
+    });
+  }
+
+ private:
+  std::unique_ptr<store::PositionStore> inner_;
+  std::atomic<int> failures_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
 // ----- fixture ---------------------------------------------------------------------------------
 
 class ExecutorTest : public ::testing::Test {
@@ -488,6 +520,52 @@ TEST_F(ExecutorTest, SourcePositionWaitsForEveryEarlierRecord) {
   EXPECT_FALSE(runner->failed());
   EXPECT_FALSE(committed().has_value()) << "committed " << committed()->at("n");
   EXPECT_EQ(runner->metrics().recordsIn.load(), 3u);
+}
+
+// A position write that fails retriably (a busy broker) does not fail the task: the positions are
+// written again at the next commit, as Kafka Connect retries a failed offset commit. (Until
+// 2026-12-05 the task failed and was restarted, reading everything since its last commit again.)
+TEST_F(ExecutorTest, SourceWritesPositionsAgainAfterARetriableStoreFailure) {
+  auto flaky = std::make_unique<FlakyPositions>(std::move(positions_), 2);
+  auto* positions = flaky.get();
+  positions_ = std::move(flaky);
+  auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 3; }));
+  }
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  backbone_.producer.ack(2);
+  EXPECT_TRUE(positions->waitFor("3")) << trace_;  // commits every 1 ms: the third write succeeds
+  auto pos = committed();
+  EXPECT_FALSE(runner->finished()) << trace_;
+  ASSERT_TRUE(pos.has_value()) << trace_;
+  EXPECT_EQ(pos->at("n"), "3");
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+}
+
+// The same for a direct task: the sink flushed, the position write failed retriably; it is
+// written again at the next commit and the task goes on.
+TEST_F(ExecutorTest, DirectWritesPositionsAgainAfterARetriableStoreFailure) {
+  auto flaky = std::make_unique<FlakyPositions>(std::move(positions_), 1);
+  auto* positions = flaky.get();
+  positions_ = std::move(flaky);
+  worker_.offsetFlushIntervalMs = 10;
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  EXPECT_TRUE(positions->waitFor("5")) << trace_;
+  EXPECT_FALSE(runner->finished()) << trace_;
+  auto pos = committed();
+  ASSERT_TRUE(pos.has_value()) << trace_;
+  EXPECT_EQ(pos->at("n"), "5");
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
 }
 
 TEST_F(ExecutorTest, SourceCommitsTheSafePrefix) {
@@ -632,7 +710,9 @@ TEST_F(ExecutorTest, DirectKeepsACommitAskedForDuringAnAsynchronousFlush) {
     EXPECT_TRUE(a.cv.wait_for(l, 10s, [&] { return static_cast<bool>(a.pending); }))
         << "the commit asked for during the first flush waited for the 60 s interval";
     second = std::exchange(a.pending, nullptr);
-    if (second) EXPECT_EQ(a.putBeforeFlush.back(), 50u);
+    if (second) {
+      EXPECT_EQ(a.putBeforeFlush.back(), 50u);
+    }
   }
   if (second) second(Status::ok());
   runner->requestStop();
