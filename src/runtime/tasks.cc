@@ -1406,7 +1406,7 @@ class OffsetCommitter final : public Committer {
     (void)paused;
     return timerDue || requested;
   }
-  Status commit() override { return commitOffsets(current_); }
+  Status commit() override { return commitOffsets(current_, true); }
   // A failed task commits nothing more: offsets past the failing record were taken in but not put
   // (or put but not flushed); the restarted task must read them again. Nor without the lease.
   std::optional<Status> finalCommit(bool healthy, bool lease) override {
@@ -1414,8 +1414,11 @@ class OffsetCommitter final : public Committer {
   }
   void releaseAll() override {}
 
-  // preCommit (flushes the sink) and commits what it returns to the backbone group.
-  Status commitOffsets(const OffsetMap& offsets) {
+  // preCommit (flushes the sink) and commits what it returns to the backbone group. With
+  // `retryLater` a commit the backbone refuses retriably (a broker busy or gone for a moment) is
+  // logged and made again at the next commit (the offsets stay uncommitted), as Kafka Connect's
+  // sink tasks do; the task goes on. The final commit at the stop returns the failure.
+  Status commitOffsets(const OffsetMap& offsets, bool retryLater = false) {
     if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
     if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
@@ -1424,7 +1427,14 @@ class OffsetCommitter final : public Committer {
     if (!safe->empty()) {
       auto allowed = loop_.effect();  // a flush that returns after the task was cancelled commits nothing
       if (!allowed) return TaskLoop::cancelledError();
-      FERRY_RETURN_IF_ERROR(input_.consumer()->commit(*safe).withContext("committing offsets"));
+      Status c = input_.consumer()->commit(*safe);
+      if (retryLater && c.isRetriable()) {
+        loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
+        core::logger("runtime")->warn("{}-{}: committing offsets failed ({}); committing them again at the next commit",
+                                      loop_.taskEnv().connector, loop_.taskEnv().taskId, c.toString());
+        return Status::ok();
+      }
+      FERRY_RETURN_IF_ERROR(c.withContext("committing offsets"));
     }
     auto& metrics = loop_.counters();
     metrics.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
@@ -1444,7 +1454,8 @@ class OffsetCommitter final : public Committer {
     for (const auto& q : queues)
       if (auto it = current_.find(q); it != current_.end()) revoked.insert(*it);
     if (!revoked.empty()) {
-      Status s = commitOffsets(revoked);
+      // Not committed retriably: the queues' next owner reads those records again (duplicates only).
+      Status s = commitOffsets(revoked, true);
       if (!s.isOk()) loop_.fail(s);
     }
     for (const auto& q : queues) current_.erase(q);

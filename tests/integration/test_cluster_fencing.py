@@ -401,10 +401,20 @@ def test_rocketmq_broker_kill9():
         for i, w in enumerate(workers):
             w.props_id = f"w{i + 1}"
         create_connector(workers[1], gen, topic, n)
+        # A sink connector too (its consumer group, and a dead-letter producer): its tasks must
+        # stop as fast, with no consumer close or dead-letter flush waiting for the dead broker.
+        sink = f"{gen}-sink"
+        workers[1].ok("POST", "/connectors", {"name": sink, "config": {
+            "connector.class": "BlackholeSink", "topics": topic, "tasks.max": "3", "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{topic}-dlq"}})
         wait_until(lambda: all_running(workers[1], gen, {"w1", "w2", "w3"}), 60, "6 tasks RUNNING", 0.2)
+        wait_until(lambda: len(owners(workers[1], sink)) == 3 and
+                   all(st == "RUNNING" for st, _ in owners(workers[1], sink).values()), 60, "3 sink tasks RUNNING", 0.2)
         time.sleep(4)
         o = wait_until(lambda: owners(workers[1], gen), 10, "the tasks' owners", 0.2)
         ran = {w.props_id: [t for t, (_, wid) in o.items() if wid == w.props_id] for w in workers}
+        so = wait_until(lambda: owners(workers[1], sink), 10, "the sink tasks' owners", 0.2)
+        sank = {w.props_id: [t for t, (_, wid) in so.items() if wid == w.props_id] for w in workers}
         # The broker JVM (not the NameServer) kill -9ed, and started again on its data the way the
         # script started it (command line, environment and folder from /proc).
         with open(pid_file) as f:
@@ -436,12 +446,16 @@ def test_rocketmq_broker_kill9():
         wait_until(lambda: all(fresh(w) for w in workers), 120, "every worker reading the cluster log again", 0.5)
         wait_until(lambda: all_running(workers[0], gen, {"w1", "w2", "w3"}), 120, "6 tasks RUNNING again", 0.5)
         stops = {w.props_id: stop_times(w, t_kill, gen, ran[w.props_id]) for w in workers}
+        sink_stops = {w.props_id: stop_times(w, t_kill, sink, sank[w.props_id]) for w in workers}
         finish(workers, None, topic, gen, n, f"fencer{run_id}",
                {"backbone": "rocketmq", "broker_down_s": round(t_back + relaunch_s - t_kill, 1),
                 "relaunch_s": round(relaunch_s, 1),
-                "lease_lost_to_tasks_stopped_s": {k: v[0] for k, v in stops.items()}, "tasks_run_before": ran},
+                "lease_lost_to_tasks_stopped_s": {k: v[0] for k, v in stops.items()},
+                "lease_lost_to_sink_tasks_stopped_s": {k: v[0] for k, v in sink_stops.items()},
+                "tasks_run_before": ran, "sink_tasks_run_before": sank},
                reader=rmq_read_records)
         slow = {k: v[0] for k, v in stops.items() if v[0] is None or v[0] > STOP_BOUND_S}
+        slow.update({f"{k} (sink)": v[0] for k, v in sink_stops.items() if v[0] is None or v[0] > STOP_BOUND_S})
         assert not slow, f"tasks stopped later than {STOP_BOUND_S} s after the lease was lost (None: not all " \
                          f"stopped before the broker was back): {slow}"
         for w in workers:

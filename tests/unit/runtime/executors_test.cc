@@ -404,6 +404,69 @@ class NoAdmin : public backbone::Admin {
   Status deleteGroup(const std::string&) override { return Status::notFound("x"); }
 };
 
+// A consumer of three messages on topic "t" queue 0 whose first `failures` commits fail as a busy
+// broker's do (retriable); what it committed is kept.
+struct ListConsumerState {
+  std::mutex mu;
+  std::condition_variable cv;
+  int failures = 0;
+  int failedCommits = 0;
+  OffsetMap committed;
+};
+class ListConsumer : public backbone::Consumer {
+ public:
+  explicit ListConsumer(std::shared_ptr<ListConsumerState> st) : st_(std::move(st)) {}
+  Status subscribe(const std::vector<std::string>&, backbone::RebalanceListener* listener) override {
+    listener_ = listener;
+    return Status::ok();
+  }
+  Result<std::size_t> poll(std::vector<backbone::Message>& out, std::size_t max, std::chrono::milliseconds wait) override {
+    if (!assigned_ && listener_ != nullptr) {
+      assigned_ = true;
+      listener_->onAssigned({TopicQueue{"t", 0}});
+    }
+    std::size_t n = 0;
+    while (next_ < 3 && n < max) {
+      backbone::Message m;
+      m.topic = "t";
+      m.queue = 0;
+      m.offset = next_;
+      m.value = Bytes("m" + std::to_string(next_));
+      out.push_back(std::move(m));
+      ++next_;
+      ++n;
+    }
+    if (n == 0) {
+      std::unique_lock l(st_->mu);
+      st_->cv.wait_for(l, std::min(wait, std::chrono::milliseconds(50)));
+    }
+    return n;
+  }
+  Status commit(const OffsetMap& offsets) override {
+    std::lock_guard l(st_->mu);
+    if (st_->failures > 0) {
+      --st_->failures;
+      ++st_->failedCommits;
+      return Status::unavailable("cannot connect to the broker: connection refused");
+    }
+    for (const auto& [q, o] : offsets) st_->committed[q] = o;
+    st_->cv.notify_all();
+    return Status::ok();
+  }
+  Status seek(const TopicQueue&, std::int64_t offset) override {
+    next_ = offset;
+    return Status::ok();
+  }
+  std::vector<TopicQueue> assignment() const override { return {TopicQueue{"t", 0}}; }
+  void close() override {}
+
+ private:
+  std::shared_ptr<ListConsumerState> st_;
+  backbone::RebalanceListener* listener_ = nullptr;
+  bool assigned_ = false;
+  std::int64_t next_ = 0;
+};
+
 class HeldBackbone : public backbone::Backbone {
  public:
   std::string kind() const override { return "held"; }
@@ -413,8 +476,10 @@ class HeldBackbone : public backbone::Backbone {
   }
   Result<std::unique_ptr<backbone::Consumer>> createConsumer(const std::string&, const std::string&,
                                                              const StringMap&) override {
+    if (consumer) return std::unique_ptr<backbone::Consumer>(std::make_unique<ListConsumer>(consumer));
     return Status::unavailable("no consumers here");
   }
+  std::shared_ptr<ListConsumerState> consumer;  // set: createConsumer() makes a ListConsumer
   backbone::Admin& admin() override { return admin_; }
   void close() override {}
   HeldProducer producer;
@@ -566,6 +631,29 @@ TEST_F(ExecutorTest, DirectWritesPositionsAgainAfterARetriableStoreFailure) {
   runner->requestStop();
   runner->join();
   EXPECT_FALSE(runner->failed()) << trace_;
+}
+
+// A sink task whose group commit fails retriably (the broker gone for a moment) goes on and
+// commits at the next interval, as Kafka Connect's sink tasks do; it used to fail.
+TEST_F(ExecutorTest, SinkCommitsAgainAfterARetriableCommitFailure) {
+  auto st = std::make_shared<ListConsumerState>();
+  st->failures = 2;
+  backbone_.consumer = st;
+  worker_.offsetFlushIntervalMs = 10;
+  auto runner = TaskRunner::create(env(ConnectorShape::kSink, {{"connector.class", "CollectSink"}, {"topics", "t"}}));
+  runner->start();
+  {
+    std::unique_lock l(st->mu);
+    EXPECT_TRUE(st->cv.wait_for(l, 20s, [&] { return st->committed[TopicQueue{"t", 0}] == 3; })) << trace_;
+    EXPECT_EQ(st->failedCommits, 2);
+  }
+  EXPECT_FALSE(runner->finished()) << trace_;
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  EXPECT_GE(runner->metrics().retries.load(), 2u);
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put, (std::vector<std::string>{"m0", "m1", "m2"}));
 }
 
 TEST_F(ExecutorTest, SourceCommitsTheSafePrefix) {
