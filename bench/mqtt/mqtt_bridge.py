@@ -25,7 +25,11 @@ starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, e
      p50 / p99 of the time a record spends inside the worker (read from its socket -> handed to the
      output), and their sum along the path.
 
-Ratios: up and loop rates / mosquitto's rate, backbone / direct latency.
+Also the RocketMQ hop alone at the same rate (rmq_interop_tool latency: ferry's client sends each
+message with its send time and pulls it back through the broker, no runtime): the "rocketmq"
+line. Ratios: up and loop rates / mosquitto's rate, backbone / direct latency, and the direct
+p99 / (2 x mosquitto alone's p99 + RocketMQ alone's p99): how far the direct bridge is from the
+sum of the brokers' own tails.
 $FERRY_BENCH_PERF=<file>: `perf record -g -p <worker>` over each throughput window into
 <file>.direct and <file>.backbone. Standard library only.
 """
@@ -314,6 +318,17 @@ def scenario(n=100_000, rate_latency=2000, latency_s=10, linger_us=None):
             "latency_rate": rate_latency, "p50_ms": mosq_lat["lat_p50_us"] / 1000,
             "p99_ms": mosq_lat["lat_p99_us"] / 1000, "max_ms": mosq_lat["lat_max_us"] / 1000}
     results = [mosq]
+    # The broker hop alone at the same rate (rmq_interop_tool latency: ferry's RocketMQ client,
+    # send -> broker -> long-polling pull, no runtime): the floor the bridge's RocketMQ hop sits on.
+    log(f"RocketMQ alone, {rate_latency}/s for {latency_s} s")
+    p = subprocess.run([tool("rmq_interop_tool"), "latency", "--namesrv", NS, "--topic", "blat" + uuid.uuid4().hex[:8],
+                        "--rate", str(rate_latency), "--seconds", str(latency_s)], capture_output=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"rmq_interop_tool latency exited {p.returncode}: {p.stderr.decode()[-800:]}")
+    rl = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    results.append({"scenario": SCENARIO, "system": "rocketmq", "latency_rate": rate_latency,
+                    "latency_n": rl["n"], "p50_ms": round(rl["p50_ms"], 3), "p99_ms": round(rl["p99_ms"], 3),
+                    "max_ms": round(rl["max_ms"], 3)})
     by_mode = {}
     for mode in ("direct", "backbone"):
         log(f"ferry bridge, {mode}, {n} QoS 1 messages")
@@ -327,6 +342,9 @@ def scenario(n=100_000, rate_latency=2000, latency_s=10, linger_us=None):
         by_mode["backbone"]["p99_ms"] / max(1e-9, by_mode["direct"]["p99_ms"]), 3)
     results[-1]["ratio"]["p50_backbone_vs_direct"] = round(
         by_mode["backbone"]["p50_ms"] / max(1e-9, by_mode["direct"]["p50_ms"]), 3)
+    # How much of the direct bridge's p99 the two brokers' own hops account for.
+    floor = mosq["p99_ms"] * 2 + rl["p99_ms"]
+    results[-2]["ratio"]["p99_direct_vs_brokers_alone"] = round(by_mode["direct"]["p99_ms"] / max(1e-9, floor), 3)
     return results
 
 

@@ -21,6 +21,11 @@
 //       committed). With --commit (default) the next offsets are committed to the broker after
 //       each printed batch and at the end.
 //
+//   latency --namesrv A --topic T [--queues 4] [--rate 2000] [--seconds 10]
+//       Creates T, then sends rate x seconds messages at that pace (each carrying its send time)
+//       and pulls them back in the same process; prints {"n","sent","failed","p50_ms","p99_ms",
+//       "max_ms"}: the broker hop alone, for bench mqtt-bridge.
+//
 // FERRY_RMQ_ACCESS_KEY / FERRY_RMQ_SECRET_KEY in the environment sign every request (ACL).
 // Diagnostics go to stderr. Single-threaded (the client runs its own io thread).
 #include <CLI/CLI.hpp>
@@ -34,6 +39,8 @@
 #include <vector>
 
 #include <chrono>
+#include <atomic>
+#include <thread>
 #include <map>
 
 #include "rocketmq/client.h"
@@ -306,6 +313,71 @@ int consume(const std::string& namesrv, const std::vector<std::string>& topics, 
   return rc;
 }
 
+// One-process round trip through the broker at a fixed rate: each message carries its send time
+// (steady clock ns); a PullConsumer of a fresh group (from the first offset) takes them back. The
+// RocketMQ hop of the MQTT bridge with nothing of ferry's runtime around it: the broker's share
+// of the bridge's latency (bench mqtt-bridge prints it beside mosquitto alone).
+int latency(const std::string& namesrv, const std::string& topic, int queues, const std::string& cluster,
+            std::int64_t rate, std::int64_t seconds) {
+  using Clock = std::chrono::steady_clock;
+  if (int rc = createTopic(namesrv, topic, queues, cluster); rc != 0) return rc;
+  auto client = connect(namesrv);
+  if (!client) return 1;
+  ferry::rocketmq::ConsumerOptions o;
+  o.group = "lat-" + topic;
+  o.subscriptions.push_back({topic, "*"});
+  o.fromWhere = ferry::rocketmq::ConsumeFromWhere::kFirstOffset;
+  ferry::rocketmq::PullConsumer consumer(*client, o);
+  if (auto st = consumer.start(); !st.isOk()) {
+    std::cerr << "consumer start: " << st.toString() << "\n";
+    return 1;
+  }
+  // Until every queue is assigned and being pulled (a message sent before would wait for it).
+  const auto ready = Clock::now() + std::chrono::seconds(30);
+  while (consumer.assignment().size() < static_cast<std::size_t>(queues) && Clock::now() < ready)
+    (void)consumer.poll(1, std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Producer producer(*client, ProducerOptions{});
+  const std::int64_t n = rate * seconds;
+  std::atomic<std::int64_t> failed{0};
+  std::thread sender([&] {
+    const auto t0 = Clock::now();
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(i * 1000000000 / rate));
+      OutgoingMessage m;
+      m.topic = topic;
+      m.body = std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+      producer.sendAsync(std::move(m), QueueSelection::roundRobin(), [&failed](ferry::Result<ferry::rocketmq::SendResult> r) {
+        if (!r.isOk()) failed.fetch_add(1);
+      });
+    }
+  });
+  std::vector<double> ms;
+  ms.reserve(static_cast<std::size_t>(n));
+  auto last = Clock::now();
+  while (static_cast<std::int64_t>(ms.size()) + failed.load() < n && Clock::now() - last < std::chrono::seconds(10)) {
+    auto batch = consumer.poll(512, std::chrono::milliseconds(100));
+    if (!batch.isOk()) break;
+    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+    for (const auto& pm : *batch) {
+      ms.push_back(static_cast<double>(now - std::stoll(pm.message.body)) / 1e6);
+      last = Clock::now();
+    }
+  }
+  sender.join();
+  consumer.close();
+  if (ms.empty()) {
+    std::cerr << "latency: nothing came back\n";
+    return 1;
+  }
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))]; };
+  nlohmann::json out = {{"n", ms.size()}, {"sent", n}, {"failed", failed.load()}, {"p50_ms", at(0.5)},
+                        {"p99_ms", at(0.99)}, {"max_ms", ms.back()}};
+  std::cout << out.dump() << std::endl;
+  return static_cast<std::int64_t>(ms.size()) == n ? 0 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,7 +427,17 @@ int main(int argc, char** argv) {
   co->add_option("--commit", commit);
   co->add_flag("--exact", exact, "stop at exactly --count messages");
 
+  auto* la = app.add_subcommand("latency", "send-to-pull latency through the broker at a fixed rate");
+  std::int64_t rate = 2000, seconds = 10;
+  la->add_option("--namesrv", namesrv);
+  la->add_option("--topic", topic)->required();
+  la->add_option("--queues", queues);
+  la->add_option("--cluster", cluster);
+  la->add_option("--rate", rate);
+  la->add_option("--seconds", seconds);
+
   CLI11_PARSE(app, argc, argv);
+  if (la->parsed()) return latency(namesrv, topic, queues, cluster, rate, seconds);
   if (ct->parsed()) return createTopic(namesrv, topic, queues, cluster);
   if (pr->parsed()) return produce(namesrv, topic, count, seed, batch, firstSeq);
   return consume(namesrv, topics, group, tags, from, count, idleMs, timeoutMs, commit, exact);
