@@ -27,8 +27,12 @@ at-least-once allows them), 0 positions moved back, and 0 late records, with one
                within a few seconds of that (measured from its log: "lost its lease" to the last
                "stopped <unit>"), without waiting for a flush to the dead broker, and what it had
                queued must never reach the broker once it is back.
+  rocketmq-sigstop
+               sigstop on the rocketmq backbone (cluster A of scripts/services/rocketmq; append time
+               = storeTimestamp). Its client has no linger queue, so little can sit in it at the
+               freeze; the same tolerance applies.
   rocketmq-broker-kill9
-               the same on the rocketmq backbone (cluster A of scripts/services/rocketmq, whose
+               broker-kill9 on the rocketmq backbone (cluster A of scripts/services/rocketmq, whose
                broker JVM is kill -9ed and started again on its data 12 s later, as
                test_rocketmq_faults does; its NameServer stays up). The broker's append time is
                each message's storeTimestamp (rmq_interop_tool consume), and the positions are
@@ -283,14 +287,19 @@ def all_threads_stopped(pid):
     return True
 
 
-def test_sigstop():
-    bootstrap = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+def test_sigstop(backbone="kafka"):
+    bootstrap = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092") if backbone == "kafka" else None
     n = int(os.environ.get("FERRY_FENCING_RECORDS", "12000"))
     run_id = random.randrange(1 << 30)
     topic, gen = f"ferry-fence-{run_id}", f"fence-{run_id}"
-    kafka_tool("create", "--bootstrap", bootstrap, "--topic", topic, "--partitions", str(TASKS),
-               "--config", "message.timestamp.type=LogAppendTime")
-    workers = start_cluster(f"fence{run_id}", bootstrap)
+    if backbone == "kafka":
+        kafka_tool("create", "--bootstrap", bootstrap, "--topic", topic, "--partitions", str(TASKS),
+                   "--config", "message.timestamp.type=LogAppendTime")
+    else:
+        p = subprocess.run([RMQ_TOOL, "create-topic", "--namesrv", NAMESRV, "--topic", topic, "--queues",
+                            str(TASKS)], capture_output=True, timeout=120)
+        assert p.returncode == 0, f"create-topic: {p.stderr.decode()[-800:]}"
+    workers = start_cluster(f"fence{run_id}", bootstrap, backbone=backbone)
     for i, w in enumerate(workers):
         w.props_id = f"w{i + 1}"
     w1, w2, w3 = workers
@@ -317,9 +326,10 @@ def test_sigstop():
         os.kill(victim.proc.pid, signal.SIGCONT)
     frozen_s = time.time() - t_stop
     finish(workers, bootstrap, topic, gen, n, f"fence{run_id}",
-           {"frozen_worker": victim.props_id, "frozen_tasks": frozen, "moved_after_s": round(moved_s, 2),
-            "frozen_for_s": round(frozen_s, 1), "freeze_took_ms": round((t_frozen - t_stop) * 1000, 1)},
-           late_allowed_before_ms=int(t_frozen * 1000))
+           {"backbone": backbone, "frozen_worker": victim.props_id, "frozen_tasks": frozen,
+            "moved_after_s": round(moved_s, 2), "frozen_for_s": round(frozen_s, 1),
+            "freeze_took_ms": round((t_frozen - t_stop) * 1000, 1)},
+           late_allowed_before_ms=int(t_frozen * 1000), reader=None if backbone == "kafka" else rmq_read_records)
     for w in workers:
         w.stop()
 
@@ -470,9 +480,14 @@ def test_rocketmq_broker_kill9():
 
 
 def main():
-    if MODE == "rocketmq-broker-kill9":
+    if MODE.startswith("rocketmq-"):
         assert RMQ_TOOL, "FERRY_RMQ_TOOL must name rmq_interop_tool"
-        test_rocketmq_broker_kill9()
+        if MODE == "rocketmq-broker-kill9":
+            test_rocketmq_broker_kill9()
+        elif MODE == "rocketmq-sigstop":
+            test_sigstop("rocketmq")
+        else:
+            raise AssertionError(f"unknown mode {MODE}")
         return
     assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
     if MODE == "sigstop":
