@@ -373,17 +373,26 @@ def test_broker_kill9():
                {"broker_down_s": round(t_back + relaunch_s - t_kill, 1), "relaunch_s": round(relaunch_s, 1),
                 "lease_lost_to_tasks_stopped_s": {k: v[0] for k, v in stops.items()},
                 "tasks_run_before": ran})
-        slow = {k: v[0] for k, v in stops.items() if v[0] is None or v[0] > STOP_BOUND_S}
-        assert not slow, f"tasks stopped later than {STOP_BOUND_S} s after the lease was lost (None: not all " \
-                         f"stopped before the broker was back): {slow}"
+        check_stop_bound(stops)
         for w in workers:
             w.stop()
     finally:
-        for w in workers:
-            if w.proc and w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait()
+        kill_workers(workers)
         subprocess.run(["bash", SERVICE, "stop", "A"], env={**os.environ, **env}, capture_output=True, timeout=120)
+
+
+def check_stop_bound(stops):
+    """stops: label -> (seconds from lease loss to the last task stopped, or None; lines)."""
+    slow = {k: v[0] for k, v in stops.items() if v[0] is None or v[0] > STOP_BOUND_S}
+    assert not slow, f"tasks stopped later than {STOP_BOUND_S} s after the lease was lost (None: not all " \
+                     f"stopped before the broker was back): {slow}"
+
+
+def kill_workers(workers):
+    for w in workers:
+        if w.proc and w.proc.poll() is None:
+            w.proc.kill()
+            w.proc.wait()
 
 
 def fresh(w):
@@ -396,14 +405,13 @@ def fresh(w):
 
 
 def test_rocketmq_broker_kill9():
-    from test_rocketmq_faults import RUN_DIR, BROKER_ADDR, broker_serving, pid_alive
+    from test_rocketmq_faults import RUN_DIR, BROKER_ADDR, broker_routed, broker_serving, kill_broker
     n = int(os.environ.get("FERRY_FENCING_RECORDS", "16000"))
     run_id = random.randrange(1 << 30)
     topic, gen = f"ferry-fence-{run_id}", f"fence-{run_id}"
     p = subprocess.run([RMQ_TOOL, "create-topic", "--namesrv", NAMESRV, "--topic", topic, "--queues", str(TASKS)],
                        capture_output=True, timeout=120)
     assert p.returncode == 0, f"create-topic: {p.stderr.decode()[-800:]}"
-    pid_file = os.path.join(RUN_DIR, "broker.pid")
     workers = start_cluster(f"fencer{run_id}", None, backbone="rocketmq")
     relaunch = None
     killed = None
@@ -425,31 +433,14 @@ def test_rocketmq_broker_kill9():
         ran = {w.props_id: [t for t, (_, wid) in o.items() if wid == w.props_id] for w in workers}
         so = wait_until(lambda: owners(workers[1], sink), 10, "the sink tasks' owners", 0.2)
         sank = {w.props_id: [t for t, (_, wid) in so.items() if wid == w.props_id] for w in workers}
-        # The broker JVM (not the NameServer) kill -9ed, and started again on its data the way the
-        # script started it (command line, environment and folder from /proc).
-        with open(pid_file) as f:
-            pid = int(f.read().strip())
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = [a.decode() for a in f.read().split(b"\0") if a]
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = dict(e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-        assert any("BrokerStartup" in a for a in argv), f"pid {pid} is not a broker: {argv}"
-        def bring_back():
-            with open(os.path.join(RUN_DIR, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
-                p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=nul, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-            with open(pid_file, "w") as f:
-                f.write(f"{p.pid}\n")
-            return p
+        # The broker JVM (not the NameServer) kill -9ed, and started again on its data 12 s later.
         t_kill = time.time()
-        os.kill(pid, signal.SIGKILL)
-        killed = bring_back  # the broker must come back even if the test fails meanwhile
-        wait_until(lambda: not pid_alive(pid), 30, f"broker pid {pid} gone", 0.1)
+        killed = kill_broker(RUN_DIR)  # the broker must come back even if the test fails meanwhile
         time.sleep(12)
         t_back = time.time()
-        relaunch = bring_back()
-        wait_until(lambda: relaunch.poll() is None and broker_serving(BROKER_ADDR), 120, "broker serving again", 0.5)
+        relaunch = killed()
+        wait_until(lambda: relaunch.poll() is None and broker_serving(BROKER_ADDR) and broker_routed(), 120,
+                   "broker serving and registered again", 0.5)
         relaunch_s = time.time() - t_back
         # A worker without its lease answers from its applied state (RUNNING as before the kill):
         # wait until it has caught up with the log again.
@@ -464,17 +455,11 @@ def test_rocketmq_broker_kill9():
                 "lease_lost_to_sink_tasks_stopped_s": {k: v[0] for k, v in sink_stops.items()},
                 "tasks_run_before": ran, "sink_tasks_run_before": sank},
                reader=rmq_read_records)
-        slow = {k: v[0] for k, v in stops.items() if v[0] is None or v[0] > STOP_BOUND_S}
-        slow.update({f"{k} (sink)": v[0] for k, v in sink_stops.items() if v[0] is None or v[0] > STOP_BOUND_S})
-        assert not slow, f"tasks stopped later than {STOP_BOUND_S} s after the lease was lost (None: not all " \
-                         f"stopped before the broker was back): {slow}"
+        check_stop_bound({**stops, **{f"{k} (sink)": v for k, v in sink_stops.items()}})
         for w in workers:
             w.stop()
     finally:
-        for w in workers:
-            if w.proc and w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait()
+        kill_workers(workers)
         if killed is not None and relaunch is None:
             killed()
 

@@ -66,6 +66,15 @@ def broker_serving(addr=BROKER_ADDR):
         return False
 
 
+def broker_routed(namesrv=NAMESRV):
+    """The NameServer routes ferry-smoke (made by scripts/services/rocketmq start): a broker
+    started again has registered (until then tools that list the clusters see none)."""
+    try:
+        return remoting_request(namesrv, 105, {"topic": "ferry-smoke"}).get("code") == 0
+    except (OSError, ValueError):
+        return False
+
+
 def stored_messages(topic, queues=16):
     """Messages the broker holds for `topic`: the sum of GET_MAX_OFFSET (30) over queue ids
     0..queues-1 (ids the topic does not have answer 0)."""
@@ -85,9 +94,11 @@ def pid_alive(pid):
         return False
 
 
-def restart_broker(run_dir=RUN_DIR, addr=BROKER_ADDR):
-    """kill -9 the broker JVM of a cluster (A by default) and start it again the way the script
-    did. Returns (seconds down until it serves again, new pid)."""
+def kill_broker(run_dir=RUN_DIR):
+    """kill -9 the broker JVM of a cluster (A by default); returns relaunch(), which starts it
+    again on its data the way the script did (command line, environment and folder read from
+    /proc; the pid file updated so `scripts/services/rocketmq stop` still finds it) and returns
+    the new process."""
     pid_file = os.path.join(run_dir, "broker.pid")
     with open(pid_file) as f:
         pid = int(f.read().strip())
@@ -98,15 +109,26 @@ def restart_broker(run_dir=RUN_DIR, addr=BROKER_ADDR):
                    for e in f.read().split(b"\0") if b"=" in e)
     cwd = os.readlink(f"/proc/{pid}/cwd")
     assert any("BrokerStartup" in a for a in argv), f"pid {pid} is not a broker: {argv}"
-    t0 = time.time()
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not pid_alive(pid), 30, f"broker pid {pid} gone", 0.1)
-    with open(os.path.join(run_dir, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
-        p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=nul, stdout=out,
-                             stderr=subprocess.STDOUT, start_new_session=True)
-    with open(pid_file, "w") as f:
-        f.write(f"{p.pid}\n")
-    wait_until(lambda: p.poll() is None and broker_serving(addr), 120, "restarted broker serving", 0.5)
+
+    def relaunch():
+        with open(os.path.join(run_dir, "broker.out"), "ab") as out, open(os.devnull, "rb") as nul:
+            p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=nul, stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+        with open(pid_file, "w") as f:
+            f.write(f"{p.pid}\n")
+        return p
+    return relaunch
+
+
+def restart_broker(run_dir=RUN_DIR, addr=BROKER_ADDR, namesrv=NAMESRV):
+    """kill -9 the broker JVM of a cluster (A by default) and start it again the way the script
+    did. Returns (seconds down until it serves again and is registered, new pid)."""
+    t0 = time.time()
+    p = kill_broker(run_dir)()
+    wait_until(lambda: p.poll() is None and broker_serving(addr) and broker_routed(namesrv), 120,
+               "restarted broker serving and registered", 0.5)
     return time.time() - t0, p.pid
 
 

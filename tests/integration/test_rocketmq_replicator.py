@@ -192,7 +192,7 @@ def main():
     wait_until(lambda: metric(w, "ferry_task_records_out_total") >= out_before + STREAM // 4
                or producer.poll() is not None, 120, "the stream flowing", 0.05)
     assert producer.poll() is None, "the stream ended before the broker kill; raise FERRY_REPL_STREAM"
-    down_s, _ = restart_broker(RUN_DIR_B, BROKER_B)
+    down_s, _ = restart_broker(RUN_DIR_B, BROKER_B, NS_B)
     assert producer.wait(300) == 0, f"producer failed: {producer.stderr.read().decode()[-2000:]}"
     stream_out.seek(0)
     for line in stream_out:
