@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "core/backoff.h"
 #include "core/clock.h"
@@ -648,6 +649,16 @@ class RecordEncoder {
   std::string lastHint_;
 };
 
+// A commit step refused retriably (a broker busy or gone for a moment): counted as a retry and
+// logged; the caller keeps what was not written and writes it with the next commit, as Kafka
+// Connect retries a failed offset commit. The task goes on. Not used for a task's final commit,
+// whose failure is the stop's answer.
+void retryAtNextCommit(TaskLoop& loop, std::string_view what, const Status& s) {
+  loop.counters().retries.fetch_add(1, std::memory_order_relaxed);
+  core::logger("runtime")->warn("{}-{}: {} failed ({}); trying again at the next commit", loop.taskEnv().connector,
+                                loop.taskEnv().taskId, what, s.toString());
+}
+
 // Source positions of records the backbone acknowledged, in poll order: a position becomes
 // committable only when its record and every record taken in before it are safe. The producer's
 // callbacks settle entries; the loop drains the safe prefix (commitRecord, positions) and commits
@@ -797,15 +808,11 @@ class AckedPositions final : public Committer {
     }
     const std::int64_t n = std::exchange(committing_, 0);
     if (result.isRetriable() && !final_) {
-      // A busy or unreachable store (a broker in flow control, say): the positions go back in and
-      // the next commit writes them, as Kafka Connect retries a failed offset commit. The task
-      // hears commit() only once they are written. A worker that lost its lease ends its tasks
-      // elsewhere (leaseValid), not here. At the stop the failure is the stop's answer.
+      // The positions go back in; the task hears commit() only once they are written. A worker
+      // that lost its lease ends its tasks elsewhere (leaseValid), not here.
       positions_.keepOlder(writing_);
       uncommitted_ += n;
-      loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
-      core::logger("runtime")->warn("{}-{}: writing source positions failed ({}); writing them again at the next commit",
-                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, result.toString());
+      retryAtNextCommit(loop_, "writing source positions", result);
       return Status::ok();
     }
     FERRY_RETURN_IF_ERROR(result.withContext("committing positions"));
@@ -1318,6 +1325,7 @@ class FlushedPositions final : public Committer {
   // for (a broker that went away may never give it, and the worker must stop within its margin).
   std::optional<Status> finalCommit(bool healthy, bool lease) override {
     if (!(healthy && lease)) return Status::ok();
+    final_ = true;  // a failed position write is now the stop's answer, not retried
     if (flushing_) {
       auto c = collect();
       if (!c.isOk()) return c.status();
@@ -1351,13 +1359,10 @@ class FlushedPositions final : public Committer {
       auto allowed = loop_.effect();
       if (!allowed) return TaskLoop::cancelledError();
       Status s = positions_.commit(*env.positions, env.connector);
-      if (s.isRetriable()) {
-        // Kept (positions_ still holds them) and written with the next commit's, as Kafka Connect
-        // retries a failed offset commit; the source hears commit() once they are written.
+      if (s.isRetriable() && !final_) {
+        // Kept (positions_ still holds them); the source hears commit() once they are written.
         written = false;
-        loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
-        core::logger("runtime")->warn("{}-{}: writing source positions failed ({}); writing them again at the next commit",
-                                      env.connector, env.taskId, s.toString());
+        retryAtNextCommit(loop_, "writing source positions", s);
       } else {
         FERRY_RETURN_IF_ERROR(s.withContext("committing positions"));
       }
@@ -1386,6 +1391,7 @@ class FlushedPositions final : public Committer {
   HeldRecords inFlush_;  // covered by the asynchronous flush under way
   PositionBuffer positions_;  // flushed, not yet written to the position store (a retriable failure)
   bool requestedMeanwhile_ = false;  // the source asked for a commit while a flush was under way
+  bool final_ = false;               // finalCommit() began
   bool async_ = true;    // until the sink says it cannot flush asynchronously
   bool flushing_ = false;
   std::shared_ptr<Answer> answer_;
@@ -1429,9 +1435,7 @@ class OffsetCommitter final : public Committer {
       if (!allowed) return TaskLoop::cancelledError();
       Status c = input_.consumer()->commit(*safe);
       if (retryLater && c.isRetriable()) {
-        loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
-        core::logger("runtime")->warn("{}-{}: committing offsets failed ({}); committing them again at the next commit",
-                                      loop_.taskEnv().connector, loop_.taskEnv().taskId, c.toString());
+        retryAtNextCommit(loop_, "committing offsets", c);  // they stay uncommitted
         return Status::ok();
       }
       FERRY_RETURN_IF_ERROR(c.withContext("committing offsets"));

@@ -134,6 +134,18 @@ std::vector<int> iota(int from, int n) {
   return v;
 }
 
+// Publishes `ticks` x `perTick` QoS 1 messages (payloads 0, 1, ...), `perTick` back to back every
+// `every`: the paced publisher that sets the rate (and burst pattern) a test is about.
+void publishPaced(MqttClient& pub, const std::string& t, int ticks, int perTick, std::chrono::microseconds every) {
+  auto next = std::chrono::steady_clock::now();
+  for (int k = 0; k < ticks; ++k) {
+    for (int i = 0; i < perTick; ++i)
+      pub.publish(OutgoingMessage{t, std::to_string(k * perTick + i), 1, false, {}}, [](Status) {});
+    next += every;
+    std::this_thread::sleep_until(next);
+  }
+}
+
 // What a resumed session re-sends: in order from mosquitto. mochi-mqtt 2.7.9 re-sends a
 // session's stored messages sorted by their creation second, i.e. in map order within a second
 // (MQTT §4.6 wants them in the original order): a difference of the broker, reported here and in
@@ -361,12 +373,7 @@ TEST_P(MqttBroker, ReadLingerAddsNoWaitAtLowRates) {
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
   MqttClient pub(plain(v));
   ASSERT_TRUE(pub.connect().isOk());
-  auto next = std::chrono::steady_clock::now();
-  for (int i = 0; i < kN; ++i) {
-    pub.publish(OutgoingMessage{t, std::to_string(i), 1, false, {}}, [](Status) {});
-    next += 2ms;
-    std::this_thread::sleep_until(next);  // pacing the publisher: the rate under test
-  }
+  publishPaced(pub, t, kN, 1, 2ms);
   ASSERT_TRUE(pub.flush(20s).isOk());
   std::unique_lock lock(mu);
   ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got >= static_cast<std::size_t>(kN); }));
@@ -404,13 +411,7 @@ TEST_P(MqttBroker, ReadLingerIgnoresBurstsAtALowAverageRate) {
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
   MqttClient pub(plain(v));
   ASSERT_TRUE(pub.connect().isOk());
-  auto next = std::chrono::steady_clock::now();
-  for (int b = 0; b < kBursts; ++b) {
-    for (int i = 0; i < kPerBurst; ++i)
-      pub.publish(OutgoingMessage{t, std::to_string(b * kPerBurst + i), 1, false, {}}, [](Status) {});
-    next += 5ms;
-    std::this_thread::sleep_until(next);  // pacing the publisher: the burst pattern under test
-  }
+  publishPaced(pub, t, kBursts, kPerBurst, 5ms);
   ASSERT_TRUE(pub.flush(20s).isOk());
   std::unique_lock lock(mu);
   ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got >= static_cast<std::size_t>(kBursts * kPerBurst); }));
@@ -422,8 +423,8 @@ TEST_P(MqttBroker, ReadLingerIgnoresBurstsAtALowAverageRate) {
 // A moderate rate lingers too: 6 messages every 1 ms (6,000/s), read linger 2 ms. A 2 ms linger
 // gathers 12 there, over the 8 that make one worth its wait, so reads linger and take several
 // messages each. Before this a linger needed 16 (8,000/s at 2 ms): at 6,000/s every message
-// had a read, a task hand-off and an ack of its own, and MQTTSource -> BlackholeSink cost 24.7 µs
-// of CPU per message there against 5.8 with the linger (bench/README.md, mqtt-direct).
+// had a read, a task hand-off and an ack of its own, and MQTTSource -> BlackholeSink cost 26.7 µs
+// of CPU per message there against 6.7 with the linger (bench/README.md, mqtt-direct).
 TEST_P(MqttBroker, ReadLingerGathersAtModerateRates) {
   const Version v = GetParam();
   const std::string t = topic("moderate/" + std::to_string(static_cast<int>(v)));
@@ -449,13 +450,7 @@ TEST_P(MqttBroker, ReadLingerGathersAtModerateRates) {
   ASSERT_TRUE(sub.subscribe({{t, 1}}).isOk());
   MqttClient pub(plain(v));
   ASSERT_TRUE(pub.connect().isOk());
-  auto next = std::chrono::steady_clock::now();
-  for (int k = 0; k < kTicks; ++k) {
-    for (int i = 0; i < kPerTick; ++i)
-      pub.publish(OutgoingMessage{t, std::to_string(k * kPerTick + i), 1, false, {}}, [](Status) {});
-    next += 1ms;
-    std::this_thread::sleep_until(next);  // pacing the publisher: the rate under test
-  }
+  publishPaced(pub, t, kTicks, kPerTick, 1ms);
   ASSERT_TRUE(pub.flush(20s).isOk());
   std::unique_lock lock(mu);
   ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return got.size() >= static_cast<std::size_t>(kTicks * kPerTick); }));

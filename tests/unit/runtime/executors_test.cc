@@ -554,6 +554,13 @@ class ExecutorTest : public ::testing::Test {
     };
     return e;
   }
+  // Puts a FlakyPositions (its first `failures` writes fail retriably) in front of the store.
+  FlakyPositions* flakyPositions(int failures) {
+    auto flaky = std::make_unique<FlakyPositions>(std::move(positions_), failures);
+    auto* raw = flaky.get();
+    positions_ = std::move(flaky);
+    return raw;
+  }
   std::optional<StringMap> committed() {
     auto r = positions_->get("c", {{"p", "0"}});
     EXPECT_TRUE(r.isOk());
@@ -591,9 +598,7 @@ TEST_F(ExecutorTest, SourcePositionWaitsForEveryEarlierRecord) {
 // written again at the next commit, as Kafka Connect retries a failed offset commit. (Until
 // 2026-12-05 the task failed and was restarted, reading everything since its last commit again.)
 TEST_F(ExecutorTest, SourceWritesPositionsAgainAfterARetriableStoreFailure) {
-  auto flaky = std::make_unique<FlakyPositions>(std::move(positions_), 2);
-  auto* positions = flaky.get();
-  positions_ = std::move(flaky);
+  auto* positions = flakyPositions(2);
   auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
   runner->start();
   {
@@ -616,9 +621,7 @@ TEST_F(ExecutorTest, SourceWritesPositionsAgainAfterARetriableStoreFailure) {
 // The same for a direct task: the sink flushed, the position write failed retriably; it is
 // written again at the next commit and the task goes on.
 TEST_F(ExecutorTest, DirectWritesPositionsAgainAfterARetriableStoreFailure) {
-  auto flaky = std::make_unique<FlakyPositions>(std::move(positions_), 1);
-  auto* positions = flaky.get();
-  positions_ = std::move(flaky);
+  auto* positions = flakyPositions(1);
   worker_.offsetFlushIntervalMs = 10;
   auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
                                                                  {"sink.connector.class", "CollectSink"}}));
@@ -631,6 +634,22 @@ TEST_F(ExecutorTest, DirectWritesPositionsAgainAfterARetriableStoreFailure) {
   runner->requestStop();
   runner->join();
   EXPECT_FALSE(runner->failed()) << trace_;
+}
+
+// At the stop a retriable failure of the position write is not put off: it is the stop's answer.
+TEST_F(ExecutorTest, DirectStopReportsAPositionWriteThatFailedRetriably) {
+  flakyPositions(1000000);
+  worker_.offsetFlushIntervalMs = 10;
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "5"},
+                                                                 {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 5; }));
+  EXPECT_FALSE(runner->finished()) << trace_;  // the writes failing meanwhile are retried
+  runner->requestStop();
+  runner->join();
+  EXPECT_TRUE(runner->failed());
+  EXPECT_NE(trace_.find("broker busy"), std::string::npos) << trace_;
+  EXPECT_FALSE(committed().has_value());
 }
 
 // A sink task whose group commit fails retriably (the broker gone for a moment) goes on and
