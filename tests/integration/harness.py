@@ -4,9 +4,12 @@ Standard library only. The binary comes from $FERRY_BIN (CTest sets it). $FERRY_
 wins over it: CTest's own FERRY_BIN overrides one set in the shell, so this is how a test is run
 against another build, e.g. an older commit's binary to show the test fails on it:
     FERRY_TEST_BIN=/path/to/old/ferry ctest --test-dir build/release -R <test>
+The folders a test makes with tmpdir() are removed when it passes (FERRY_KEEP_TMP=1 keeps them) and
+kept when it fails.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -239,8 +242,21 @@ def start_cluster(root, base, n=3, timeout=60):
     return workers
 
 
+_tmpdirs = []  # every folder tmpdir() made; removed when the test passes, kept when it fails
+
+
 def tmpdir(prefix):
-    return tempfile.mkdtemp(prefix=f"ferry-{prefix}-")
+    d = tempfile.mkdtemp(prefix=f"ferry-{prefix}-")
+    _tmpdirs.append(d)
+    return d
+
+
+def remove_tmpdirs():
+    """Removes the folders this test made (worker data, logs, outputs). A whole run writes several
+    GB of them; left behind they fill a shared disk, and brokers refuse writes on a full disk."""
+    for d in _tmpdirs:
+        shutil.rmtree(d, ignore_errors=True)
+    _tmpdirs.clear()
 
 
 _started = []  # every Worker started by this test, killed when the test ends
@@ -264,4 +280,6 @@ def run(main):
             if w.proc and w.proc.poll() is None:
                 w.proc.kill()
                 w.proc.wait()
+    if os.environ.get("FERRY_KEEP_TMP") != "1":
+        remove_tmpdirs()
     print("PASS")
