@@ -12,6 +12,8 @@
 //       every message is acknowledged once printed: one JSON line per message
 //       {"topic","payload_hex","props":{...},"dup"}. Stops once N arrived and then none for
 //       --idle-ms (duplicates past N still show), or at --timeout-ms (exit 3 if N was not reached).
+//       --reconnect-idle-ms M: when fewer than N arrived and none for M ms, say so on stderr (with
+//       how many the client holds unacknowledged) and connect the session again.
 //       --summary (for bench/): no line per message; stops once N messages arrived and prints
 //       {"received","first_us","last_us","lat_n","lat_p50_us","lat_p99_us","lat_max_us"}, the
 //       latencies being arrival minus the sent_us property (same machine, same clock).
@@ -27,6 +29,7 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -97,26 +100,32 @@ int publish(const std::string& host, int port, const std::string& topic, long co
 }
 
 int consume(const std::string& host, int port, const std::string& filter, const std::string& clientId,
-            long count, long idleMs, long timeoutMs, bool summary) {
+            long count, long idleMs, long timeoutMs, long reconnectIdleMs, bool summary) {
   std::vector<long long> lat;
   long long firstUs = 0, lastUs = 0;
-  MqttClient c(options(host, port, clientId));
   std::mutex mu;
   std::condition_variable cv;
   std::deque<IncomingMessage> q;
-  c.setMessageHandler([&](IncomingMessage m) {
-    std::lock_guard lock(mu);
-    q.push_back(std::move(m));
-    cv.notify_one();
-  });
-  if (auto st = c.connect(); !st.isOk()) {
-    std::cerr << "connect: " << st.toString() << "\n";
-    return 2;
-  }
-  if (auto st = c.subscribe({{filter, 1, false, false, 0}}); !st.isOk()) {
-    std::cerr << "subscribe: " << st.toString() << "\n";
-    return 2;
-  }
+  std::unique_ptr<MqttClient> client;
+  // Connects the persistent session (again) and subscribes; false (after saying why) on failure.
+  auto open = [&]() {
+    client = std::make_unique<MqttClient>(options(host, port, clientId));
+    client->setMessageHandler([&](IncomingMessage m) {
+      std::lock_guard lock(mu);
+      q.push_back(std::move(m));
+      cv.notify_one();
+    });
+    if (auto st = client->connect(); !st.isOk()) {
+      std::cerr << "connect: " << st.toString() << "\n";
+      return false;
+    }
+    if (auto st = client->subscribe({{filter, 1, false, false, 0}}); !st.isOk()) {
+      std::cerr << "subscribe: " << st.toString() << "\n";
+      return false;
+    }
+    return true;
+  };
+  if (!open()) return 2;
   long got = 0;
   const auto deadline = steady_clock::now() + milliseconds(timeoutMs);
   auto lastAt = steady_clock::now();
@@ -134,7 +143,7 @@ int consume(const std::string& host, int port, const std::string& filter, const 
         lastUs = at;
         for (auto& [k, v] : m.properties.userProperties())
           if (k == "sent_us") lat.push_back(at - std::stoll(v));
-        c.ack(m.token);
+        client->ack(m.token);
         ++got;
         continue;
       }
@@ -149,7 +158,7 @@ int consume(const std::string& host, int port, const std::string& filter, const 
       std::cout << nlohmann::json{{"topic", m.topic}, {"payload_hex", hex}, {"props", props}, {"dup", m.dup}}
                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
-      c.ack(m.token);
+      client->ack(m.token);
       ++got;
     }
     if (!batch.empty()) {
@@ -159,13 +168,30 @@ int consume(const std::string& host, int port, const std::string& filter, const 
     const auto now = steady_clock::now();
     if (summary && got >= count) break;
     if (got >= count && now - lastAt >= milliseconds(idleMs)) break;
+    // A stall before N: the broker has stopped sending although the client acknowledged
+    // everything it was given (mosquitto 2.0.11 can lose count of a session's in-flight window
+    // after restoring it from persistence). A new connection of the same session makes the broker
+    // send again what it holds; what it does not hold stays missing.
+    if (reconnectIdleMs > 0 && got < count && now - lastAt >= milliseconds(reconnectIdleMs)) {
+      std::cerr << "stalled: " << got << " of " << count << " after "
+                << std::chrono::duration_cast<milliseconds>(now - lastAt).count()
+                << " ms without a message, " << client->unacked()
+                << " delivered and not yet acknowledged; connecting the session again\n";
+      client->close();
+      {
+        std::lock_guard lock(mu);
+        q.clear();  // their acknowledgements would belong to the closed connection
+      }
+      if (!open()) return 2;
+      lastAt = steady_clock::now();
+    }
     if (now >= deadline) {
       std::cerr << "timeout: " << got << " of " << count << "\n";
       std::cout.flush();
       return 3;
     }
   }
-  c.close();
+  client->close();
   if (summary) {
     std::sort(lat.begin(), lat.end());
     auto pct = [&](double p) -> long long {
@@ -209,8 +235,10 @@ int main(int argc, char** argv) {
   con->add_option("--count", count)->required();
   con->add_option("--idle-ms", idleMs);
   con->add_option("--timeout-ms", timeoutMs);
+  long reconnectIdleMs = 0;
+  con->add_option("--reconnect-idle-ms", reconnectIdleMs);
   con->add_flag("--summary", summary);
   CLI11_PARSE(app, argc, argv);
   if (pub->parsed()) return publish(host, port, topic, count, first, qos, rate, topics, stamp);
-  return consume(host, port, filter, clientId, count, idleMs, timeoutMs, summary);
+  return consume(host, port, filter, clientId, count, idleMs, timeoutMs, reconnectIdleMs, summary);
 }
