@@ -54,9 +54,10 @@ def rmq(*args, timeout=900):
 
 
 def mqtt_consume(filter_, client_id, count, idle_ms=5000, timeout_ms=600000):
-    # --reconnect-idle-ms: mosquitto 2.0.11 can stop sending to a persistent session after restoring
-    # it at a restart (its in-flight count goes wrong); connecting again makes it send what it holds.
-    # Each such stall is printed (stalls()); what mosquitto does not hold still counts as lost.
+    # --reconnect-idle-ms: once, after a mosquitto restart, the subscriber got nothing more for 10
+    # minutes although mosquitto had acknowledged every message to ferry (see mqtt_tool.cc); it
+    # connects again after 20 s without a message and prints the stall (stalls()) with what it
+    # held unacknowledged. What mosquitto does not hold still counts as lost.
     args = [MQTT_TOOL, "consume", "--host", MQTT_HOST, "--port", str(MQTT_PORT), "--filter", filter_,
             "--client-id", client_id, "--count", str(count), "--idle-ms", str(idle_ms),
             "--timeout-ms", str(timeout_ms), "--reconnect-idle-ms", "20000"]
