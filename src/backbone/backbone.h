@@ -66,6 +66,14 @@ class Producer {
   // (src/control/README.md). Returns at once; the callbacks follow on the backbone's thread.
   // The default has nothing to drop (a backbone that writes each send at once).
   virtual Status purge() { return Status::ok(); }
+  // Waits until every message purge() dropped while it was in flight has been answered or has
+  // timed out at the client, i.e. a broker that was going to store it has; kTimeout after
+  // `timeout`. Before a worker that regained its lease re-reads what it wrote (its positions), so
+  // a write purged on the wire cannot land after the read. The default knows of none.
+  virtual Status awaitPurged(std::chrono::milliseconds timeout) {
+    (void)timeout;
+    return Status::ok();
+  }
 };
 
 // Damage or loss a backbone found in its own storage (only the embedded log, which keeps its data

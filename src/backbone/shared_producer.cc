@@ -109,4 +109,13 @@ Status SharedProducer::fence(bool fenced) {
 
 bool SharedProducer::fenced() const { return gate_->fenced.load(); }
 
+Status SharedProducer::awaitPurged(std::chrono::milliseconds timeout) {
+  std::shared_ptr<Producer> producer;
+  {
+    std::lock_guard lock(mu_);
+    producer = producer_;
+  }
+  return producer ? producer->awaitPurged(timeout) : Status::ok();
+}
+
 }  // namespace ferry::backbone

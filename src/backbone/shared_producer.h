@@ -38,6 +38,8 @@ class SharedProducer {
   // Any thread.
   Status fence(bool fenced);
   bool fenced() const;
+  // Producer::awaitPurged of the producer (ok when there is none).
+  Status awaitPurged(std::chrono::milliseconds timeout);
 
  private:
   Backbone& backbone_;

@@ -679,6 +679,20 @@ class HerderImpl final : public DistributedHerder {
     // Positions written by a task's previous owner are read once per pass, before any task starts
     // (exactly-once tasks re-read them themselves after fencing).
     bool positionsFresh = o_.worker.exactlyOnceSource;
+    auto refreshPositions = [&](const auto& u) {
+      auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions);
+      if (!lp || positionsFresh) return;
+      const std::int64_t t0 = core::monotonicMs();
+      // A position write purged on its way to the broker at a lease loss may still be stored:
+      // wait for its answer (or its timeout), so the read below sees it.
+      if (Status st = lp->awaitPurged(std::chrono::seconds(5)); !st.isOk())
+        log_->warn("re-reading positions without waiting any longer for purged writes: {}", st.toString());
+      if (Status st = lp->reload(false); !st.isOk())
+        log_->warn("positions not re-read before starting {}: {}", u.toString(), st.toString());
+      if (core::monotonicMs() - t0 > 200)
+        log_->info("re-reading source positions took {} ms", core::monotonicMs() - t0);
+      positionsFresh = true;
+    };
     for (const auto& [u, own] : mine) {
       if (!own.next.empty()) continue;
       auto c = s.connectors().find(u.connector);
@@ -687,7 +701,7 @@ class HerderImpl final : public DistributedHerder {
       bool reportInstance = false;  // a running connector instance follows pause/resume in its status
       std::int64_t instanceEpoch = 0;
       {
-        std::lock_guard lock(unitsMu_);
+        std::unique_lock lock(unitsMu_);
         auto r = units_.find(u);
         if (r != units_.end()) {
           if (u.task < 0 && !r->second.failed && r->second.paused != paused) {
@@ -700,6 +714,17 @@ class HerderImpl final : public DistributedHerder {
               if (!r->second.restarts) r->second.restarts.emplace(host_.restartState());
               if (host_.restartDue(*r->second.restarts, *r->second.runner, u.connector, u.task)) {
                 r->second.runner->join();
+                // The failed run's last position writes may have been stored after this worker
+                // last read the topic (a write answered after a lease flap purged its callback):
+                // read them first, as for a task taken over, or the new run starts from an older
+                // position and moves the committed one back. Not under the lock (a slow read).
+                if (!positionsFresh && dynamic_cast<runtime::LogPositionStore*>(o_.positions)) {
+                  lock.unlock();
+                  refreshPositions(u);
+                  lock.lock();
+                  r = units_.find(u);
+                  if (r == units_.end() || !r->second.runner || !r->second.runner->finished()) continue;
+                }
                 log_->info("restarting task {}", u.toString());
                 r->second.runner = startTask(u, own.epoch, c->second.tasks[static_cast<std::size_t>(u.task)], paused);
                 TaskHost::restarted(*r->second.restarts);
@@ -723,14 +748,7 @@ class HerderImpl final : public DistributedHerder {
       } else {
         if (u.task >= static_cast<int>(c->second.tasks.size())) continue;
         r.taskConfig = c->second.tasks[static_cast<std::size_t>(u.task)];
-        if (auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions); lp && !positionsFresh) {
-          const std::int64_t t0 = core::monotonicMs();
-          if (Status st = lp->reload(false); !st.isOk())
-            log_->warn("positions not re-read before starting {}: {}", u.toString(), st.toString());
-          if (core::monotonicMs() - t0 > 200)
-            log_->info("re-reading source positions took {} ms", core::monotonicMs() - t0);
-          positionsFresh = true;
-        }
+        refreshPositions(u);
         r.runner = startTask(u, own.epoch, r.taskConfig, paused);
       }
       std::lock_guard lock(unitsMu_);

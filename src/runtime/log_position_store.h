@@ -65,6 +65,10 @@ class LogPositionStore final : public store::PositionStore {
   // fenced, and what an earlier put() still has queued in the client is purged (so a put blocked
   // on a broker that went away returns at once, failed). See backbone::SharedProducer::fence.
   Status fence(bool fenced) { return producers_.fence(fenced); }
+  // Waits (at most `timeout`) until the position writes a fence purged while they were in flight
+  // were answered or timed out (backbone::Producer::awaitPurged): call before reload() after the
+  // lease came back, so a write that was still on its way is read.
+  Status awaitPurged(std::chrono::milliseconds timeout) { return producers_.awaitPurged(timeout); }
 
   // The format, exposed for tests: nullopt when the bytes are not a ferry/Kafka Connect position.
   // Records are read from a topic others may write: decoding parses with core::parseJsonBounded.

@@ -88,6 +88,13 @@ class RmqProducer final : public Producer {
   // Unavailable instead of sending, and an answer that comes later is dropped. A request already
   // written to a broker that is alive may still be stored (as with librdkafka's purge of messages
   // in flight); one to a dead broker is gone with its connection. For a worker that lost its lease.
+  Status awaitPurged(std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(state_->mu);
+    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->onTheWire.empty(); }))
+      return Status::timeout(std::to_string(state_->onTheWire.size()) +
+                             " purged send(s) still without an answer from RocketMQ");
+    return Status::ok();
+  }
   Status purge() override {
     producer_.abandonRetries();
     std::map<std::uint64_t, SendCallback> dropped;
@@ -96,6 +103,7 @@ class RmqProducer final : public Producer {
       ++state_->purges;
       dropped.swap(state_->pending);
       state_->outstanding -= static_cast<std::int64_t>(dropped.size());
+      for (const auto& d : dropped) state_->onTheWire.insert(d.first);
       state_->cv.notify_all();
     }
     for (auto& [id, cb] : dropped)
@@ -112,6 +120,7 @@ class RmqProducer final : public Producer {
     std::uint64_t nextId = 0;
     std::map<std::uint64_t, SendCallback> pending;  // sent, not answered: their callbacks
     std::uint64_t purges = 0;                       // purge() calls so far
+    std::set<std::uint64_t> onTheWire;              // purged, the client's answer still to come
   };
   RocketmqBackbone& b_;
   rocketmq::Producer producer_;
@@ -566,7 +575,10 @@ Status RmqProducer::send(Message m, SendCallback cb) {
     {
       std::lock_guard lock(state->mu);
       auto it = state->pending.find(id);
-      if (it == state->pending.end()) return;  // purged: its callback already ran
+      if (it == state->pending.end()) {  // purged: its callback already ran; now its fate is known
+        if (state->onTheWire.erase(id) > 0) state->cv.notify_all();
+        return;
+      }
       cb = std::move(it->second);
       state->pending.erase(it);
     }
