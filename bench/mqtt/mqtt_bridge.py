@@ -30,7 +30,8 @@ message with its send time and pulls it back through the broker, no runtime): th
 line. Ratios: up and loop rates / mosquitto's rate, backbone / direct latency, and the direct
 p99 / (2 x mosquitto alone's p99 + RocketMQ alone's p99): how far the direct bridge is from the
 sum of the brokers' own tails.
-$FERRY_BENCH_PERF=<file>: `perf record -g -p <worker>` over each throughput window into
+$FERRY_BENCH_PERF=<file>: `perf record -g -p <worker>` (`$FERRY_BENCH_PERF_ARGS` replaces `-g`, e.g.
+"--call-graph dwarf -F 499") over each throughput window into
 <file>.direct and <file>.backbone. Standard library only.
 """
 import json
@@ -247,7 +248,7 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
         perf = None
         if os.environ.get("FERRY_BENCH_PERF"):
             # perf record -g of the worker over the throughput window, one file per mode.
-            perf = subprocess.Popen(["perf", "record", "-g", "-o", f"{os.environ['FERRY_BENCH_PERF']}.{mode}",
+            perf = subprocess.Popen(["perf", "record", *os.environ.get("FERRY_BENCH_PERF_ARGS", "-g").split(), "-o", f"{os.environ['FERRY_BENCH_PERF']}.{mode}",
                                      "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
         cpu0 = rrep.cpu_s(pid)

@@ -103,17 +103,24 @@ Status MQTTSinkTask::put(std::vector<Record>& records) {
     }
     if (done) done(flushStatus(std::move(result)));
   };
+  // Failures surface in flush() (the client keeps the first one since the last flush) and in
+  // flushAsync() (the first one of its epochs). One hand-off to the client for the whole batch.
+  std::vector<mqtt::OutgoingMessage> out;
+  out.reserve(records.size());
+  const mqtt::MqttClient::PublishCallback answer = onAnswer;
   for (const Record& r : records) {
     auto topic = topic_->render(r);
     if (!topic.isOk()) {
       onAnswer(Status::ok());  // nothing to wait for
-      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, topic.status()));
+      if (Status s = context_->reportBadRecord(r, topic.status()); !s.isOk()) {
+        client_->publishBatch(out, answer);  // the ones before it, as one by one did
+        return s;
+      }
       continue;
     }
-    // Failures surface in flush() (the client keeps the first one since the last flush) and in
-    // flushAsync() (the first one of its epochs).
-    client_->publish(mqttc::messageFromRecord(r, std::move(*topic), mapping_), onAnswer);
+    out.push_back(mqttc::messageFromRecord(r, std::move(*topic), mapping_));
   }
+  client_->publishBatch(out, answer);
   return Status::ok();
 }
 

@@ -21,6 +21,14 @@ constexpr std::array<std::string_view, 44> kSystemProperties = {
     "INNER_NUM", "INNER_BASE", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID",
     "CRC32", "BORN_TIMESTAMP", "TRACE_CONTEXT", "POP_CK"};
 
+// isSystemProperty's early exit relies on this.
+static_assert([] {
+  for (std::string_view p : kSystemProperties)
+    for (char c : p)
+      if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}());
+
 bool validUtf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -61,6 +69,10 @@ bool validUtf8(std::string_view s) {
 
 bool isSystemProperty(std::string_view name) {
   if (name.starts_with("__") || name.starts_with("TIMER_")) return true;
+  // Every system property name is upper case, digits and '_' (static_assert above), so a name
+  // with another character — every header of ours and most users' — is not one.
+  for (char c : name)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
   for (std::string_view p : kSystemProperties)
     if (p == name) return true;
   return false;
@@ -73,6 +85,7 @@ Record recordFromMessage(const rocketmq::StoredMessage& message, const std::stri
   r.value = Bytes(message.body);
   r.timestampMs = message.bornTimestamp > 0 ? message.bornTimestamp : message.storeTimestamp;
   std::string msgId = message.offsetMsgId;
+  r.headers.reserve(message.properties.size() + 2);
   for (const auto& [name, value] : message.properties) {
     if (name == rocketmq::kPropTags) {
       r.headers.add(kHeaderTags, std::string_view(value));

@@ -58,6 +58,7 @@ class Headers {
  public:
   void add(std::string key, Bytes value) { items_.push_back({std::move(key), std::move(value)}); }
   void add(std::string key, std::string_view value) { add(std::move(key), Bytes::copyOf(value)); }
+  void reserve(std::size_t n) { items_.reserve(n); }
   // Replaces every header named `key` by one with `value`.
   void set(const std::string& key, Bytes value) {
     remove(key);

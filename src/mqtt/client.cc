@@ -222,14 +222,41 @@ class MqttClient::Impl {
       publishQueue_.push_back({std::move(m), std::move(done)});
     }
     // One post per burst: the io thread takes every publish queued meanwhile (drainPublishes).
-    if (wake) {
-      asio::post(io_, [this] { drainPublishes(); });
-      std::lock_guard lock(ackMu_);
-      if (lingering_ && !lingerCut_) {
-        lingerCut_ = true;
-        lingerCv_.notify_one();
+    if (wake) wakeForPublishes();
+  }
+
+  void wakeForPublishes() {
+    asio::post(io_, [this] { drainPublishes(); });
+    std::lock_guard lock(ackMu_);
+    if (lingering_ && !lingerCut_) {
+      lingerCut_ = true;
+      lingerCv_.notify_one();
+    }
+  }
+
+  void publishBatch(std::vector<OutgoingMessage>& ms, const PublishCallback& done) {
+    std::size_t i = 0;
+    while (i < ms.size()) {
+      bool wake = false;
+      {
+        std::lock_guard lock(mu_);
+        for (; i < ms.size(); ++i) {
+          OutgoingMessage& m = ms[i];
+          // An invalid QoS, a stopped client and a full window take publish()'s path below.
+          if (m.qos > 2 || stopped_ || (m.qos > 0 && windowUsed_ >= windowLimitLocked())) break;
+          if (m.qos > 0) ++windowUsed_;
+          ++pendingAll_;
+          if (publishQueue_.empty()) wake = true;
+          publishQueue_.push_back({std::move(m), done});
+        }
+      }
+      if (wake) wakeForPublishes();
+      if (i < ms.size()) {
+        publish(std::move(ms[i]), done);
+        ++i;
       }
     }
+    ms.clear();
   }
 
   Status flush(std::chrono::milliseconds timeout) {
@@ -1330,6 +1357,9 @@ Status MqttClient::connect(bool* sessionPresent) { return impl_->connect(session
 Status MqttClient::subscribe(const std::vector<Subscription>& s) { return impl_->subscribe(s); }
 void MqttClient::ack(std::uint64_t token) { impl_->ack(token); }
 void MqttClient::publish(OutgoingMessage m, PublishCallback done) { impl_->publish(std::move(m), std::move(done)); }
+void MqttClient::publishBatch(std::vector<OutgoingMessage>& m, const PublishCallback& done) {
+  impl_->publishBatch(m, done);
+}
 Status MqttClient::flush(std::chrono::milliseconds timeout) { return impl_->flush(timeout); }
 ClientState MqttClient::state() const { return impl_->state(); }
 Status MqttClient::lastError() const { return impl_->lastError(); }

@@ -131,6 +131,10 @@ class MqttClient {
   // Acknowledges a delivered message (see the class comment). Unknown/stale tokens are ignored.
   void ack(std::uint64_t token);
   void publish(OutgoingMessage message, PublishCallback done);
+  // publish() of each message in order, `done` called once per message: the messages that fit in
+  // the window are queued under one lock with one hand-off to the io thread; it blocks for room
+  // as publish() does. Leaves `messages` empty.
+  void publishBatch(std::vector<OutgoingMessage>& messages, const PublishCallback& done);
   // Blocks until every publish so far completed (or `timeout`); the first failure since the
   // last flush, kTimeout, or ok.
   Status flush(std::chrono::milliseconds timeout);

@@ -201,7 +201,7 @@ std::optional<std::string> extValueText(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);  // floats, objects, arrays
 }
 
-std::string hostString(std::string_view ip, std::int32_t port) {
+std::string formatHost(std::string_view ip, std::int32_t port) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (ip.size() == 4) {
     inet_ntop(AF_INET, ip.data(), buf, sizeof buf);
@@ -209,6 +209,25 @@ std::string hostString(std::string_view ip, std::int32_t port) {
   }
   inet_ntop(AF_INET6, ip.data(), buf, sizeof buf);
   return "[" + std::string(buf) + "]:" + std::to_string(port);
+}
+
+// The messages of one pull share a store host and mostly a born host: the last two formatted are
+// kept per thread, so a batch formats each once.
+std::string hostString(std::string_view ip, std::int32_t port) {
+  struct Memo {
+    std::string ip;
+    std::int32_t port = -1;
+    std::string text;
+  };
+  thread_local Memo memo[2];
+  thread_local unsigned next = 0;
+  for (const Memo& m : memo)
+    if (m.port == port && m.ip == ip) return m.text;
+  Memo& m = memo[next++ & 1u];
+  m.ip.assign(ip);
+  m.port = port;
+  m.text = formatHost(ip, port);
+  return m.text;
 }
 
 // One stored record (§4.4) from its own slice; appends one message, or several for an inner batch.
@@ -519,7 +538,8 @@ std::map<std::string, std::string> decodeProperties(std::string_view data) {
     data = end == std::string_view::npos ? std::string_view() : data.substr(end + 1);
     std::size_t sep = pair.find('\x01');
     if (sep == std::string_view::npos || sep == 0 || sep + 1 >= pair.size()) continue;
-    out[std::string(pair.substr(0, sep))] = std::string(pair.substr(sep + 1));
+    auto [it, fresh] = out.try_emplace(std::string(pair.substr(0, sep)), pair.substr(sep + 1));
+    if (!fresh) it->second.assign(pair.substr(sep + 1));  // the last duplicate wins
   }
   return out;
 }
@@ -765,12 +785,18 @@ std::string newUniqKey() {
   using namespace std::chrono;
   auto now = system_clock::now();
   std::time_t t = system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
+  // gmtime_r takes glibc's time-zone lock: once per second per thread, not once per message.
+  thread_local std::time_t cachedSecond = -1;
+  thread_local std::int64_t cachedMs = 0;  // ms since the month's start at cachedSecond
+  if (t != cachedSecond) {
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    cachedMs = (static_cast<std::int64_t>(tm.tm_mday - 1) * 86400 + tm.tm_hour * 3600 +
+                tm.tm_min * 60 + tm.tm_sec) * 1000;
+    cachedSecond = t;
+  }
   std::int64_t sinceMonthStart =
-      (static_cast<std::int64_t>(tm.tm_mday - 1) * 86400 + tm.tm_hour * 3600 + tm.tm_min * 60 +
-       tm.tm_sec) * 1000 +
-      duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+      cachedMs + duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
   std::string raw;
   putI32(raw, static_cast<std::int32_t>(sinceMonthStart));
   putI16(raw, static_cast<std::int16_t>(counter.fetch_add(1, std::memory_order_relaxed) & 0xFFFF));

@@ -607,6 +607,89 @@ TEST(MqttClientTest, WindowBlocksPublishUntilAcked) {
   EXPECT_NE(p3->packetId, p2->packetId);
 }
 
+TEST(MqttClientTest, PublishBatchKeepsOrderAndWaitsForTheWindow) {
+  FakeBroker b;
+  auto o = optionsFor(b);
+  o.maxInflight = 2;
+  Results r;
+  MqttClient c(o);
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 5; ++i)
+    batch.push_back(OutgoingMessage{"o/" + std::to_string(i), std::to_string(i), i == 2 ? std::uint8_t{0} : std::uint8_t{1}, false, {}});
+  batch.push_back(OutgoingMessage{"o/bad", "x", 3, false, {}});  // invalid QoS: its callback says so
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    c.publishBatch(batch, r.callback());
+    returned = true;
+  });
+  // Two QoS 1 fill the window, the QoS 0 one after them goes out too; then it waits for room.
+  std::vector<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p);
+    seen.push_back(p->payload);
+    if (p->qos == 1) {
+      Packet ack;
+      ack.type = PacketType::kPuback;
+      ack.packetId = p->packetId;
+      b.send(ack);
+    }
+  }
+  for (int i = 3; i < 5; ++i) {
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p);
+    seen.push_back(p->payload);
+    Packet ack;
+    ack.type = PacketType::kPuback;
+    ack.packetId = p->packetId;
+    b.send(ack);
+  }
+  t.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_TRUE(batch.empty());
+  EXPECT_EQ(seen, (std::vector<std::string>{"0", "1", "2", "3", "4"}));
+  ASSERT_TRUE(r.waitFor(6));
+  std::lock_guard lock(r.mu);
+  std::size_t ok = 0, invalid = 0;
+  for (const Status& s : r.statuses) {
+    if (s.isOk()) ++ok;
+    else if (s.code() == StatusCode::kInvalidArgument) ++invalid;
+  }
+  EXPECT_EQ(ok, 5u);
+  EXPECT_EQ(invalid, 1u);
+}
+
+TEST(MqttClientTest, PublishBatchBlocksWhileTheWindowIsFull) {
+  FakeBroker b;
+  auto o = optionsFor(b);
+  o.maxInflight = 2;
+  Results r;
+  MqttClient c(o);
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 3; ++i) batch.push_back(OutgoingMessage{"o/w", std::to_string(i), 1, false, {}});
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    c.publishBatch(batch, r.callback());
+    returned = true;
+  });
+  auto p1 = b.nextNonPing();
+  auto p2 = b.nextNonPing();
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_TRUE(b.nothingWithin(100ms));  // the third waits for room
+  EXPECT_FALSE(returned.load());
+  Packet ack;
+  ack.type = PacketType::kPuback;
+  ack.packetId = p1->packetId;
+  b.send(ack);
+  auto p3 = b.nextNonPing();
+  ASSERT_TRUE(p3);
+  EXPECT_EQ(p3->payload, "2");
+  t.join();
+  EXPECT_TRUE(returned.load());
+}
+
 TEST(MqttClientTest, KeepAlivePingsAndReconnectsWithoutPingresp) {
   FakeBroker b;
   auto o = optionsFor(b);
