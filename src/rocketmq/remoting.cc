@@ -353,7 +353,198 @@ std::string encodeJsonHeader(const RemotingCommand& cmd) {
   }
 }
 
+namespace {
+
+// A scalar of the fast path: kind plus its text (a string's contents, an integer's digits).
+struct FastValue {
+  enum class Kind { kString, kInt, kTrue, kFalse, kNull } kind = Kind::kNull;
+  std::string_view text;
+  std::int64_t number = 0;
+};
+
+class FastHeaderScanner {
+ public:
+  explicit FastHeaderScanner(std::string_view s) : s_(s) {}
+
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  bool eat(char c) {
+    ws();
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool peek(char c) {
+    ws();
+    return i_ < s_.size() && s_[i_] == c;
+  }
+  bool atEnd() {
+    ws();
+    return i_ == s_.size();
+  }
+  // A string of printable ASCII without escapes.
+  bool string(std::string_view& out) {
+    if (!eat('"')) return false;
+    const std::size_t start = i_;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+      ++i_;
+    }
+    if (i_ >= s_.size()) return false;
+    out = s_.substr(start, i_ - start);
+    ++i_;
+    return true;
+  }
+  bool word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) return false;
+    i_ += w.size();
+    return true;
+  }
+  bool scalar(FastValue& v) {
+    ws();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '"') {
+      v.kind = FastValue::Kind::kString;
+      return string(v.text);
+    }
+    if (c == 't') { v.kind = FastValue::Kind::kTrue; return word("true") && delimited(); }
+    if (c == 'f') { v.kind = FastValue::Kind::kFalse; return word("false") && delimited(); }
+    if (c == 'n') { v.kind = FastValue::Kind::kNull; return word("null") && delimited(); }
+    // An integer as JSON writes it: no '+', no leading zero, no "-0", no fraction or exponent.
+    const std::size_t start = i_;
+    if (c == '-') ++i_;
+    const std::size_t digits = i_;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+    if (i_ == digits || (s_[digits] == '0' && i_ - digits > 1)) return false;
+    if (c == '-' && s_[digits] == '0') return false;
+    if (!delimited()) return false;
+    v.kind = FastValue::Kind::kInt;
+    v.text = s_.substr(start, i_ - start);
+    auto [p, ec] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), v.number);
+    return ec == std::errc() && p == v.text.data() + v.text.size();
+  }
+
+ private:
+  // What may follow a number or a literal: whitespace, ',' or '}'.
+  bool delimited() {
+    if (i_ >= s_.size()) return true;
+    const char c = s_[i_];
+    return c == ',' || c == '}' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  }
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// jsonInt32 on a fast-path scalar: false when the full path would decide (an error or a quirk).
+bool fastInt32(const FastValue& v, std::int32_t& out) {
+  std::int64_t n = 0;
+  if (v.kind == FastValue::Kind::kNull) {
+    out = 0;
+    return true;
+  }
+  if (v.kind == FastValue::Kind::kInt) {
+    n = v.number;
+  } else if (v.kind == FastValue::Kind::kString) {
+    if (!parseInt64(v.text, n)) return false;
+  } else {
+    return false;
+  }
+  if (n < INT32_MIN || n > INT32_MAX) return false;
+  out = static_cast<std::int32_t>(n);
+  return true;
+}
+
+// extValueText on a fast-path scalar; nullopt for null.
+std::optional<std::string> fastText(const FastValue& v) {
+  switch (v.kind) {
+    case FastValue::Kind::kNull: return std::nullopt;
+    case FastValue::Kind::kTrue: return std::string("true");
+    case FastValue::Kind::kFalse: return std::string("false");
+    case FastValue::Kind::kInt: return std::to_string(v.number);
+    case FastValue::Kind::kString: break;
+  }
+  return std::string(v.text);
+}
+
+}  // namespace
+
+bool decodeJsonHeaderFast(std::string_view header, RemotingCommand& out) {
+  FastHeaderScanner sc(header);
+  RemotingCommand cmd;
+  cmd.language = 0;  // JAVA when absent
+  cmd.version = 0;   // as the other absent numbers
+  if (!sc.eat('{')) return false;
+  std::vector<std::string_view> seen;  // top-level keys: a repeated one goes to the full parser
+  bool first = true;
+  while (!sc.peek('}')) {
+    if (!first && !sc.eat(',')) return false;
+    first = false;
+    std::string_view key;
+    if (!sc.string(key) || !sc.eat(':')) return false;
+    for (std::string_view k : seen)
+      if (k == key) return false;
+    seen.push_back(key);
+    if (key == "extFields") {
+      FastValue v;
+      if (sc.peek('{')) {
+        sc.eat('{');
+        bool firstField = true;
+        while (!sc.peek('}')) {
+          if (!firstField && !sc.eat(',')) return false;
+          firstField = false;
+          std::string_view name;
+          if (!sc.string(name) || !sc.eat(':') || !sc.scalar(v)) return false;
+          auto text = fastText(v);
+          if (!text) {
+            if (cmd.extFields.count(std::string(name)) != 0) return false;
+            continue;
+          }
+          if (!cmd.extFields.try_emplace(std::string(name), std::move(*text)).second) return false;
+        }
+        sc.eat('}');
+        continue;
+      }
+      if (!sc.scalar(v) || v.kind != FastValue::Kind::kNull) return false;  // not an object
+      continue;
+    }
+    FastValue v;
+    if (!sc.scalar(v)) return false;
+    if (key == "code") {
+      if (!fastInt32(v, cmd.code)) return false;
+    } else if (key == "version") {
+      if (!fastInt32(v, cmd.version)) return false;
+    } else if (key == "opaque") {
+      if (!fastInt32(v, cmd.opaque)) return false;
+    } else if (key == "flag") {
+      if (!fastInt32(v, cmd.flag)) return false;
+    } else if (key == "language") {
+      if (v.kind == FastValue::Kind::kString) {
+        cmd.language = languageCode(v.text);
+      } else {
+        if (!fastInt32(v, cmd.language)) return false;
+        if (cmd.language < 0 || cmd.language >= static_cast<std::int32_t>(kLanguageNames.size()))
+          cmd.language = kLanguageOther;
+      }
+    } else if (key == "remark") {
+      auto text = fastText(v);
+      if (text && !text->empty()) cmd.remark = std::move(*text);
+    }
+  }
+  sc.eat('}');
+  if (!sc.atEnd()) return false;
+  out = std::move(cmd);
+  return true;
+}
+
 Status decodeJsonHeader(std::string_view header, RemotingCommand& out) {
+  if (decodeJsonHeaderFast(header, out)) return Status::ok();
+  return decodeJsonHeaderFull(header, out);
+}
+
+Status decodeJsonHeaderFull(std::string_view header, RemotingCommand& out) {
   try {
     auto parsed = parseFastjson(header);
     if (!parsed.isOk()) return parsed.status().withContext("JSON header");

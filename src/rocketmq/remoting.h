@@ -81,6 +81,13 @@ FrameDecode decodeFrame(std::string_view data);
 std::string encodeJsonHeader(const RemotingCommand& cmd);
 std::string encodeBinaryHeader(const RemotingCommand& cmd);
 Status decodeJsonHeader(std::string_view header, RemotingCommand& out);
+// decodeJsonHeader's fast path: the flat header every broker writes (plain ASCII strings without
+// escapes, integers, true/false/null, an extFields object of scalars, no repeated key). Returns
+// false, leaving `out` alone, for anything else; decodeJsonHeader then takes the full parser, and
+// where both decode they agree (the rocketmq_frame fuzz target checks it).
+bool decodeJsonHeaderFast(std::string_view header, RemotingCommand& out);
+// The full parser alone (fastjson's dialect, every JSON value kind).
+Status decodeJsonHeaderFull(std::string_view header, RemotingCommand& out);
 Status decodeBinaryHeader(std::string_view header, RemotingCommand& out);
 
 // Message properties string (§4.1).

@@ -22,6 +22,13 @@ bool sameCommand(const ferry::rocketmq::RemotingCommand& a,
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ferry::rocketmq;
   const std::string_view in(reinterpret_cast<const char*>(data), size);
+  // The JSON header's fast path agrees with the full parser wherever it decodes.
+  {
+    RemotingCommand fast, full;
+    if (decodeJsonHeaderFast(in, fast)) {
+      if (!decodeJsonHeaderFull(in, full).isOk() || !sameCommand(fast, full)) std::abort();
+    }
+  }
   FrameDecode d = decodeFrame(in);
   if (d.state != FrameDecode::State::kOk) {
     if (d.state == FrameDecode::State::kInvalid && d.error.empty()) std::abort();

@@ -300,5 +300,83 @@ TEST(CodecJsonHeader, EmptyRemarkAndEmptyExtAreOmitted) {
   EXPECT_NE(header.find(R"("language":"CPP")"), std::string::npos);
 }
 
+// The JSON header's fast path takes what brokers write and agrees with the full parser; anything
+// it does not know goes to the full parser, with the same result as before it existed.
+TEST(CodecFrame, JsonHeaderFastPathAgreesWithTheFullParser) {
+  const std::string brokerPull =
+      R"({"code":0,"extFields":{"maxOffset":"12","minOffset":"0","nextBeginOffset":"12",)"
+      R"("suggestWhichBrokerId":"0"},"flag":1,"language":"JAVA","opaque":7,)"
+      R"("serializeTypeCurrentRPC":"JSON","version":453})";
+  RemotingCommand fast, full;
+  ASSERT_TRUE(decodeJsonHeaderFast(brokerPull, fast));
+  ASSERT_TRUE(decodeJsonHeaderFull(brokerPull, full).isOk());
+  EXPECT_EQ(fast.code, 0);
+  EXPECT_EQ(fast.flag, 1);
+  EXPECT_EQ(fast.opaque, 7);
+  EXPECT_EQ(fast.version, 453);
+  EXPECT_EQ(fast.language, 0);
+  EXPECT_EQ(fast.extFields, full.extFields);
+  EXPECT_EQ(fast.extFields.at("nextBeginOffset"), "12");
+  // Our own encoding reads back through the fast path too.
+  RemotingCommand ours;
+  ours.code = 11;
+  ours.opaque = -3;
+  ours.remark = "a remark";
+  ours.extFields = {{"topic", "t"}, {"queueId", "2"}};
+  RemotingCommand back;
+  ASSERT_TRUE(decodeJsonHeaderFast(encodeJsonHeader(ours), back));
+  EXPECT_EQ(back.code, 11);
+  EXPECT_EQ(back.opaque, -3);
+  EXPECT_EQ(back.remark, ours.remark);
+  EXPECT_EQ(back.extFields, ours.extFields);
+
+  // Accepted by the fast path: scalars of every kind, whitespace, numbers as strings, nulls.
+  for (const std::string h : {
+           R"({})",
+           R"( { "code" : "17" , "language" : 3 , "remark" : 12 , "flag" : null } )",
+           R"({"extFields":{"a":null,"b":true,"c":-5,"d":false,"e":"","f":0},"opaque":2147483647})",
+           R"({"language":"CPP","remark":"","extFields":null,"unknown":"x","other":7})",
+           R"({"language":99,"remark":true})",
+       }) {
+    RemotingCommand a, b;
+    ASSERT_TRUE(decodeJsonHeaderFast(h, a)) << h;
+    ASSERT_TRUE(decodeJsonHeaderFull(h, b).isOk()) << h;
+    EXPECT_EQ(a.code, b.code) << h;
+    EXPECT_EQ(a.language, b.language) << h;
+    EXPECT_EQ(a.version, b.version) << h;
+    EXPECT_EQ(a.opaque, b.opaque) << h;
+    EXPECT_EQ(a.flag, b.flag) << h;
+    EXPECT_EQ(a.remark, b.remark) << h;
+    EXPECT_EQ(a.extFields, b.extFields) << h;
+  }
+  // Left to the full parser: repeated keys, escapes, non-ASCII, floats, big or odd numbers,
+  // nested values, fastjson's dialect, out-of-range or non-integer fields, trailing bytes.
+  for (const std::string h : {
+           R"({"code":1,"code":2})",
+           R"({"extFields":{"k":"v","k":null}})",
+           R"({"remark":"a\"b"})",
+           "{\"remark\":\"caf\xc3\xa9\"}",
+           R"({"extFields":{"x":1.5}})",
+           R"({"opaque":-0})",
+           R"({"opaque":01})",
+           R"({"opaque":2147483648})",
+           R"({"opaque":"2147483648"})",
+           R"({"flag":true})",
+           R"({"version":18446744073709551615})",
+           R"({"extFields":{"x":[1]}})",
+           R"({"extFields":"x"})",
+           R"({code:1})",
+           R"({'code':1})",
+           R"({"code":1}x)",
+           R"({"code":1,})",
+           R"({"code":1)",
+       }) {
+    RemotingCommand untouched;
+    untouched.code = 4242;
+    EXPECT_FALSE(decodeJsonHeaderFast(h, untouched)) << h;
+    EXPECT_EQ(untouched.code, 4242) << h;
+  }
+}
+
 }  // namespace
 }  // namespace ferry::rocketmq
