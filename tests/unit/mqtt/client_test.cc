@@ -69,6 +69,13 @@ class FakeBroker {
     asio::error_code ec;
     if (socket_) asio::write(*socket_, asio::buffer(*bytes), ec);
   }
+  // A PUBACK (or another answer of `type`) for packet `id`.
+  void answer(PacketType type, std::uint16_t id) {
+    Packet p;
+    p.type = type;
+    p.packetId = id;
+    send(p);
+  }
   void sendRaw(const std::string& bytes) {
     std::lock_guard lock(writeMu_);
     asio::error_code ec;
@@ -575,119 +582,105 @@ TEST(MqttClientTest, PublishWhileDisconnectedIsSentAfterReconnect) {
   ASSERT_TRUE(r.waitFor(1));
 }
 
-TEST(MqttClientTest, WindowBlocksPublishUntilAcked) {
+// Closes the client (which ends a publish waiting for room) and joins the thread when a test
+// returns, also through a failed ASSERT: a joinable thread must not be destroyed.
+struct CloseAndJoin {
+  MqttClient& c;
+  std::thread& t;
+  ~CloseAndJoin() {
+    c.close();
+    if (t.joinable()) t.join();
+  }
+};
+
+// Runs `body` with a client connected to a fake broker, its window 2 publishes wide.
+void withWindowOfTwo(const std::function<void(FakeBroker&, MqttClient&, Results&)>& body) {
   FakeBroker b;
   auto o = optionsFor(b);
   o.maxInflight = 2;
   Results r;
   MqttClient c(o);
   ASSERT_TRUE(connectWith(c, b).isOk());
-  c.publish(OutgoingMessage{"o/1", "1", 1, false, {}}, r.callback());
-  c.publish(OutgoingMessage{"o/2", "2", 1, false, {}}, r.callback());
-  std::atomic<bool> third{false};
-  std::thread t([&] {
-    c.publish(OutgoingMessage{"o/3", "3", 1, false, {}}, r.callback());
-    third = true;
-  });
-  auto p1 = b.nextNonPing();
-  auto p2 = b.nextNonPing();
-  ASSERT_TRUE(p1 && p2);
-  EXPECT_TRUE(b.nothingWithin(100ms));
-  EXPECT_FALSE(third.load());
-  Packet ack;
-  ack.type = PacketType::kPuback;
-  ack.packetId = p1->packetId;
-  b.send(ack);
-  auto p3 = b.nextNonPing();
-  ASSERT_TRUE(p3);
-  EXPECT_EQ(p3->payload, "3");
-  t.join();
-  EXPECT_TRUE(third.load());
-  // Ids in use are skipped.
-  EXPECT_NE(p3->packetId, p2->packetId);
+  body(b, c, r);
 }
 
-TEST(MqttClientTest, PublishBatchKeepsOrderAndWaitsForTheWindow) {
-  FakeBroker b;
-  auto o = optionsFor(b);
-  o.maxInflight = 2;
-  Results r;
-  MqttClient c(o);
-  ASSERT_TRUE(connectWith(c, b).isOk());
-  std::vector<OutgoingMessage> batch;
-  for (int i = 0; i < 5; ++i)
-    batch.push_back(OutgoingMessage{"o/" + std::to_string(i), std::to_string(i), i == 2 ? std::uint8_t{0} : std::uint8_t{1}, false, {}});
-  batch.push_back(OutgoingMessage{"o/bad", "x", 3, false, {}});  // invalid QoS: its callback says so
-  std::atomic<bool> returned{false};
-  std::thread t([&] {
-    c.publishBatch(batch, r.callback());
-    returned = true;
+// With a window of 2, `publishAll` (run on a thread of its own) publishes "1", "2" and "3": the
+// third waits for a PUBACK, then goes out under an id not in use.
+void checkWindowBlocksTheThird(const std::function<void(MqttClient&, Results&)>& publishAll) {
+  withWindowOfTwo([&](FakeBroker& b, MqttClient& c, Results& r) {
+    std::atomic<bool> returned{false};
+    std::thread t([&] {
+      publishAll(c, r);
+      returned = true;
+    });
+    CloseAndJoin guard{c, t};
+    auto p1 = b.nextNonPing();
+    auto p2 = b.nextNonPing();
+    ASSERT_TRUE(p1 && p2);
+    EXPECT_TRUE(b.nothingWithin(100ms));
+    EXPECT_FALSE(returned.load());
+    b.answer(PacketType::kPuback, p1->packetId);
+    auto p3 = b.nextNonPing();
+    ASSERT_TRUE(p3);
+    EXPECT_EQ(p3->payload, "3");
+    t.join();
+    EXPECT_TRUE(returned.load());
+    // Ids in use are skipped.
+    EXPECT_NE(p3->packetId, p2->packetId);
   });
-  // Two QoS 1 fill the window, the QoS 0 one after them goes out too; then it waits for room.
-  std::vector<std::string> seen;
-  for (int i = 0; i < 3; ++i) {
-    auto p = b.nextNonPing();
-    ASSERT_TRUE(p);
-    seen.push_back(p->payload);
-    if (p->qos == 1) {
-      Packet ack;
-      ack.type = PacketType::kPuback;
-      ack.packetId = p->packetId;
-      b.send(ack);
-    }
-  }
-  for (int i = 3; i < 5; ++i) {
-    auto p = b.nextNonPing();
-    ASSERT_TRUE(p);
-    seen.push_back(p->payload);
-    Packet ack;
-    ack.type = PacketType::kPuback;
-    ack.packetId = p->packetId;
-    b.send(ack);
-  }
-  t.join();
-  EXPECT_TRUE(returned.load());
-  EXPECT_TRUE(batch.empty());
-  EXPECT_EQ(seen, (std::vector<std::string>{"0", "1", "2", "3", "4"}));
-  ASSERT_TRUE(r.waitFor(6));
-  std::lock_guard lock(r.mu);
-  std::size_t ok = 0, invalid = 0;
-  for (const Status& s : r.statuses) {
-    if (s.isOk()) ++ok;
-    else if (s.code() == StatusCode::kInvalidArgument) ++invalid;
-  }
-  EXPECT_EQ(ok, 5u);
-  EXPECT_EQ(invalid, 1u);
+}
+
+TEST(MqttClientTest, WindowBlocksPublishUntilAcked) {
+  checkWindowBlocksTheThird([](MqttClient& c, Results& r) {
+    for (const char* p : {"1", "2", "3"})
+      c.publish(OutgoingMessage{"o/w", p, 1, false, {}}, r.callback());
+  });
 }
 
 TEST(MqttClientTest, PublishBatchBlocksWhileTheWindowIsFull) {
-  FakeBroker b;
-  auto o = optionsFor(b);
-  o.maxInflight = 2;
-  Results r;
-  MqttClient c(o);
-  ASSERT_TRUE(connectWith(c, b).isOk());
-  std::vector<OutgoingMessage> batch;
-  for (int i = 0; i < 3; ++i) batch.push_back(OutgoingMessage{"o/w", std::to_string(i), 1, false, {}});
-  std::atomic<bool> returned{false};
-  std::thread t([&] {
+  checkWindowBlocksTheThird([](MqttClient& c, Results& r) {
+    std::vector<OutgoingMessage> batch;
+    for (const char* p : {"1", "2", "3"}) batch.push_back(OutgoingMessage{"o/w", p, 1, false, {}});
     c.publishBatch(batch, r.callback());
-    returned = true;
   });
-  auto p1 = b.nextNonPing();
-  auto p2 = b.nextNonPing();
-  ASSERT_TRUE(p1 && p2);
-  EXPECT_TRUE(b.nothingWithin(100ms));  // the third waits for room
-  EXPECT_FALSE(returned.load());
-  Packet ack;
-  ack.type = PacketType::kPuback;
-  ack.packetId = p1->packetId;
-  b.send(ack);
-  auto p3 = b.nextNonPing();
-  ASSERT_TRUE(p3);
-  EXPECT_EQ(p3->payload, "2");
-  t.join();
-  EXPECT_TRUE(returned.load());
+}
+
+TEST(MqttClientTest, PublishBatchKeepsOrderAndWaitsForTheWindow) {
+  withWindowOfTwo([](FakeBroker& b, MqttClient& c, Results& r) {
+    std::vector<OutgoingMessage> batch;
+    for (int i = 0; i < 5; ++i) {
+      const std::uint8_t qos = i == 2 ? 0 : 1;
+      batch.push_back(OutgoingMessage{"o/" + std::to_string(i), std::to_string(i), qos, false, {}});
+    }
+    batch.push_back(OutgoingMessage{"o/bad", "x", 3, false, {}});  // invalid QoS: its callback says so
+    std::atomic<bool> returned{false};
+    std::thread t([&] {
+      c.publishBatch(batch, r.callback());
+      returned = true;
+    });
+    CloseAndJoin guard{c, t};
+    // Two QoS 1 fill the window and the QoS 0 one after them goes out too; the rest wait for room.
+    std::vector<std::string> seen;
+    for (int i = 0; i < 5; ++i) {
+      auto p = b.nextNonPing();
+      if (!p) break;
+      seen.push_back(p->payload);
+      if (p->qos == 1) b.answer(PacketType::kPuback, p->packetId);
+    }
+    t.join();
+    EXPECT_TRUE(returned.load());
+    EXPECT_TRUE(batch.empty());
+    EXPECT_EQ(seen, (std::vector<std::string>{"0", "1", "2", "3", "4"}));
+    ASSERT_TRUE(r.waitFor(6));
+    std::lock_guard lock(r.mu);
+    std::size_t ok = 0, invalid = 0;
+    for (const Status& s : r.statuses) {
+      if (s.isOk()) ++ok;
+      else if (s.code() == StatusCode::kInvalidArgument) ++invalid;
+    }
+    EXPECT_EQ(ok, 5u);
+    EXPECT_EQ(invalid, 1u);
+  });
 }
 
 TEST(MqttClientTest, KeepAlivePingsAndReconnectsWithoutPingresp) {
