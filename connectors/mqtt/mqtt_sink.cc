@@ -89,7 +89,7 @@ Status MQTTSinkTask::put(std::vector<Record>& records) {
     epoch = epochs_->epochs.started(records.size());
   }
   std::weak_ptr<Epochs> weak = epochs_;
-  auto onAnswer = [weak, epoch](Status s) {
+  const mqtt::MqttClient::PublishCallback onAnswer = [weak, epoch](Status s) {
     auto e = weak.lock();
     if (!e) return;
     Status result;
@@ -107,20 +107,19 @@ Status MQTTSinkTask::put(std::vector<Record>& records) {
   // flushAsync() (the first one of its epochs). One hand-off to the client for the whole batch.
   std::vector<mqtt::OutgoingMessage> out;
   out.reserve(records.size());
-  const mqtt::MqttClient::PublishCallback answer = onAnswer;
   for (const Record& r : records) {
     auto topic = topic_->render(r);
     if (!topic.isOk()) {
       onAnswer(Status::ok());  // nothing to wait for
       if (Status s = context_->reportBadRecord(r, topic.status()); !s.isOk()) {
-        client_->publishBatch(out, answer);  // the ones before it, as one by one did
+        client_->publishBatch(out, onAnswer);  // the ones before it, as one by one did
         return s;
       }
       continue;
     }
     out.push_back(mqttc::messageFromRecord(r, std::move(*topic), mapping_));
   }
-  client_->publishBatch(out, answer);
+  client_->publishBatch(out, onAnswer);
   return Status::ok();
 }
 

@@ -21,11 +21,15 @@ constexpr std::array<std::string_view, 44> kSystemProperties = {
     "INNER_NUM", "INNER_BASE", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID",
     "CRC32", "BORN_TIMESTAMP", "TRACE_CONTEXT", "POP_CK"};
 
-// isSystemProperty's early exit relies on this.
+// Upper case, digits and '_' only: the alphabet of every system property name.
+constexpr bool systemPropertyAlphabet(std::string_view name) {
+  for (char c : name)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
 static_assert([] {
   for (std::string_view p : kSystemProperties)
-    for (char c : p)
-      if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    if (!systemPropertyAlphabet(p)) return false;
   return true;
 }());
 
@@ -69,10 +73,8 @@ bool validUtf8(std::string_view s) {
 
 bool isSystemProperty(std::string_view name) {
   if (name.starts_with("__") || name.starts_with("TIMER_")) return true;
-  // Every system property name is upper case, digits and '_' (static_assert above), so a name
-  // with another character — every header of ours and most users' — is not one.
-  for (char c : name)
-    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  // A name outside their alphabet — every header of ours and most users' — is not one.
+  if (!systemPropertyAlphabet(name)) return false;
   for (std::string_view p : kSystemProperties)
     if (p == name) return true;
   return false;

@@ -678,10 +678,10 @@ class HerderImpl final : public DistributedHerder {
     // 3. Start what is ours; restart failed tasks after their backoff; follow pause/resume.
     // Positions written by a task's previous owner are read once per pass, before any task starts
     // (exactly-once tasks re-read them themselves after fencing).
-    bool positionsFresh = o_.worker.exactlyOnceSource;
+    auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions);
+    bool positionsFresh = o_.worker.exactlyOnceSource || lp == nullptr;
     auto refreshPositions = [&](const auto& u) {
-      auto* lp = dynamic_cast<runtime::LogPositionStore*>(o_.positions);
-      if (!lp || positionsFresh) return;
+      if (positionsFresh) return;
       const std::int64_t t0 = core::monotonicMs();
       // A position write purged on its way to the broker at a lease loss may still be stored:
       // wait for its answer (or its timeout), so the read below sees it.
@@ -718,7 +718,7 @@ class HerderImpl final : public DistributedHerder {
                 // last read the topic (a write answered after a lease flap purged its callback):
                 // read them first, as for a task taken over, or the new run starts from an older
                 // position and moves the committed one back. Not under the lock (a slow read).
-                if (!positionsFresh && dynamic_cast<runtime::LogPositionStore*>(o_.positions)) {
+                if (!positionsFresh) {
                   lock.unlock();
                   refreshPositions(u);
                   lock.lock();

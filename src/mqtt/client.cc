@@ -216,10 +216,7 @@ class MqttClient::Impl {
         if (done) done(Status::cancelled("MQTT client closed"));
         return;
       }
-      if (m.qos > 0) ++windowUsed_;
-      ++pendingAll_;
-      wake = publishQueue_.empty();
-      publishQueue_.push_back({std::move(m), std::move(done)});
+      wake = enqueueLocked(std::move(m), std::move(done));
     }
     // One post per burst: the io thread takes every publish queued meanwhile (drainPublishes).
     if (wake) wakeForPublishes();
@@ -234,6 +231,16 @@ class MqttClient::Impl {
     }
   }
 
+  // Queues a publish that has room (mu_ held); true when the queue was empty (the io thread
+  // needs a wake).
+  bool enqueueLocked(OutgoingMessage&& m, PublishCallback done) {
+    if (m.qos > 0) ++windowUsed_;
+    ++pendingAll_;
+    const bool wasEmpty = publishQueue_.empty();
+    publishQueue_.push_back({std::move(m), std::move(done)});
+    return wasEmpty;
+  }
+
   void publishBatch(std::vector<OutgoingMessage>& ms, const PublishCallback& done) {
     std::size_t i = 0;
     while (i < ms.size()) {
@@ -244,10 +251,7 @@ class MqttClient::Impl {
           OutgoingMessage& m = ms[i];
           // An invalid QoS, a stopped client and a full window take publish()'s path below.
           if (m.qos > 2 || stopped_ || (m.qos > 0 && windowUsed_ >= windowLimitLocked())) break;
-          if (m.qos > 0) ++windowUsed_;
-          ++pendingAll_;
-          if (publishQueue_.empty()) wake = true;
-          publishQueue_.push_back({std::move(m), done});
+          if (enqueueLocked(std::move(m), done)) wake = true;
         }
       }
       if (wake) wakeForPublishes();
