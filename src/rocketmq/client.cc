@@ -220,6 +220,11 @@ void RocketmqClient::setRequestHandler(std::int32_t code, RequestHandler handler
   handlers_[code] = std::move(handler);
 }
 
+void RocketmqClient::runAfter(std::chrono::milliseconds delay, std::function<void()> fn) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, delay);
+  timer->async_wait([timer, fn = std::move(fn)](const asio::error_code&) { fn(); });
+}
+
 void RocketmqClient::invokeAsync(const std::string& address, RemotingCommand request,
                                  std::int64_t timeoutMs, ResponseCallback callback) {
   sign(request);

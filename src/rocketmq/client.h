@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@ inline constexpr std::int32_t kCodeSendMessageV2 = 310;
 inline constexpr std::int32_t kCodeSendBatchMessage = 320;
 // Response codes (§3).
 inline constexpr std::int32_t kRespSuccess = 0;
+inline constexpr std::int32_t kRespSystemBusy = 2;  // flow control: the request was not run
 inline constexpr std::int32_t kRespNoPermission = 16;
 inline constexpr std::int32_t kRespTopicNotExist = 17;
 
@@ -83,6 +85,9 @@ class RocketmqClient {
   void invokeAsync(const std::string& address, RemotingCommand request, std::int64_t timeoutMs,
                    ResponseCallback callback);
   void invokeOneway(const std::string& address, RemotingCommand request);
+  // Runs `fn` on the io thread once `delay` has passed (also while the client stops: the io
+  // thread runs until every such timer has fired). Any thread.
+  void runAfter(std::chrono::milliseconds delay, std::function<void()> fn);
   // invoke() on the NameServers in turn (starting with the last one that answered) until one
   // answers; transport errors move on to the next.
   Result<RemotingCommand> invokeNamesrv(const RemotingCommand& request, std::int64_t timeoutMs = -1);

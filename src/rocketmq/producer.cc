@@ -3,6 +3,7 @@
 // behave identically for both.
 #include "rocketmq/producer.h"
 
+#include <algorithm>
 #include <future>
 #include <random>
 
@@ -68,6 +69,8 @@ struct Producer::Attempt {
   std::vector<MessageQueue> queues;
   MessageQueue queue;
   int attemptsLeft = 0;
+  std::int64_t busySinceMs = -1;  // when the broker first answered SYSTEM_BUSY
+  int busyAnswers = 0;
   std::uint64_t epoch = 0;  // Producer::epoch_ when it was prepared
   SendCallback callback;
 };
@@ -219,13 +222,15 @@ RemotingCommand sendRequest(const std::string& group, const std::string& topic,
 
 }  // namespace
 
-bool Producer::retryAfter(const std::shared_ptr<Attempt>& a, const Result<RemotingCommand>& r) {
+void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<RemotingCommand>& r) {
   Status error;
   bool retry = false;
+  bool busy = false;
   const std::string what = "send to " + a->queue.toString();
   if (r.isOk()) {
     error = responseStatus(*r, what);
     retry = retriableResponse(*r);
+    busy = r->code == kRespSystemBusy && options_.busyRetryMs > 0;
     if (r->code == kRespTopicNotExist) client_.invalidateRoute(a->topic);
   } else {
     error = r.status().withContext(what);
@@ -233,16 +238,38 @@ bool Producer::retryAfter(const std::shared_ptr<Attempt>& a, const Result<Remoti
             r.status().code() == StatusCode::kTimeout;
   }
   if (retry && a->epoch != epoch_.load()) {
-    retry = false;  // abandonRetries() since it was prepared
-    error = error.withContext("not retried: abandoned");
+    a->callback(error.withContext("not retried: abandoned"));  // abandonRetries() since it was prepared
+    return;
+  }
+  if (busy) {
+    const std::int64_t now = core::nowMs();
+    if (a->busySinceMs < 0) a->busySinceMs = now;
+    if (now - a->busySinceMs >= options_.busyRetryMs) {
+      a->callback(error.withContext("still busy after " + std::to_string(a->busyAnswers) +
+                                    " answer(s) over " + std::to_string(now - a->busySinceMs) + " ms"));
+      return;
+    }
+    const int step = std::min(a->busyAnswers++, 6);  // 10 ms doubling to 640, capped at 400
+    const std::int64_t base = std::min<std::int64_t>(std::int64_t{10} << step, 400);
+    thread_local std::minstd_rand random(std::random_device{}());
+    const std::int64_t jitter = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(base + 1));
+    pickQueue(*a, a->queue.brokerName);
+    client_.runAfter(std::chrono::milliseconds(base / 2 + jitter), [this, a, error] {
+      if (a->epoch != epoch_.load()) {
+        a->callback(error.withContext("not retried: abandoned"));
+        return;
+      }
+      run(a);
+    });
+    return;
   }
   if (!retry || a->attemptsLeft <= 0) {
     a->callback(std::move(error));
-    return false;
+    return;
   }
   --a->attemptsLeft;
   pickQueue(*a, a->queue.brokerName);
-  return true;
+  run(a);
 }
 
 void Producer::run(std::shared_ptr<Attempt> a) {
@@ -283,7 +310,7 @@ void Producer::run(std::shared_ptr<Attempt> a) {
       a->callback(std::move(out));
       return;
     }
-    if (retryAfter(a, r)) run(a);
+    retryOrFail(a, r);
   });
 }
 
@@ -324,7 +351,7 @@ void Producer::runSplit(std::shared_ptr<Attempt> a, const std::string& addr) {
       runSplit(a, addr);
       return;
     }
-    if (retryAfter(a, r)) run(a);
+    retryOrFail(a, r);
   });
 }
 

@@ -11,7 +11,9 @@
 // Retries: up to `retries` more attempts on transport errors and on the codes the Java producer
 // retries (1, 2, 14, 16, 17, 204, 205, 1500) except ACL refusals (isAclRefusal); round-robin moves to a queue of another broker when
 // there is one, key-hash and explicit selections keep their queue (ordering). Codes 10/11/12
-// (stored, not fully durable) are returned as errors without retry.
+// (stored, not fully durable) are returned as errors without retry. A 2 SYSTEM_BUSY (the
+// broker's flow control, e.g. "[TIMEOUT_CLEAN_QUEUE]": the request was not run, nothing stored)
+// is retried after a pause instead, for up to `busyRetryMs` (see ProducerOptions).
 //
 // Threading: thread-safe; send()/sendBatch() block the caller; sendAsync() callbacks run on the
 // client's io thread and must not block. The client must outlive the producer, and the producer
@@ -59,6 +61,11 @@ struct ProducerOptions {
   std::string group = "ferry_producer";
   int retries = 2;                   // extra attempts after the first
   std::int64_t sendTimeoutMs = -1;   // per attempt; < 0: the client's requestTimeoutMs
+  // A broker that answers SYSTEM_BUSY is busy now (its send queue waited too long): trying again
+  // at once adds to the queue it is clearing. Such a send is retried after a pause (10 ms
+  // doubling to 400 ms, each ±50 % at random) for up to this long after the first busy answer,
+  // without using up `retries`. 0: a busy answer is an ordinary retry (at once, counted).
+  std::int64_t busyRetryMs = 5000;
   // What QueueSelection::kDefault means: round-robin, or a hash of the message's KEYS property
   // (round-robin when the message has no KEYS).
   enum class Selector { kRoundRobin, kKeyHash } selector = Selector::kRoundRobin;
@@ -113,9 +120,9 @@ class Producer {
                                            const QueueSelection& selection, bool batch);
   void run(std::shared_ptr<Attempt> attempt);
   void runSplit(std::shared_ptr<Attempt> attempt, const std::string& address);
-  // After a failed attempt: true when it should be tried again (the queue is re-picked), else
-  // the callback got the error.
-  bool retryAfter(const std::shared_ptr<Attempt>& attempt, const Result<RemotingCommand>& r);
+  // After a failed attempt: runs it again (the queue re-picked; after a pause when the broker
+  // was busy), or gives the callback the error.
+  void retryOrFail(const std::shared_ptr<Attempt>& attempt, const Result<RemotingCommand>& r);
   bool pickQueue(Attempt& attempt, const std::string& avoidBroker);
 
   RocketmqClient& client_;

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "rocketmq/admin.h"
 #include "rocketmq/client.h"
@@ -61,6 +63,16 @@ class RocketmqAdminBroker : public ::testing::Test {
         m.body = "m" + std::to_string(i);
         auto r = producer.send(m, QueueSelection::queue(q.brokerName, q.queueId));
         EXPECT_TRUE(r.isOk()) << r.status().toString();
+      }
+    }
+    // A broker indexes a stored message into its consume queue a moment later (its reput
+    // service): wait until every queue's max offset counts them, as a reader would.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (const auto& q : *qs) {
+      for (;;) {
+        auto max = maxOffset(*client_, q);
+        if ((max.isOk() && *max >= perQueue) || std::chrono::steady_clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
     return topic;

@@ -88,7 +88,9 @@ TEST(RocketmqBatchSender, RetriableFailuresMakeTheAnswerRetriableAndFlushResends
   ProducerBroker fake;
   fake.busyAnswers = 3;  // the first send and both of the producer's retries: SYSTEM_BUSY
   auto client = clientFor(fake.peer->address());
-  Producer producer(*client, {});
+  ProducerOptions o;
+  o.busyRetryMs = 0;  // busy answers as ordinary retries: the third fails the send
+  Producer producer(*client, o);
   connectors::rmq::BatchSender sender(producer, false, 1000);
   sender.send(batch(0, 5));
   std::atomic<int> calls{0};

@@ -135,12 +135,88 @@ TEST(RocketmqProducer, GivesUpAfterRetries) {
   auto client = clientFor(fake.peer->address());
   ProducerOptions o;
   o.retries = 1;
+  o.busyRetryMs = 0;  // a busy answer as an ordinary retry
   Producer producer(*client, o);
   auto r = producer.send(message("busy"));
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   std::lock_guard lock(fake.mu);
   EXPECT_EQ(fake.sends.size(), 2u);
+}
+
+// A busy broker (flow control: nothing stored) is given time: each retry waits longer than the
+// one before (10 ms doubling, ±50 %), and busy answers do not use up `retries`.
+TEST(RocketmqProducer, BusyAnswersAreRetriedAfterGrowingPausesWithoutUsingRetries) {
+  ProducerBroker fake;
+  fake.busyAnswers = 5;
+  auto client = clientFor(fake.peer->address());
+  ProducerOptions o;
+  o.retries = 0;
+  Producer producer(*client, o);
+  auto r = producer.send(message("busy for a while"));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 6u);
+  for (std::size_t i = 1; i < fake.sendTimes.size(); ++i) {
+    const auto least = std::chrono::milliseconds((10 << (i - 1)) / 2);
+    EXPECT_GE(fake.sendTimes[i] - fake.sendTimes[i - 1], least) << "retry " << i << " came too soon";
+  }
+}
+
+TEST(RocketmqProducer, AlwaysBusyFailsAfterBusyRetryMs) {
+  ProducerBroker fake;
+  fake.busyAnswers = 1000000;
+  auto client = clientFor(fake.peer->address());
+  ProducerOptions o;
+  o.busyRetryMs = 300;
+  Producer producer(*client, o);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = producer.send(message("never stored"));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.isOk());
+  EXPECT_TRUE(r.status().isRetriable()) << r.status().toString();
+  EXPECT_NE(r.status().toString().find("still busy"), std::string::npos) << r.status().toString();
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  std::lock_guard lock(fake.mu);
+  EXPECT_LT(fake.sends.size(), 40u) << "busy retries must pause, not spin";
+}
+
+// abandonRetries() while a busy send waits for its next try: it fails as abandoned and is not
+// sent again.
+TEST(RocketmqProducer, AbandonedWhileWaitingOutABusyBrokerIsNotSentAgain) {
+  ProducerBroker fake;
+  fake.busyAnswers = 1000000;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  auto answered = std::make_shared<std::promise<Result<SendResult>>>();
+  producer.sendAsync(message("busy"), {},
+                     [answered](Result<SendResult> r) { answered->set_value(std::move(r)); });
+  {
+    std::unique_lock lock(fake.mu);
+    ASSERT_TRUE(fake.held.wait_for(lock, std::chrono::seconds(20), [&] { return fake.sends.size() >= 3; }));
+  }
+  producer.abandonRetries();
+  auto f = answered->get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  auto r = f.get();
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().toString().find("abandoned"), std::string::npos) << r.status().toString();
+  std::size_t sent = 0;
+  {
+    std::lock_guard lock(fake.mu);
+    sent = fake.sends.size();
+    fake.busyAnswers = 0;
+  }
+  // A retry sent with (or right after) the abandoned answer would reach the broker before this
+  // send, which goes out after the answer came.
+  ProducerOptions once;
+  once.retries = 0;
+  Producer later(*client, once);
+  auto after = later.send(message("after"));
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  std::lock_guard lock(fake.mu);
+  EXPECT_EQ(fake.sends.size(), sent + 1) << "the abandoned send was sent again";
 }
 
 TEST(RocketmqProducer, LargeSingleBodiesAreSentCompressedLikeJava) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@ namespace ferry::rocketmq::testing {
 struct ProducerBroker {
   std::mutex mu;
   std::vector<RemotingCommand> sends;
+  std::vector<std::chrono::steady_clock::time_point> sendTimes;  // when each of `sends` came
   std::map<std::int32_t, std::int64_t> nextOffset;
   int busyAnswers = 0;  // answer this many sends with SYSTEM_BUSY first
   std::int32_t version = kVersion;  // the `version` of every answer (the broker's MQVersion)
@@ -62,6 +64,7 @@ struct ProducerBroker {
         return;
       }
       sends.push_back(r);
+      sendTimes.push_back(std::chrono::steady_clock::now());
       held.notify_all();
       held.wait(lock, [this] { return !hold; });
       if (refuseSends) {
