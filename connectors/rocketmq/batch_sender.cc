@@ -10,7 +10,25 @@ BatchSender::~BatchSender() { waitIdle(); }
 
 void BatchSender::send(Batch p) {
   auto shared = shared_;
-  const std::size_t n = p.messages.size();
+  if (!p.prepared) {
+    auto prepared = producer_.prepareSend(p.messages, p.selection);
+    if (!prepared.isOk()) {
+      // Refused before any send (an oversize body, no route yet): as a failed send. A retriable
+      // refusal keeps the messages (untouched) for flush() to send again.
+      std::lock_guard lock(shared->mu);
+      const Status& s = prepared.status();
+      if (s.isRetriable()) {
+        if (shared->retry.empty()) shared->retryError = s;
+        if (ordered_) shared->retryKeys.insert(p.orderKey);
+        shared->retry.push_back(std::move(p));
+      } else if (shared->fatal.isOk()) {
+        shared->fatal = s;
+      }
+      return;
+    }
+    p.prepared = std::move(prepared).value();
+  }
+  const std::size_t n = p.prepared.messages();
   const bool ordered = ordered_;
   std::uint64_t epoch = 0;
   {
@@ -37,8 +55,7 @@ void BatchSender::send(Batch p) {
     if (ordered) ++shared->keysInFlight[p.orderKey];
     epoch = shared->epochs.started();
   }
-  std::vector<rocketmq::OutgoingMessage> copy = p.messages;
-  const rocketmq::QueueSelection selection = p.selection;
+  const rocketmq::Producer::PreparedSend prepared = p.prepared;
   auto done = [shared, n, ordered, epoch, p = std::move(p)](Result<rocketmq::SendResult> r) mutable {
     if (r.isOk() && p.onSent) p.onSent(*r);
     core::FlushEpochs::Callback waiter;
@@ -65,11 +82,7 @@ void BatchSender::send(Batch p) {
     lock.unlock();
     if (waiter) waiter(std::move(answer));
   };
-  if (copy.size() == 1) {
-    producer_.sendAsync(std::move(copy.front()), selection, std::move(done));
-  } else {
-    producer_.sendBatchAsync(std::move(copy), selection, std::move(done));
-  }
+  producer_.sendPrepared(prepared, std::move(done));
 }
 
 core::FlushEpochs::Callback BatchSender::Shared::takeWaiterIfDoneLocked(Status& result) {

@@ -1,6 +1,7 @@
 // BatchSender: asynchronous batch sends through a rocketmq::Producer with a bound on messages in
 // flight, optional per-key ordering (at most one batch of a key outstanding at a time, other keys
-// in parallel), and keep-and-resend of retriable failures. Shared by RocketMQSink (key = record
+// in parallel), and keep-and-resend of retriable failures (resent as first prepared: the same
+// message ids). Shared by RocketMQSink (key = record
 // key) and the Replicator's sink (key = target queue).
 //
 // In ordered mode a key whose batch failed queues its later batches behind the failed one until
@@ -33,6 +34,9 @@ class BatchSender {
  public:
   struct Batch {
     std::vector<rocketmq::OutgoingMessage> messages;  // one topic; one queue when > 1
+    // Set by send(): the messages as prepared for the producer (they are moved into it). A
+    // failed batch is resent from this, with the same message ids, without a copy kept.
+    rocketmq::Producer::PreparedSend prepared;
     rocketmq::QueueSelection selection;
     std::string orderKey;  // ordered mode: batches of one key go one at a time
     // Called (io thread) once the batch is stored, with the broker's answer.

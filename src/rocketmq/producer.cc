@@ -69,22 +69,35 @@ struct Producer::Attempt {
   std::vector<MessageQueue> queues;
   MessageQueue queue;
   int attemptsLeft = 0;
+  bool attemptsUsed = false;  // sent at least once (sendPrepared() resets the retry state)
   std::int64_t busySinceMs = -1;  // when the broker first answered SYSTEM_BUSY
   int busyAnswers = 0;
   std::uint64_t epoch = 0;  // Producer::epoch_ when it was prepared
   SendCallback callback;
 };
 
+namespace {
+
+// The callback is dropped once called: it may hold the attempt (a PreparedSend kept for a resend).
+template <typename A, typename R>
+void finish(A& a, R&& result) {
+  SendCallback cb = std::move(a.callback);
+  a.callback = nullptr;
+  cb(std::forward<R>(result));
+}
+
+}  // namespace
+
 Producer::Producer(RocketmqClient& client, ProducerOptions options)
     : client_(client), options_(std::move(options)), counter_(randomStart()) {}
 
 Producer::~Producer() = default;
 
-Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<OutgoingMessage> messages,
+Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<OutgoingMessage>& messages,
                                                              const QueueSelection& selection,
                                                              bool batch) {
   if (messages.empty()) return Status::invalidArgument("rocketmq send: no message");
-  const std::string& topic = messages.front().topic;
+  const std::string topic = messages.front().topic;
   if (topic.empty()) return Status::invalidArgument("rocketmq send: message without a topic");
   for (const auto& m : messages) {
     if (m.topic != topic) {
@@ -118,6 +131,18 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
         attempt->selection = QueueSelection::byKey(keys->second);
       }
     }
+  }
+  // Everything that can fail comes before `messages` are touched (a caller keeps them to retry).
+  FERRY_ASSIGN_OR_RETURN(attempt->route, client_.queryRoute(topic));
+  attempt->queues = attempt->route.publishQueues();
+  if (attempt->queues.empty() && selection.kind != QueueSelection::Kind::kExplicit) {
+    return Status::unavailable("rocketmq send: topic '" + topic + "' has no writable queue");
+  }
+  attempt->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
+  attempt->epoch = epoch_.load();
+  if (!pickQueue(*attempt, {})) {
+    return Status::notFound("rocketmq send: broker '" + selection.brokerName +
+                            "' does not host topic '" + topic + "'");
   }
   if (!batch) {
     OutgoingMessage& m = messages.front();
@@ -154,17 +179,6 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
     // read), so a UNIQ_KEY here would give the whole batch one message id.
     attempt->properties = encodeProperties({{kPropWait, "true"}});
     attempt->body = encodeBatchBody(messages);
-  }
-  FERRY_ASSIGN_OR_RETURN(attempt->route, client_.queryRoute(topic));
-  attempt->queues = attempt->route.publishQueues();
-  if (attempt->queues.empty() && selection.kind != QueueSelection::Kind::kExplicit) {
-    return Status::unavailable("rocketmq send: topic '" + topic + "' has no writable queue");
-  }
-  attempt->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
-  attempt->epoch = epoch_.load();
-  if (!pickQueue(*attempt, {})) {
-    return Status::notFound("rocketmq send: broker '" + selection.brokerName +
-                            "' does not host topic '" + topic + "'");
   }
   return attempt;
 }
@@ -238,14 +252,14 @@ void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<Remot
             r.status().code() == StatusCode::kTimeout;
   }
   if (retry && a->epoch != epoch_.load()) {
-    a->callback(error.withContext("not retried: abandoned"));  // abandonRetries() since it was prepared
+    finish(*a, error.withContext("not retried: abandoned"));  // abandonRetries() since it was prepared
     return;
   }
   if (busy) {
     const std::int64_t now = core::nowMs();
     if (a->busySinceMs < 0) a->busySinceMs = now;
     if (now - a->busySinceMs >= options_.busyRetryMs) {
-      a->callback(error.withContext("still busy after " + std::to_string(a->busyAnswers) +
+      finish(*a, error.withContext("still busy after " + std::to_string(a->busyAnswers) +
                                     " answer(s) over " + std::to_string(now - a->busySinceMs) + " ms"));
       return;
     }
@@ -256,7 +270,7 @@ void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<Remot
     pickQueue(*a, a->queue.brokerName);
     client_.runAfter(std::chrono::milliseconds(base / 2 + jitter), [this, a, error] {
       if (a->epoch != epoch_.load()) {
-        a->callback(error.withContext("not retried: abandoned"));
+        finish(*a, error.withContext("not retried: abandoned"));
         return;
       }
       run(a);
@@ -264,7 +278,7 @@ void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<Remot
     return;
   }
   if (!retry || a->attemptsLeft <= 0) {
-    a->callback(std::move(error));
+    finish(*a, std::move(error));
     return;
   }
   --a->attemptsLeft;
@@ -275,7 +289,7 @@ void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<Remot
 void Producer::run(std::shared_ptr<Attempt> a) {
   auto addr = a->route.masterAddress(a->queue.brokerName);
   if (!addr) {
-    a->callback(Status::unavailable("rocketmq send: broker '" + a->queue.brokerName +
+    finish(*a, Status::unavailable("rocketmq send: broker '" + a->queue.brokerName +
                                     "' has no master in the route of '" + a->topic + "'"));
     return;
   }
@@ -307,7 +321,7 @@ void Producer::run(std::shared_ptr<Attempt> a) {
       out.queueOffset = r->extInt("queueOffset").value_or(-1);
       out.msgId = a->msgId;
       out.offsetMsgId = r->ext("msgId").value_or("");
-      a->callback(std::move(out));
+      finish(*a, std::move(out));
       return;
     }
     retryOrFail(a, r);
@@ -321,7 +335,7 @@ void Producer::runSplit(std::shared_ptr<Attempt> a, const std::string& addr) {
   if (a->parts.empty()) {
     auto parts = decodeBatchBody(a->body);
     if (!parts.isOk()) {
-      a->callback(parts.status().withContext("rocketmq send: splitting a batch"));
+      finish(*a, parts.status().withContext("rocketmq send: splitting a batch"));
       return;
     }
     a->parts = std::move(parts).value();
@@ -345,7 +359,7 @@ void Producer::runSplit(std::shared_ptr<Attempt> a, const std::string& addr) {
       out.offsetMsgId += r->ext("msgId").value_or("");
       out.queueOffsets.push_back(r->extInt("queueOffset").value_or(-1));
       if (++a->partsDone == a->parts.size()) {
-        a->callback(std::move(out));
+        finish(*a, std::move(out));
         return;
       }
       runSplit(a, addr);
@@ -359,7 +373,7 @@ void Producer::sendAsync(OutgoingMessage message, const QueueSelection& selectio
                          SendCallback callback) {
   std::vector<OutgoingMessage> one;
   one.push_back(std::move(message));
-  auto a = prepare(std::move(one), selection, false);
+  auto a = prepare(one, selection, false);
   if (!a.isOk()) {
     callback(a.status());
     return;
@@ -370,13 +384,56 @@ void Producer::sendAsync(OutgoingMessage message, const QueueSelection& selectio
 
 void Producer::sendBatchAsync(std::vector<OutgoingMessage> messages,
                               const QueueSelection& selection, SendCallback callback) {
-  auto a = prepare(std::move(messages), selection, true);
+  auto a = prepare(messages, selection, true);
   if (!a.isOk()) {
     callback(a.status());
     return;
   }
   (*a)->callback = std::move(callback);
   run(*a);
+}
+
+Result<Producer::PreparedSend> Producer::prepareSend(std::vector<OutgoingMessage>& messages,
+                                                     const QueueSelection& selection) {
+  PreparedSend p;
+  p.count_ = messages.size();
+  FERRY_ASSIGN_OR_RETURN(p.attempt_, prepare(messages, selection, messages.size() > 1));
+  messages.clear();
+  return p;
+}
+
+void Producer::sendPrepared(const PreparedSend& p, SendCallback callback) {
+  const std::shared_ptr<Attempt>& a = p.attempt_;
+  if (!a) {
+    callback(Status::invalidArgument("rocketmq send: an empty PreparedSend"));
+    return;
+  }
+  if (a->attemptsUsed) {
+    // Sent before: a fresh retry budget, the current epoch, and the route as it is now.
+    auto route = client_.queryRoute(a->topic);
+    if (!route.isOk()) {
+      callback(route.status().withContext("rocketmq send: the route of '" + a->topic + "'"));
+      return;
+    }
+    a->route = std::move(route).value();
+    a->queues = a->route.publishQueues();
+    a->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
+    a->epoch = epoch_.load();
+    a->busySinceMs = -1;
+    a->busyAnswers = 0;
+    if (a->queues.empty() && a->selection.kind != QueueSelection::Kind::kExplicit) {
+      callback(Status::unavailable("rocketmq send: topic '" + a->topic + "' has no writable queue"));
+      return;
+    }
+    if (!pickQueue(*a, {})) {
+      callback(Status::notFound("rocketmq send: broker '" + a->selection.brokerName +
+                                "' does not host topic '" + a->topic + "'"));
+      return;
+    }
+  }
+  a->attemptsUsed = true;
+  a->callback = std::move(callback);
+  run(a);
 }
 
 Result<SendResult> Producer::send(OutgoingMessage message, const QueueSelection& selection) {

@@ -99,6 +99,8 @@ class Producer {
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
 
+  struct Attempt;  // one send's encoded request and retry state (producer.cc)
+
   Result<SendResult> send(OutgoingMessage message, const QueueSelection& selection = {});
   // The callback is called exactly once (on the io thread, or on the caller's thread when the
   // route cannot be resolved).
@@ -108,6 +110,28 @@ class Producer {
                                const QueueSelection& selection = {});
   void sendBatchAsync(std::vector<OutgoingMessage> messages, const QueueSelection& selection,
                       SendCallback callback);
+
+  // A send prepared once (message ids given, properties and body encoded) that can be sent again
+  // as it is after a retriable failure: with the same message ids (so a reader can tell a resend
+  // of a stored message), and a batch split for a 4.x broker resumes with its first message not
+  // yet stored. For callers that keep failed sends to resend them later (BatchSender), without
+  // keeping a copy of the messages. More than one message: a batch (as sendBatchAsync).
+  class PreparedSend {
+   public:
+    std::size_t messages() const { return count_; }
+    explicit operator bool() const { return attempt_ != nullptr; }
+
+   private:
+    friend class Producer;
+    std::shared_ptr<Attempt> attempt_;
+    std::size_t count_ = 0;
+  };
+  // Takes `messages` (left empty); when it fails they are left as they were.
+  Result<PreparedSend> prepareSend(std::vector<OutgoingMessage>& messages,
+                                   const QueueSelection& selection = {});
+  // Sends `p` (again: with a fresh retry budget and the route as cached now); `callback` as
+  // sendAsync's. Not while an earlier send of `p` is still waiting for its callback.
+  void sendPrepared(const PreparedSend& p, SendCallback callback);
   // Sends started before this call are not retried any more: an attempt under way still gets
   // its answer (and its callback), but a failed one reports its error instead of trying again.
   // For a worker that lost its lease (nothing of it may reach a broker later, not even a retry
@@ -115,8 +139,8 @@ class Producer {
   void abandonRetries() { epoch_.fetch_add(1); }
 
  private:
-  struct Attempt;
-  Result<std::shared_ptr<Attempt>> prepare(std::vector<OutgoingMessage> messages,
+  // Takes the messages' contents only when it succeeds.
+  Result<std::shared_ptr<Attempt>> prepare(std::vector<OutgoingMessage>& messages,
                                            const QueueSelection& selection, bool batch);
   void run(std::shared_ptr<Attempt> attempt);
   void runSplit(std::shared_ptr<Attempt> attempt, const std::string& address);

@@ -100,7 +100,42 @@ TEST(RocketmqBatchSender, RetriableFailuresMakeTheAnswerRetriableAndFlushResends
   EXPECT_TRUE(sender.flush("RocketMQSink").isOk());
   std::lock_guard lock(fake.mu);
   EXPECT_EQ(fake.nextOffset[1], 5);
-  EXPECT_EQ(fake.sends.size(), 4u);
+  ASSERT_EQ(fake.sends.size(), 4u);
+  // The resend is the batch as first prepared: the same bodies and message ids.
+  auto first = decodeBatchBody(fake.sends[0].body);
+  auto resent = decodeBatchBody(fake.sends[3].body);
+  ASSERT_TRUE(first.isOk() && resent.isOk());
+  ASSERT_EQ(first->size(), 5u);
+  ASSERT_EQ(resent->size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ((*resent)[i].body, std::to_string(i));
+    EXPECT_EQ((*resent)[i].properties.at(kPropUniqKey), (*first)[i].properties.at(kPropUniqKey));
+  }
+}
+
+// A batch refused before it is sent for a reason that passes (the NameServer busy: no route
+// yet) is kept, untouched, and sent by the next flush().
+TEST(RocketmqBatchSender, ARetriableRefusalBeforeSendingKeepsTheMessagesForFlush) {
+  ProducerBroker fake;
+  fake.routeBusy = 1;
+  auto client = clientFor(fake.peer->address());
+  Producer producer(*client, {});
+  connectors::rmq::BatchSender sender(producer, false, 1000);
+  sender.send(batch(0, 3));
+  std::atomic<int> calls{0};
+  Status s = flushAsync(sender, calls);
+  EXPECT_TRUE(s.isRetriable()) << s.toString();
+  {
+    std::lock_guard lock(fake.mu);
+    EXPECT_TRUE(fake.sends.empty());
+  }
+  ASSERT_TRUE(sender.flush("RocketMQSink").isOk());
+  std::lock_guard lock(fake.mu);
+  ASSERT_EQ(fake.sends.size(), 1u);
+  auto sent = decodeBatchBody(fake.sends[0].body);
+  ASSERT_TRUE(sent.isOk());
+  ASSERT_EQ(sent->size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ((*sent)[i].body, std::to_string(i));
 }
 
 }  // namespace

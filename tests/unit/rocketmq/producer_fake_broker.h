@@ -28,6 +28,7 @@ struct ProducerBroker {
   std::vector<std::chrono::steady_clock::time_point> sendTimes;  // when each of `sends` came
   std::map<std::int32_t, std::int64_t> nextOffset;
   int busyAnswers = 0;  // answer this many sends with SYSTEM_BUSY first
+  int routeBusy = 0;    // answer this many route queries with SYSTEM_BUSY first
   std::int32_t version = kVersion;  // the `version` of every answer (the broker's MQVersion)
   int probes = 0;                   // GET_BROKER_RUNTIME_INFO requests seen
   // When set, every send is answered with this code and remark (an ACL refusal, say).
@@ -51,6 +52,11 @@ struct ProducerBroker {
       conn.version = version;
       const std::string self = peer->address();
       if (r.code == kCodeGetBrokerRuntimeInfo) ++probes;
+      if (r.code == kCodeGetRouteInfoByTopic && routeBusy > 0) {
+        --routeBusy;
+        conn.reply(r, 2);
+        return;
+      }
       if (r.code == kCodeGetRouteInfoByTopic) {
         conn.reply(r, 0,
                    R"({"brokerDatas":[{"brokerAddrs":{0:")" + self +
