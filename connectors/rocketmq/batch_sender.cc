@@ -16,14 +16,7 @@ void BatchSender::send(Batch p) {
       // Refused before any send (an oversize body, no route yet): as a failed send. A retriable
       // refusal keeps the messages (untouched) for flush() to send again.
       std::lock_guard lock(shared->mu);
-      const Status& s = prepared.status();
-      if (s.isRetriable()) {
-        if (shared->retry.empty()) shared->retryError = s;
-        if (ordered_) shared->retryKeys.insert(p.orderKey);
-        shared->retry.push_back(std::move(p));
-      } else if (shared->fatal.isOk()) {
-        shared->fatal = s;
-      }
+      shared->failedLocked(std::move(p), prepared.status(), ordered_);
       return;
     }
     p.prepared = std::move(prepared).value();
@@ -65,16 +58,7 @@ void BatchSender::send(Batch p) {
       auto it = shared->keysInFlight.find(p.orderKey);
       if (it != shared->keysInFlight.end() && --it->second <= 0) shared->keysInFlight.erase(it);
     }
-    if (!r.isOk()) {
-      const Status& s = r.status();
-      if (s.isRetriable()) {
-        if (shared->retry.empty()) shared->retryError = s;
-        if (ordered) shared->retryKeys.insert(p.orderKey);
-        shared->retry.push_back(std::move(p));
-      } else if (shared->fatal.isOk()) {
-        shared->fatal = s;
-      }
-    }
+    if (!r.isOk()) shared->failedLocked(std::move(p), r.status(), ordered);
     shared->inFlight -= n;
     shared->epochs.ended(epoch);
     waiter = shared->takeWaiterIfDoneLocked(answer);
@@ -83,6 +67,16 @@ void BatchSender::send(Batch p) {
     if (waiter) waiter(std::move(answer));
   };
   producer_.sendPrepared(prepared, std::move(done));
+}
+
+void BatchSender::Shared::failedLocked(Batch&& batch, const Status& s, bool ordered) {
+  if (!s.isRetriable()) {
+    if (fatal.isOk()) fatal = s;
+    return;
+  }
+  if (retry.empty()) retryError = s;
+  if (ordered) retryKeys.insert(batch.orderKey);
+  retry.push_back(std::move(batch));
 }
 
 core::FlushEpochs::Callback BatchSender::Shared::takeWaiterIfDoneLocked(Status& result) {

@@ -76,6 +76,8 @@ class BatchSender {
     // The waiting flushAsync callback to call (outside the lock) with `result`, if nothing it
     // waits for is in flight.
     core::FlushEpochs::Callback takeWaiterIfDoneLocked(Status& result);
+    // A batch that failed with `s`: kept for flush() when `s` is retriable, else `s` is fatal.
+    void failedLocked(Batch&& batch, const Status& s, bool ordered);
   };
 
   rocketmq::Producer& producer_;

@@ -42,6 +42,15 @@ Status flushAsync(connectors::rmq::BatchSender& sender, std::atomic<int>& calls)
   return f.get();
 }
 
+// Sends batch(0, n), then answers flushAsync's Status.
+Status sendThenFlushAsync(connectors::rmq::BatchSender& sender, int n) {
+  sender.send(batch(0, n));
+  std::atomic<int> calls{0};
+  Status s = flushAsync(sender, calls);
+  EXPECT_EQ(calls.load(), 1);
+  return s;
+}
+
 TEST(RocketmqBatchSender, FlushAsyncAnswersOnceEveryEarlierBatchWasAnswered) {
   ProducerBroker fake;
   auto client = clientFor(fake.peer->address());
@@ -76,9 +85,7 @@ TEST(RocketmqBatchSender, FlushAsyncAnswersTheFirstNonRetriableFailure) {
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   connectors::rmq::BatchSender sender(producer, false, 1000);
-  sender.send(batch(0, 3));
-  std::atomic<int> calls{0};
-  Status s = flushAsync(sender, calls);
+  Status s = sendThenFlushAsync(sender, 3);
   EXPECT_FALSE(s.isOk());
   EXPECT_FALSE(s.isRetriable()) << s.toString();
   EXPECT_NE(s.toString().find("RocketMQSink"), std::string::npos) << s.toString();
@@ -92,9 +99,7 @@ TEST(RocketmqBatchSender, RetriableFailuresMakeTheAnswerRetriableAndFlushResends
   o.busyRetryMs = 0;  // busy answers as ordinary retries: the third fails the send
   Producer producer(*client, o);
   connectors::rmq::BatchSender sender(producer, false, 1000);
-  sender.send(batch(0, 5));
-  std::atomic<int> calls{0};
-  Status s = flushAsync(sender, calls);
+  Status s = sendThenFlushAsync(sender, 5);
   EXPECT_TRUE(s.isRetriable()) << s.toString();
   // What the runtime does next: flush(), which sends the kept batch again (the broker accepts now).
   EXPECT_TRUE(sender.flush("RocketMQSink").isOk());
@@ -121,9 +126,7 @@ TEST(RocketmqBatchSender, ARetriableRefusalBeforeSendingKeepsTheMessagesForFlush
   auto client = clientFor(fake.peer->address());
   Producer producer(*client, {});
   connectors::rmq::BatchSender sender(producer, false, 1000);
-  sender.send(batch(0, 3));
-  std::atomic<int> calls{0};
-  Status s = flushAsync(sender, calls);
+  Status s = sendThenFlushAsync(sender, 3);
   EXPECT_TRUE(s.isRetriable()) << s.toString();
   {
     std::lock_guard lock(fake.mu);

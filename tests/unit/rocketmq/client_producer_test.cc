@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -146,14 +147,24 @@ TEST(RocketmqProducer, GivesUpAfterRetries) {
 
 // A busy broker (flow control: nothing stored) is given time: each retry waits longer than the
 // one before (10 ms doubling, ±50 %), and busy answers do not use up `retries`.
-TEST(RocketmqProducer, BusyAnswersAreRetriedAfterGrowingPausesWithoutUsingRetries) {
+// A broker answering its first `busy` sends with SYSTEM_BUSY, and a producer with `o`.
+struct BusyBroker {
+  BusyBroker(int busy, ProducerOptions o) {
+    fake.busyAnswers = busy;
+    client = clientFor(fake.peer->address());
+    producer = std::make_unique<Producer>(*client, std::move(o));
+  }
   ProducerBroker fake;
-  fake.busyAnswers = 5;
-  auto client = clientFor(fake.peer->address());
+  std::unique_ptr<RocketmqClient> client;
+  std::unique_ptr<Producer> producer;
+};
+
+TEST(RocketmqProducer, BusyAnswersAreRetriedAfterGrowingPausesWithoutUsingRetries) {
   ProducerOptions o;
   o.retries = 0;
-  Producer producer(*client, o);
-  auto r = producer.send(message("busy for a while"));
+  BusyBroker b(5, o);
+  auto& fake = b.fake;
+  auto r = b.producer->send(message("busy for a while"));
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   std::lock_guard lock(fake.mu);
   ASSERT_EQ(fake.sends.size(), 6u);
@@ -164,14 +175,12 @@ TEST(RocketmqProducer, BusyAnswersAreRetriedAfterGrowingPausesWithoutUsingRetrie
 }
 
 TEST(RocketmqProducer, AlwaysBusyFailsAfterBusyRetryMs) {
-  ProducerBroker fake;
-  fake.busyAnswers = 1000000;
-  auto client = clientFor(fake.peer->address());
   ProducerOptions o;
   o.busyRetryMs = 300;
-  Producer producer(*client, o);
+  BusyBroker b(1000000, o);
+  auto& fake = b.fake;
   const auto start = std::chrono::steady_clock::now();
-  auto r = producer.send(message("never stored"));
+  auto r = b.producer->send(message("never stored"));
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(r.isOk());
   EXPECT_TRUE(r.status().isRetriable()) << r.status().toString();
@@ -185,10 +194,10 @@ TEST(RocketmqProducer, AlwaysBusyFailsAfterBusyRetryMs) {
 // abandonRetries() while a busy send waits for its next try: it fails as abandoned and is not
 // sent again.
 TEST(RocketmqProducer, AbandonedWhileWaitingOutABusyBrokerIsNotSentAgain) {
-  ProducerBroker fake;
-  fake.busyAnswers = 1000000;
-  auto client = clientFor(fake.peer->address());
-  Producer producer(*client, {});
+  BusyBroker b(1000000, {});
+  auto& fake = b.fake;
+  auto& client = b.client;
+  Producer& producer = *b.producer;
   auto answered = std::make_shared<std::promise<Result<SendResult>>>();
   producer.sendAsync(message("busy"), {},
                      [answered](Result<SendResult> r) { answered->set_value(std::move(r)); });
