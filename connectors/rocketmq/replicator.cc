@@ -312,8 +312,8 @@ std::pair<int, int> ReplicatorSourceTask::queueIndex(const rocketmq::MessageQueu
   return {q.queueId, q.queueId + 1};  // best effort: the queue id
 }
 
-bool ReplicatorSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& out) {
-  const rocketmq::StoredMessage& sm = m.message;
+bool ReplicatorSourceTask::toRecord(rocketmq::PulledMessage& m, Record& out) {
+  rocketmq::StoredMessage& sm = m.message;
   // Heartbeats written before this task started are stale (a new group reads the topic from its
   // start): they would only distort the latency measure.
   if (sm.topic == heartbeatTopic_ && sm.bornTimestamp < startedMs_) return false;
@@ -325,7 +325,7 @@ bool ReplicatorSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& ou
   const rocketmq::MessageQueue q = m.queue();
   const auto [index, count] = queueIndex(q);
   out.topic = repl::renameTopic(renameFormat_, sm.topic, sourceAlias_);
-  out.value = Bytes(sm.body);
+  out.value = Bytes(std::move(sm.body));
   if (auto k = sm.properties.find("KEYS"); k != sm.properties.end()) out.key = Bytes(k->second);
   out.timestampMs = sm.bornTimestamp;
   out.receivedNs = m.receivedNs;

@@ -94,7 +94,7 @@ class ReplicatorSourceTask final : public RocketMQSourceTask {
  protected:
   Status setup(const StringMap& config, SourceTaskContext& context, rocketmq::ClientOptions& client,
                rocketmq::ConsumerOptions& consumer) override;
-  bool toRecord(const rocketmq::PulledMessage& message, Record& out) override;
+  bool toRecord(rocketmq::PulledMessage& message, Record& out) override;
 
  private:
   // (index in the topic's queue order, queue count) of a source queue.

@@ -80,13 +80,13 @@ bool isSystemProperty(std::string_view name) {
   return false;
 }
 
-Record recordFromMessage(const rocketmq::StoredMessage& message, const std::string& brokerName,
+Record recordFromMessage(rocketmq::StoredMessage& message, const std::string& brokerName,
                          const SourceOptions& options) {
   Record r;
   r.topic = options.targetTopic.empty() ? message.topic : options.targetTopic;
-  r.value = Bytes(message.body);
+  r.value = Bytes(std::move(message.body));
   r.timestampMs = message.bornTimestamp > 0 ? message.bornTimestamp : message.storeTimestamp;
-  std::string msgId = message.offsetMsgId;
+  std::string_view msgId = message.offsetMsgId;
   r.headers.reserve(message.properties.size() + 2);
   for (const auto& [name, value] : message.properties) {
     if (name == rocketmq::kPropTags) {
@@ -100,7 +100,7 @@ Record recordFromMessage(const rocketmq::StoredMessage& message, const std::stri
       r.headers.add(name, std::string_view(value));
     }
   }
-  if (!msgId.empty()) r.headers.add(kHeaderMsgId, std::string_view(msgId));
+  if (!msgId.empty()) r.headers.add(kHeaderMsgId, msgId);
   // Written to another backbone topic: keep the RocketMQ topic for what runs after (bridge rules).
   if (r.topic != message.topic) r.headers.add(kHeaderTopic, std::string_view(message.topic));
   r.position.partition = queuePartition({message.topic, brokerName, message.queueId});

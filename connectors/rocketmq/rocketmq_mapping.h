@@ -35,8 +35,8 @@ struct SourceOptions {
 
 // The source record for `message` pulled from `brokerName`: value = body, headers = user
 // properties plus rocketmq.tags/keys/msgId, timestamp = born timestamp, position = the queue and
-// the next offset (queueOffset + 1).
-Record recordFromMessage(const rocketmq::StoredMessage& message, const std::string& brokerName,
+// the next offset (queueOffset + 1). The body is moved out of `message`.
+Record recordFromMessage(rocketmq::StoredMessage& message, const std::string& brokerName,
                          const SourceOptions& options);
 
 // Position partition of a queue, and back (nullopt when the map is not one of ours).

@@ -93,7 +93,7 @@ Status RocketMQSourceTask::setup(const StringMap& config, SourceTaskContext& con
   return Status::ok();
 }
 
-bool RocketMQSourceTask::toRecord(const rocketmq::PulledMessage& m, Record& out) {
+bool RocketMQSourceTask::toRecord(rocketmq::PulledMessage& m, Record& out) {
   out = rmq::recordFromMessage(m.message, m.brokerName, options_);
   out.receivedNs = m.receivedNs;
   return true;
@@ -130,16 +130,26 @@ Result<std::size_t> RocketMQSourceTask::poll(std::vector<Record>& out, std::size
   FERRY_ASSIGN_OR_RETURN(auto messages, consumer_->poll(maxRecords, maxWait));
   out.reserve(out.size() + messages.size());
   std::size_t n = 0;
-  for (const rocketmq::PulledMessage& m : messages) {
-    const rocketmq::MessageQueue q = m.queue();
+  // Messages come in runs of one queue: its lastPolled_ entry is looked up once per run.
+  std::int64_t* lastOfQueue = nullptr;
+  const rocketmq::PulledMessage* runOf = nullptr;
+  for (rocketmq::PulledMessage& m : messages) {
+    if (runOf == nullptr || m.message.queueId != runOf->message.queueId ||
+        m.brokerName != runOf->brokerName || m.message.topic != runOf->message.topic) {
+      lastOfQueue = nullptr;
+      runOf = &m;
+    }
     const std::int64_t next = m.message.queueOffset + 1;
     Record r;
     if (toRecord(m, r)) {
       out.push_back(std::move(r));
-      lastPolled_[q] = next;
+      if (lastOfQueue == nullptr) lastOfQueue = &lastPolled_[m.queue()];
+      *lastOfQueue = next;
       ++n;
       continue;
     }
+    const rocketmq::MessageQueue q = m.queue();
+    lastOfQueue = nullptr;  // the skip logic below may touch lastPolled_
     // Skipped: safe as soon as every record polled before it is.
     auto lp = lastPolled_.find(q);
     auto sf = safe_.find(q);

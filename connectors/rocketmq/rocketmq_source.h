@@ -77,8 +77,8 @@ class RocketMQSourceTask : public SourceTask, public rocketmq::RebalanceListener
   virtual Status setup(const StringMap& config, SourceTaskContext& context,
                        rocketmq::ClientOptions& client, rocketmq::ConsumerOptions& consumer);
   // The record for a pulled message; false skips the message (its offset is still committed once
-  // every record polled before it is safe).
-  virtual bool toRecord(const rocketmq::PulledMessage& message, Record& out);
+  // every record polled before it is safe). It may move the message's body into the record.
+  virtual bool toRecord(rocketmq::PulledMessage& message, Record& out);
   rocketmq::RocketmqClient* client() { return client_.get(); }
   std::shared_ptr<spdlog::logger> log_;
 
