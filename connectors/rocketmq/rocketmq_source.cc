@@ -130,7 +130,8 @@ Result<std::size_t> RocketMQSourceTask::poll(std::vector<Record>& out, std::size
   FERRY_ASSIGN_OR_RETURN(auto messages, consumer_->poll(maxRecords, maxWait));
   out.reserve(out.size() + messages.size());
   std::size_t n = 0;
-  // Messages come in runs of one queue: its lastPolled_ entry is looked up once per run.
+  // Messages come in runs of one queue: its lastPolled_ entry is looked up once per run (a
+  // std::map entry stays where it is while others are added).
   std::int64_t* lastOfQueue = nullptr;
   const rocketmq::PulledMessage* runOf = nullptr;
   for (rocketmq::PulledMessage& m : messages) {
@@ -149,7 +150,6 @@ Result<std::size_t> RocketMQSourceTask::poll(std::vector<Record>& out, std::size
       continue;
     }
     const rocketmq::MessageQueue q = m.queue();
-    lastOfQueue = nullptr;  // the skip logic below may touch lastPolled_
     // Skipped: safe as soon as every record polled before it is.
     auto lp = lastPolled_.find(q);
     auto sf = safe_.find(q);

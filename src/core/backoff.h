@@ -1,7 +1,8 @@
 // The one exponential backoff (initial delay, doubling, capped, reset) and the one retry budget
 // (errors.retry.timeout semantics) of the worker. Every delay that grows after a failure uses
 // these: task calls retried within a task (start, poll, put, backbone resends), the herders'
-// automatic restarts of failed tasks and connectors, and the MQTT and RocketMQ clients' reconnects.
+// automatic restarts of failed tasks and connectors, the MQTT and RocketMQ clients' reconnects,
+// and the RocketMQ producer's pauses for a busy broker.
 //
 // Threading: a Backoff or a RetryBudget belongs to one thread (or is guarded by its owner); they
 // read time only through the Clock they were given, so tests drive them without sleeping.
@@ -54,8 +55,9 @@ class RetryBudget {
  public:
   static constexpr std::int64_t kInitialDelayMs = 100;
 
-  RetryBudget(std::int64_t timeoutMs, std::int64_t delayMaxMs, const Clock& clock = Clock::system())
-      : timeoutMs_(timeoutMs), backoff_(kInitialDelayMs, std::max<std::int64_t>(delayMaxMs, 1)), clock_(&clock) {}
+  RetryBudget(std::int64_t timeoutMs, std::int64_t delayMaxMs, const Clock& clock = Clock::system(),
+              std::int64_t initialDelayMs = kInitialDelayMs)
+      : timeoutMs_(timeoutMs), backoff_(initialDelayMs, std::max<std::int64_t>(delayMaxMs, 1)), clock_(&clock) {}
 
   // A retriable failure happened now. The delay to wait before the next attempt, or nullopt when
   // the budget is spent (the caller fails, naming errors.retry.timeout). The delay never runs past

@@ -3,10 +3,12 @@
 // behave identically for both.
 #include "rocketmq/producer.h"
 
-#include <algorithm>
 #include <future>
+#include <optional>
 #include <random>
+#include <utility>
 
+#include "core/backoff.h"
 #include "core/clock.h"
 #include "core/logging.h"
 
@@ -70,20 +72,21 @@ struct Producer::Attempt {
   MessageQueue queue;
   int attemptsLeft = 0;
   bool attemptsUsed = false;  // sent at least once (sendPrepared() resets the retry state)
-  std::int64_t busySinceMs = -1;  // when the broker first answered SYSTEM_BUSY
-  int busyAnswers = 0;
+  std::optional<core::RetryBudget> busy;  // from the broker's first SYSTEM_BUSY answer
   std::uint64_t epoch = 0;  // Producer::epoch_ when it was prepared
   SendCallback callback;
 };
 
 namespace {
 
+// SYSTEM_BUSY: the pause before the next try grows from 10 ms to 400 ms (ProducerOptions::busyRetryMs).
+constexpr std::int64_t kBusyDelayInitialMs = 10;
+constexpr std::int64_t kBusyDelayMaxMs = 400;
+
 // The callback is dropped once called: it may hold the attempt (a PreparedSend kept for a resend).
-template <typename A, typename R>
-void finish(A& a, R&& result) {
-  SendCallback cb = std::move(a.callback);
-  a.callback = nullptr;
-  cb(std::forward<R>(result));
+void finish(Producer::Attempt& a, Result<SendResult> result) {
+  SendCallback cb = std::exchange(a.callback, nullptr);
+  cb(std::move(result));
 }
 
 }  // namespace
@@ -97,7 +100,7 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
                                                              const QueueSelection& selection,
                                                              bool batch) {
   if (messages.empty()) return Status::invalidArgument("rocketmq send: no message");
-  const std::string topic = messages.front().topic;
+  const std::string& topic = messages.front().topic;
   if (topic.empty()) return Status::invalidArgument("rocketmq send: message without a topic");
   for (const auto& m : messages) {
     if (m.topic != topic) {
@@ -133,17 +136,7 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
     }
   }
   // Everything that can fail comes before `messages` are touched (a caller keeps them to retry).
-  FERRY_ASSIGN_OR_RETURN(attempt->route, client_.queryRoute(topic));
-  attempt->queues = attempt->route.publishQueues();
-  if (attempt->queues.empty() && selection.kind != QueueSelection::Kind::kExplicit) {
-    return Status::unavailable("rocketmq send: topic '" + topic + "' has no writable queue");
-  }
-  attempt->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
-  attempt->epoch = epoch_.load();
-  if (!pickQueue(*attempt, {})) {
-    return Status::notFound("rocketmq send: broker '" + selection.brokerName +
-                            "' does not host topic '" + topic + "'");
-  }
+  FERRY_RETURN_IF_ERROR(route(*attempt));
   if (!batch) {
     OutgoingMessage& m = messages.front();
     auto& props = m.properties;
@@ -181,6 +174,22 @@ Result<std::shared_ptr<Producer::Attempt>> Producer::prepare(std::vector<Outgoin
     attempt->body = encodeBatchBody(messages);
   }
   return attempt;
+}
+
+Status Producer::route(Attempt& a) {
+  FERRY_ASSIGN_OR_RETURN(a.route, client_.queryRoute(a.topic));
+  a.queues = a.route.publishQueues();
+  if (a.queues.empty() && a.selection.kind != QueueSelection::Kind::kExplicit) {
+    return Status::unavailable("rocketmq send: topic '" + a.topic + "' has no writable queue");
+  }
+  a.attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
+  a.busy.reset();
+  a.epoch = epoch_.load();
+  if (!pickQueue(a, {})) {
+    return Status::notFound("rocketmq send: broker '" + a.selection.brokerName +
+                            "' does not host topic '" + a.topic + "'");
+  }
+  return Status::ok();
 }
 
 bool Producer::pickQueue(Attempt& a, const std::string& avoidBroker) {
@@ -256,19 +265,18 @@ void Producer::retryOrFail(const std::shared_ptr<Attempt>& a, const Result<Remot
     return;
   }
   if (busy) {
-    const std::int64_t now = core::nowMs();
-    if (a->busySinceMs < 0) a->busySinceMs = now;
-    if (now - a->busySinceMs >= options_.busyRetryMs) {
-      finish(*a, error.withContext("still busy after " + std::to_string(a->busyAnswers) +
-                                    " answer(s) over " + std::to_string(now - a->busySinceMs) + " ms"));
+    if (!a->busy) a->busy.emplace(options_.busyRetryMs, kBusyDelayMaxMs, core::Clock::system(), kBusyDelayInitialMs);
+    const std::optional<std::int64_t> delay = a->busy->onFailure();
+    if (!delay) {
+      finish(*a, error.withContext("still busy after " + std::to_string(a->busy->retries() + 1) +
+                                   " answer(s) over " + std::to_string(a->busy->failingForMs()) + " ms"));
       return;
     }
-    const int step = std::min(a->busyAnswers++, 6);  // 10 ms doubling to 640, capped at 400
-    const std::int64_t base = std::min<std::int64_t>(std::int64_t{10} << step, 400);
+    // ±50 %, so the sends a busy broker refused together do not all come back together.
     thread_local std::minstd_rand random(std::random_device{}());
-    const std::int64_t jitter = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(base + 1));
+    const std::int64_t jittered = *delay / 2 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(*delay + 1));
     pickQueue(*a, a->queue.brokerName);
-    client_.runAfter(std::chrono::milliseconds(base / 2 + jitter), [this, a, error] {
+    client_.runAfter(std::chrono::milliseconds(jittered), [this, a, error] {
       if (a->epoch != epoch_.load()) {
         finish(*a, error.withContext("not retried: abandoned"));
         return;
@@ -410,24 +418,8 @@ void Producer::sendPrepared(const PreparedSend& p, SendCallback callback) {
   }
   if (a->attemptsUsed) {
     // Sent before: a fresh retry budget, the current epoch, and the route as it is now.
-    auto route = client_.queryRoute(a->topic);
-    if (!route.isOk()) {
-      callback(route.status().withContext("rocketmq send: the route of '" + a->topic + "'"));
-      return;
-    }
-    a->route = std::move(route).value();
-    a->queues = a->route.publishQueues();
-    a->attemptsLeft = options_.retries < 0 ? 0 : options_.retries;
-    a->epoch = epoch_.load();
-    a->busySinceMs = -1;
-    a->busyAnswers = 0;
-    if (a->queues.empty() && a->selection.kind != QueueSelection::Kind::kExplicit) {
-      callback(Status::unavailable("rocketmq send: topic '" + a->topic + "' has no writable queue"));
-      return;
-    }
-    if (!pickQueue(*a, {})) {
-      callback(Status::notFound("rocketmq send: broker '" + a->selection.brokerName +
-                                "' does not host topic '" + a->topic + "'"));
+    if (Status s = route(*a); !s.isOk()) {
+      callback(std::move(s));
       return;
     }
   }

@@ -144,6 +144,8 @@ class Producer {
                                            const QueueSelection& selection, bool batch);
   void run(std::shared_ptr<Attempt> attempt);
   void runSplit(std::shared_ptr<Attempt> attempt, const std::string& address);
+  // The route of a.topic and the first queue, with a fresh retry budget and the current epoch.
+  Status route(Attempt& a);
   // After a failed attempt: runs it again (the queue re-picked; after a pause when the broker
   // was busy), or gives the callback the error.
   void retryOrFail(const std::shared_ptr<Attempt>& attempt, const Result<RemotingCommand>& r);
