@@ -132,8 +132,9 @@ class MqttClient {
   void ack(std::uint64_t token);
   void publish(OutgoingMessage message, PublishCallback done);
   // publish() of each message in order, `done` called once per message: the messages that fit in
-  // the window are queued under one lock with one hand-off to the io thread; it blocks for room
-  // as publish() does. Leaves `messages` empty.
+  // the window are queued under one lock with one hand-off to the io thread. When the window is
+  // full it blocks until a quarter of it (or the rest of the batch) is free, then queues the next
+  // chunk the same way. Leaves `messages` empty.
   void publishBatch(std::vector<OutgoingMessage>& messages, const PublishCallback& done);
   // Blocks until every publish so far completed (or `timeout`); the first failure since the
   // last flush, kTimeout, or ok.

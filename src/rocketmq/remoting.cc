@@ -126,7 +126,7 @@ std::uint32_t readU32At(std::string_view d, std::size_t at) {
 }
 
 void appendHex(std::string& out, std::string_view raw) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr char kHex[] = "0123456789abcdef";
   for (char ch : raw) {
     auto c = static_cast<std::uint8_t>(ch);
     out.push_back(kHex[c >> 4]);
@@ -331,7 +331,101 @@ std::optional<std::int64_t> RemotingCommand::extInt(const std::string& key) cons
 
 // --- headers --------------------------------------------------------------------------------------
 
+namespace {
+
+// True when `s` is ASCII (the plain path escapes it itself; other bytes need UTF-8 checks).
+bool asciiText(std::string_view s) noexcept {
+  for (unsigned char c : s) {
+    if (c >= 0x80) return false;
+  }
+  return true;
+}
+
+void appendJsonInt(std::string& out, std::int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+// A quoted ASCII string, escaped as nlohmann's dump() escapes it.
+void appendJsonText(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the bytes not yet copied
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+}  // namespace
+
+std::optional<std::string> encodeJsonHeaderPlain(const RemotingCommand& cmd) {
+  const bool remark = cmd.remark && !cmd.remark->empty();
+  if (remark && !asciiText(*cmd.remark)) return std::nullopt;
+  std::size_t size = 160;
+  for (const auto& [k, v] : cmd.extFields) {
+    if (!asciiText(k) || !asciiText(v)) return std::nullopt;
+    size += k.size() + v.size() + 6;
+  }
+  if (remark) size += cmd.remark->size();
+  // The keys in nlohmann's (std::map's) order, which is also fastjson's: sorted.
+  std::string out;
+  out.reserve(size);
+  out += "{\"code\":";
+  appendJsonInt(out, cmd.code);
+  if (!cmd.extFields.empty()) {
+    out += ",\"extFields\":{";
+    bool first = true;
+    for (const auto& [k, v] : cmd.extFields) {
+      if (!first) out += ',';
+      first = false;
+      appendJsonText(out, k);
+      out += ':';
+      appendJsonText(out, v);
+    }
+    out += '}';
+  }
+  out += ",\"flag\":";
+  appendJsonInt(out, cmd.flag);
+  out += ",\"language\":";
+  appendJsonText(out, languageName(cmd.language));
+  out += ",\"opaque\":";
+  appendJsonInt(out, cmd.opaque);
+  if (remark) {
+    out += ",\"remark\":";
+    appendJsonText(out, *cmd.remark);
+  }
+  out += ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":";
+  appendJsonInt(out, cmd.version);
+  out += '}';
+  return out;
+}
+
 std::string encodeJsonHeader(const RemotingCommand& cmd) {
+  // Nearly every header is ASCII: written directly, without building a json object.
+  if (auto plain = encodeJsonHeaderPlain(cmd)) return std::move(*plain);
+  return encodeJsonHeaderFull(cmd);
+}
+
+std::string encodeJsonHeaderFull(const RemotingCommand& cmd) {
   try {
     json j = json::object();  // std::map-backed: keys come out sorted, as fastjson writes them
     j["code"] = cmd.code;

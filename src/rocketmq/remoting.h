@@ -79,6 +79,11 @@ FrameDecode decodeFrame(std::string_view data);
 
 // Header encodings on their own (exposed for tests and fuzzing).
 std::string encodeJsonHeader(const RemotingCommand& cmd);
+// encodeJsonHeader's two ways: the plain path writes the header directly (escaping as the full
+// one does) when every string in it is ASCII, nullopt otherwise; the full one builds a json
+// object (UTF-8 checks). Where both encode, their bytes are equal (unit test and fuzz target).
+std::optional<std::string> encodeJsonHeaderPlain(const RemotingCommand& cmd);
+std::string encodeJsonHeaderFull(const RemotingCommand& cmd);
 std::string encodeBinaryHeader(const RemotingCommand& cmd);
 Status decodeJsonHeader(std::string_view header, RemotingCommand& out);
 // decodeJsonHeader's fast path: the flat header every broker writes (plain ASCII strings without

@@ -1,6 +1,7 @@
 // Fuzz target: the remoting frame decoder (both header encodings) must never crash, hang or
 // over-read on any bytes from a socket, and whatever it accepts must re-encode (in the same header
-// encoding) to a frame that decodes to the same command.
+// encoding) to a frame that decodes to the same command; the JSON header's fast decoding and plain
+// encoding agree with the full ones.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -40,6 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (d2.state != FrameDecode::State::kOk || d2.consumed != again.size() || d2.type != d.type ||
       !sameCommand(d.command, d2.command)) {
     std::abort();
+  }
+  // The JSON header's plain (direct) encoding is byte for byte the full one wherever it applies.
+  if (auto plain = encodeJsonHeaderPlain(d.command)) {
+    if (*plain != encodeJsonHeaderFull(d.command)) std::abort();
   }
   // A second encoding of an already-normalised command is a fixed point.
   if (encodeFrame(d2.command, d2.type) != again) std::abort();

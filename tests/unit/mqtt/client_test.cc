@@ -683,6 +683,52 @@ TEST(MqttClientTest, PublishBatchKeepsOrderAndWaitsForTheWindow) {
   });
 }
 
+// A full window is refilled in chunks of a quarter of it: with 8 in flight and 12 waiting, one
+// PUBACK lets nothing out (one message per acknowledgement would wake the publishing thread and
+// the io thread once per message); the second lets two out; every message still goes out once,
+// in order.
+TEST(MqttClientTest, PublishBatchRefillsAFullWindowInChunks) {
+  FakeBroker b;
+  auto o = optionsFor(b);
+  o.maxInflight = 8;
+  Results r;
+  MqttClient c(o);
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 20; ++i) batch.push_back(OutgoingMessage{"o/c", std::to_string(i), 1, false, {}});
+  std::thread t([&] { c.publishBatch(batch, r.callback()); });
+  CloseAndJoin guard{c, t};
+  std::vector<Packet> sent;
+  for (int i = 0; i < 8; ++i) {
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p);
+    sent.push_back(*p);
+  }
+  EXPECT_TRUE(b.nothingWithin(100ms));
+  b.answer(PacketType::kPuback, sent[0].packetId);
+  EXPECT_TRUE(b.nothingWithin(200ms)) << "a single free slot was refilled at once";
+  b.answer(PacketType::kPuback, sent[1].packetId);
+  for (int i = 0; i < 2; ++i) {
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p);
+    sent.push_back(*p);
+  }
+  EXPECT_TRUE(b.nothingWithin(100ms));
+  // Acknowledge everything as it comes: the rest goes out.
+  std::size_t acked = 2;
+  while (sent.size() < 20) {
+    while (acked < sent.size()) b.answer(PacketType::kPuback, sent[acked++].packetId);
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p) << sent.size() << " of 20 sent";
+    sent.push_back(*p);
+  }
+  while (acked < sent.size()) b.answer(PacketType::kPuback, sent[acked++].packetId);
+  t.join();
+  ASSERT_EQ(sent.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].payload, std::to_string(i));
+  ASSERT_TRUE(r.waitFor(20));
+}
+
 TEST(MqttClientTest, KeepAlivePingsAndReconnectsWithoutPingresp) {
   FakeBroker b;
   auto o = optionsFor(b);

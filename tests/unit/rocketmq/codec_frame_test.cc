@@ -1,6 +1,7 @@
 // Frames and both header encodings (spec §1.2-§1.5, Appendix A.1/A.2, Appendix C items 1-2).
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 #include "rocketmq/remoting.h"
@@ -247,6 +248,47 @@ TEST(CodecJsonHeader, ControlCharactersAreEscaped) {
   ASSERT_TRUE(decodeJsonHeader(header, out).isOk());
   EXPECT_EQ(out.extFields, c.extFields);
   EXPECT_EQ(out.remark, c.remark);
+}
+
+// The plain path (direct writing) and the full one (a json object) give the same bytes for every
+// ASCII header: every control character, quotes, backslashes, DEL, empty strings, a remark or none.
+TEST(CodecJsonHeader, PlainAndFullEncodingsAgreeOnAsciiHeaders) {
+  std::mt19937 rng(1234);
+  auto text = [&](std::size_t max) {
+    std::string s(rng() % (max + 1), ' ');
+    for (char& ch : s) ch = static_cast<char>(rng() % 0x80);
+    return s;
+  };
+  for (int i = 0; i < 2000; ++i) {
+    RemotingCommand c;
+    c.code = static_cast<std::int32_t>(rng()) - (1 << 30);
+    c.language = static_cast<std::int32_t>(rng() % 20) - 2;
+    c.version = static_cast<std::int32_t>(rng() % 1000);
+    c.opaque = static_cast<std::int32_t>(rng());
+    c.flag = static_cast<std::int32_t>(rng() % 4);
+    if (rng() % 3 != 0) c.remark = text(12);
+    for (std::size_t n = rng() % 6; n > 0; --n) c.extFields[text(6)] = text(40);
+    auto plain = encodeJsonHeaderPlain(c);
+    ASSERT_TRUE(plain.has_value());
+    ASSERT_EQ(*plain, encodeJsonHeaderFull(c)) << i;
+  }
+  RemotingCommand send;  // a real send header: properties separated by \x01 and \x02
+  send.code = 310;
+  send.extFields["a"] = "ProducerGroup";
+  send.extFields["i"] = "TAGS\x01TagA\x02UNIQ_KEY\x01" "AC11\x02\x7f";
+  EXPECT_EQ(encodeJsonHeader(send), encodeJsonHeaderFull(send));
+}
+
+// Anything beyond ASCII takes the full path (UTF-8 kept, invalid sequences replaced).
+TEST(CodecJsonHeader, NonAsciiTakesTheFullPath) {
+  RemotingCommand c;
+  c.extFields["k"] = "caf\xc3\xa9";
+  EXPECT_FALSE(encodeJsonHeaderPlain(c).has_value());
+  EXPECT_NE(encodeJsonHeader(c).find("caf\xc3\xa9"), std::string::npos);
+  RemotingCommand bad;
+  bad.remark = "x\xff";
+  EXPECT_FALSE(encodeJsonHeaderPlain(bad).has_value());
+  EXPECT_NE(encodeJsonHeader(bad).find("x\xef\xbf\xbd"), std::string::npos);  // U+FFFD
 }
 
 TEST(CodecJsonHeader, LenientInput) {
