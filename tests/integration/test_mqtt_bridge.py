@@ -159,6 +159,22 @@ def subscriber_failed(what, out, err, count):
             f"missing {sum(b - a + 1 for a, b in missing)} in {len(missing)} runs: {missing[:10]}")
 
 
+def task_counters(w, connector):
+    """The connector's status and its task metrics (records in/out, in flight, commits, retries,
+    errors) as /metrics gives them, for a failure message."""
+    status, body = w.rest("GET", f"/connectors/{connector}/status")
+    lines = []
+    code, text = w.rest("GET", "/metrics")
+    for line in str(text).splitlines():
+        if f'connector="{connector}"' in line and any(k in line for k in (
+                "records_in_total", "records_out_total", "inflight_records", "commits_total",
+                "retries_total", "errors_total", "records_dropped_total")):
+            lines.append(line)
+    if code != 200:
+        lines.append(f"/metrics answered {code}")
+    return f"status {status} {json.dumps(body)[:600]}; " + "; ".join(lines)
+
+
 def check_up(rows, run_id, count, what):
     seqs = {}
     for m in rows:
@@ -281,6 +297,9 @@ def main():
             print(f"(2) mosquitto restarted at {time.time() - t0:.1f} s", flush=True)
     out, err = sub.communicate(timeout=900)
     stalls("(2)", err)
+    if sub.returncode != 0:
+        # Which side stopped: ferry (records in/out, in flight, its status) or after it.
+        print(f"(2) ferry's view after the subscriber gave up: {task_counters(w, dn)}", flush=True)
     assert sub.returncode == 0, subscriber_failed("(2)", out, err, COUNT)
     rows = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
     dups = check_down(rows, dn_topic, COUNT, "(2)")
