@@ -126,7 +126,7 @@ std::uint32_t readU32At(std::string_view d, std::size_t at) {
 }
 
 void appendHex(std::string& out, std::string_view raw) {
-  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789ABCDEF";
   for (char ch : raw) {
     auto c = static_cast<std::uint8_t>(ch);
     out.push_back(kHex[c >> 4]);

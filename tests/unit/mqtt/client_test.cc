@@ -593,16 +593,18 @@ struct CloseAndJoin {
   }
 };
 
-// Runs `body` with a client connected to a fake broker, its window 2 publishes wide.
-void withWindowOfTwo(const std::function<void(FakeBroker&, MqttClient&, Results&)>& body) {
+// Runs `body` with a client connected to a fake broker, its window `window` publishes wide.
+void withWindow(std::size_t window, const std::function<void(FakeBroker&, MqttClient&, Results&)>& body) {
   FakeBroker b;
   auto o = optionsFor(b);
-  o.maxInflight = 2;
+  o.maxInflight = window;
   Results r;
   MqttClient c(o);
   ASSERT_TRUE(connectWith(c, b).isOk());
   body(b, c, r);
 }
+
+void withWindowOfTwo(const std::function<void(FakeBroker&, MqttClient&, Results&)>& body) { withWindow(2, body); }
 
 // With a window of 2, `publishAll` (run on a thread of its own) publishes "1", "2" and "3": the
 // third waits for a PUBACK, then goes out under an id not in use.
@@ -688,45 +690,41 @@ TEST(MqttClientTest, PublishBatchKeepsOrderAndWaitsForTheWindow) {
 // the io thread once per message); the second lets two out; every message still goes out once,
 // in order.
 TEST(MqttClientTest, PublishBatchRefillsAFullWindowInChunks) {
-  FakeBroker b;
-  auto o = optionsFor(b);
-  o.maxInflight = 8;
-  Results r;
-  MqttClient c(o);
-  ASSERT_TRUE(connectWith(c, b).isOk());
-  std::vector<OutgoingMessage> batch;
-  for (int i = 0; i < 20; ++i) batch.push_back(OutgoingMessage{"o/c", std::to_string(i), 1, false, {}});
-  std::thread t([&] { c.publishBatch(batch, r.callback()); });
-  CloseAndJoin guard{c, t};
-  std::vector<Packet> sent;
-  for (int i = 0; i < 8; ++i) {
-    auto p = b.nextNonPing();
-    ASSERT_TRUE(p);
-    sent.push_back(*p);
-  }
-  EXPECT_TRUE(b.nothingWithin(100ms));
-  b.answer(PacketType::kPuback, sent[0].packetId);
-  EXPECT_TRUE(b.nothingWithin(200ms)) << "a single free slot was refilled at once";
-  b.answer(PacketType::kPuback, sent[1].packetId);
-  for (int i = 0; i < 2; ++i) {
-    auto p = b.nextNonPing();
-    ASSERT_TRUE(p);
-    sent.push_back(*p);
-  }
-  EXPECT_TRUE(b.nothingWithin(100ms));
-  // Acknowledge everything as it comes: the rest goes out.
-  std::size_t acked = 2;
-  while (sent.size() < 20) {
+  withWindow(8, [](FakeBroker& b, MqttClient& c, Results& r) {
+    std::vector<OutgoingMessage> batch;
+    for (int i = 0; i < 20; ++i) batch.push_back(OutgoingMessage{"o/c", std::to_string(i), 1, false, {}});
+    std::thread t([&] { c.publishBatch(batch, r.callback()); });
+    CloseAndJoin guard{c, t};
+    std::vector<Packet> sent;
+    for (int i = 0; i < 8; ++i) {
+      auto p = b.nextNonPing();
+      ASSERT_TRUE(p);
+      sent.push_back(*p);
+    }
+    EXPECT_TRUE(b.nothingWithin(100ms));
+    b.answer(PacketType::kPuback, sent[0].packetId);
+    EXPECT_TRUE(b.nothingWithin(200ms)) << "a single free slot was refilled at once";
+    b.answer(PacketType::kPuback, sent[1].packetId);
+    for (int i = 0; i < 2; ++i) {
+      auto p = b.nextNonPing();
+      ASSERT_TRUE(p);
+      sent.push_back(*p);
+    }
+    EXPECT_TRUE(b.nothingWithin(100ms));
+    // Acknowledge everything as it comes: the rest goes out.
+    std::size_t acked = 2;
+    while (sent.size() < 20) {
+      while (acked < sent.size()) b.answer(PacketType::kPuback, sent[acked++].packetId);
+      auto p = b.nextNonPing();
+      ASSERT_TRUE(p) << sent.size() << " of 20 sent";
+      sent.push_back(*p);
+    }
     while (acked < sent.size()) b.answer(PacketType::kPuback, sent[acked++].packetId);
-    auto p = b.nextNonPing();
-    ASSERT_TRUE(p) << sent.size() << " of 20 sent";
-    sent.push_back(*p);
-  }
-  while (acked < sent.size()) b.answer(PacketType::kPuback, sent[acked++].packetId);
-  t.join();
-  ASSERT_EQ(sent.size(), 20u);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].payload, std::to_string(i));
-  ASSERT_TRUE(r.waitFor(20));
+    t.join();
+    ASSERT_EQ(sent.size(), 20u);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].payload, std::to_string(i));
+    ASSERT_TRUE(r.waitFor(20));
+  });
 }
 
 TEST(MqttClientTest, KeepAlivePingsAndReconnectsWithoutPingresp) {
