@@ -257,25 +257,20 @@ class MqttClient::Impl {
       if (wake) wakeForPublishes();
       if (i == ms.size()) break;
       OutgoingMessage& m = ms[i];
-      if (m.qos > 2 || m.qos == 0) {  // publish() refuses it, or it has no window to wait for
-        publish(std::move(m), done);
-        ++i;
-        continue;
+      if (m.qos == 1 || m.qos == 2) {
+        // The window is full: wait until a quarter of it (or all that is left of the batch) is
+        // free, so that the rest goes in chunks, not one message per acknowledgement (each a
+        // wake-up of this thread and a hand-off to the io thread).
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] {
+          const std::size_t limit = windowLimitLocked();
+          const std::size_t need = std::min(ms.size() - i, std::max<std::size_t>(1, limit / 4));
+          return stopped_ || windowUsed_ + need <= limit;
+        });
+        if (!stopped_) continue;
       }
-      // The window is full: wait until a quarter of it (or all that is left of the batch) is
-      // free, so that the rest goes in chunks, not one message per acknowledgement (each a
-      // wake-up of this thread and a hand-off to the io thread).
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] {
-        const std::size_t limit = windowLimitLocked();
-        const std::size_t need = std::min(ms.size() - i, std::max<std::size_t>(1, limit / 4));
-        return stopped_ || windowUsed_ + need <= limit;
-      });
-      if (stopped_) {
-        lock.unlock();
-        publish(std::move(m), done);  // answers "closed"
-        ++i;
-      }
+      publish(std::move(m), done);  // an invalid QoS or a stopped client: it answers why
+      ++i;
     }
     ms.clear();
   }

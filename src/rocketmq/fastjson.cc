@@ -54,24 +54,6 @@ class Rewriter {
     while (pos_ < in_.size() && !isDelimiter(in_[pos_])) ++pos_;
     return in_.substr(start, pos_ - start);
   }
-  static void appendEscaped(std::string& out, std::string_view raw) {
-    out.push_back('"');
-    for (char ch : raw) {
-      auto c = static_cast<unsigned char>(ch);
-      if (c == '"' || c == '\\') {
-        out.push_back('\\');
-        out.push_back(ch);
-      } else if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out.push_back(ch);
-      }
-    }
-    out.push_back('"');
-  }
-
   // A quoted string ('"' or '\''), written as a strict double-quoted JSON string. Escapes are
   // copied as they are (nlohmann checks them), except `\'` which strict JSON does not have.
   bool string(std::string& out) {
@@ -133,12 +115,12 @@ class Rewriter {
       // Re-serialise compactly so equal keys compare equal whatever the source spacing was.
       auto parsed = core::parseJsonBounded<nlohmann::json>(inner, kStrictLimits);
       if (!parsed.isOk()) return fail("bad object key");
-      appendEscaped(out, parsed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      appendJsonString(out, parsed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       return true;
     }
     std::string_view tok = bareToken();
     if (tok.empty()) return fail("missing key");
-    appendEscaped(out, tok);
+    appendJsonString(out, tok);
     return true;
   }
 
@@ -221,6 +203,33 @@ Result<nlohmann::json> parseFastjson(std::string_view text) {
   auto strict = normalizeFastjson(text);
   if (!strict.isOk()) return strict.status();
   return core::parseJsonBounded<nlohmann::json>(*strict, kStrictLimits);
+}
+
+void appendJsonString(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the bytes not yet copied
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xF];
+    }
+  }
+  out.append(text.data() + run, text.size() - run);
+  out += '"';
 }
 
 }  // namespace ferry::rocketmq

@@ -12,6 +12,7 @@
 // Thread-safety: a pure function.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -25,5 +26,10 @@ Result<nlohmann::json> parseFastjson(std::string_view text);
 
 // The strict-JSON text parseFastjson() hands to nlohmann (exposed for tests).
 Result<std::string> normalizeFastjson(std::string_view text);
+
+// Appends `text` as a quoted JSON string: '"', '\\' and control characters escaped as nlohmann's
+// dump() writes them (\b \f \n \r \t, the others \u00xx), every other byte as it is (the
+// caller answers for UTF-8). Used by the normalizer and by encodeJsonHeader's plain path.
+void appendJsonString(std::string& out, std::string_view text);
 
 }  // namespace ferry::rocketmq

@@ -347,34 +347,6 @@ void appendJsonInt(std::string& out, std::int64_t v) {
   out.append(buf, end);
 }
 
-// A quoted ASCII string, escaped as nlohmann's dump() escapes it.
-void appendJsonText(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t run = 0;  // start of the bytes not yet copied
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0xF];
-    }
-  }
-  out.append(s.data() + run, s.size() - run);
-  out += '"';
-}
-
 }  // namespace
 
 std::optional<std::string> encodeJsonHeaderPlain(const RemotingCommand& cmd) {
@@ -397,21 +369,21 @@ std::optional<std::string> encodeJsonHeaderPlain(const RemotingCommand& cmd) {
     for (const auto& [k, v] : cmd.extFields) {
       if (!first) out += ',';
       first = false;
-      appendJsonText(out, k);
+      appendJsonString(out, k);
       out += ':';
-      appendJsonText(out, v);
+      appendJsonString(out, v);
     }
     out += '}';
   }
   out += ",\"flag\":";
   appendJsonInt(out, cmd.flag);
   out += ",\"language\":";
-  appendJsonText(out, languageName(cmd.language));
+  appendJsonString(out, languageName(cmd.language));
   out += ",\"opaque\":";
   appendJsonInt(out, cmd.opaque);
   if (remark) {
     out += ",\"remark\":";
-    appendJsonText(out, *cmd.remark);
+    appendJsonString(out, *cmd.remark);
   }
   out += ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":";
   appendJsonInt(out, cmd.version);
