@@ -17,6 +17,10 @@ starts). Per run, fresh topics and a fresh standalone worker (release `ferry`, e
        cpu_us_per_msg   the worker's user+system CPU over the loop window / N (both hops);
                         mosquitto's and the broker JVM's CPU over the same window beside it
                         (on 2 cores the three compete);
+       blocked_steps    task-loop steps found blocked in a connector call (> 50 ms; each moves its
+                        thread off the shared ones) over the loop window, from
+                        ferry_worker_task_steps_blocked_total; latency_blocked_steps over the
+                        latency window;
      then the latency at a fixed rate (--mqtt-rate, default 2,000/s, for --mqtt-latency-s
      seconds): each publish carries its send time; p50/p99/max from publish to arrival at the
      far MQTT subscriber (MQTT -> ferry -> RocketMQ -> ferry -> MQTT), and the same through
@@ -223,6 +227,22 @@ def latency_buckets(w):
     return out
 
 
+def blocked_steps(w):
+    """ferry_worker_task_steps_blocked_total: task-loop steps found blocked in a connector call."""
+    status, text = w.rest("GET", "/metrics")
+    if status != 200:
+        raise RuntimeError(f"/metrics answered {status}")
+    text = text if isinstance(text, str) else text.decode()
+    for line in text.splitlines():
+        if line.startswith("ferry_worker_task_steps_blocked_total"):
+            return float(line.rsplit(" ", 1)[1])
+    return None  # a worker from before the counter existed
+
+
+def steps_between(before, after):
+    return None if before is None or after is None else int(after - before)
+
+
 def share_quantile(before, after, q):
     """The upper bound (ms) of the bucket holding quantile q of what was observed between two
     latency_buckets() readings of one connector; None when nothing was."""
@@ -251,6 +271,7 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
             perf = subprocess.Popen(["perf", "record", *os.environ.get("FERRY_BENCH_PERF_ARGS", "-g").split(), "-o", f"{os.environ['FERRY_BENCH_PERF']}.{mode}",
                                      "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
+        blocked0 = blocked_steps(w)
         cpu0 = rrep.cpu_s(pid)
         threads0 = thread_ticks(pid)
         ext = others()
@@ -272,7 +293,8 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
             perf.wait(timeout=120)
         out = {"up_msgs_per_s": round(n / (up_end - t0)),
                "loop_msgs_per_s": round(n / (s["last_us"] / 1e6 - t0)),
-               "cpu_us_per_msg": round(cpu * 1e6 / n, 2), "cpu_us_per_msg_by_thread": per_thread}
+               "cpu_us_per_msg": round(cpu * 1e6 / n, 2), "cpu_us_per_msg_by_thread": per_thread,
+               "blocked_steps": steps_between(blocked0, blocked_steps(w))}
         for k, v in ext.items():
             out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
@@ -281,13 +303,15 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
         m = rate_latency * latency_s
         sub = subscriber(f"bout{run2}/#", m)
         hist0 = latency_buckets(w)
+        blocked1 = blocked_steps(w)
         pub = publisher(f"bin{run2}", m, rate=rate_latency, topics=10, stamp=True)
         finish(pub, "latency publisher")
         s = finish(sub, "latency subscriber")
         hist1 = latency_buckets(w)
         out.update({"latency_rate": rate_latency, "latency_n": s["lat_n"], "p50_ms": s["lat_p50_us"] / 1000,
                     "p99_ms": s["lat_p99_us"] / 1000, "max_ms": s["lat_max_us"] / 1000,
-                    "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1)})
+                    "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1),
+                    "latency_blocked_steps": steps_between(blocked1, blocked_steps(w))})
         # ferry's own share (ferry_task_record_latency_seconds: receive -> handed to the output),
         # per connector of the path as the upper bound of the bucket holding p50 / p99, and the
         # sum over the path's connectors. Backbone mode: the time records wait in the embedded log

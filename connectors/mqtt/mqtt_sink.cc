@@ -70,6 +70,8 @@ Status MQTTSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   FERRY_ASSIGN_OR_RETURN(auto options, mqttc::clientOptions(p, "ferry-" + context.connectorName(),
                                                             "-sink-" + std::to_string(context.taskId())));
   client_ = std::make_unique<mqtt::MqttClient>(options);
+  // readyForPut() said no: the runtime hears when a quarter of the window is free again.
+  client_->setRoomListener([ctx = context_] { ctx->wake(); });
   Status s = client_->connect();
   if (!s.isOk()) {
     client_.reset();
@@ -112,16 +114,20 @@ Status MQTTSinkTask::put(std::vector<Record>& records) {
     if (!topic.isOk()) {
       onAnswer(Status::ok());  // nothing to wait for
       if (Status s = context_->reportBadRecord(r, topic.status()); !s.isOk()) {
-        client_->publishBatch(out, onAnswer);  // the ones before it, as one by one did
+        client_->queueBatch(out, onAnswer);  // the ones before it, as one by one did
         return s;
       }
       continue;
     }
     out.push_back(mqttc::messageFromRecord(r, std::move(*topic), mapping_));
   }
-  client_->publishBatch(out, onAnswer);
+  // Never blocks: the runtime asked readyForPut() first, so what waits beyond the window is at
+  // most this batch.
+  client_->queueBatch(out, onAnswer);
   return Status::ok();
 }
+
+bool MQTTSinkTask::readyForPut() { return !client_ || client_->hasRoom(); }
 
 Status MQTTSinkTask::flushStatus(Status s) {
   if (s.isOk()) return s;

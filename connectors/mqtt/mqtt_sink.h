@@ -51,6 +51,7 @@ class MQTTSinkTask final : public SinkTask {
   std::string version() const override;
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
+  bool readyForPut() override;
   Status flush() override;
   bool flushAsync(std::function<void(Status)> done) override;
   void stop() override;

@@ -151,6 +151,9 @@ class SinkTaskContext {
   virtual int taskId() const = 0;
   // Ask the runtime to flush and commit soon rather than at the next interval.
   virtual void requestCommit() = 0;
+  // Ask the runtime to run the task's loop soon (from any thread): after readyForPut() said no,
+  // once the task can take a batch again.
+  virtual void wake() {}
   // Reports a record the task could not write; follows errors.tolerance and the dead-letter
   // topic. Returns an error when the tolerance forbids skipping it (the task should fail).
   virtual Status reportBadRecord(const Record& record, const Status& reason) = 0;
@@ -182,10 +185,20 @@ class SinkTask {
   // Writes (or buffers) `records`. May modify them. A retriable error makes the runtime retry
   // the same batch after a backoff.
   virtual Status put(std::vector<Record>& records) = 0;
+  // Optional back-pressure without holding a thread: whether put() can take another batch now
+  // without waiting for the outside system. The runtime asks before every put() of new records;
+  // when it says no, the runtime takes no more records in for this task (and serves other tasks
+  // with the thread) until the task calls SinkTaskContext::wake(), then asks again. A task that
+  // answers false must call wake() once it can take a batch (the runtime also asks again after
+  // a second, a safety net, not a schedule). The default: always ready (a put() that must wait
+  // blocks, as in Kafka Connect).
+  virtual bool readyForPut() { return true; }
   // Makes everything put so far durable in the outside system.
   virtual Status flush() = 0;
-  // Optional, for direct tasks: starts making everything put so far durable and returns at once,
-  // so the task goes on taking records in while the outside system answers. Returns false when
+  // Optional: starts making everything put so far durable and returns at once, so the task goes
+  // on taking records in while the outside system answers (direct tasks, and sink tasks: their
+  // consumer offsets current when it started are committed when it answers, and preCommit() is
+  // not called then; a task that needs preCommit's say over its offsets returns false). Returns false when
   // the task does not support it (the default; the runtime then calls flush()). When it returns
   // true, `done` is called exactly once, from any thread (possibly before flushAsync returns),
   // with what flush() would have returned for those records. put() may be called meanwhile; what

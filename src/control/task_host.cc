@@ -154,6 +154,10 @@ void TaskHost::appendWorkerMetrics(std::vector<MetricSample>& out, std::size_t t
                              "Task threads inside a connector call that has blocked longer than 50 ms.", "gauge"});
   out.push_back(MetricSample{"ferry_worker_task_steps_total", {}, static_cast<double>(executor_->steps()),
                              "Steps of task loops run on this worker.", "counter"});
+  out.push_back(MetricSample{"ferry_worker_task_steps_blocked_total", {}, static_cast<double>(executor_->blockedSteps()),
+                             "Steps of task loops found blocked (in one connector call for more than 50 ms); each "
+                             "moved its thread off the shared ones.",
+                             "counter"});
 }
 
 }  // namespace ferry::control

@@ -147,6 +147,10 @@ class MqttClient::Impl {
   void setBatchHandler(BatchHandler h) {
     asio::post(io_, [this, h = std::move(h)]() mutable { batchHandler_ = std::move(h); });
   }
+  void setRoomListener(std::function<void()> listener) {
+    std::lock_guard lock(mu_);
+    roomListener_ = std::move(listener);
+  }
 
   Status connect(bool* sessionPresent) {
     {
@@ -262,17 +266,47 @@ class MqttClient::Impl {
         // free, so that the rest goes in chunks, not one message per acknowledgement (each a
         // wake-up of this thread and a hand-off to the io thread).
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] {
-          const std::size_t limit = windowLimitLocked();
-          const std::size_t need = std::min(ms.size() - i, std::max<std::size_t>(1, limit / 4));
-          return stopped_ || windowUsed_ + need <= limit;
-        });
+        cv_.wait(lock, [&] { return stopped_ || windowUsed_ + std::min(ms.size() - i, chunkLocked()) <= windowLimitLocked(); });
         if (!stopped_) continue;
       }
       publish(std::move(m), done);  // an invalid QoS or a stopped client: it answers why
       ++i;
     }
     ms.clear();
+  }
+
+  void queueBatch(std::vector<OutgoingMessage>& ms, const PublishCallback& done) {
+    std::size_t i = 0;
+    bool wake = false;
+    {
+      std::lock_guard lock(mu_);
+      for (; i < ms.size() && !stopped_; ++i) {
+        if (ms[i].qos > 2) break;
+        if (enqueueLocked(std::move(ms[i]), done)) wake = true;
+      }
+    }
+    if (wake) wakeForPublishes();
+    // An invalid QoS or a stopped client: publish() answers why (it does not wait then). The
+    // messages after an invalid one stay in order behind it.
+    for (; i < ms.size(); ++i) {
+      if (ms[i].qos > 2) {
+        publish(std::move(ms[i]), done);
+        continue;
+      }
+      std::vector<OutgoingMessage> rest(std::make_move_iterator(ms.begin() + static_cast<std::ptrdiff_t>(i)),
+                                        std::make_move_iterator(ms.end()));
+      ms.clear();
+      queueBatch(rest, done);
+      return;
+    }
+    ms.clear();
+  }
+
+  bool hasRoom() {
+    std::lock_guard lock(mu_);
+    if (stopped_ || windowUsed_ < windowLimitLocked()) return true;
+    roomWanted_ = true;
+    return false;
   }
 
   Status flush(std::chrono::milliseconds timeout) {
@@ -374,6 +408,8 @@ class MqttClient::Impl {
   std::size_t windowLimitLocked() const {
     return std::max<std::size_t>(1, std::min<std::size_t>(options_.maxInflight, brokerReceiveMax_));
   }
+  // How much room a waiting publisher waits for: a quarter of the window.
+  std::size_t chunkLocked() const { return std::max<std::size_t>(1, windowLimitLocked() / 4); }
 
   void setState(ClientState s) {
     std::lock_guard lock(mu_);
@@ -569,10 +605,8 @@ class MqttClient::Impl {
         sendPacket(o->packet);
       }
     }
-    // Then what waited for a connection.
-    auto waiting = std::move(waiting_);
-    waiting_.clear();
-    for (auto& o : waiting) transmit(std::move(o));
+    // Then what waited for a connection (or for room in the window), as far as the window goes.
+    pumpWaiting();
     lastReceived_ = Clock::now();
     armKeepAlive();
     if (connectPromise_) {
@@ -1076,7 +1110,33 @@ class MqttClient::Impl {
     transmit(std::move(o));
   }
 
+  // The io thread's share of the window: a QoS>0 publish goes out only while fewer than the
+  // window are in flight; the rest (queueBatch()'s overshoot) waits in waiting_, in order, and
+  // a QoS 0 publish waits behind them. Normally the callers' own wait for room (publish,
+  // publishBatch, hasRoom) keeps waiting_ empty while connected.
+  std::size_t ioWindow() const {
+    // brokerReceiveMax_ is written on this thread only (under mu_, for the callers' reads).
+    return std::max<std::size_t>(1, std::min<std::size_t>(options_.maxInflight, brokerReceiveMax_));
+  }
   void transmit(Outgoing o) {
+    if (!waiting_.empty() || (o.packet.qos > 0 && inflight_.size() >= ioWindow())) {
+      waiting_.push_back(std::move(o));
+      return;
+    }
+    sendNow(std::move(o));
+  }
+  // Sends what waits, in order, while the window has room (after a reconnect, after a PUBACK).
+  void pumpWaiting() {
+    if (!connected_ || waiting_.empty()) return;
+    Cork cork(*this);
+    while (!waiting_.empty() && (waiting_.front().packet.qos == 0 || inflight_.size() < ioWindow())) {
+      Outgoing o = std::move(waiting_.front());
+      waiting_.pop_front();
+      sendNow(std::move(o));
+    }
+  }
+
+  void sendNow(Outgoing o) {
     if (o.packet.qos == 0) {
       auto shared = std::make_shared<Outgoing>(std::move(o));
       auto bytes = encode(shared->packet, options_.version);
@@ -1126,13 +1186,20 @@ class MqttClient::Impl {
     auto done = std::move(o.done);
     o.done = nullptr;
     if (done) done(status);
+    std::function<void()> room;
     {
       std::lock_guard lock(mu_);
       if (o.packet.qos > 0 && windowUsed_ > 0) --windowUsed_;
       if (pendingAll_ > 0) --pendingAll_;
       if (!status.isOk() && firstError_.isOk()) firstError_ = status;
+      // hasRoom() said no: the owner hears once a quarter of the window is free (not per slot).
+      if (roomWanted_ && windowUsed_ + chunkLocked() <= windowLimitLocked()) {
+        roomWanted_ = false;
+        room = roomListener_;
+      }
     }
     cv_.notify_all();
+    if (room) room();
   }
 
   Status pubError(const char* what, const Packet& p, const std::string& topic) {
@@ -1147,6 +1214,7 @@ class MqttClient::Impl {
     Outgoing o = std::move(it->second);
     inflight_.erase(it);
     complete(o, p.reasonCode >= 0x80 ? pubError("PUBACK", p, o.packet.topic) : Status::ok());
+    pumpWaiting();
   }
 
   void onPubrec(const Packet& p) {
@@ -1160,6 +1228,7 @@ class MqttClient::Impl {
       Outgoing o = std::move(it->second);
       inflight_.erase(it);
       complete(o, pubError("PUBREC", p, o.packet.topic));
+      pumpWaiting();
       return;
     }
     it->second.released = true;
@@ -1172,6 +1241,7 @@ class MqttClient::Impl {
     Outgoing o = std::move(it->second);
     inflight_.erase(it);
     complete(o, p.reasonCode >= 0x80 ? pubError("PUBCOMP", p, o.packet.topic) : Status::ok());
+    pumpWaiting();
   }
 
   // ---- subscriptions ------------------------------------------------------------------------
@@ -1350,7 +1420,9 @@ class MqttClient::Impl {
   bool closed_ = false;
   ClientState state_ = ClientState::kDisconnected;
   Status lastError_;
-  std::size_t windowUsed_ = 0;
+  std::size_t windowUsed_ = 0;          // QoS>0 publishes queued or in flight, not yet complete
+  bool roomWanted_ = false;             // hasRoom() said no; complete() calls roomListener_
+  std::function<void()> roomListener_;  // set before connect()
   std::uint32_t brokerReceiveMax_ = 65535;
   std::size_t pendingAll_ = 0;
   Status firstError_;
@@ -1376,6 +1448,11 @@ void MqttClient::publish(OutgoingMessage m, PublishCallback done) { impl_->publi
 void MqttClient::publishBatch(std::vector<OutgoingMessage>& m, const PublishCallback& done) {
   impl_->publishBatch(m, done);
 }
+void MqttClient::queueBatch(std::vector<OutgoingMessage>& m, const PublishCallback& done) {
+  impl_->queueBatch(m, done);
+}
+bool MqttClient::hasRoom() { return impl_->hasRoom(); }
+void MqttClient::setRoomListener(std::function<void()> listener) { impl_->setRoomListener(std::move(listener)); }
 Status MqttClient::flush(std::chrono::milliseconds timeout) { return impl_->flush(timeout); }
 ClientState MqttClient::state() const { return impl_->state(); }
 Status MqttClient::lastError() const { return impl_->lastError(); }

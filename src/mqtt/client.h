@@ -11,9 +11,11 @@
 // Outgoing: publish() is asynchronous; the callback runs once the message is done (QoS 0:
 // written; QoS 1: PUBACK; QoS 2: PUBCOMP) or failed (a v5 reason code >= 0x80, the client
 // stopping). At most `maxInflight` (and the broker's Receive Maximum) QoS > 0 publishes are
-// outstanding; publish() blocks the caller for room (never call it on the io thread with a full
-// window). Unacknowledged publishes are re-sent (dup) after a reconnect when the session was
-// kept, so none is lost while the client runs.
+// in flight; publish() and publishBatch() block the caller for room (never call them on the io
+// thread with a full window), queueBatch() does not: its overshoot waits in the client, and
+// hasRoom() with the room listener lets its owner wait without blocking a thread.
+// Unacknowledged publishes are re-sent (dup) after a reconnect when the session was kept, so none
+// is lost while the client runs.
 //
 // Connection: connect() makes the first connection synchronously and reports CONNACK refusals
 // and TLS/auth failures as errors naming the cause. Afterwards a lost connection is re-established
@@ -136,6 +138,17 @@ class MqttClient {
   // full it blocks until a quarter of it (or the rest of the batch) is free, then queues the next
   // chunk the same way. Leaves `messages` empty.
   void publishBatch(std::vector<OutgoingMessage>& messages, const PublishCallback& done);
+  // As publishBatch, but never blocks: what does not fit in the window waits inside the client,
+  // in order, and goes out as acknowledgements free room. For an owner that asks hasRoom()
+  // before each batch and waits for the room listener when it says no, so that what waits
+  // beyond the window is at most one batch (MQTTSink, through the runtime's readyForPut()).
+  void queueBatch(std::vector<OutgoingMessage>& messages, const PublishCallback& done);
+  // True when fewer QoS>0 publishes than the window are outstanding (or the client stopped).
+  // When false, the room listener is called once, when a quarter of the window is free again.
+  bool hasRoom();
+  // Set before connect(). Runs on the io thread (or the thread closing the client); must not
+  // block or call into the client.
+  void setRoomListener(std::function<void()> listener);
   // Blocks until every publish so far completed (or `timeout`); the first failure since the
   // last flush, kTimeout, or ok.
   Status flush(std::chrono::milliseconds timeout);

@@ -27,6 +27,8 @@ using namespace std::chrono_literals;
 // How long a poll may wait for data. Only idle tasks wait it out; at thousands of idle tasks per
 // worker it sets the wake-ups per second, and it bounds how long a stop waits for a poll.
 constexpr std::chrono::milliseconds kSourcePollWait = 500ms;
+// A sink that said it is not ready is asked again after this even without its wake (a safety net).
+constexpr std::int64_t kOutputReadyRecheckMs = 1000;
 // The longest wait before records the backbone refused with a retriable error are sent again.
 constexpr std::int64_t kResendDelayMaxMs = 6400;
 using store::State;
@@ -285,6 +287,9 @@ class Output {
   virtual bool hasBatch() const { return false; }
   virtual Status put() { return Status::ok(); }
   virtual RetriedCall putKind() const { return RetriedCall::kSinkPut; }
+  // Whether the output can take a new batch now (a sink task's readyForPut()); when not, it wakes
+  // the loop once it can.
+  virtual bool ready() { return true; }
   // At stop, before the final commit: a producer purges what it holds when the worker has no
   // lease, then waits for its acknowledgements.
   virtual void settle(bool workerLease) { (void)workerLease; }
@@ -429,6 +434,7 @@ class SinkContextImpl final : public SinkTaskContext {
     loop_.commitRequested().store(true);
     loop_.wake();
   }
+  void wake() override { loop_.wake(); }
   Status reportBadRecord(const Record& record, const Status& reason) override {
     return loop_.errors().report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
                                  record.value, record.headers);
@@ -1195,6 +1201,11 @@ class SinkTaskOutput final : public Output {
   }
   bool hasBatch() const override { return !batch_.empty(); }
   RetriedCall putKind() const override { return putKind_; }
+  bool ready() override {
+    bool ready = true;
+    guardedVoid("readyForPut", [&] { ready = task_->readyForPut(); });
+    return ready;
+  }
   Status put() override {
     const std::size_t n = batch_.size();
     FERRY_RETURN_IF_ERROR(task_->put(batch_));
@@ -1397,10 +1408,21 @@ class FlushedPositions final : public Committer {
   std::shared_ptr<Answer> answer_;
 };
 
-// Sink: preCommit (the sink flushes) and the offsets it returns committed to the consumer group.
+// Sink: the sink is flushed and the offsets it made safe are committed to the consumer group. A
+// sink that flushes asynchronously (SinkTask::flushAsync) is flushed while the task goes on
+// taking records in, as a direct task's: the offsets current when the flush started are committed
+// when it answers (collect(), on the task's thread). One that cannot: preCommit (the default
+// flushes and returns the offsets given), and intake waits for it.
 class OffsetCommitter final : public Committer {
  public:
-  OffsetCommitter(TaskLoop& loop, BackboneInput& input, SinkTask& task) : loop_(loop), input_(input), task_(task) {}
+  OffsetCommitter(TaskLoop& loop, BackboneInput& input, SinkTask& task)
+      : loop_(loop), input_(input), task_(task), answer_(std::make_shared<Answer>()) {
+    answer_->wake = [&loop] { loop.wake(); };
+  }
+  ~OffsetCommitter() override {
+    std::lock_guard lock(answer_->mu);
+    answer_->wake = nullptr;  // a flush answering after the task ended wakes no one
+  }
   std::uint64_t takeIn(const Record& r, std::size_t bytes) override {
     (void)bytes;
     current_[TopicQueue{r.topic, r.queue.value_or(-1)}] = r.offset + 1;
@@ -1410,13 +1432,69 @@ class OffsetCommitter final : public Committer {
   }
   bool due(bool timerDue, bool requested, bool paused) override {
     (void)paused;
-    return timerDue || requested;
+    if (flushing_) {  // one flush at a time; collect() finishes it and starts the next if asked
+      requestedMeanwhile_ = requestedMeanwhile_ || requested;
+      return false;
+    }
+    return timerDue || std::exchange(requestedMeanwhile_, false) || requested;
   }
-  Status commit() override { return commitOffsets(current_, true); }
-  // A failed task commits nothing more: offsets past the failing record were taken in but not put
-  // (or put but not flushed); the restarted task must read them again. Nor without the lease.
+  Result<std::int64_t> collect() override {
+    if (!flushing_) return std::int64_t{0};
+    std::optional<Status> result;
+    {
+      std::lock_guard lock(answer_->mu);
+      result.swap(answer_->result);
+    }
+    if (!result) return std::int64_t{0};
+    FERRY_RETURN_IF_ERROR(finishFlush(std::move(*result)));
+    return std::int64_t{0};
+  }
+  Status commit() override {
+    if (flushing_) return Status::ok();
+    if (async_ && uncommitted_ > 0 && input_.consumer() != nullptr) {
+      if (loop_.cancelled()) return TaskLoop::cancelledError();
+      FERRY_RETURN_IF_ERROR(
+          loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+      std::weak_ptr<Answer> weak = answer_;
+      bool started = false;
+      Status threw = guarded("flush", [&] {
+        started = task_.flushAsync([weak](Status st) {
+          auto a = weak.lock();
+          if (!a) return;
+          std::function<void()> wake;
+          {
+            std::lock_guard lock(a->mu);
+            a->result = std::move(st);
+            wake = a->wake;
+          }
+          a->cv.notify_all();
+          if (wake) wake();
+        });
+        return Status::ok();
+      });
+      FERRY_RETURN_IF_ERROR(threw.withContext("sink flush"));
+      if (started) {
+        flushing_ = true;
+        inFlush_ = current_;
+        inFlushCount_ = uncommitted_;
+        return Status::ok();
+      }
+      async_ = false;  // the sink flushes synchronously only: preCommit from now on
+    }
+    return commitOffsets(current_, true);
+  }
+  // A flush under way is waited for first (nullopt meanwhile: the loop asks again when it
+  // answers). A failed task commits nothing more: offsets past the failing record were taken in
+  // but not put (or put but not flushed); the restarted task must read them again. Nor without
+  // the lease (and no answer is waited for then: the worker must stop within its margin).
   std::optional<Status> finalCommit(bool healthy, bool lease) override {
-    return healthy && lease && !loop_.failing() ? commitOffsets(current_) : Status::ok();
+    if (!(healthy && lease && !loop_.failing())) return Status::ok();
+    if (flushing_) {
+      auto c = collect();
+      if (!c.isOk()) return c.status();
+      if (flushing_) return std::nullopt;
+    }
+    return commitOffsets(current_);
   }
   void releaseAll() override {}
 
@@ -1430,25 +1508,26 @@ class OffsetCommitter final : public Committer {
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_.preCommit(offsets); });
     if (!safe.isOk()) return safe.status().withContext("flush");
-    if (!safe->empty()) {
-      auto allowed = loop_.effect();  // a flush that returns after the task was cancelled commits nothing
-      if (!allowed) return TaskLoop::cancelledError();
-      Status c = input_.consumer()->commit(*safe);
-      if (retryLater && c.isRetriable()) {
-        retryAtNextCommit(loop_, "committing offsets", c);  // they stay uncommitted
-        return Status::ok();
-      }
-      FERRY_RETURN_IF_ERROR(c.withContext("committing offsets"));
-    }
-    auto& metrics = loop_.counters();
-    metrics.commitLagRecords.fetch_sub(uncommitted_, std::memory_order_relaxed);
-    uncommitted_ = 0;
-    metrics.commits.fetch_add(1, std::memory_order_relaxed);
-    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
-    return Status::ok();
+    return commitSafe(*safe, uncommitted_, retryLater);
   }
-  // Queues taken away in a rebalance: commit what was read from them, then tell the task.
+  // Queues taken away in a rebalance: commit what was read from them, then tell the task. A
+  // flush under way is waited for first (the sink has at most one; bounded by
+  // offset.flush.timeout.ms), so that the synchronous one below may follow it.
   void revoked(const std::vector<TopicQueue>& queues) {
+    if (flushing_) {
+      std::optional<Status> result;
+      {
+        std::unique_lock lock(answer_->mu);
+        answer_->cv.wait_for(lock, std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs),
+                             [&] { return answer_->result.has_value(); });
+        result.swap(answer_->result);
+      }
+      if (!result) {
+        loop_.fail(Status::timeout("a rebalance waited for the sink's flush longer than offset.flush.timeout.ms"));
+      } else if (Status s = finishFlush(std::move(*result)); !s.isOk()) {
+        loop_.fail(s);
+      }
+    }
     if (loop_.failing() || !loop_.mayCommit()) {  // failing, or no lease: commit nothing, just tell the task
       for (const auto& q : queues) current_.erase(q);
       guarded("close", [&] { return task_.close(queues); }).isOk();
@@ -1468,11 +1547,66 @@ class OffsetCommitter final : public Committer {
   }
 
  private:
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Status> result;  // the asynchronous flush's answer, not yet collected
+    std::function<void()> wake;    // cleared when the committer goes
+  };
+
+  // The asynchronous flush answered: what it covered is committed (a retriable answer: flushed
+  // again with preCommit, which covers what was put since too).
+  Status finishFlush(Status result) {
+    flushing_ = false;
+    if (result.isRetriable()) {
+      core::logger("runtime")->info("{}-{}: the sink's asynchronous flush answered '{}'; flushing again with preCommit",
+                                    loop_.taskEnv().connector, loop_.taskEnv().taskId, result.toString());
+      loop_.counters().retries.fetch_add(1, std::memory_order_relaxed);
+      return commitOffsets(current_, true);
+    }
+    FERRY_RETURN_IF_ERROR(result.withContext("sink flush"));
+    if (loop_.cancelled()) return TaskLoop::cancelledError();
+    // Queues revoked meanwhile were committed (and forgotten) by revoked().
+    OffsetMap covered;
+    for (const auto& [q, o] : inFlush_)
+      if (current_.count(q) != 0) covered.emplace(q, o);
+    const std::int64_t count = std::min(inFlushCount_, uncommitted_);
+    inFlush_.clear();
+    inFlushCount_ = 0;
+    return commitSafe(covered, count, true);
+  }
+
+  // Commits `safe` (offsets the sink made safe, covering `count` records taken in).
+  Status commitSafe(const OffsetMap& safe, std::int64_t count, bool retryLater) {
+    if (!safe.empty()) {
+      auto allowed = loop_.effect();  // a flush that returns after the task was cancelled commits nothing
+      if (!allowed) return TaskLoop::cancelledError();
+      Status c = input_.consumer()->commit(safe);
+      if (retryLater && c.isRetriable()) {
+        retryAtNextCommit(loop_, "committing offsets", c);  // they stay uncommitted
+        return Status::ok();
+      }
+      FERRY_RETURN_IF_ERROR(c.withContext("committing offsets"));
+    }
+    auto& metrics = loop_.counters();
+    metrics.commitLagRecords.fetch_sub(count, std::memory_order_relaxed);
+    uncommitted_ -= count;
+    metrics.commits.fetch_add(1, std::memory_order_relaxed);
+    metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
   TaskLoop& loop_;
   BackboneInput& input_;
   SinkTask& task_;
   OffsetMap current_;  // next offsets after every record taken in
   std::int64_t uncommitted_ = 0;
+  OffsetMap inFlush_;              // current_ when the asynchronous flush under way started
+  std::int64_t inFlushCount_ = 0;  // uncommitted_ then
+  bool requestedMeanwhile_ = false;
+  bool async_ = true;  // until the sink says it cannot flush asynchronously
+  bool flushing_ = false;
+  std::shared_ptr<Answer> answer_;
 };
 
 Status BackboneInput::start() {
@@ -1653,6 +1787,8 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   reportState(State::kRunning);
   if (committer_->waitingForRoom()) return sleep(now + 50);
   if (now < resumeAt_) return sleep(resumeAt_);
+  // The sink cannot take a batch without waiting: no intake until it wakes the loop.
+  if (!output_->ready()) return sleep(now + kOutputReadyRecheckMs);
 
   const auto& w = *env_.worker;
   batch_.clear();

@@ -107,6 +107,8 @@ def main():
         n_tasks = CONNECTORS * TASKS + 2 + CONNECTORS + HOLES * HOLE_TASKS
         assert n_threads < 100, f"{n_threads} threads for {n_tasks} tasks: not shared"
         assert blocked >= 2, f"ferry_worker_task_threads_blocked={blocked}, want the 2 wedged starts"
+        blocked_steps = m.get("ferry_worker_task_steps_blocked_total", -1)
+        assert blocked_steps >= 2, f"ferry_worker_task_steps_blocked_total={blocked_steps}, want the 2 wedged starts"
 
         # The far end holds every task's records in sequence (json values {"task":t,"seq":n,...}),
         # one file per connector: per task, the sequence numbers 0..k without a gap.

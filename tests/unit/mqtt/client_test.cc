@@ -727,6 +727,62 @@ TEST(MqttClientTest, PublishBatchRefillsAFullWindowInChunks) {
   });
 }
 
+// queueBatch never blocks: with a window of 4, ten messages (a QoS 0 one among them) are queued
+// at once; the broker still sees at most 4 unacknowledged, each PUBACK lets the next out, in
+// order, the QoS 0 one behind the QoS 1 ones before it. hasRoom() says no while the window is
+// full and the room listener is called once, when a quarter of the window is free.
+TEST(MqttClientTest, QueueBatchNeverBlocksAndKeepsTheWindow) {
+  FakeBroker b;
+  auto o = optionsFor(b);
+  o.maxInflight = 4;
+  Results r;
+  MqttClient c(o);
+  std::atomic<int> roomCalls{0};
+  c.setRoomListener([&] { ++roomCalls; });
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  std::vector<OutgoingMessage> batch;
+  for (int i = 0; i < 10; ++i) {
+    batch.push_back(OutgoingMessage{"o/q", std::to_string(i), static_cast<std::uint8_t>(i == 6 ? 0 : 1), false, {}});
+  }
+  c.queueBatch(batch, r.callback());  // returns at once: this thread would hang otherwise
+  EXPECT_TRUE(batch.empty());
+  EXPECT_FALSE(c.hasRoom());
+  std::vector<Packet> sent;
+  for (int i = 0; i < 4; ++i) {
+    auto p = b.nextNonPing();
+    ASSERT_TRUE(p);
+    sent.push_back(*p);
+  }
+  EXPECT_TRUE(b.nothingWithin(100ms)) << "more than the window went out";
+  EXPECT_EQ(roomCalls.load(), 0);
+  std::size_t acked = 0;
+  while (sent.size() < 10) {
+    ASSERT_LT(acked, sent.size());
+    if (sent[acked].qos == 1) b.answer(PacketType::kPuback, sent[acked].packetId);
+    ++acked;
+    std::size_t inFlight = 0;
+    for (std::size_t i = acked; i < sent.size(); ++i) inFlight += sent[i].qos == 1 ? 1 : 0;
+    // The next one comes (the QoS 0 one together with the QoS 1 one after it).
+    while (sent.size() < 10 && inFlight < 4) {
+      auto p = b.nextNonPing();
+      ASSERT_TRUE(p) << sent.size() << " of 10 sent";
+      sent.push_back(*p);
+      inFlight += p->qos == 1 ? 1 : 0;
+    }
+    EXPECT_LE(inFlight, 4u);
+  }
+  while (acked < sent.size()) {
+    if (sent[acked].qos == 1) b.answer(PacketType::kPuback, sent[acked].packetId);
+    ++acked;
+  }
+  ASSERT_TRUE(r.waitFor(10));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(sent[static_cast<std::size_t>(i)].payload, std::to_string(i));
+  EXPECT_EQ(sent[6].qos, 0);
+  EXPECT_TRUE(c.hasRoom());
+  EXPECT_EQ(roomCalls.load(), 1);
+  EXPECT_TRUE(c.flush(2s).isOk());
+}
+
 TEST(MqttClientTest, KeepAlivePingsAndReconnectsWithoutPingresp) {
   FakeBroker b;
   auto o = optionsFor(b);

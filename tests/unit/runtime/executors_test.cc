@@ -343,7 +343,65 @@ class AsyncCollectSink : public CollectSink {
   std::unique_ptr<SinkTask> createTask() override { return std::make_unique<AsyncCollectSinkTask>(); }
 };
 
+// A sink whose readyForPut() is a gate: it closes itself once `closeAt` values were put (as a
+// sink's window fills) and the test opens it and wakes the task (as the sink's peer answering).
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = true;
+  std::size_t closeAt = SIZE_MAX;
+  int refusals = 0;  // readyForPut() calls that said no
+  SinkTaskContext* ctx = nullptr;
+  void reset(std::size_t at) {
+    std::lock_guard l(mu);
+    open = true;
+    closeAt = at;
+    refusals = 0;
+    ctx = nullptr;
+  }
+};
+Gate& gate() {
+  static Gate g;
+  return g;
+}
+
+class GatedSinkTask : public CollectSinkTask {
+ public:
+  Status start(const StringMap& c, SinkTaskContext& ctx) override {
+    std::lock_guard l(gate().mu);
+    gate().ctx = &ctx;
+    return CollectSinkTask::start(c, ctx);
+  }
+  bool readyForPut() override {
+    auto& g = gate();
+    std::lock_guard l(g.mu);
+    if (!g.open) {
+      ++g.refusals;
+      g.cv.notify_all();
+    }
+    return g.open;
+  }
+  Status put(std::vector<Record>& records) override {
+    Status s = CollectSinkTask::put(records);
+    std::size_t n = 0;
+    {
+      std::lock_guard l(collector().mu);
+      n = collector().put.size();
+    }
+    std::lock_guard l(gate().mu);
+    if (n >= gate().closeAt) gate().open = false;
+    return s;
+  }
+};
+
+class GatedSink : public CollectSink {
+ public:
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<GatedSinkTask>(); }
+};
+
 const PluginEntry kEntries[] = {
+    {"GatedSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<GatedSink, SinkConnector>,
+     &pluginDestroy<SinkConnector>},
     {"AsyncCollectSink", nullptr, PluginKind::kSinkConnector, "1", "test",
      &pluginCreate<AsyncCollectSink, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DownSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<DownSink, SinkConnector>,
@@ -675,6 +733,55 @@ TEST_F(ExecutorTest, SinkCommitsAgainAfterARetriableCommitFailure) {
   EXPECT_EQ(collector().put, (std::vector<std::string>{"m0", "m1", "m2"}));
 }
 
+// A sink task whose sink flushes asynchronously is not held up by the flush: the offsets current
+// when it started are committed only once it answers, the task polls and puts meanwhile, and
+// preCommit's synchronous flush is not called. (Until 2026-12-06 a sink task always flushed
+// synchronously: a slow peer held its thread for the whole flush.)
+TEST_F(ExecutorTest, SinkCommitsWhatAnAsynchronousFlushCovered) {
+  asyncFlushes().reset();
+  auto st = std::make_shared<ListConsumerState>();
+  backbone_.consumer = st;
+  worker_.offsetFlushIntervalMs = 10;
+  auto runner = TaskRunner::create(env(ConnectorShape::kSink, {{"connector.class", "AsyncCollectSink"}, {"topics", "t"}}));
+  runner->start();
+  auto& a = asyncFlushes();
+  std::function<void(Status)> first = a.takePending();
+  ASSERT_TRUE(first) << trace_;
+  std::size_t covered = 0;
+  {
+    std::lock_guard l(a.mu);
+    covered = a.putBeforeFlush.back();
+  }
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 3; }));
+  {
+    std::lock_guard l(st->mu);
+    EXPECT_TRUE(st->committed.empty()) << "committed before the flush answered";
+  }
+  EXPECT_FALSE(runner->finished()) << trace_;
+  first(Status::ok());
+  {
+    std::unique_lock l(st->mu);
+    ASSERT_TRUE(st->cv.wait_for(l, 20s, [&] { return st->committed.count(TopicQueue{"t", 0}) != 0; })) << trace_;
+    // What the flush covered (the records put when it started), not more.
+    EXPECT_EQ((st->committed[TopicQueue{"t", 0}]), static_cast<std::int64_t>(covered));
+  }
+  // Records put after the first flush started are covered by the next one.
+  if (covered < 3) {
+    std::function<void(Status)> second = a.takePending();
+    ASSERT_TRUE(second) << trace_;
+    second(Status::ok());
+  }
+  {
+    std::unique_lock l(st->mu);
+    EXPECT_TRUE(st->cv.wait_for(l, 20s, [&] { return st->committed[TopicQueue{"t", 0}] == 3; })) << trace_;
+  }
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(a.mu);
+  EXPECT_EQ(a.syncFlushes, 0);
+}
+
 TEST_F(ExecutorTest, SourceCommitsTheSafePrefix) {
   auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
   runner->start();
@@ -792,6 +899,46 @@ TEST_F(ExecutorTest, DirectKeepsTakingInWhileTheSinkFlushesAsynchronously) {
   EXPECT_EQ(pos->at("n"), "50");
   std::lock_guard l(a.mu);
   EXPECT_EQ(a.syncFlushes, 0);
+}
+
+// SinkTask::readyForPut: a sink that cannot take a batch without waiting says so instead of
+// blocking; the task then takes nothing in (its thread is free for other tasks, no step blocks)
+// until the sink wakes it, and then goes on where it stopped, nothing lost or repeated.
+TEST_F(ExecutorTest, DirectTakesNothingInWhileTheSinkIsNotReady) {
+  gate().reset(5);
+  worker_.taskPollBatch = 5;
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "20"},
+                                                                 {"sink.connector.class", "GatedSink"}}));
+  runner->start();
+  auto& g = gate();
+  SinkTaskContext* ctx = nullptr;
+  {
+    std::unique_lock l(g.mu);
+    ASSERT_TRUE(g.cv.wait_for(l, 20s, [&] { return g.refusals >= 1; })) << "readyForPut() was not asked";
+    ctx = g.ctx;
+  }
+  {
+    std::lock_guard l(collector().mu);
+    EXPECT_EQ(collector().put.size(), 5u) << "records were put while the sink said it was not ready";
+  }
+  ASSERT_NE(ctx, nullptr);
+  {
+    std::lock_guard l(g.mu);
+    g.open = true;
+    g.closeAt = SIZE_MAX;
+  }
+  ctx->wake();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 20; }));
+  {
+    std::lock_guard l(g.mu);
+    // Asked again only when woken (or at the 1 s safety net), not in a loop.
+    EXPECT_LE(g.refusals, 3);
+  }
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(collector().mu);
+  for (std::size_t i = 0; i < collector().put.size(); ++i) EXPECT_EQ(collector().put[i], "v" + std::to_string(i));
 }
 
 // A commit the source asks for while a flush is under way is not lost: it starts as soon as that
