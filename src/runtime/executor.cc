@@ -44,8 +44,9 @@ std::string threadName(const std::string& base, const std::string& n) {
 
 class Executor::Job {
  public:
-  Job(std::shared_ptr<Pool> pool, std::function<StepResult()> step, std::string name)
-      : pool_(std::move(pool)), step_(std::move(step)), name_(std::move(name)) {}
+  Job(std::shared_ptr<Pool> pool, std::function<StepResult()> step, std::string name,
+      const std::atomic<const char*>* activity)
+      : pool_(std::move(pool)), step_(std::move(step)), name_(std::move(name)), activity_(activity) {}
 
  private:
   friend class Executor;
@@ -55,6 +56,7 @@ class Executor::Job {
   // Guarded by Pool::mu, except during a step: the thread running it owns it then.
   std::function<StepResult()> step_;
   const std::string name_;
+  const std::atomic<const char*>* const activity_;  // what a step is doing (read in the blocked log), or null
   // Written under Pool::mu; read without it by done() and by wake()'s fast path for done jobs.
   std::atomic<JobState> state_{JobState::kQueued};
   // A wake not yet taken by a step: set by wake() (an atomic exchange, so that a burst of wakes
@@ -401,10 +403,13 @@ std::vector<std::pair<spdlog::level::level_enum, std::string>> Executor::Pool::c
       blockedTotal.fetch_add(1, std::memory_order_relaxed);
       if (say)
         news.emplace_back(spdlog::level::debug,
-                          fmt::format("executor '{}': job '{}' has been in one step for more than {} ms; "
+                          fmt::format("executor '{}': job '{}' has been in one step for more than {} ms{}; "
                                       "its thread {} is moved off the shared threads",
-                                      name, w.current ? w.current->name_ : std::string(),
-                                      blockedAfter.count(), threadName(name, std::to_string(w.id))));
+                                      name, w.current ? w.current->name_ : std::string(), blockedAfter.count(),
+                                      w.current && w.current->activity_
+                                          ? std::string(" (in ") + w.current->activity_->load() + ")"
+                                          : std::string(),
+                                      threadName(name, std::to_string(w.id))));
     }
   }
   while (alive - blockedCount < target && alive < maxThreads) {
@@ -525,8 +530,9 @@ Executor::Executor(Options o) : options_(std::move(o)) {
 
 Executor::~Executor() { pool_->stop(); }
 
-Executor::JobPtr Executor::submit(std::function<StepResult()> step, std::string name) {
-  auto job = std::make_shared<Job>(pool_, std::move(step), std::move(name));
+Executor::JobPtr Executor::submit(std::function<StepResult()> step, std::string name,
+                                  const std::atomic<const char*>* activity) {
+  auto job = std::make_shared<Job>(pool_, std::move(step), std::move(name), activity);
   std::unique_lock lk(pool_->mu);
   if (pool_->stopping) {
     job->state_.store(JobState::kDone, std::memory_order_release);

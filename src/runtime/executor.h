@@ -34,6 +34,7 @@
 // remaining jobs wait for the blocked steps.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -85,8 +86,11 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Runs `step` on the pool until it returns kDone; its first step is runnable at once. `name`
-  // appears in logs. After the destructor began, the job is done at once and never runs.
-  JobPtr submit(std::function<StepResult()> step, std::string name = {});
+  // appears in logs, and so does `*activity` (optional: what a step is doing, a static string the
+  // step keeps up to date; it must outlive every step) when a step is found blocked. After the
+  // destructor began, the job is done at once and never runs.
+  JobPtr submit(std::function<StepResult()> step, std::string name = {},
+                const std::atomic<const char*>* activity = nullptr);
   // Run the job's step soon. Cheap (a lock, no allocation, O(log n) for a sleeping job) and
   // idempotent: a sleeping job becomes runnable now; a runnable one stays as it is; a job whose
   // step is running is runnable again when the step returns, whatever the step asked for; a done

@@ -1751,6 +1751,7 @@ TaskRunner::Step TaskLoop::step() {
 }
 
 Status TaskLoop::commitNow() {
+  ActivityScope activity("commit");
   FERRY_RETURN_IF_ERROR(committer_->commit());
   nextCommit_ = core::monotonicMs() + interval_;
   return Status::ok();
@@ -1771,7 +1772,10 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   // A batch waiting for its put's retry comes first: nothing may be committed while records taken
   // in are not put (a commit now would flush the sink and store positions past them).
   if (output_->hasBatch()) return putBatch(now);
-  auto collected = committer_->collect();
+  auto collected = [&] {
+    ActivityScope activity("collect acknowledgements");
+    return committer_->collect();
+  }();
   if (!collected.isOk()) return finish(collected.status());
   resendBy_ = *collected > 0 ? now + *collected : INT64_MAX;
   const bool timerDue = now >= nextCommit_;
@@ -1812,6 +1816,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
     return Step::again();
   }
   if (!leaseHeld()) return finish(leaseLost(batch_));
+  ActivityScope takeIn("take in (decode, transforms, output)");
   const bool decodes = input_->decodes();
   const std::int64_t polledAt = core::monotonicNs();  // for records whose input did not stamp them
   for (std::size_t i = 0; i < batch_.size(); ++i) {
@@ -2035,7 +2040,8 @@ void TaskRunner::start() {
   if (env_.executor != nullptr) {
     // Under waitMu_: a first step that moves to its own thread waits for the handle to be set.
     std::lock_guard lock(waitMu_);
-    job_ = env_.executor->submit([this] { return runStep(); }, env_.connector + "-" + std::to_string(env_.taskId));
+    job_ = env_.executor->submit([this] { return runStep(); }, env_.connector + "-" + std::to_string(env_.taskId),
+                                 &activity_);
     return;
   }
   std::lock_guard lock(waitMu_);

@@ -5,6 +5,8 @@
 // blocked step (a thread leaves on its own, nothing signals it) it polls the gauge until a deadline.
 #include "runtime/executor.h"
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/logging.h"
 
 namespace ferry::runtime {
 namespace {
@@ -382,6 +386,33 @@ TEST(Executor, BlockedStepsDoNotStopOtherJobs) {
   const auto s = ex.steps();
   ASSERT_TRUE(eventually([&] { return ex.steps() > s + 100; }));
   EXPECT_FALSE(ex.done(third));
+}
+
+// The blocked-step log names what the step is doing (a task's activity: put, flush, poll...).
+TEST(Executor, TheBlockedStepLogNamesTheJobsActivity) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto log = core::logger("runtime");
+  const auto level = log->level();
+  log->sinks().push_back(sink);
+  log->set_level(spdlog::level::debug);
+  Gate gate;
+  std::atomic<const char*> activity{"put"};
+  {
+    Executor ex({.threads = 2, .blockedAfter = 5ms, .name = "act"});
+    ex.submit([&] {
+      gate.pass();
+      return StepResult::done();
+    }, "sink-task-0", &activity);
+    ASSERT_TRUE(gate.waitEntered(1));
+    EXPECT_TRUE(eventually([&] { return ex.blockedSteps() == 1; }));
+    gate.release();
+  }
+  log->sinks().pop_back();
+  log->set_level(level);
+  bool named = false;
+  for (const auto& line : sink->last_formatted())
+    if (line.find("job 'sink-task-0' has been in one step for more than 5 ms (in put)") != std::string::npos) named = true;
+  EXPECT_TRUE(named) << "no blocked-step line naming the activity";
 }
 
 TEST(Executor, AJobBlockingInEveryStepGetsAThreadOfItsOwn) {
