@@ -1237,6 +1237,66 @@ class SinkTaskOutput final : public Output {
   std::size_t batchBytes_ = 0;
 };
 
+// A sink's asynchronous flush (SinkTask::flushAsync) as a committer waits for it: started on the
+// task's thread, answered from any thread (the answer kept and the loop woken), collected on the
+// task's thread. An answer after the committer is gone (a task abandoned at its stop timeout)
+// wakes no one. At most one is outstanding (the committers start the next after collecting).
+class AsyncFlush {
+ public:
+  explicit AsyncFlush(TaskLoop& loop) : answer_(std::make_shared<Answer>()) {
+    answer_->wake = [&loop] { loop.wake(); };
+  }
+  ~AsyncFlush() {
+    std::lock_guard lock(answer_->mu);
+    answer_->wake = nullptr;
+  }
+  AsyncFlush(const AsyncFlush&) = delete;
+  AsyncFlush& operator=(const AsyncFlush&) = delete;
+  // Starts one: false when the sink flushes synchronously only. An exception from the sink is
+  // the error.
+  Result<bool> start(SinkTask& sink) {
+    std::weak_ptr<Answer> weak = answer_;
+    bool started = false;
+    Status threw = guarded("flush", [&] {
+      started = sink.flushAsync([weak](Status s) {
+        auto a = weak.lock();
+        if (!a) return;
+        std::function<void()> wake;
+        {
+          std::lock_guard lock(a->mu);
+          a->result = std::move(s);
+          wake = a->wake;
+        }
+        a->cv.notify_all();
+        if (wake) wake();
+      });
+      return Status::ok();
+    });
+    FERRY_RETURN_IF_ERROR(threw.withContext("sink flush"));
+    return started;
+  }
+  // The answer, once it came (nullopt before).
+  std::optional<Status> take() {
+    std::lock_guard lock(answer_->mu);
+    return std::exchange(answer_->result, std::nullopt);
+  }
+  // The answer, waiting for it up to `timeout` (nullopt when it did not come).
+  std::optional<Status> waitFor(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(answer_->mu);
+    answer_->cv.wait_for(lock, timeout, [&] { return answer_->result.has_value(); });
+    return std::exchange(answer_->result, std::nullopt);
+  }
+
+ private:
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Status> result;  // not yet collected
+    std::function<void()> wake;    // cleared when the committer goes
+  };
+  std::shared_ptr<Answer> answer_;
+};
+
 // Direct: the sink is flushed, then (only then) the source hears its records are safe and their
 // positions are committed. Every interval, when the task asks, or when the held records reach the
 // in-flight bound. A sink that flushes asynchronously (SinkTask::flushAsync) is flushed while the
@@ -1246,14 +1306,7 @@ class SinkTaskOutput final : public Output {
 class FlushedPositions final : public Committer {
  public:
   FlushedPositions(TaskLoop& loop, SourceTask& source, SinkTask& sink)
-      : loop_(loop), source_(source), sink_(sink), answer_(std::make_shared<Answer>()) {
-    answer_->wake = [&loop] { loop.wake(); };
-  }
-  ~FlushedPositions() override {
-    // A flush that answers after the task ended (abandoned at a stop timeout) wakes nothing.
-    std::lock_guard lock(answer_->mu);
-    answer_->wake = nullptr;
-  }
+      : loop_(loop), source_(source), sink_(sink), flush_(loop) {}
   std::uint64_t takeIn(const Record& record, std::size_t bytes) override {
     loop_.counters().commitLagRecords.fetch_add(1, std::memory_order_relaxed);
     const auto t = held_.add(record, bytes);
@@ -1273,11 +1326,7 @@ class FlushedPositions final : public Committer {
   bool waitingForRoom() override { return flushing_ && held_.full(*loop_.taskEnv().worker); }
   Result<std::int64_t> collect() override {
     if (!flushing_) return std::int64_t{0};
-    std::optional<Status> result;
-    {
-      std::lock_guard lock(answer_->mu);
-      result.swap(answer_->result);
-    }
+    std::optional<Status> result = flush_.take();
     if (!result) return std::int64_t{0};
     flushing_ = false;
     if (result->isRetriable()) {
@@ -1301,23 +1350,7 @@ class FlushedPositions final : public Committer {
     if (async_) {
       inFlush_ = std::move(held_);
       held_ = HeldRecords{};
-      std::weak_ptr<Answer> weak = answer_;
-      bool started = false;
-      Status threw = guarded("flush", [&] {
-        started = sink_.flushAsync([weak](Status s) {
-          auto a = weak.lock();
-          if (!a) return;
-          std::function<void()> wake;
-          {
-            std::lock_guard lock(a->mu);
-            a->result = std::move(s);
-            wake = a->wake;
-          }
-          if (wake) wake();
-        });
-        return Status::ok();
-      });
-      FERRY_RETURN_IF_ERROR(threw.withContext("sink flush"));
+      FERRY_ASSIGN_OR_RETURN(const bool started, flush_.start(sink_));
       if (started) {
         flushing_ = true;
         return Status::ok();
@@ -1352,12 +1385,6 @@ class FlushedPositions final : public Committer {
   }
 
  private:
-  struct Answer {
-    std::mutex mu;
-    std::optional<Status> result;  // the asynchronous flush's answer, not yet collected
-    std::function<void()> wake;    // cleared when the committer goes
-  };
-
   // The sink made `h` durable: the source hears it, and its positions are committed.
   Status complete(HeldRecords& h) {
     for (auto& r : h.records) {
@@ -1405,7 +1432,7 @@ class FlushedPositions final : public Committer {
   bool final_ = false;               // finalCommit() began
   bool async_ = true;    // until the sink says it cannot flush asynchronously
   bool flushing_ = false;
-  std::shared_ptr<Answer> answer_;
+  AsyncFlush flush_;
 };
 
 // Sink: the sink is flushed and the offsets it made safe are committed to the consumer group. A
@@ -1416,13 +1443,7 @@ class FlushedPositions final : public Committer {
 class OffsetCommitter final : public Committer {
  public:
   OffsetCommitter(TaskLoop& loop, BackboneInput& input, SinkTask& task)
-      : loop_(loop), input_(input), task_(task), answer_(std::make_shared<Answer>()) {
-    answer_->wake = [&loop] { loop.wake(); };
-  }
-  ~OffsetCommitter() override {
-    std::lock_guard lock(answer_->mu);
-    answer_->wake = nullptr;  // a flush answering after the task ended wakes no one
-  }
+      : loop_(loop), input_(input), task_(task), flush_(loop) {}
   std::uint64_t takeIn(const Record& r, std::size_t bytes) override {
     (void)bytes;
     current_[TopicQueue{r.topic, r.queue.value_or(-1)}] = r.offset + 1;
@@ -1440,11 +1461,7 @@ class OffsetCommitter final : public Committer {
   }
   Result<std::int64_t> collect() override {
     if (!flushing_) return std::int64_t{0};
-    std::optional<Status> result;
-    {
-      std::lock_guard lock(answer_->mu);
-      result.swap(answer_->result);
-    }
+    std::optional<Status> result = flush_.take();
     if (!result) return std::int64_t{0};
     FERRY_RETURN_IF_ERROR(finishFlush(std::move(*result)));
     return std::int64_t{0};
@@ -1455,24 +1472,7 @@ class OffsetCommitter final : public Committer {
       if (loop_.cancelled()) return TaskLoop::cancelledError();
       FERRY_RETURN_IF_ERROR(
           loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
-      std::weak_ptr<Answer> weak = answer_;
-      bool started = false;
-      Status threw = guarded("flush", [&] {
-        started = task_.flushAsync([weak](Status st) {
-          auto a = weak.lock();
-          if (!a) return;
-          std::function<void()> wake;
-          {
-            std::lock_guard lock(a->mu);
-            a->result = std::move(st);
-            wake = a->wake;
-          }
-          a->cv.notify_all();
-          if (wake) wake();
-        });
-        return Status::ok();
-      });
-      FERRY_RETURN_IF_ERROR(threw.withContext("sink flush"));
+      FERRY_ASSIGN_OR_RETURN(const bool started, flush_.start(task_));
       if (started) {
         flushing_ = true;
         inFlush_ = current_;
@@ -1515,13 +1515,8 @@ class OffsetCommitter final : public Committer {
   // offset.flush.timeout.ms), so that the synchronous one below may follow it.
   void revoked(const std::vector<TopicQueue>& queues) {
     if (flushing_) {
-      std::optional<Status> result;
-      {
-        std::unique_lock lock(answer_->mu);
-        answer_->cv.wait_for(lock, std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs),
-                             [&] { return answer_->result.has_value(); });
-        result.swap(answer_->result);
-      }
+      std::optional<Status> result =
+          flush_.waitFor(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs));
       if (!result) {
         loop_.fail(Status::timeout("a rebalance waited for the sink's flush longer than offset.flush.timeout.ms"));
       } else if (Status s = finishFlush(std::move(*result)); !s.isOk()) {
@@ -1547,13 +1542,6 @@ class OffsetCommitter final : public Committer {
   }
 
  private:
-  struct Answer {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Status> result;  // the asynchronous flush's answer, not yet collected
-    std::function<void()> wake;    // cleared when the committer goes
-  };
-
   // The asynchronous flush answered: what it covered is committed (a retriable answer: flushed
   // again with preCommit, which covers what was put since too).
   Status finishFlush(Status result) {
@@ -1606,7 +1594,7 @@ class OffsetCommitter final : public Committer {
   bool requestedMeanwhile_ = false;
   bool async_ = true;  // until the sink says it cannot flush asynchronously
   bool flushing_ = false;
-  std::shared_ptr<Answer> answer_;
+  AsyncFlush flush_;
 };
 
 Status BackboneInput::start() {
