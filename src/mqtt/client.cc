@@ -276,29 +276,17 @@ class MqttClient::Impl {
   }
 
   void queueBatch(std::vector<OutgoingMessage>& ms, const PublishCallback& done) {
-    std::size_t i = 0;
+    std::vector<OutgoingMessage*> refused;  // an invalid QoS or a stopped client
     bool wake = false;
     {
       std::lock_guard lock(mu_);
-      for (; i < ms.size() && !stopped_; ++i) {
-        if (ms[i].qos > 2) break;
-        if (enqueueLocked(std::move(ms[i]), done)) wake = true;
+      for (OutgoingMessage& m : ms) {
+        if (m.qos > 2 || stopped_) refused.push_back(&m);
+        else if (enqueueLocked(std::move(m), done)) wake = true;
       }
     }
     if (wake) wakeForPublishes();
-    // An invalid QoS or a stopped client: publish() answers why (it does not wait then). The
-    // messages after an invalid one stay in order behind it.
-    for (; i < ms.size(); ++i) {
-      if (ms[i].qos > 2) {
-        publish(std::move(ms[i]), done);
-        continue;
-      }
-      std::vector<OutgoingMessage> rest(std::make_move_iterator(ms.begin() + static_cast<std::ptrdiff_t>(i)),
-                                        std::make_move_iterator(ms.end()));
-      ms.clear();
-      queueBatch(rest, done);
-      return;
-    }
+    for (OutgoingMessage* m : refused) publish(std::move(*m), done);  // answers why, without waiting
     ms.clear();
   }
 
@@ -1113,13 +1101,10 @@ class MqttClient::Impl {
   // The io thread's share of the window: a QoS>0 publish goes out only while fewer than the
   // window are in flight; the rest (queueBatch()'s overshoot) waits in waiting_, in order, and
   // a QoS 0 publish waits behind them. Normally the callers' own wait for room (publish,
-  // publishBatch, hasRoom) keeps waiting_ empty while connected.
-  std::size_t ioWindow() const {
-    // brokerReceiveMax_ is written on this thread only (under mu_, for the callers' reads).
-    return std::max<std::size_t>(1, std::min<std::size_t>(options_.maxInflight, brokerReceiveMax_));
-  }
+  // publishBatch, hasRoom) keeps waiting_ empty while connected. windowLimitLocked() needs no
+  // lock here: brokerReceiveMax_ is written on this thread only (under mu_, for the callers).
   void transmit(Outgoing o) {
-    if (!waiting_.empty() || (o.packet.qos > 0 && inflight_.size() >= ioWindow())) {
+    if (!waiting_.empty() || (o.packet.qos > 0 && inflight_.size() >= windowLimitLocked())) {
       waiting_.push_back(std::move(o));
       return;
     }
@@ -1129,7 +1114,7 @@ class MqttClient::Impl {
   void pumpWaiting() {
     if (!connected_ || waiting_.empty()) return;
     Cork cork(*this);
-    while (!waiting_.empty() && (waiting_.front().packet.qos == 0 || inflight_.size() < ioWindow())) {
+    while (!waiting_.empty() && (waiting_.front().packet.qos == 0 || inflight_.size() < windowLimitLocked())) {
       Outgoing o = std::move(waiting_.front());
       waiting_.pop_front();
       sendNow(std::move(o));
