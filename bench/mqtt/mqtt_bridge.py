@@ -68,13 +68,22 @@ def pids(pattern, exact_name=False):
 
 
 def cpu_of(pid_list):
-    total = 0.0
+    """{pid: CPU seconds} of the processes in pid_list that are alive."""
+    out = {}
     for pid in pid_list:
         try:
-            total += rrep.cpu_s(pid)
+            out[pid] = rrep.cpu_s(pid)
         except OSError:
             pass
-    return total
+    return out
+
+
+def cpu_since(before):
+    """CPU seconds used since cpu_of() gave `before`, by the processes alive at both readings: a
+    process that exited meanwhile (an old mosquitto still saving its database after a restart)
+    must not take its whole CPU time off the sum."""
+    after = cpu_of(list(before))
+    return sum(after[pid] - before[pid] for pid in after)
 
 
 def thread_ticks(pid):
@@ -170,7 +179,7 @@ def mosquitto_run(n, rate=0, stamp=False):
     pub = publisher(t, n, rate=rate, stamp=stamp)
     finish(pub, "publisher")
     s = finish(sub, "subscriber")
-    s["mosquitto_cpu_us_per_msg"] = round((cpu_of(mosq) - c0) * 1e6 / n, 2)
+    s["mosquitto_cpu_us_per_msg"] = round(cpu_since(c0) * 1e6 / n, 2)
     return n / max(1e-9, s["last_us"] / 1e6 - t0), s
 
 
@@ -296,7 +305,7 @@ def bridge_run(mode, n, rate_latency, latency_s, linger_us=None):
                "cpu_us_per_msg": round(cpu * 1e6 / n, 2), "cpu_us_per_msg_by_thread": per_thread,
                "blocked_steps": steps_between(blocked0, blocked_steps(w))}
         for k, v in ext.items():
-            out[f"{k}_cpu_us_per_msg"] = round((cpu_of(v) - ext0[k]) * 1e6 / n, 2)
+            out[f"{k}_cpu_us_per_msg"] = round(cpu_since(ext0[k]) * 1e6 / n, 2)
         # Latency at a fixed rate on a second pair of bridges (fresh topics).
         run2 = uuid.uuid4().hex[:8]
         names2 = setup_bridge(w, mode, run2, linger_us)

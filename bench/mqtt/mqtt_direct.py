@@ -122,7 +122,7 @@ def run(n, linger_us=None, rate=0):
             time.sleep(0.1)
         t1 = time.time()
         cpu = mqb.rrep.cpu_s(pid) - c0
-        mcpu = mqb.cpu_of(mosq) - m0
+        mcpu = mqb.cpu_since(m0)
         if sorted(mqb.others()["mosquitto"]) != sorted(mosq):
             mcpu = None  # mosquitto was restarted during the window (a shared service)
         sw = switches(pid) - s0
