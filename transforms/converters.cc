@@ -2,6 +2,7 @@
 // not change; JsonConverter only validates (SAX, no document) unless it must wrap or unwrap.
 #include "transforms/converters.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <system_error>
 
 #include "core/json_bounds.h"
+#include "transforms/connect_json.h"
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
@@ -80,11 +82,18 @@ const ConfigDef& JsonConverter::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
     d.define("schemas.enable", ConfigType::kBool, "true", Importance::kHigh,
-             "Wrap data as {\"schema\":null,\"payload\":<data>} in the backbone (Kafka "
-             "Connect's envelope) and require that envelope when reading.");
+             "Write the record's schema with its data as {\"schema\":...,\"payload\":...} in the "
+             "backbone (Kafka Connect's envelope; \"schema\":null for a schemaless record) and "
+             "require that envelope when reading.");
     d.define("schemas.cache.size", ConfigType::kInt, "1000", Importance::kLow,
-             "Accepted for Kafka Connect compatibility; ferry keeps no schema cache.",
+             "How many schemas each direction keeps in its cache (written JSON, parsed schemas).",
              validators::atLeast(0));
+    d.define("replace.null.with.default", ConfigType::kBool, "true", Importance::kLow,
+             "A null where the schema has a default is written and read as that default.");
+    d.define("decimal.format", ConfigType::kString, "BASE64", Importance::kLow,
+             "How Decimal values appear in the payload: BASE64 (the unscaled value's bytes), as "
+             "ferry keeps them. NUMERIC is not supported yet.",
+             validators::oneOf({"BASE64"}));
     return d;
   }();
   return def;
@@ -94,6 +103,8 @@ Status JsonConverter::configure(const StringMap& config, bool isKey) {
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "JsonConverter"));
   FERRY_ASSIGN_OR_RETURN(role_, roleOf(config, isKey, "JsonConverter"));
   schemasEnable_ = p.getBool("schemas.enable");
+  replaceNullWithDefault_ = p.getBool("replace.null.with.default");
+  cacheSize_ = static_cast<std::size_t>(p.getInt("schemas.cache.size"));
   return Status::ok();
 }
 
@@ -103,9 +114,35 @@ Status JsonConverter::notJson(const std::string& topic, const Bytes& data,
                                  "' is not valid JSON: " + jsonError(data.view()));
 }
 
+Status JsonConverter::badData(const std::string& topic, const char* direction, const Status& why) const {
+  return Status::invalidArgument("JsonConverter: the " + role_ + " " + direction + " topic '" + topic +
+                                 "' does not match its schema: " + why.message());
+}
+
+namespace {
+// A byte that starts a 4-byte UTF-8 sequence: a character outside the BMP (Jackson escapes them).
+bool hasNonBmp(std::string_view text) {
+  for (unsigned char c : text)
+    if (c >= 0xf0) return true;
+  return false;
+}
+}  // namespace
+
+const JsonConverter::Written& JsonConverter::written(const SchemaPtr& schema) {
+  if (auto it = writeCache_.find(schema.get()); it != writeCache_.end()) return it->second;
+  if (writeCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) writeCache_.clear();
+  Written w{schema, connectSchemaJson(*schema), hasDefaults(*schema)};
+  return writeCache_.emplace(schema.get(), std::move(w)).first->second;
+}
+
 Result<Bytes> JsonConverter::fromRecord(const std::string& topic, const Bytes& data) {
-  if (data.isNull()) return data;
-  if (!isJson(data.view())) return notJson(topic, data, "for");
+  return fromRecordWithSchema(topic, nullptr, data);
+}
+
+Result<Bytes> JsonConverter::fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
+                                                  const Bytes& data) {
+  if (data.isNull() && (!schema || !schemasEnable_)) return data;
+  if (!data.isNull() && !isJson(data.view())) return notJson(topic, data, "for");
   if (!schemasEnable_) return data;
   // The envelope adds a level: a value at the record bound could not be read back.
   const int limit = core::kRecordJsonLimits.maxDepth;
@@ -114,29 +151,90 @@ Result<Bytes> JsonConverter::fromRecord(const std::string& topic, const Bytes& d
                                    "' is nested " + std::to_string(limit) +
                                    " levels deep; with schemas.enable=true at most " +
                                    std::to_string(limit - 1) + " fit in the envelope");
-  static constexpr std::string_view kHead = "{\"schema\":null,\"payload\":";
+  if (!schema) {
+    static constexpr std::string_view kHead = "{\"schema\":null,\"payload\":";
+    std::string out;
+    out.reserve(kHead.size() + data.size() + 1);
+    out.append(kHead).append(data.view()).push_back('}');
+    return Bytes(std::move(out));
+  }
+  const Written& w = written(schema);
+  std::string payloadText;
+  std::string_view payload;
+  if (data.isNull()) {
+    if (schema->defaultJson() && replaceNullWithDefault_) {
+      payload = *schema->defaultJson();
+    } else if (schema->optional() || schema->defaultJson()) {
+      payload = "null";
+    } else {
+      return badData(topic, "for", Status::invalidArgument("payload: null for a required " + schema->describe()));
+    }
+  } else {
+    auto j = core::parseJsonBounded<Json>(data.view(), core::kRecordJsonLimits);
+    if (!j.isOk()) return notJson(topic, data, "for");
+    if (Status st = checkPayload(*schema, *j); !st.isOk()) return badData(topic, "for", st);
+    if (w.defaults && replaceNullWithDefault_) {
+      FERRY_RETURN_IF_ERROR(applyDefaults(*schema, *j));
+      appendJackson(payloadText, *j);
+      payload = payloadText;
+    } else if (hasNonBmp(data.view())) {
+      payloadText = escapeNonBmp(data.view());
+      payload = payloadText;
+    } else {
+      payload = data.view();
+    }
+  }
+  static constexpr std::string_view kSchema = "{\"schema\":";
+  static constexpr std::string_view kPayload = ",\"payload\":";
   std::string out;
-  out.reserve(kHead.size() + data.size() + 1);
-  out.append(kHead).append(data.view()).push_back('}');
+  out.reserve(kSchema.size() + w.json.size() + kPayload.size() + payload.size() + 1);
+  out.append(kSchema).append(w.json).append(kPayload).append(payload).push_back('}');
   return Bytes(std::move(out));
 }
 
 Result<Bytes> JsonConverter::toRecord(const std::string& topic, const Bytes& data) {
-  if (data.isNull()) return data;
+  FERRY_ASSIGN_OR_RETURN(auto r, toRecordWithSchema(topic, data));
+  return std::move(r.data);
+}
+
+Result<SchemaAndBytes> JsonConverter::toRecordWithSchema(const std::string& topic, const Bytes& data) {
+  if (data.isNull()) return SchemaAndBytes{nullptr, data};
   if (!schemasEnable_) {
     if (!isJson(data.view())) return notJson(topic, data, "from");
-    return data;
+    return SchemaAndBytes{nullptr, data};
   }
   auto j = parseJson(data.view());
   if (!j) return notJson(topic, data, "from");
-  if (!j->is_object() || !j->contains("payload") || !j->contains("schema"))
+  if (!j->is_object() || j->size() != 2 || !j->contains("payload") || !j->contains("schema"))
     return Status::invalidArgument(
         "JsonConverter: the " + role_ + " from topic '" +
-        topic + "' has no {\"schema\": ..., \"payload\": ...} envelope; with schemas.enable=true "
-        "it must have one (set schemas.enable=false to read plain JSON)");
-  const Json& payload = j->at("payload");
-  if (payload.is_null()) return Bytes::null();
-  return toBytes(payload);
+        topic + "' is not a {\"schema\": ..., \"payload\": ...} envelope (exactly those two members); "
+        "with schemas.enable=true it must be (set schemas.enable=false to read plain JSON)");
+  Json& payload = j->at("payload");
+  const Json& schemaJson = j->at("schema");
+  if (schemaJson.is_null()) {
+    if (payload.is_null()) return SchemaAndBytes{nullptr, Bytes::null()};
+    return SchemaAndBytes{nullptr, toBytes(payload)};
+  }
+  std::string key = dumpJson(schemaJson);
+  SchemaPtr schema;
+  if (auto it = readCache_.find(key); it != readCache_.end()) {
+    schema = it->second;
+  } else {
+    auto read = readConnectSchema(schemaJson);
+    if (!read.isOk())
+      return Status::invalidArgument("JsonConverter: the " + role_ + " from topic '" + topic +
+                                     "' has an invalid schema: " + read.status().message());
+    schema = *read;
+    if (readCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) readCache_.clear();
+    readCache_.emplace(std::move(key), schema);
+  }
+  if (Status st = checkPayload(*schema, payload); !st.isOk()) return badData(topic, "from", st);
+  if (replaceNullWithDefault_ && hasDefaults(*schema)) FERRY_RETURN_IF_ERROR(applyDefaults(*schema, payload));
+  if (payload.is_null()) return SchemaAndBytes{schema, Bytes::null()};
+  std::string text;
+  appendJackson(text, payload);
+  return SchemaAndBytes{schema, Bytes(std::move(text))};
 }
 
 const ConfigDef& SimpleHeaderConverter::definition() {

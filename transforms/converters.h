@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "ferry/transform.h"
 
@@ -37,6 +38,13 @@ class StringConverter final : public Converter {
   Result<Bytes> toRecord(const std::string& topic, const Bytes& data) override;
 };
 
+// With schemas.enable=true (the default, as Kafka's), a record's schema travels in Kafka
+// Connect's envelope, byte-compatible with Kafka Connect 4.x's JsonConverter (see
+// transforms/connect_json.h): {"schema":<schema>,"payload":<data>}; a schemaless record is written
+// {"schema":null,"payload":<data>}. Reading requires exactly those two members, builds the schema
+// (cached by its text, at most schemas.cache.size) and checks the payload against it. Where the
+// schema has defaults, a null stands for the default on both ways (replace.null.with.default).
+// decimal.format=BASE64 only: Decimal values are base64 text of the unscaled value in both.
 class JsonConverter final : public Converter {
  public:
   static const ConfigDef& definition();
@@ -44,11 +52,25 @@ class JsonConverter final : public Converter {
   Status configure(const StringMap& config, bool isKey) override;
   Result<Bytes> fromRecord(const std::string& topic, const Bytes& data) override;
   Result<Bytes> toRecord(const std::string& topic, const Bytes& data) override;
+  Result<Bytes> fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
+                                     const Bytes& data) override;
+  Result<SchemaAndBytes> toRecordWithSchema(const std::string& topic, const Bytes& data) override;
 
  private:
+  struct Written {
+    SchemaPtr schema;  // keeps the key of writeCache_ alive
+    std::string json;
+    bool defaults = false;
+  };
   Status notJson(const std::string& topic, const Bytes& data, const char* direction) const;
+  Status badData(const std::string& topic, const char* direction, const Status& why) const;
+  const Written& written(const SchemaPtr& schema);
   bool schemasEnable_ = true;
+  bool replaceNullWithDefault_ = true;
+  std::size_t cacheSize_ = 1000;
   std::string role_ = "value";
+  std::unordered_map<const Schema*, Written> writeCache_;
+  std::unordered_map<std::string, SchemaPtr> readCache_;
 };
 
 // Kafka's default header converter. Kafka writes header values as their string form; ferry's

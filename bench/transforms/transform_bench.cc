@@ -16,6 +16,8 @@
 //   chain5+rule   the five transforms above, then the rule (temp is still there)
 //   json-converter  not a chain: the JsonConverter (schemas.enable=false) fromRecord that a source
 //                 task runs on the value after its chain (validation only)
+//   json-schema-write, json-schema-read  (not run by default) JsonConverter with the record typed
+//                 by an 11-field struct schema: the envelope written / read back
 //
 // Each timed record is a fresh copy of the generated one (a Record copy shares its buffers), so
 // every pass transforms the same input; the copy is in `baseline`.
@@ -32,6 +34,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ferry/record.h"
+#include "ferry/schema.h"
 #include "runtime/plugins.h"
 #include "runtime/transform_chain.h"
 
@@ -271,6 +274,60 @@ int main(int argc, char** argv) {
     const std::string s = rest.substr(0, comma);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     if (s.empty()) continue;
+    if (s == "json-schema-write" || s == "json-schema-read") {
+      // The cost of carrying a schema in Kafka Connect's envelope (JsonConverter, schemas.enable):
+      // the sensor record typed by an 11-field struct schema, written (payload checked against the
+      // schema, envelope built) or read back (envelope parsed, schema found in the cache, payload
+      // checked and re-serialised).
+      auto conv = registry.createConverter("JsonConverter");
+      if (!conv.isOk()) return fail("JsonConverter: " + conv.status().toString());
+      if (auto st = (*conv)->configure({}, false); !st.isOk()) return fail("JsonConverter: " + st.toString());
+      auto& c = **conv;
+      using ferry::SchemaBuilder;
+      auto f = [](const SchemaBuilder& b) { return b.build().value(); };
+      auto schema = f(SchemaBuilder::structure()
+                          .name("sensors.Reading")
+                          .field("device", f(SchemaBuilder::string()))
+                          .field("site", f(SchemaBuilder::string()))
+                          .field("temp", f(SchemaBuilder::float64()))
+                          .field("hum", f(SchemaBuilder::float64()))
+                          .field("ts", f(SchemaBuilder::int64()))
+                          .field("status", f(SchemaBuilder::string()))
+                          .field("fw", f(SchemaBuilder::string().optional()))
+                          .field("seq", f(SchemaBuilder::int64()))
+                          .field("battery", f(SchemaBuilder::int32()))
+                          .field("rssi", f(SchemaBuilder::int32()))
+                          .field("note", f(SchemaBuilder::string().optional())));
+      std::vector<Record> written;
+      std::size_t envelopeBytes = 0;
+      for (const auto& in : records) {
+        auto out = c.fromRecordWithSchema(in.topic, schema, in.value);
+        if (!out.isOk()) return fail("json-schema-write: " + out.status().toString());
+        Record r = in;
+        r.value = *out;
+        envelopeBytes += out->size();
+        written.push_back(std::move(r));
+      }
+      char extra[96];
+      std::snprintf(extra, sizeof extra, ", \"envelope_bytes_per_record\": %zu", (envelopeBytes + n / 2) / n);
+      if (s == "json-schema-write") {
+        runScenario(s, records, avgBytes, repeats, extra, [&](Record& r) -> int {
+          auto out = c.fromRecordWithSchema(r.topic, schema, r.value);
+          if (!out.isOk()) return -1;
+          r.value = std::move(*out);
+          return 1;
+        });
+      } else {
+        runScenario(s, written, avgBytes, repeats, extra, [&](Record& r) -> int {
+          auto out = c.toRecordWithSchema(r.topic, r.value);
+          if (!out.isOk()) return -1;
+          r.value = std::move(out->data);
+          r.valueSchema = std::move(out->schema);
+          return 1;
+        });
+      }
+      continue;
+    }
     if (s == "json-converter") {
       auto conv = registry.createConverter("JsonConverter");
       if (!conv.isOk()) return fail("JsonConverter: " + conv.status().toString());

@@ -8,5 +8,6 @@
 #include "ferry/push_source.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
+#include "ferry/schema.h"
 #include "ferry/status.h"
 #include "ferry/transform.h"

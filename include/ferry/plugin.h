@@ -25,7 +25,8 @@ namespace ferry {
 // 4: ConfigKey::localPath, Source/SinkTaskContext::openLocalFile
 // 5: SourceTask::pollMode/idlePollDelay, SourceTaskContext::wakeup (new virtual functions)
 // 6: Record::receivedNs, SinkTask::flushAsync
-#define FERRY_ABI_VERSION 6
+// 7: Record::keySchema/valueSchema (ferry/schema.h), Converter::fromRecordWithSchema/toRecordWithSchema
+#define FERRY_ABI_VERSION 7
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/schema.h"
+
 namespace ferry {
 
 using StringMap = std::map<std::string, std::string>;
@@ -137,6 +139,12 @@ struct Record {
   // when it takes the record from poll(). Never leaves the worker; the runtime measures from it
   // how long records spend inside ferry (ferry_task_record_latency_seconds).
   std::int64_t receivedNs = 0;
+
+  // The types of the key and the value (ferry/schema.h); null = schemaless, as every record was
+  // before schemas existed. With a schema, the bytes hold the data in the JSON payload form that
+  // schema.h describes. Shared: copying a record copies two pointers.
+  SchemaPtr keySchema;
+  SchemaPtr valueSchema;
 
   std::size_t sizeBytes() const noexcept {
     std::size_t n = topic.size() + key.size() + value.size() + 32;

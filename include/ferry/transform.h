@@ -16,6 +16,7 @@
 #include "ferry/config.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
+#include "ferry/schema.h"
 #include "ferry/status.h"
 
 namespace ferry {
@@ -61,6 +62,12 @@ class Predicate {
   virtual bool readsKeyOrValueBytes() const { return true; }
 };
 
+// What a converter read from the backbone: the data and, when the bytes carried one, its schema.
+struct SchemaAndBytes {
+  SchemaPtr schema;
+  Bytes data;
+};
+
 // Turns record keys/values into backbone bytes and back (json, string, bytes, ...). ferry keeps
 // values as bytes end to end; a converter checks and reshapes them at the backbone boundary.
 class Converter {
@@ -75,6 +82,19 @@ class Converter {
   virtual Result<Bytes> fromRecord(const std::string& topic, const Bytes& data) = 0;
   // Backbone bytes -> record data handed to sink tasks.
   virtual Result<Bytes> toRecord(const std::string& topic, const Bytes& data) = 0;
+  // What the runtime calls: the same with the record's schema (null = schemaless). A converter
+  // that can carry schemas (JsonConverter with schemas.enable=true) overrides both; the others
+  // drop the schema on the way in and read none, as Kafka Connect's StringConverter and
+  // ByteArrayConverter do.
+  virtual Result<Bytes> fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
+                                             const Bytes& data) {
+    (void)schema;
+    return fromRecord(topic, data);
+  }
+  virtual Result<SchemaAndBytes> toRecordWithSchema(const std::string& topic, const Bytes& data) {
+    FERRY_ASSIGN_OR_RETURN(Bytes out, toRecord(topic, data));
+    return SchemaAndBytes{nullptr, std::move(out)};
+  }
 };
 
 }  // namespace ferry

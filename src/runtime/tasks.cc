@@ -553,8 +553,9 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
   }
   Result<bool> decode(Record& r) override {
     auto& errors = loop_.errors();
-    auto key = r.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->toRecord(r.topic, r.key);
-    auto value = converters_.value->toRecord(r.topic, r.value);
+    auto key = r.key.isNull() ? Result<SchemaAndBytes>(SchemaAndBytes())
+                              : converters_.key->toRecordWithSchema(r.topic, r.key);
+    auto value = converters_.value->toRecordWithSchema(r.topic, r.value);
     if (!key.isOk() || !value.isOk()) {
       FERRY_RETURN_IF_ERROR(errors.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
                                           key.isOk() ? value.status() : key.status(), r.topic, r.queue.value_or(-1),
@@ -570,8 +571,10 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
         return false;
       }
     }
-    r.key = std::move(*key);
-    r.value = std::move(*value);
+    r.key = std::move(key->data);
+    r.keySchema = std::move(key->schema);
+    r.value = std::move(value->data);
+    r.valueSchema = std::move(value->schema);
     return true;
   }
   void close() override {
@@ -611,8 +614,10 @@ class RecordEncoder {
     backbone::Message m;
     m.topic = record.topic;
     m.queue = record.queue.value_or(-1);
-    auto key = record.key.isNull() ? Result<Bytes>(Bytes()) : converters_.key->fromRecord(record.topic, record.key);
-    auto value = converters_.value->fromRecord(record.topic, record.value);
+    auto key = record.key.isNull() && !record.keySchema
+                   ? Result<Bytes>(Bytes())
+                   : converters_.key->fromRecordWithSchema(record.topic, record.keySchema, record.key);
+    auto value = converters_.value->fromRecordWithSchema(record.topic, record.valueSchema, record.value);
     if (!key.isOk() || !value.isOk()) {
       FERRY_RETURN_IF_ERROR(errors_.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
                                            key.isOk() ? value.status() : key.status(), record.topic, -1, -1,

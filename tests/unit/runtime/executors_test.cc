@@ -30,11 +30,13 @@ struct Collector {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::string> put;      // values put
+  std::vector<std::string> schemas;  // the value schema of each (Schema::describe(), "" = none)
   std::size_t flushedCount = 0;      // values put before the last flush
   int flushes = 0;
   void reset() {
     std::lock_guard l(mu);
     put.clear();
+    schemas.clear();
     flushedCount = 0;
     flushes = 0;
   }
@@ -59,6 +61,13 @@ class SeqSourceTask : public SourceTask {
       for (std::string at; std::getline(list, at, ',');) commitAt_.insert(std::stoi(at));
     }
     ctx_ = &ctx;
+    if (config.count("typed") != 0) {  // records with a value schema: struct{n:int64}, named
+      schema_ = SchemaBuilder::structure()
+                    .name("seq.Row")
+                    .field("n", SchemaBuilder::int64().build().value())
+                    .build()
+                    .value();
+    }
     if (auto off = ctx.committedOffset({{"p", "0"}})) next_ = std::stoi(off->at("n"));
     return Status::ok();
   }
@@ -73,6 +82,10 @@ class SeqSourceTask : public SourceTask {
       Record r;
       r.topic = "seq";
       r.value = Bytes("v" + std::to_string(next_));
+      if (schema_) {
+        r.value = Bytes("{\"n\":" + std::to_string(next_) + "}");
+        r.valueSchema = schema_;
+      }
       r.position = Position{{{"p", "0"}}, {{"n", std::to_string(next_ + 1)}}};
       // "Received" age.ms ago (a source that read the record from its socket earlier); 0: not
       // stamped, the runtime stamps it.
@@ -93,6 +106,7 @@ class SeqSourceTask : public SourceTask {
  private:
   int count_ = 0;
   int ageMs_ = 0;
+  SchemaPtr schema_;
   std::set<int> commitAt_;
   SourceTaskContext* ctx_ = nullptr;
   int next_ = 0;
@@ -120,7 +134,10 @@ class CollectSinkTask : public SinkTask {
   Status put(std::vector<Record>& records) override {
     auto& c = collector();
     std::lock_guard l(c.mu);
-    for (auto& r : records) c.put.push_back(r.value.str());
+    for (auto& r : records) {
+      c.put.push_back(r.value.str());
+      c.schemas.push_back(r.valueSchema ? r.valueSchema->describe() : std::string());
+    }
     c.cv.notify_all();
     return Status::ok();
   }
@@ -470,6 +487,7 @@ struct ListConsumerState {
   int failures = 0;
   int failedCommits = 0;
   OffsetMap committed;
+  std::vector<std::string> values;  // the messages' values; empty: "m0", "m1", "m2"
 };
 class ListConsumer : public backbone::Consumer {
  public:
@@ -484,12 +502,13 @@ class ListConsumer : public backbone::Consumer {
       listener_->onAssigned({TopicQueue{"t", 0}});
     }
     std::size_t n = 0;
-    while (next_ < 3 && n < max) {
+    const auto count = st_->values.empty() ? 3 : static_cast<std::int64_t>(st_->values.size());
+    while (next_ < count && n < max) {
       backbone::Message m;
       m.topic = "t";
       m.queue = 0;
       m.offset = next_;
-      m.value = Bytes("m" + std::to_string(next_));
+      m.value = st_->values.empty() ? Bytes("m" + std::to_string(next_)) : Bytes(st_->values[next_]);
       out.push_back(std::move(m));
       ++next_;
       ++n;
@@ -812,6 +831,64 @@ TEST_F(ExecutorTest, DirectCommitsOnlyAfterSinkFlush) {
   EXPECT_EQ(pos->at("n"), "5");
   std::lock_guard l(collector().mu);
   EXPECT_EQ(collector().put, (std::vector<std::string>{"v0", "v1", "v2", "v3", "v4"}));
+}
+
+// A record's schema survives every path. Source -> backbone: the value converter (JsonConverter,
+// schemas.enable by default) writes it in Kafka Connect's envelope.
+TEST_F(ExecutorTest, SourceWritesTheValueSchemaThroughTheConverter) {
+  auto runner = TaskRunner::create(env(
+      ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
+                                {"value.converter", "org.apache.kafka.connect.json.JsonConverter"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; }));
+  }
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(backbone_.producer.mu);
+  ASSERT_EQ(backbone_.producer.sent.size(), 2u);
+  EXPECT_EQ(backbone_.producer.sent[1].value.str(),
+            R"({"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"n"}],)"
+            R"("optional":false,"name":"seq.Row"},"payload":{"n":1}})");
+}
+
+// Backbone -> sink: the converter reads the schema back onto the record the sink task gets; a
+// message whose data does not match its schema is a VALUE_CONVERTER error (tolerated here).
+TEST_F(ExecutorTest, SinkGetsTheValueSchemaTheConverterRead) {
+  auto st = std::make_shared<ListConsumerState>();
+  const std::string schema = R"({"type":"struct","fields":[{"type":"int64","optional":false,"field":"n"}],"optional":false})";
+  st->values = {R"({"schema":)" + schema + R"(,"payload":{"n":7}})",
+                R"({"schema":)" + schema + R"(,"payload":{"n":"seven"}})",
+                R"({"schema":null,"payload":{"n":8}})"};
+  backbone_.consumer = st;
+  auto runner = TaskRunner::create(env(ConnectorShape::kSink, {{"connector.class", "CollectSink"}, {"topics", "t"},
+                                                               {"errors.tolerance", "all"},
+                                                               {"value.converter", "JsonConverter"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 2; })) << trace_;
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put, (std::vector<std::string>{R"({"n":7})", R"({"n":8})"}));
+  EXPECT_EQ(collector().schemas, (std::vector<std::string>{"struct{n:int64}", ""}));
+}
+
+// Direct: no backbone, no converter: the sink gets the source's record with its schema.
+TEST_F(ExecutorTest, DirectHandsTheSchemaToTheSink) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kDirect, {{"connector.class", "SeqSource"}, {"count", "2"},
+                                                                 {"typed", "1"}, {"sink.connector.class", "CollectSink"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 2; }));
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().schemas, (std::vector<std::string>{"struct{n:int64}", "struct{n:int64}"}));
 }
 
 // ferry_task_record_latency_seconds: from Record::receivedNs (set by the source, or by the runtime

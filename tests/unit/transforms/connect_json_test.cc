@@ -1,0 +1,298 @@
+// Kafka Connect's JSON schemas (transforms/connect_json.h) and JsonConverter carrying schemas in
+// its envelope. Byte compatibility with Kafka Connect itself is proven against its own
+// JsonConverter in tests/interop/test_json_schema_compat.py; these pin the layout and the errors.
+#include "transforms/connect_json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace ferry::transforms {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace testing;
+
+SchemaPtr built(const SchemaBuilder& b) {
+  auto r = b.build();
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  return r.isOk() ? *r : nullptr;
+}
+
+Result<SchemaPtr> readText(std::string_view text) {
+  auto j = parseJson(text);
+  EXPECT_TRUE(j.has_value()) << text;
+  return readConnectSchema(*j);
+}
+
+// Every type, logical type and schema attribute at least once.
+SchemaPtr everything() {
+  auto str = built(SchemaBuilder::string());
+  return built(SchemaBuilder::structure()
+                   .name("inventory.Item")
+                   .version(2)
+                   .doc("one row")
+                   .field("i8", built(SchemaBuilder::int8()))
+                   .field("i16", built(SchemaBuilder::int16().optional()))
+                   .field("i32", built(SchemaBuilder::int32().defaultJson("42")))
+                   .field("i64", built(SchemaBuilder::int64()))
+                   .field("f32", built(SchemaBuilder::float32()))
+                   .field("f64", built(SchemaBuilder::float64().optional()))
+                   .field("ok", built(SchemaBuilder::boolean()))
+                   .field("name", built(SchemaBuilder::string().doc("say \"hi\"\n").parameter("len", "10")))
+                   .field("raw", built(SchemaBuilder::bytes().optional()))
+                   .field("price", built(logical::decimal(2)))
+                   .field("day", built(logical::date()))
+                   .field("at", built(logical::time()))
+                   .field("ts", built(logical::timestamp().optional()))
+                   .field("id", built(logical::uuid()))
+                   .field("doc", built(logical::json().optional()))
+                   .field("tags", built(SchemaBuilder::array(str)))
+                   .field("attrs", built(SchemaBuilder::map(str, built(SchemaBuilder::int32()))))
+                   .field("byId", built(SchemaBuilder::map(built(SchemaBuilder::int32()), str).optional()))
+                   .field("nested", built(SchemaBuilder::structure().field("x", str).optional())));
+}
+
+TEST(ConnectJson, WritesKafkasLayout) {
+  auto s = built(SchemaBuilder::structure()
+                     .name("n")
+                     .version(1)
+                     .doc("d")
+                     .parameter("p", "v")
+                     .field("a", built(SchemaBuilder::int32()))
+                     .field("b", built(SchemaBuilder::array(built(SchemaBuilder::float32())).optional()))
+                     .field("c", built(SchemaBuilder::map(built(SchemaBuilder::string()),
+                                                          built(SchemaBuilder::float64())))));
+  EXPECT_EQ(connectSchemaJson(*s),
+            R"({"type":"struct","fields":[{"type":"int32","optional":false,"field":"a"},)"
+            R"({"type":"array","items":{"type":"float","optional":false},"optional":true,"field":"b"},)"
+            R"({"type":"map","keys":{"type":"string","optional":false},"values":{"type":"double","optional":false},)"
+            R"("optional":false,"field":"c"}],"optional":false,"name":"n","version":1,"doc":"d","parameters":{"p":"v"}})");
+  EXPECT_EQ(connectSchemaJson(*built(logical::decimal(3).optional().defaultJson("\"AQ==\""))),
+            R"({"type":"bytes","optional":true,"default":"AQ==","name":"org.apache.kafka.connect.data.Decimal",)"
+            R"("version":1,"parameters":{"scale":"3"}})");
+}
+
+TEST(ConnectJson, EscapesStringsAsJacksonDoes) {
+  std::string out;
+  appendJsonString(out, "q\" b\\ \b\f\n\r\t \x01\x1f\x7f é / \xF0\x9F\x98\x80");
+  EXPECT_EQ(out, "\"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001\\u001F\x7f é / \\uD83D\\uDE00\"");
+  // Broken UTF-8 is copied as it is, not turned into escapes.
+  out.clear();
+  appendJsonString(out, "\xF0\x9F");
+  EXPECT_EQ(out, "\"\xF0\x9F\"");
+  EXPECT_EQ(escapeNonBmp("[\"\xF0\x9F\x98\x80\",1]"), "[\"\\uD83D\\uDE00\",1]");
+}
+
+TEST(ConnectJson, ReadsBackWhatItWrites) {
+  auto s = everything();
+  auto back = readText(connectSchemaJson(*s));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(**back, *s);
+  EXPECT_EQ(connectSchemaJson(**back), connectSchemaJson(*s));
+}
+
+TEST(ConnectJson, ReadsAsKafkaDoes) {
+  // "optional" only when it is the JSON true; a version only when integral; unknown members are
+  // ignored; an empty parameters object stays an empty one.
+  auto s = readText(R"({"type":"int32","optional":"true","version":1.5,"x":1,"parameters":{}})");
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  EXPECT_FALSE((*s)->optional());
+  EXPECT_FALSE((*s)->version().has_value());
+  EXPECT_TRUE((*s)->parameters().has_value());
+  // A null default on an optional schema is no default.
+  auto n = readText(R"({"type":"string","optional":true,"default":null})");
+  ASSERT_TRUE(n.isOk());
+  EXPECT_FALSE((*n)->defaultJson().has_value());
+}
+
+TEST(ConnectJson, RefusesBadSchemasNamingWhere) {
+  auto msg = [](std::string_view text) {
+    auto r = readText(text);
+    EXPECT_FALSE(r.isOk()) << text;
+    return r.isOk() ? std::string() : r.status().message();
+  };
+  EXPECT_THAT(msg(R"({"optional":false})"), HasSubstr("'type'"));
+  EXPECT_THAT(msg(R"({"type":"int128"})"), HasSubstr("unknown schema type 'int128'"));
+  EXPECT_THAT(msg(R"({"type":"array"})"), HasSubstr("'items'"));
+  EXPECT_THAT(msg(R"({"type":"map","keys":{"type":"string"}})"), HasSubstr("'keys' and 'values'"));
+  EXPECT_THAT(msg(R"({"type":"struct","fields":{}})"), HasSubstr("is an array"));
+  EXPECT_THAT(msg(R"({"type":"struct","fields":[{"type":"int8"}]})"), HasSubstr("schema.fields[0]"));
+  EXPECT_THAT(msg(R"({"type":"struct","fields":[{"type":"int8","field":"a"},{"type":"int8","field":"a"}]})"),
+              HasSubstr("'a' appears twice"));
+  EXPECT_THAT(msg(R"({"type":"int8","parameters":{"a":1}})"), HasSubstr("schema.parameters.a"));
+  EXPECT_THAT(msg(R"({"type":"int8","default":300})"), HasSubstr("schema.default: out of range for int8"));
+  EXPECT_THAT(msg(R"({"type":"int8","default":null})"), HasSubstr("null for a required int8"));
+  EXPECT_THAT(msg(R"({"type":"int32","version":4294967296})"), HasSubstr("version"));
+  EXPECT_THAT(msg(R"({"type":"bytes","name":"org.apache.kafka.connect.data.Decimal"})"), HasSubstr("'scale'"));
+  EXPECT_THAT(msg("[]"), HasSubstr("a schema is an object"));
+  // Nested deeper than 64 levels of schemas.
+  std::string deep;
+  for (int i = 0; i < 70; ++i) deep += R"({"type":"array","items":)";
+  deep += R"({"type":"int8"})";
+  for (int i = 0; i < 70; ++i) deep += "}";
+  EXPECT_THAT(msg(deep), HasSubstr("deeper than 64"));
+}
+
+TEST(ConnectJson, ChecksPayloadsAgainstTheirSchema) {
+  auto s = everything();
+  const char* good = R"({"i8":-128,"i16":null,"i32":1,"i64":9223372036854775807,"f32":1.5,"f64":2,"ok":true,)"
+                     R"("name":"n","raw":"AAE=","price":"AMg=","day":19000,"at":1000,"ts":null,)"
+                     R"("id":"0f8fad5b-d9cb-469f-a165-70867728950e","doc":"{}","tags":["a"],"attrs":{"k":1},)"
+                     R"("byId":[[1,"x"]],"nested":{"x":"y"}})";
+  auto j = parseJson(good);
+  ASSERT_TRUE(j.has_value());
+  EXPECT_TRUE(checkPayload(*s, *j).isOk()) << checkPayload(*s, *j).toString();
+  auto fails = [&](const char* member, const char* value, const char* expected) {
+    auto bad = *j;
+    bad[member] = *parseJson(value);
+    Status st = checkPayload(*s, bad);
+    EXPECT_FALSE(st.isOk()) << member << "=" << value;
+    EXPECT_THAT(st.message(), HasSubstr(expected)) << member << "=" << value;
+  };
+  fails("i8", "128", "payload.i8: out of range for int8");
+  fails("i16", "40000", "out of range for int16");
+  fails("i32", "2147483648", "out of range for int32");
+  fails("i64", "18446744073709551615", "out of range for int64");
+  fails("i8", "1.5", "expected an integer");
+  fails("i64", "\"1\"", "expected an integer");
+  fails("f32", "\"x\"", "expected a number");
+  fails("ok", "1", "expected a boolean");
+  fails("name", "null", "payload.name: null for a required string");
+  fails("raw", "\"not base64!\"", "payload.raw: not base64");
+  fails("price", "\"AMg\"", "not base64");
+  fails("tags", "[\"a\",2]", "payload.tags[1]: expected a string");
+  fails("attrs", "[[\"k\",1]]", "a map with string keys is an object");
+  fails("byId", "{\"1\":\"x\"}", "array of [key, value] pairs");
+  fails("byId", "[[1]]", "payload.byId[0]: a map entry is a [key, value] pair");
+  fails("nested", "\"x\"", "a struct is an object");
+  fails("nested", "{\"x\":5}", "payload.nested.x: expected a string");
+  // A missing field is a null: fine where optional or defaulted, refused where required.
+  auto missing = *j;
+  missing.erase("i32");
+  missing.erase("f64");
+  EXPECT_TRUE(checkPayload(*s, missing).isOk());
+  missing.erase("ok");
+  EXPECT_THAT(checkPayload(*s, missing).message(), HasSubstr("payload.ok: null for a required boolean"));
+}
+
+TEST(ConnectJson, DefaultsFillNulls) {
+  auto s = everything();
+  EXPECT_TRUE(hasDefaults(*s));
+  EXPECT_FALSE(hasDefaults(*built(SchemaBuilder::int8())));
+  auto j = *parseJson(R"({"i32":null})");
+  ASSERT_TRUE(applyDefaults(*s, j).isOk());
+  EXPECT_EQ(j["i32"], 42);
+  auto k = *parseJson(R"({})");
+  ASSERT_TRUE(applyDefaults(*s, k).isOk());
+  EXPECT_EQ(k["i32"], 42);
+  EXPECT_FALSE(k.contains("i16"));  // no default: left out
+}
+
+Owned<Converter> jsonConverter(const StringMap& config = {}) {
+  auto c = create<Converter>("org.apache.kafka.connect.json.JsonConverter");
+  EXPECT_NE(c, nullptr);
+  Status s = c->configure(config, false);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  return c;
+}
+
+TEST(JsonConverterSchemas, WritesTheSchemaInTheEnvelopeAndReadsItBack) {
+  auto c = jsonConverter();
+  auto s = built(SchemaBuilder::structure()
+                     .name("t.V")
+                     .field("id", built(SchemaBuilder::int64()))
+                     .field("price", built(logical::decimal(2).optional())));
+  Bytes value(std::string(R"({"id":7,"price":"AMg="})"));
+  auto wire = c->fromRecordWithSchema("t", s, value);
+  ASSERT_TRUE(wire.isOk()) << wire.status().toString();
+  EXPECT_EQ(wire->str(),
+            R"({"schema":{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},)"
+            R"({"type":"bytes","optional":true,"name":"org.apache.kafka.connect.data.Decimal","version":1,)"
+            R"("parameters":{"scale":"2"},"field":"price"}],"optional":false,"name":"t.V"},)"
+            R"("payload":{"id":7,"price":"AMg="}})");
+  auto back = c->toRecordWithSchema("t", *wire);
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  ASSERT_NE(back->schema, nullptr);
+  EXPECT_EQ(*back->schema, *s);
+  EXPECT_EQ(back->data.str(), value.str());
+  // The same schema text gives the same parsed schema object (the read cache).
+  auto again = c->toRecordWithSchema("t", *wire);
+  ASSERT_TRUE(again.isOk());
+  EXPECT_EQ(again->schema.get(), back->schema.get());
+  // Without a schema: the schemaless envelope, as before.
+  EXPECT_EQ(c->fromRecordWithSchema("t", nullptr, Bytes(std::string("1")))->str(), R"({"schema":null,"payload":1})");
+  EXPECT_EQ(c->toRecordWithSchema("t", Bytes(std::string(R"({"schema":null,"payload":1})")))->schema, nullptr);
+}
+
+TEST(JsonConverterSchemas, NullsFollowOptionalAndDefault) {
+  auto c = jsonConverter();
+  auto opt = built(SchemaBuilder::string().optional());
+  auto req = built(SchemaBuilder::string());
+  auto def = built(SchemaBuilder::int32().defaultJson("5"));
+  EXPECT_EQ(c->fromRecordWithSchema("t", opt, Bytes())->str(),
+            R"({"schema":{"type":"string","optional":true},"payload":null})");
+  EXPECT_EQ(c->fromRecordWithSchema("t", def, Bytes())->str(),
+            R"({"schema":{"type":"int32","optional":false,"default":5},"payload":5})");
+  auto r = c->fromRecordWithSchema("orders", req, Bytes());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("topic 'orders' does not match its schema: payload: null for a required"));
+  auto tomb = c->toRecordWithSchema("t", Bytes(std::string(R"({"schema":{"type":"string","optional":true},"payload":null})")));
+  ASSERT_TRUE(tomb.isOk());
+  EXPECT_TRUE(tomb->data.isNull());
+  EXPECT_NE(tomb->schema, nullptr);
+  auto filled = c->toRecordWithSchema(
+      "t", Bytes(std::string(R"({"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"default":5,"field":"n"}],"optional":false},"payload":{"n":null}})")));
+  ASSERT_TRUE(filled.isOk()) << filled.status().toString();
+  EXPECT_EQ(filled->data.str(), R"({"n":5})");
+  // replace.null.with.default=false keeps the null.
+  auto keep = jsonConverter({{"replace.null.with.default", "false"}});
+  auto s = built(SchemaBuilder::structure().field("n", def));
+  EXPECT_EQ(keep->fromRecordWithSchema("t", s, Bytes(std::string(R"({"n":null})")))->str(),
+            R"({"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"default":5,"field":"n"}],"optional":false},"payload":{"n":null}})");
+  EXPECT_EQ(c->fromRecordWithSchema("t", s, Bytes(std::string(R"({"n":null})")))->str(),
+            R"({"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"default":5,"field":"n"}],"optional":false},"payload":{"n":5}})");
+}
+
+TEST(JsonConverterSchemas, RefusesDataThatDoesNotMatchAndHostileEnvelopes) {
+  auto c = jsonConverter();
+  auto s = built(SchemaBuilder::structure().field("id", built(SchemaBuilder::int32())));
+  auto r = c->fromRecordWithSchema("t", s, Bytes(std::string(R"({"id":"x"})")));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("payload.id: expected an integer (int32), found a string"));
+  auto read = [&](const char* text) {
+    auto x = c->toRecordWithSchema("in", Bytes(std::string(text)));
+    EXPECT_FALSE(x.isOk()) << text;
+    return x.isOk() ? std::string() : x.status().message();
+  };
+  EXPECT_THAT(read(R"({"schema":{"type":"int32","optional":false},"payload":1,"extra":0})"),
+              HasSubstr("exactly those two members"));
+  EXPECT_THAT(read(R"({"schema":{"type":"int32","optional":false},"payload":"1"})"),
+              HasSubstr("topic 'in' does not match its schema: payload: expected an integer"));
+  EXPECT_THAT(read(R"({"schema":{"type":"nope"},"payload":1})"), HasSubstr("invalid schema: schema: unknown schema type"));
+  EXPECT_THAT(read(R"({"schema":5,"payload":1})"), HasSubstr("a schema is an object"));
+  // The converter refuses decimal.format=NUMERIC rather than writing what Kafka would not read.
+  auto numeric = create<Converter>("JsonConverter");
+  EXPECT_FALSE(numeric->configure({{"decimal.format", "NUMERIC"}}, false).isOk());
+}
+
+TEST(JsonConverterSchemas, PlainModeDropsTheSchema) {
+  auto c = jsonConverter({{"schemas.enable", "false"}});
+  auto s = built(SchemaBuilder::int32());
+  EXPECT_EQ(c->fromRecordWithSchema("t", s, Bytes(std::string("3")))->str(), "3");
+  auto back = c->toRecordWithSchema("t", Bytes(std::string("3")));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back->schema, nullptr);
+}
+
+TEST(JsonConverterSchemas, OtherConvertersDropTheSchema) {
+  auto c = create<Converter>("StringConverter");
+  ASSERT_TRUE(c->configure({}, false).isOk());
+  auto s = built(SchemaBuilder::string());
+  EXPECT_EQ(c->fromRecordWithSchema("t", s, Bytes(std::string("x")))->str(), "x");
+  EXPECT_EQ(c->toRecordWithSchema("t", Bytes(std::string("x")))->schema, nullptr);
+}
+
+}  // namespace
+}  // namespace ferry::transforms

@@ -1,0 +1,53 @@
+// Kafka Connect's JSON form of schemas and typed data: what JsonConverter (schemas.enable=true)
+// puts in the envelope {"schema": ..., "payload": ...}.
+//
+// Writing is byte-compatible with Kafka Connect 4.x's JsonConverter (compact, members in its
+// order: "type", then "items" / "keys","values" / "fields", "optional", "name", "version", "doc",
+// "parameters", "default"; a struct field is its schema's object with "field" last; strings
+// escaped as Jackson does: \" \\ \b \f \n \r \t, other control characters \u00XX, nothing else).
+// Reading follows Kafka's rules: "type" is required, "optional" is true only when it is the JSON
+// true, "version" only when integral, parameters must be strings, a struct field needs "field".
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+#include "ferry/schema.h"
+#include "transforms/json_util.h"
+
+namespace ferry::transforms {
+
+// Appends `s`'s JSON form to `out`.
+void appendConnectSchema(std::string& out, const Schema& s);
+std::string connectSchemaJson(const Schema& s);
+// Appends `text` as a JSON string, escaped as Jackson escapes (characters outside the BMP as
+// \uD83D\uDE00 surrogate escapes, as Kafka Connect's JsonConverter writes them).
+void appendJsonString(std::string& out, std::string_view text);
+// Appends `j` compactly as Jackson writes it: strings as appendJsonString, numbers as nlohmann
+// writes them (the same for integers and for the shortest form of most doubles; Jackson writes
+// 1e20 as 1.0E20 where this writes 1e+20).
+void appendJackson(std::string& out, const Json& j);
+// `json` (valid JSON text) with every character outside the BMP written as surrogate escapes:
+// such characters only occur inside strings, so no parse is needed.
+std::string escapeNonBmp(std::string_view json);
+
+// Reads a schema from its JSON form. InvalidArgument naming where ("schema.fields[2]: ...").
+// Deeper than 64 levels of nested schemas is refused.
+Result<SchemaPtr> readConnectSchema(const Json& j);
+
+// Checks that `payload` is data of schema `s` in the payload form of ferry/schema.h; a null where
+// `s` is required and has no default, a number out of an integer type's range, a string that is
+// not base64 for bytes, a struct that is not an object, ... fail with InvalidArgument naming the
+// path ("payload.address.zip: ...").
+Status checkPayload(const Schema& s, const Json& payload);
+
+// True when `s` or a schema inside it has a default (then a null in the payload stands for the
+// default, as Kafka's JsonConverter reads and writes it).
+bool hasDefaults(const Schema& s);
+// Replaces every null in `payload` where the schema has a default by that default (in place).
+Status applyDefaults(const Schema& s, Json& payload);
+
+}  // namespace ferry::transforms
