@@ -1,8 +1,12 @@
 // Kafka Connect's JSON schemas and payload checks (connect_json.h).
 #include "transforms/connect_json.h"
 
+#include "core/json_bounds.h"
+#include "transforms/json_fast.h"
+
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace ferry::transforms {
 namespace {
@@ -32,94 +36,234 @@ Status bad(const std::string& path, const std::string& what) {
   return Status::invalidArgument(path + ": " + what);
 }
 
-const char* kindOf(const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number with a fraction";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::object: return "an object";
+// Where in the payload a check is: built only when a check fails (no string per field of every
+// record).
+struct Path {
+  const Path* up = nullptr;
+  std::string_view key;    // a member ("" for the root or an element)
+  std::int64_t index = -1; // an element
+  std::string str() const {
+    std::string out = up ? up->str() : std::string("payload");
+    if (index >= 0) out += "[" + std::to_string(index) + "]";
+    else if (up) out.append(".").append(key);
+    return out;
+  }
+};
+
+enum class Kind { kNull, kBool, kInt, kUInt, kDouble, kString, kArray, kObject, kOther };
+
+const char* kindName(Kind k) {
+  switch (k) {
+    case Kind::kNull: return "null";
+    case Kind::kBool: return "a boolean";
+    case Kind::kInt:
+    case Kind::kUInt: return "an integer";
+    case Kind::kDouble: return "a number with a fraction";
+    case Kind::kString: return "a string";
+    case Kind::kArray: return "an array";
+    case Kind::kObject: return "an object";
     default: return "a value of another kind";
   }
 }
 
-Status checkInteger(const Json& j, std::int64_t lo, std::int64_t hi, const std::string& path, const char* type) {
-  if (j.is_number_unsigned()) {
-    if (j.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return bad(path, std::string("out of range for ") + type);
+// The two documents the checker reads: nlohmann's (schemas' defaults, the slow path) and
+// simdjson's read-only DOM (every record).
+struct NlohmannNode {
+  using Node = const Json&;
+  static Kind kind(const Json& j) {
+    switch (j.type()) {
+      case Json::value_t::null: return Kind::kNull;
+      case Json::value_t::boolean: return Kind::kBool;
+      case Json::value_t::number_integer: return Kind::kInt;
+      case Json::value_t::number_unsigned: return Kind::kUInt;
+      case Json::value_t::number_float: return Kind::kDouble;
+      case Json::value_t::string: return Kind::kString;
+      case Json::value_t::array: return Kind::kArray;
+      case Json::value_t::object: return Kind::kObject;
+      default: return Kind::kOther;
+    }
+  }
+  static std::int64_t asInt(const Json& j) { return j.get<std::int64_t>(); }
+  static std::uint64_t asUInt(const Json& j) { return j.get<std::uint64_t>(); }
+  static std::string_view asString(const Json& j) { return j.get_ref<const std::string&>(); }
+  template <class F>
+  static Status elements(const Json& j, F&& f) {
+    std::int64_t i = 0;
+    for (const auto& e : j) FERRY_RETURN_IF_ERROR(f(i++, e));
     return Status::ok();
   }
-  if (!j.is_number_integer()) return bad(path, std::string("expected an integer (") + type + "), found " + kindOf(j));
-  const auto v = j.get<std::int64_t>();
-  if (v < lo || v > hi) return bad(path, std::string("out of range for ") + type);
-  return Status::ok();
+  template <class F>
+  static Status members(const Json& j, F&& f) {
+    for (const auto& [k, v] : j.items()) FERRY_RETURN_IF_ERROR(f(std::string_view(k), v));
+    return Status::ok();
+  }
+};
+
+const char* kindOf(const Json& j) { return kindName(NlohmannNode::kind(j)); }
+
+struct SimdNode {
+  using Node = simdjson::dom::element;
+  static Kind kind(simdjson::dom::element e) {
+    using T = simdjson::dom::element_type;
+    switch (e.type()) {
+      case T::NULL_VALUE: return Kind::kNull;
+      case T::BOOL: return Kind::kBool;
+      case T::INT64: return Kind::kInt;
+      case T::UINT64: return Kind::kUInt;
+      case T::DOUBLE: return Kind::kDouble;
+      case T::STRING: return Kind::kString;
+      case T::ARRAY: return Kind::kArray;
+      case T::OBJECT: return Kind::kObject;
+      default: return Kind::kOther;
+    }
+  }
+  static std::int64_t asInt(simdjson::dom::element e) { return e.get_int64().value_unsafe(); }
+  static std::uint64_t asUInt(simdjson::dom::element e) { return e.get_uint64().value_unsafe(); }
+  static std::string_view asString(simdjson::dom::element e) { return e.get_string().value_unsafe(); }
+  template <class F>
+  static Status elements(simdjson::dom::element e, F&& f) {
+    std::int64_t i = 0;
+    const simdjson::dom::array items = e.get_array().value_unsafe();
+    for (simdjson::dom::element c : items) FERRY_RETURN_IF_ERROR(f(i++, c));
+    return Status::ok();
+  }
+  template <class F>
+  static Status members(simdjson::dom::element e, F&& f) {
+    const simdjson::dom::object fields = e.get_object().value_unsafe();
+    for (simdjson::dom::key_value_pair kv : fields) FERRY_RETURN_IF_ERROR(f(kv.key, kv.value));
+    return Status::ok();
+  }
+};
+
+template <class A>
+class Checker {
+ public:
+  using Node = typename A::Node;
+  // Set when a null (or a missing struct field) stands where the schema has a default.
+  bool defaultsApply = false;
+
+  Status check(const Schema& s, Node j, const Path& path) {
+    const Kind k = A::kind(j);
+    if (k == Kind::kNull) return null(s, path);
+    switch (s.type()) {
+      case SchemaType::kInt8: return integer(j, k, -128, 127, path, "int8");
+      case SchemaType::kInt16: return integer(j, k, -32768, 32767, path, "int16");
+      case SchemaType::kInt32:
+        return integer(j, k, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max(),
+                       path, "int32");
+      case SchemaType::kInt64:
+        return integer(j, k, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                       path, "int64");
+      case SchemaType::kFloat32:
+      case SchemaType::kFloat64:
+        if (k != Kind::kInt && k != Kind::kUInt && k != Kind::kDouble) return expected("a number", k, path);
+        return Status::ok();
+      case SchemaType::kBoolean:
+        return k == Kind::kBool ? Status::ok() : expected("a boolean", k, path);
+      case SchemaType::kString:
+        return k == Kind::kString ? Status::ok() : expected("a string", k, path);
+      case SchemaType::kBytes:
+        if (k != Kind::kString) return expected("base64 text (bytes)", k, path);
+        if (!isBase64(A::asString(j))) return bad(path.str(), "not base64 text (bytes)");
+        return Status::ok();
+      case SchemaType::kArray:
+        if (k != Kind::kArray) return expected("an array", k, path);
+        return A::elements(j, [&](std::int64_t i, Node e) {
+          return check(*s.valueSchema(), e, Path{&path, {}, i});
+        });
+      case SchemaType::kMap:
+        if (s.keySchema()->type() == SchemaType::kString) {
+          if (k != Kind::kObject) return bad(path.str(), std::string("a map with string keys is an object, found ") + kindName(k));
+          return A::members(j, [&](std::string_view key, Node v) {
+            return check(*s.valueSchema(), v, Path{&path, key});
+          });
+        }
+        if (k != Kind::kArray)
+          return bad(path.str(), std::string("a map with non-string keys is an array of [key, value] pairs, found ") +
+                                     kindName(k));
+        return A::elements(j, [&](std::int64_t i, Node entry) -> Status {
+          const Path at{&path, {}, i};
+          if (A::kind(entry) != Kind::kArray) return bad(at.str(), "a map entry is a [key, value] pair");
+          std::int64_t n = 0;
+          FERRY_RETURN_IF_ERROR(A::elements(entry, [&](std::int64_t e, Node v) -> Status {
+            ++n;
+            if (e > 1) return Status::ok();
+            return check(e == 0 ? *s.keySchema() : *s.valueSchema(), v, Path{&at, {}, e});
+          }));
+          if (n != 2) return bad(at.str(), "a map entry is a [key, value] pair");
+          return Status::ok();
+        });
+      case SchemaType::kStruct:
+        return structure(s, j, k, path);
+    }
+    return Status::ok();
+  }
+
+ private:
+  Status null(const Schema& s, const Path& path) {
+    if (s.defaultJson()) {
+      defaultsApply = true;
+      return Status::ok();
+    }
+    if (s.optional()) return Status::ok();
+    return bad(path.str(), "null for a required " + s.describe());
+  }
+
+  static Status expected(const char* what, Kind k, const Path& path) {
+    return bad(path.str(), std::string("expected ") + what + ", found " + kindName(k));
+  }
+
+  static Status integer(Node j, Kind k, std::int64_t lo, std::int64_t hi, const Path& path, const char* type) {
+    if (k == Kind::kUInt) {
+      if (A::asUInt(j) > static_cast<std::uint64_t>(hi)) return bad(path.str(), std::string("out of range for ") + type);
+      return Status::ok();
+    }
+    if (k != Kind::kInt) return bad(path.str(), std::string("expected an integer (") + type + "), found " + kindName(k));
+    const auto v = A::asInt(j);
+    if (v < lo || v > hi) return bad(path.str(), std::string("out of range for ") + type);
+    return Status::ok();
+  }
+
+  // Members are matched to fields in one pass; payloads written in the schema's field order (as
+  // every writer does) find each field at the next position.
+  Status structure(const Schema& s, Node j, Kind k, const Path& path) {
+    if (k != Kind::kObject) return bad(path.str(), std::string("a struct is an object, found ") + kindName(k));
+    const auto& fields = s.fields();
+    std::vector<bool> seen(fields.size());
+    std::size_t next = 0;
+    FERRY_RETURN_IF_ERROR(A::members(j, [&](std::string_view key, Node v) -> Status {
+      std::size_t at = fields.size();
+      if (next < fields.size() && fields[next].name == key) {
+        at = next;
+      } else {
+        for (std::size_t i = 0; i < fields.size(); ++i)
+          if (fields[i].name == key) at = i;
+      }
+      if (at == fields.size()) return Status::ok();  // not in the schema: ignored, as Kafka does
+      seen[at] = true;
+      next = at + 1;
+      return check(*fields[at].schema, v, Path{&path, key});
+    }));
+    for (std::size_t i = 0; i < fields.size(); ++i)
+      if (!seen[i]) FERRY_RETURN_IF_ERROR(null(*fields[i].schema, Path{&path, fields[i].name}));
+    return Status::ok();
+  }
+};
+
+simdjson::dom::parser& checkParser() {
+  thread_local simdjson::dom::parser parser = boundedFastParser();
+  return parser;
 }
 
-Status check(const Schema& s, const Json& j, const std::string& path) {
-  if (j.is_null()) {
-    if (s.optional() || s.defaultJson()) return Status::ok();
-    return bad(path, "null for a required " + s.describe());
-  }
-  switch (s.type()) {
-    case SchemaType::kInt8: return checkInteger(j, -128, 127, path, "int8");
-    case SchemaType::kInt16: return checkInteger(j, -32768, 32767, path, "int16");
-    case SchemaType::kInt32:
-      return checkInteger(j, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max(), path,
-                          "int32");
-    case SchemaType::kInt64:
-      return checkInteger(j, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), path,
-                          "int64");
-    case SchemaType::kFloat32:
-    case SchemaType::kFloat64:
-      if (!j.is_number()) return bad(path, std::string("expected a number, found ") + kindOf(j));
-      return Status::ok();
-    case SchemaType::kBoolean:
-      if (!j.is_boolean()) return bad(path, std::string("expected a boolean, found ") + kindOf(j));
-      return Status::ok();
-    case SchemaType::kString:
-      if (!j.is_string()) return bad(path, std::string("expected a string, found ") + kindOf(j));
-      return Status::ok();
-    case SchemaType::kBytes:
-      if (!j.is_string()) return bad(path, std::string("expected base64 text (bytes), found ") + kindOf(j));
-      if (!isBase64(j.get_ref<const std::string&>())) return bad(path, "not base64 text (bytes)");
-      return Status::ok();
-    case SchemaType::kArray: {
-      if (!j.is_array()) return bad(path, std::string("expected an array, found ") + kindOf(j));
-      for (std::size_t i = 0; i < j.size(); ++i)
-        FERRY_RETURN_IF_ERROR(check(*s.valueSchema(), j[i], path + "[" + std::to_string(i) + "]"));
-      return Status::ok();
-    }
-    case SchemaType::kMap: {
-      if (s.keySchema()->type() == SchemaType::kString) {
-        if (!j.is_object())
-          return bad(path, std::string("a map with string keys is an object, found ") + kindOf(j));
-        for (const auto& [k, v] : j.items()) FERRY_RETURN_IF_ERROR(check(*s.valueSchema(), v, path + "." + k));
-        return Status::ok();
-      }
-      if (!j.is_array())
-        return bad(path, std::string("a map with non-string keys is an array of [key, value] pairs, found ") +
-                             kindOf(j));
-      for (std::size_t i = 0; i < j.size(); ++i) {
-        const std::string at = path + "[" + std::to_string(i) + "]";
-        if (!j[i].is_array() || j[i].size() != 2) return bad(at, "a map entry is a [key, value] pair");
-        FERRY_RETURN_IF_ERROR(check(*s.keySchema(), j[i][0], at + "[0]"));
-        FERRY_RETURN_IF_ERROR(check(*s.valueSchema(), j[i][1], at + "[1]"));
-      }
-      return Status::ok();
-    }
-    case SchemaType::kStruct: {
-      if (!j.is_object()) return bad(path, std::string("a struct is an object, found ") + kindOf(j));
-      static const Json kNull;
-      for (const auto& f : s.fields()) {
-        auto it = j.find(f.name);
-        FERRY_RETURN_IF_ERROR(check(*f.schema, it == j.end() ? kNull : *it, path + "." + f.name));
-      }
-      return Status::ok();
-    }
-  }
-  return Status::ok();
+// nlohmann's document, for the defaults of a schema read from JSON.
+Status check(const Schema& s, const Json& j, const std::string& where) {
+  Checker<NlohmannNode> c;
+  const Path root;
+  Status st = c.check(s, j, root);
+  if (st.isOk() || where == "payload") return st;
+  std::string m = st.message();
+  if (m.rfind("payload", 0) == 0) m = where + m.substr(7);
+  return Status::invalidArgument(m);
 }
 
 Result<SchemaPtr> read(const Json& j, const std::string& path, int depth) {
@@ -419,6 +563,113 @@ std::string connectSchemaJson(const Schema& s) {
 Result<SchemaPtr> readConnectSchema(const Json& j) { return read(j, "schema", 0); }
 
 Status checkPayload(const Schema& s, const Json& payload) { return check(s, payload, "payload"); }
+
+Status checkPayloadText(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson) {
+  defaultsApply = false;
+  isJson = true;
+  const Path root;
+  auto doc = checkParser().parse(json.data(), json.size());
+  if (!doc.error()) {
+    Checker<SimdNode> c;
+    Status st = c.check(s, doc.value_unsafe(), root);
+    defaultsApply = c.defaultsApply;
+    return st;
+  }
+  // What simdjson refuses but nlohmann reads (an integer beyond 64 bits, for a double field).
+  auto j = parseJson(json);
+  if (!j) {
+    isJson = false;
+    return Status::invalidArgument("not JSON");
+  }
+  Checker<NlohmannNode> c;
+  Status st = c.check(s, *j, root);
+  defaultsApply = c.defaultsApply;
+  return st;
+}
+
+namespace {
+
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The end of the JSON value starting at text[i] (not validated: brackets and strings balanced,
+// anything else up to the next delimiter); npos when it does not end.
+std::size_t valueEnd(std::string_view text, std::size_t i, int maxDepth) {
+  int depth = 0;
+  bool inString = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') ++i;
+      else if (c == '"') {
+        inString = false;
+        if (depth == 0) return i + 1;
+      }
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > maxDepth) return std::string_view::npos;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;  // the end of an enclosing container: a scalar ended before it
+      if (--depth == 0) return i + 1;
+    } else if (depth == 0 && (c == ',' || space(c))) {
+      return i;
+    }
+  }
+  return depth == 0 && !inString ? i : std::string_view::npos;
+}
+
+}  // namespace
+
+Result<EnvelopeSlices> splitEnvelope(std::string_view text) {
+  auto fail = [] {
+    return Status::invalidArgument("not a {\"schema\": ..., \"payload\": ...} envelope (exactly those two members)");
+  };
+  std::size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && space(text[i])) ++i;
+  };
+  skip();
+  if (i >= text.size() || text[i] != '{') return fail();
+  ++i;
+  EnvelopeSlices out;
+  bool haveSchema = false;
+  bool havePayload = false;
+  for (int member = 0; member < 2; ++member) {
+    skip();
+    std::string_view key;
+    if (text.substr(i, 8) == "\"schema\"") key = "schema";
+    else if (text.substr(i, 9) == "\"payload\"") key = "payload";
+    else return fail();
+    i += key.size() + 2;
+    skip();
+    if (i >= text.size() || text[i] != ':') return fail();
+    ++i;
+    skip();
+    const std::size_t end = valueEnd(text, i, core::kRecordJsonLimits.maxDepth);
+    if (end == std::string_view::npos || end == i) return fail();
+    const std::string_view value = text.substr(i, end - i);
+    i = end;
+    if (key == "schema") {
+      if (haveSchema) return fail();
+      haveSchema = true;
+      out.schema = value;
+    } else {
+      if (havePayload) return fail();
+      havePayload = true;
+      out.payload = value;
+    }
+    skip();
+    if (i >= text.size()) return fail();
+    if (member == 0 && text[i] != ',') return fail();
+    if (member == 1 && text[i] != '}') return fail();
+    ++i;
+  }
+  skip();
+  if (i != text.size()) return fail();
+  return out;
+}
 
 bool hasDefaults(const Schema& s) { return anyDefault(s); }
 

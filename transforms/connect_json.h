@@ -44,6 +44,20 @@ Result<SchemaPtr> readConnectSchema(const Json& j);
 // path ("payload.address.zip: ...").
 Status checkPayload(const Schema& s, const Json& payload);
 
+// The same over JSON text, parsed with simdjson (the per-record path): `isJson` false when `json`
+// is not JSON; `defaultsApply` true when a null stands where the schema has a default (the
+// caller then fills them in with applyDefaults on a parsed document).
+Status checkPayloadText(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson);
+
+// The raw texts of an envelope's two members, without parsing them: `text` must be one object
+// with exactly the members "schema" and "payload" (in either order, JSON whitespace allowed).
+// The slices are not validated: the caller parses them. InvalidArgument otherwise.
+struct EnvelopeSlices {
+  std::string_view schema;
+  std::string_view payload;
+};
+Result<EnvelopeSlices> splitEnvelope(std::string_view text);
+
 // True when `s` or a schema inside it has a default (then a null in the payload stands for the
 // default, as Kafka's JsonConverter reads and writes it).
 bool hasDefaults(const Schema& s);

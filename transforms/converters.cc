@@ -142,8 +142,10 @@ Result<Bytes> JsonConverter::fromRecord(const std::string& topic, const Bytes& d
 Result<Bytes> JsonConverter::fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
                                                   const Bytes& data) {
   if (data.isNull() && (!schema || !schemasEnable_)) return data;
-  if (!data.isNull() && !isJson(data.view())) return notJson(topic, data, "for");
-  if (!schemasEnable_) return data;
+  if (!schema || !schemasEnable_) {
+    if (!isJson(data.view())) return notJson(topic, data, "for");
+    if (!schemasEnable_) return data;
+  }
   // The envelope adds a level: a value at the record bound could not be read back.
   const int limit = core::kRecordJsonLimits.maxDepth;
   if (core::jsonNesting(data.view(), limit) >= limit)
@@ -170,10 +172,14 @@ Result<Bytes> JsonConverter::fromRecordWithSchema(const std::string& topic, cons
       return badData(topic, "for", Status::invalidArgument("payload: null for a required " + schema->describe()));
     }
   } else {
-    auto j = core::parseJsonBounded<Json>(data.view(), core::kRecordJsonLimits);
-    if (!j.isOk()) return notJson(topic, data, "for");
-    if (Status st = checkPayload(*schema, *j); !st.isOk()) return badData(topic, "for", st);
-    if (w.defaults && replaceNullWithDefault_) {
+    bool defaultsApply = false;
+    bool json = true;
+    Status st = checkPayloadText(*schema, data.view(), defaultsApply, json);
+    if (!json) return notJson(topic, data, "for");
+    if (!st.isOk()) return badData(topic, "for", st);
+    if (defaultsApply && replaceNullWithDefault_) {
+      auto j = parseJson(data.view());
+      if (!j) return notJson(topic, data, "for");
       FERRY_RETURN_IF_ERROR(applyDefaults(*schema, *j));
       appendJackson(payloadText, *j);
       payload = payloadText;
@@ -203,38 +209,52 @@ Result<SchemaAndBytes> JsonConverter::toRecordWithSchema(const std::string& topi
     if (!isJson(data.view())) return notJson(topic, data, "from");
     return SchemaAndBytes{nullptr, data};
   }
-  auto j = parseJson(data.view());
-  if (!j) return notJson(topic, data, "from");
-  if (!j->is_object() || j->size() != 2 || !j->contains("payload") || !j->contains("schema"))
+  // The envelope is taken apart without a document: the schema's text is the cache key (the
+  // records of one table carry the same text), the payload's text is checked and kept as it is.
+  auto env = splitEnvelope(data.view());
+  if (!env.isOk()) {
+    if (!isJson(data.view())) return notJson(topic, data, "from");
     return Status::invalidArgument(
-        "JsonConverter: the " + role_ + " from topic '" +
-        topic + "' is not a {\"schema\": ..., \"payload\": ...} envelope (exactly those two members); "
+        "JsonConverter: the " + role_ + " from topic '" + topic +
+        "' is not a {\"schema\": ..., \"payload\": ...} envelope (exactly those two members); "
         "with schemas.enable=true it must be (set schemas.enable=false to read plain JSON)");
-  Json& payload = j->at("payload");
-  const Json& schemaJson = j->at("schema");
-  if (schemaJson.is_null()) {
-    if (payload.is_null()) return SchemaAndBytes{nullptr, Bytes::null()};
-    return SchemaAndBytes{nullptr, toBytes(payload)};
   }
-  std::string key = dumpJson(schemaJson);
+  const std::string_view payload = env->payload;
+  if (env->schema == "null") {
+    if (!isJson(payload)) return notJson(topic, data, "from");
+    if (payload == "null") return SchemaAndBytes{nullptr, Bytes::null()};
+    return SchemaAndBytes{nullptr, Bytes::copyOf(payload)};
+  }
   SchemaPtr schema;
-  if (auto it = readCache_.find(key); it != readCache_.end()) {
+  if (auto it = readCache_.find(env->schema); it != readCache_.end()) {
     schema = it->second;
   } else {
-    auto read = readConnectSchema(schemaJson);
+    auto j = parseJson(env->schema);
+    if (!j) return notJson(topic, data, "from");
+    auto read = readConnectSchema(*j);
     if (!read.isOk())
       return Status::invalidArgument("JsonConverter: the " + role_ + " from topic '" + topic +
                                      "' has an invalid schema: " + read.status().message());
     schema = *read;
     if (readCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) readCache_.clear();
-    readCache_.emplace(std::move(key), schema);
+    readCache_.emplace(std::string(env->schema), schema);
   }
-  if (Status st = checkPayload(*schema, payload); !st.isOk()) return badData(topic, "from", st);
-  if (replaceNullWithDefault_ && hasDefaults(*schema)) FERRY_RETURN_IF_ERROR(applyDefaults(*schema, payload));
-  if (payload.is_null()) return SchemaAndBytes{schema, Bytes::null()};
-  std::string text;
-  appendJackson(text, payload);
-  return SchemaAndBytes{schema, Bytes(std::move(text))};
+  bool defaultsApply = false;
+  bool json = true;
+  Status st = checkPayloadText(*schema, payload, defaultsApply, json);
+  if (!json) return notJson(topic, data, "from");
+  if (!st.isOk()) return badData(topic, "from", st);
+  if (defaultsApply && replaceNullWithDefault_) {
+    auto j = parseJson(payload);
+    if (!j) return notJson(topic, data, "from");
+    FERRY_RETURN_IF_ERROR(applyDefaults(*schema, *j));
+    if (j->is_null()) return SchemaAndBytes{schema, Bytes::null()};
+    std::string text;
+    appendJackson(text, *j);
+    return SchemaAndBytes{schema, Bytes(std::move(text))};
+  }
+  if (payload == "null") return SchemaAndBytes{schema, Bytes::null()};
+  return SchemaAndBytes{schema, Bytes::copyOf(payload)};
 }
 
 const ConfigDef& SimpleHeaderConverter::definition() {

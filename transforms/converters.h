@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "ferry/transform.h"
@@ -70,7 +72,12 @@ class JsonConverter final : public Converter {
   std::size_t cacheSize_ = 1000;
   std::string role_ = "value";
   std::unordered_map<const Schema*, Written> writeCache_;
-  std::unordered_map<std::string, SchemaPtr> readCache_;
+  // Looked up by the envelope's schema text without copying it.
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, SchemaPtr, TextHash, std::equal_to<>> readCache_;
 };
 
 // Kafka's default header converter. Kafka writes header values as their string form; ferry's

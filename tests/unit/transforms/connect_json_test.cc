@@ -150,6 +150,12 @@ TEST(ConnectJson, ChecksPayloadsAgainstTheirSchema) {
     Status st = checkPayload(*s, bad);
     EXPECT_FALSE(st.isOk()) << member << "=" << value;
     EXPECT_THAT(st.message(), HasSubstr(expected)) << member << "=" << value;
+    // The per-record path (simdjson over the text) says the same.
+    bool defaults = false;
+    bool json = false;
+    Status text = checkPayloadText(*s, dumpJson(bad), defaults, json);
+    EXPECT_TRUE(json);
+    EXPECT_EQ(text.message(), st.message()) << member << "=" << value;
   };
   fails("i8", "128", "payload.i8: out of range for int8");
   fails("i16", "40000", "out of range for int16");
@@ -175,6 +181,39 @@ TEST(ConnectJson, ChecksPayloadsAgainstTheirSchema) {
   EXPECT_TRUE(checkPayload(*s, missing).isOk());
   missing.erase("ok");
   EXPECT_THAT(checkPayload(*s, missing).message(), HasSubstr("payload.ok: null for a required boolean"));
+  bool defaults = false;
+  bool json = false;
+  EXPECT_TRUE(checkPayloadText(*s, good, defaults, json).isOk());
+  EXPECT_FALSE(defaults);
+  EXPECT_TRUE(checkPayloadText(*s, R"({"i8":1,"i64":2,"f32":1,"ok":true,"name":"","price":"AA==","day":1,"at":1,)"
+                                   R"("id":"x","tags":[],"attrs":{}})", defaults, json).isOk());
+  EXPECT_TRUE(defaults);  // i32 is missing and has a default
+  EXPECT_FALSE(checkPayloadText(*s, "{\"i8\":", defaults, json).isOk());
+  EXPECT_FALSE(json);
+  // Beyond 64 bits: simdjson refuses the text, the fallback reads it (a double may hold it).
+  auto f64 = built(SchemaBuilder::float64());
+  EXPECT_TRUE(checkPayloadText(*f64, "123456789012345678901234567890", defaults, json).isOk());
+  EXPECT_THAT(checkPayloadText(*built(SchemaBuilder::int64()), "123456789012345678901234567890", defaults, json).message(),
+              HasSubstr("payload: expected an integer"));
+}
+
+TEST(ConnectJson, SplitsEnvelopesWithoutParsingAndRefusesOthers) {
+  auto ok = splitEnvelope(R"( { "schema" : {"type":"int8","x":[1,"]}"]} , "payload" : 5 } )");
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->schema, R"({"type":"int8","x":[1,"]}"]})");
+  EXPECT_EQ(ok->payload, "5");
+  auto swapped = splitEnvelope(R"({"payload":"a\"b","schema":null})");
+  ASSERT_TRUE(swapped.isOk());
+  EXPECT_EQ(swapped->payload, R"("a\"b")");
+  EXPECT_EQ(swapped->schema, "null");
+  for (const char* bad : {"", "[]", "{}", R"({"schema":null})", R"({"schema":null,"payload":1,"x":2})",
+                          R"({"schema":null,"schema":1})", R"({"payload":1,"payload":1})", R"({"schema":null,"payload":1}x)",
+                          R"({"schema":null,"payload":})", R"({"schema":{"a":1,"payload":1})", R"({"schema":"x,"payload":1})",
+                          R"({"schema" null,"payload":1})", R"({"sch\u0065ma":null,"payload":1})"}) {
+    EXPECT_FALSE(splitEnvelope(bad).isOk()) << bad;
+  }
+  std::string deep = R"({"schema":)" + std::string(200, '[') + std::string(200, ']') + R"(,"payload":1})";
+  EXPECT_FALSE(splitEnvelope(deep).isOk());
 }
 
 TEST(ConnectJson, DefaultsFillNulls) {
