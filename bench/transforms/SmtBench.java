@@ -10,7 +10,9 @@
 // object (the fields of transform_bench, plus "peer": "kafka-connect-smt").
 //
 // Cases: chain5 (ReplaceField$Value renames hum:humidity, InsertField$Value static region,
-// MaskField$Value fw, Cast$Value seq:string, ValueToKey device), converters-only (the same
+// MaskField$Value fw, Cast$Value seq:string, ValueToKey device), json-schema-write and
+// json-schema-read (JsonConverter with schemas.enable=true on the records typed by an 11-field
+// struct schema: fromConnectData of a Struct / toConnectData of an envelope), converters-only (the same
 // round trip with no SMT), rule-projection (ReplaceField$Value include=temp renames=temp:t,
 // InsertField$Value topic.field=topic: the SELECT part of the rule only; Connect's SMTs have no
 // condition on a value field, so nothing is filtered out).
@@ -31,7 +33,10 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.sink.SinkRecord;
@@ -69,6 +74,8 @@ public final class SmtBench {
         c.add(smt(new InsertField.Value<>(), "topic.field", "topic"));
         break;
       case "converters-only":
+      case "json-schema-write":
+      case "json-schema-read":
         break;
       default:
         throw new IllegalArgumentException("unknown case " + name);
@@ -82,6 +89,52 @@ public final class SmtBench {
     cfg.put("schemas.enable", "false");
     c.configure(cfg, isKey);
     return c;
+  }
+
+  // json-schema-write / json-schema-read: Kafka Connect's JsonConverter (schemas.enable=true) on
+  // the records typed by the 11-field struct schema transform_bench uses, each record's Struct
+  // (write) or envelope (read) made up front.
+  private static final Schema READING = SchemaBuilder.struct().name("sensors.Reading")
+      .field("device", Schema.STRING_SCHEMA).field("site", Schema.STRING_SCHEMA)
+      .field("temp", Schema.FLOAT64_SCHEMA).field("hum", Schema.FLOAT64_SCHEMA)
+      .field("ts", Schema.INT64_SCHEMA).field("status", Schema.STRING_SCHEMA)
+      .field("fw", Schema.OPTIONAL_STRING_SCHEMA).field("seq", Schema.INT64_SCHEMA)
+      .field("battery", Schema.INT32_SCHEMA).field("rssi", Schema.INT32_SCHEMA)
+      .field("note", Schema.OPTIONAL_STRING_SCHEMA).build();
+  private static Struct[] structs;
+  private static byte[][] envelopes;
+  private static JsonConverter schemaConv;
+
+  private static void prepareSchemaCases(JsonConverter plain) {
+    schemaConv = new JsonConverter();
+    Map<String, String> cfg = new HashMap<>();
+    cfg.put("schemas.enable", "true");
+    schemaConv.configure(cfg, false);
+    structs = new Struct[values.length];
+    envelopes = new byte[values.length][];
+    for (int i = 0; i < values.length; i++) {
+      Map<?, ?> m = (Map<?, ?>) plain.toConnectData(topics[i], values[i]).value();
+      Struct s = new Struct(READING)
+          .put("device", m.get("device")).put("site", m.get("site"))
+          .put("temp", ((Number) m.get("temp")).doubleValue()).put("hum", ((Number) m.get("hum")).doubleValue())
+          .put("ts", ((Number) m.get("ts")).longValue()).put("status", m.get("status")).put("fw", m.get("fw"))
+          .put("seq", ((Number) m.get("seq")).longValue()).put("battery", ((Number) m.get("battery")).intValue())
+          .put("rssi", ((Number) m.get("rssi")).intValue()).put("note", m.get("note"));
+      structs[i] = s;
+      envelopes[i] = schemaConv.fromConnectData(topics[i], READING, s);
+    }
+  }
+
+  private static long schemaPass(boolean write) {
+    for (int i = 0; i < values.length; i++) {
+      if (write) {
+        sink += schemaConv.fromConnectData(topics[i], READING, structs[i]).length;
+      } else {
+        SchemaAndValue v = schemaConv.toConnectData(topics[i], envelopes[i]);
+        sink += ((Struct) v.value()).schema().fields().size();
+      }
+    }
+    return values.length;
   }
 
   // What a case makes of the first record, on stderr (to compare with transform_bench's sample).
@@ -165,11 +218,16 @@ public final class SmtBench {
     JsonConverter valueConv = converter(false);
     for (String name : cases.split(",")) {
       List<Transformation<SinkRecord>> smts = chain(name);
-      sample(name, smts, keyConv, valueConv);
+      final boolean schemaCase = name.startsWith("json-schema-");
+      if (schemaCase && structs == null) prepareSchemaCases(valueConv);
+      final boolean write = name.equals("json-schema-write");
+      java.util.function.LongSupplier onePass =
+          schemaCase ? () -> schemaPass(write) : () -> pass(smts, keyConv, valueConv);
+      if (!schemaCase) sample(name, smts, keyConv, valueConv);
       long w0 = System.nanoTime();
       int warmPasses = 0;
       while (System.nanoTime() - w0 < warmupS * 1e9 || warmPasses < 3) {
-        pass(smts, keyConv, valueConv);
+        onePass.getAsLong();
         warmPasses++;
       }
       double[] wall = new double[repeats];
@@ -180,7 +238,7 @@ public final class SmtBench {
         long c0 = threads.getCurrentThreadCpuTime();
         long p0 = os.getProcessCpuTime();
         long t0 = System.nanoTime();
-        kept = pass(smts, keyConv, valueConv);
+        kept = onePass.getAsLong();
         wall[r] = (System.nanoTime() - t0) / 1e9;
         cpu[r] = (threads.getCurrentThreadCpuTime() - c0) / 1e9;
         proc[r] = (os.getProcessCpuTime() - p0) / 1e9;

@@ -8,7 +8,8 @@ Kafka Connect's own SMTs, in one thread each, on the same ~200-byte JSON records
          scripts/services/kafka (fetched with mvn into ~/.cache/ferry-peers/, never into the
          repository) into ~/.cache/ferry-peers/smt-bench-<version>/, run on the same records file.
 
-Yields ferry's objects (one per case), then the peer's; the peer's chain5 object carries "ratio"
+Yields ferry's objects (one per case), then the peer's; the peer's chain5, json-schema-write and
+json-schema-read objects carry "ratio"
 (ferry/peer: records_per_s, records_per_cpu_s, records_per_process_cpu_s; > 1 = ferry ahead). The
 rule has no Connect equivalent (see bench/README.md): its peer stand-in, rule-projection, carries
 "ratio_vs_ferry_rule" instead, and ferry's rule objects carry "vs_ferry_chain5".
@@ -31,8 +32,8 @@ SCENARIO = "transforms"
 JAVA_SRC = os.path.join(HERE, "SmtBench.java")
 CLASS_DIR = os.path.join(os.path.expanduser("~"), ".cache", "ferry-peers",
                          "smt-bench-" + os.environ.get("KAFKA_VERSION", "4.1.1"))
-FERRY_CASES = "baseline,chain5,rule,chain5+rule,json-converter"
-PEER_CASES = "chain5,converters-only,rule-projection"
+FERRY_CASES = "baseline,chain5,rule,chain5+rule,json-converter,json-schema-write,json-schema-read"
+PEER_CASES = "chain5,converters-only,rule-projection,json-schema-write,json-schema-read"
 
 
 def default_binary():
@@ -125,8 +126,9 @@ def scenario(records, peers, repeats=5, warmup_s=4.0, binary=None, tmp=None):
             yield {"scenario": SCENARIO, "peer": PEER, "error": str(e)[-1500:]}
             return
         for p in peer:
-            mine = by_case.get({"chain5": "chain5", "rule-projection": "rule"}.get(p["case"], ""))
-            if p["case"] == "chain5" and mine:
+            mine = by_case.get({"chain5": "chain5", "rule-projection": "rule", "json-schema-write": "json-schema-write",
+                                "json-schema-read": "json-schema-read"}.get(p["case"], ""))
+            if p["case"] in ("chain5", "json-schema-write", "json-schema-read") and mine:
                 p["ratio"] = {k: ratio(mine[k], p[k]) for k in RATE_KEYS}
             elif p["case"] == "rule-projection" and mine:
                 p["equivalent"] = False
