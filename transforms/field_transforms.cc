@@ -49,6 +49,10 @@ Status HoistField::configure(const StringMap& config) {
 Result<bool> HoistField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
+  // With a schema: struct{<field>: the old schema}.
+  FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+    return SchemaBuilder::structure().field(field_, targetSchema(record)).build();
+  }));
   if (cache.hasDocument(record, targetSide())) {  // a JSON step came before: wrap its document
     Json* doc = cache.get(record, targetSide());
     Json out = Json::object();
@@ -144,6 +148,27 @@ Result<bool> InsertField::applyJson(Record& record, JsonCache& cache) {
   }
   if (!static_.name.empty()) obj[static_.name] = staticValue_;
   cache.changed(targetSide());
+  // With a schema: the inserted fields appended, as Kafka's InsertField types them (optional
+  // unless the name ends in '!').
+  FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+    FERRY_RETURN_IF_ERROR(needStruct(old, name_, side()));
+    return rebuildStruct(old, [&](SchemaBuilder& b) -> Status {
+      for (const auto& f : old.fields()) b.field(f.name, f.schema);
+      auto add = [&](const Field& f, SchemaBuilder type) -> Status {
+        if (f.name.empty()) return Status::ok();
+        if (old.field(f.name))
+          return Status::invalidArgument(name_ + ": the " + side() + "'s schema already has a field '" + f.name + "'");
+        FERRY_ASSIGN_OR_RETURN(auto fs, type.optional(!f.required).build());
+        b.field(f.name, fs);
+        return Status::ok();
+      };
+      FERRY_RETURN_IF_ERROR(add(topic_, SchemaBuilder::string()));
+      FERRY_RETURN_IF_ERROR(add(partition_, SchemaBuilder::int32()));
+      FERRY_RETURN_IF_ERROR(add(offset_, SchemaBuilder::int64()));
+      FERRY_RETURN_IF_ERROR(add(timestamp_, logical::timestamp()));
+      return add(static_, SchemaBuilder::string());
+    });
+  }));
   return true;
 }
 
@@ -199,6 +224,18 @@ Result<bool> ReplaceField::applyJson(Record& record, JsonCache& cache) {
   }
   obj = std::move(out);
   cache.changed(targetSide());
+  // With a schema: the same fields kept and renamed, in the schema's order.
+  FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+    FERRY_RETURN_IF_ERROR(needStruct(old, name_, side()));
+    return rebuildStruct(old, [&](SchemaBuilder& b) -> Status {
+      for (const auto& f : old.fields()) {
+        if (exclude_.count(f.name) || (!include_.empty() && !include_.count(f.name))) continue;
+        auto r = renames_.find(f.name);
+        b.field(r == renames_.end() ? f.name : r->second, f.schema);
+      }
+      return Status::ok();
+    });
+  }));
   return true;
 }
 
@@ -287,10 +324,19 @@ Result<bool> ExtractField::applyJson(Record& record, JsonCache& cache) {
   Bytes& b = target(record);
   if (b.isNull()) return true;
   FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
+  // With a schema: the field's schema, and the field's data in its JSON form (a string stays
+  // quoted: it is a payload, not raw text).
+  const bool typed = targetSchema(record) != nullptr;
+  FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+    FERRY_RETURN_IF_ERROR(needStruct(old, name_, side()));
+    const SchemaField* f = old.field(field_);
+    if (!f) return Status::invalidArgument(name_ + ": the " + std::string(side()) + "'s schema has no field '" + field_ + "'");
+    return f->schema;
+  }));
   auto it = doc->find(field_);
   if (it == doc->end() || it->is_null()) {
     cache.setBytes(record, targetSide(), Bytes::null());
-  } else if (it->is_string()) {
+  } else if (it->is_string() && !typed) {
     cache.setBytes(record, targetSide(), Bytes(it->get<std::string>()));
   } else {
     Json field = std::move(*it);
@@ -329,6 +375,22 @@ Result<bool> ValueToKey::applyJson(Record& record, JsonCache& cache) {
     key[f] = it == doc->end() ? Json(nullptr) : *it;  // the value keeps its fields
   }
   cache.set(record, Side::kKey, std::move(key));
+  // With a value schema: the key's schema is a struct of those fields' schemas (memoised per
+  // value schema); a record without one gets a schemaless key.
+  if (!record.valueSchema) {
+    record.keySchema = nullptr;
+    return true;
+  }
+  FERRY_ASSIGN_OR_RETURN(record.keySchema, memo_.get(record.valueSchema, [&](const Schema& v) -> Result<SchemaPtr> {
+    FERRY_RETURN_IF_ERROR(needStruct(v, name_, "value"));
+    SchemaBuilder b = SchemaBuilder::structure();
+    for (const auto& name : fields_) {
+      const SchemaField* f = v.field(name);
+      if (!f) return Status::invalidArgument(name_ + ": the value's schema has no field '" + name + "'");
+      b.field(name, f->schema);
+    }
+    return b.build();
+  }));
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ferry/transform.h"
 #include "transforms/json_cache.h"
+#include "transforms/schema_update.h"
 
 namespace ferry::transforms {
 
@@ -29,9 +30,21 @@ class SidedTransform : public JsonTransform {
   // call cache.changed(targetSide())), or an InvalidArgument naming the topic.
   Result<Json*> objectOf(Record& r, JsonCache& cache) const;
   Status parse(const ConfigDef& def, const StringMap& config, ParsedConfig& out) const;
+  // The schema of the side this transform changes (null when the record has none).
+  SchemaPtr& targetSchema(Record& r) const { return onKey_ ? r.keySchema : r.valueSchema; }
+  // Replaces the target's schema, when there is one, by derive(schema) (memoised per input
+  // schema). Kafka Connect's SMTs in their schema'd mode are the model.
+  template <class Derive>
+  Status updateSchema(Record& r, Derive&& derive) {
+    SchemaPtr& s = targetSchema(r);
+    if (!s) return Status::ok();
+    FERRY_ASSIGN_OR_RETURN(s, memo_.get(s, derive));
+    return Status::ok();
+  }
 
   const bool onKey_;
   const std::string name_;
+  SchemaMemo memo_;
 };
 
 // Binds a sided transform to one side, for plugin entries: Sided<HoistField, true> is $Key.

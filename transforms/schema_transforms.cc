@@ -55,6 +55,15 @@ Json* SetSchemaMetadata::envelopeOf(Record& record, Side side, JsonCache& cache)
 
 Result<bool> SetSchemaMetadata::applyJson(Record& record, JsonCache& cache) {
   const Side side = onKey_ ? Side::kKey : Side::kValue;
+  if (SchemaPtr& schema = onKey_ ? record.keySchema : record.valueSchema) {
+    FERRY_ASSIGN_OR_RETURN(schema, memo_.get(schema, [&](const Schema& old) {
+      return copySchema(old, [&](SchemaBuilder& b) {
+        if (schemaName_) b.name(*schemaName_);
+        if (schemaVersion_) b.version(*schemaVersion_);
+      });
+    }));
+    return true;
+  }
   if (!(onKey_ ? record.key : record.value).isNull()) {
     if (Json* env = envelopeOf(record, side, cache)) {
       Json& schema = (*env)["schema"];

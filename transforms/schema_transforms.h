@@ -1,7 +1,9 @@
-// Kafka Connect's SetSchemaMetadata ($Key/$Value), for records that carry no schema objects.
+// Kafka Connect's SetSchemaMetadata ($Key/$Value).
 //
-// Kafka renames (and re-versions) the Connect schema of the key/value. ferry records are bytes, so
-// the schema is found where ferry can see one:
+// Kafka renames (and re-versions) the Connect schema of the key/value. Where the record carries a
+// schema (Record::keySchema / valueSchema, ferry/schema.h), that schema gets the new name and/or
+// version and nothing else changes. For records without one, the schema is found where ferry can
+// see one:
 //   - a key/value that is a Kafka JsonConverter envelope, a JSON object of exactly `schema` (an
 //     object) and `payload`: `schema.name` / `schema.version` are written into that schema as its
 //     `name` / `version` (the payload is kept; the JSON is re-serialised compactly);
@@ -19,6 +21,7 @@
 
 #include "ferry/transform.h"
 #include "transforms/json_cache.h"
+#include "transforms/schema_update.h"
 
 namespace ferry::transforms {
 
@@ -38,6 +41,7 @@ class SetSchemaMetadata : public JsonTransform {
 
   bool onKey_;
   std::string name_;
+  SchemaMemo memo_;
   std::optional<std::string> schemaName_;
   std::optional<std::int32_t> schemaVersion_;
 };

@@ -1,6 +1,8 @@
 // Flatten and Cast (see structure_transforms.h).
 #include "transforms/structure_transforms.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -106,6 +108,46 @@ void flattenInto(const Json& obj, const std::string& prefix, const std::string& 
   }
 }
 
+// With a schema (Kafka's Flatten in its schema'd mode): only struct fields are flattened, guided
+// by the schema (a map is a JSON object too, but stays a field); a nested field is optional when
+// it or any struct above it is. Data and schema are built in one walk (the schema only when the
+// memo does not have it yet: `b` null).
+Status flattenTyped(const Schema& s, const Json* obj, const std::string& prefix, const std::string& delim,
+                    bool optionalAbove, Json& out, SchemaBuilder* b) {
+  for (const auto& f : s.fields()) {
+    const std::string name = prefix.empty() ? f.name : prefix + delim + f.name;
+    const Json* v = nullptr;
+    if (obj && obj->is_object()) {
+      auto it = obj->find(f.name);
+      if (it != obj->end()) v = &*it;
+    }
+    if (f.schema->type() == SchemaType::kStruct) {
+      FERRY_RETURN_IF_ERROR(
+          flattenTyped(*f.schema, v, name, delim, optionalAbove || f.schema->optional(), out, b));
+      continue;
+    }
+    if (b && optionalAbove && !f.schema->optional()) {
+      FERRY_ASSIGN_OR_RETURN(auto fs, asOptional(*f.schema));
+      b->field(name, fs);
+    } else if (b) {
+      b->field(name, f.schema);
+    }
+    out[name] = v ? *v : Json(nullptr);
+  }
+  return Status::ok();
+}
+
+SchemaType castSchemaType(const std::string& type) {
+  if (type == "int8") return SchemaType::kInt8;
+  if (type == "int16") return SchemaType::kInt16;
+  if (type == "int32") return SchemaType::kInt32;
+  if (type == "int64") return SchemaType::kInt64;
+  if (type == "float32") return SchemaType::kFloat32;
+  if (type == "float64") return SchemaType::kFloat64;
+  if (type == "boolean") return SchemaType::kBoolean;
+  return SchemaType::kString;
+}
+
 }  // namespace
 
 const ConfigDef& Flatten::definition() {
@@ -130,7 +172,16 @@ Result<bool> Flatten::applyJson(Record& record, JsonCache& cache) {
   if (b.isNull()) return true;
   FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));
   Json out = Json::object();
-  flattenInto(*doc, "", delimiter_, out);
+  if (const SchemaPtr& schema = targetSchema(record)) {
+    FERRY_RETURN_IF_ERROR(needStruct(*schema, name_, side()));
+    SchemaBuilder b = copyBasics(*schema, SchemaType::kStruct);
+    FERRY_RETURN_IF_ERROR(flattenTyped(*schema, doc, "", delimiter_, false, out, memo_.knows(schema) ? nullptr : &b));
+    // The data follows the schema record by record; the schema is the same for every record of
+    // one input schema (memoised).
+    FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema&) { return b.build(); }));
+  } else {
+    flattenInto(*doc, "", delimiter_, out);
+  }
   cache.set(record, targetSide(), std::move(out));
   return true;
 }
@@ -180,7 +231,13 @@ Result<bool> Cast::applyJson(Record& record, JsonCache& cache) {
     // current (a pending document is always JSON).
     auto c = castTo(j ? *j : Json(std::string(b.view())), whole_);
     if (!c.isOk()) return fail(c.status(), std::string("the ") + side());
-    if (c->is_string()) cache.setBytes(record, targetSide(), Bytes(c->get<std::string>()));
+    // With a schema, a string stays in its JSON form (a payload, not raw text).
+    FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+      if (!isPrimitive(old.type()))
+        return Status::invalidArgument(name_ + ": cannot cast the " + side() + "'s " + old.describe());
+      return SchemaBuilder(castSchemaType(whole_)).optional(old.optional()).build();
+    }));
+    if (c->is_string() && !targetSchema(record)) cache.setBytes(record, targetSide(), Bytes(c->get<std::string>()));
     else cache.set(record, targetSide(), std::move(*c));
     return true;
   }
@@ -193,6 +250,25 @@ Result<bool> Cast::applyJson(Record& record, JsonCache& cache) {
     *it = std::move(*c);
   }
   cache.changed(targetSide());
+  // With a schema: the cast fields get the target type (optional as they were; a default is
+  // dropped rather than cast).
+  FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+    FERRY_RETURN_IF_ERROR(needStruct(old, name_, side()));
+    return rebuildStruct(old, [&](SchemaBuilder& b) -> Status {
+      for (const auto& f : old.fields()) {
+        auto spec = std::find_if(fields_.begin(), fields_.end(), [&](const auto& x) { return x.first == f.name; });
+        if (spec == fields_.end()) {
+          b.field(f.name, f.schema);
+          continue;
+        }
+        if (!isPrimitive(f.schema->type()))
+          return Status::invalidArgument(name_ + ": cannot cast field '" + f.name + "' (" + f.schema->describe() + ")");
+        FERRY_ASSIGN_OR_RETURN(auto fs, SchemaBuilder(castSchemaType(spec->second)).optional(f.schema->optional()).build());
+        b.field(f.name, fs);
+      }
+      return Status::ok();
+    });
+  }));
   return true;
 }
 

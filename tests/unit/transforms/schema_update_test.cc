@@ -1,0 +1,202 @@
+// The transforms that change a value's shape update the record's schema as Kafka Connect's SMTs
+// do in their schema'd mode, and the data they write still matches it (checked with the
+// converter's own checkPayloadText after every step).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "transforms/connect_json.h"
+
+namespace ferry::transforms {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace testing;
+
+SchemaPtr built(const SchemaBuilder& b) {
+  auto r = b.build();
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  return r.isOk() ? *r : nullptr;
+}
+
+// struct{id:int64, name:string?, addr:struct{city:string, zip:int32}?, tags:map<string,int32>}
+SchemaPtr order() {
+  auto addr = built(SchemaBuilder::structure()
+                        .name("shop.Addr")
+                        .field("city", built(SchemaBuilder::string()))
+                        .field("zip", built(SchemaBuilder::int32()))
+                        .optional());
+  return built(SchemaBuilder::structure()
+                   .name("shop.Order")
+                   .version(4)
+                   .doc("an order")
+                   .field("id", built(SchemaBuilder::int64()))
+                   .field("name", built(SchemaBuilder::string().optional()))
+                   .field("addr", addr)
+                   .field("tags", built(SchemaBuilder::map(built(SchemaBuilder::string()),
+                                                           built(SchemaBuilder::int32())))));
+}
+
+constexpr const char* kOrder = R"({"id":7,"name":"ann","addr":{"city":"Oslo","zip":150},"tags":{"a":1}})";
+
+Record typed(SchemaPtr schema = order(), const char* value = kOrder) {
+  Record r = record("orders", std::string(value));
+  r.valueSchema = std::move(schema);
+  r.queue = 3;
+  r.offset = 42;
+  r.timestampMs = 1700000000123;
+  return r;
+}
+
+// Applies `t`, expects success, and checks that the value matches the value schema.
+void run(Transform& t, Record& r) {
+  auto kept = t.apply(r);
+  ASSERT_TRUE(kept.isOk()) << kept.status().toString();
+  ASSERT_TRUE(*kept);
+  for (auto [schema, data] : {std::pair{r.valueSchema, r.value}, std::pair{r.keySchema, r.key}}) {
+    if (!schema) continue;
+    bool defaults = false;
+    bool json = false;
+    Status st = data.isNull() ? Status::ok() : checkPayloadText(*schema, data.view(), defaults, json);
+    EXPECT_TRUE(st.isOk()) << schema->describe() << " vs " << data.str() << ": " << st.toString();
+  }
+}
+
+TEST(SchemaUpdate, ReplaceFieldKeepsRenamesAndDropsFieldsOfTheSchema) {
+  auto t = transform("ReplaceField$Value", {{"exclude", "tags"}, {"renames", "name:customer"}});
+  Record r = typed();
+  run(*t, r);
+  EXPECT_EQ(r.valueSchema->describe(), "struct{id:int64,customer:string?,addr:struct{city:string,zip:int32}?}");
+  EXPECT_EQ(*r.valueSchema->name(), "shop.Order");  // basics kept
+  EXPECT_EQ(*r.valueSchema->version(), 4);
+  EXPECT_EQ(json(r.value), nlohmann::json::parse(R"({"id":7,"customer":"ann","addr":{"city":"Oslo","zip":150}})"));
+  // The records of one schema get one derived schema object.
+  auto shared = order();
+  Record a = typed(shared), b = typed(shared);
+  run(*t, a);
+  run(*t, b);
+  EXPECT_EQ(a.valueSchema.get(), b.valueSchema.get());
+  auto include = transform("ReplaceField$Value", {{"include", "id"}});
+  Record c = typed();
+  run(*include, c);
+  EXPECT_EQ(c.valueSchema->describe(), "struct{id:int64}");
+}
+
+TEST(SchemaUpdate, InsertFieldAppendsTypedFields) {
+  auto t = transform("InsertField$Value", {{"topic.field", "t!"},
+                                            {"partition.field", "p"},
+                                            {"offset.field", "o"},
+                                            {"timestamp.field", "ts"},
+                                            {"static.field", "s"},
+                                            {"static.value", "v"}});
+  Record r = typed();
+  run(*t, r);
+  EXPECT_EQ(r.valueSchema->describe(),
+            "struct{id:int64,name:string?,addr:struct{city:string,zip:int32}?,tags:map<string,int32>,"
+            "t:string,p:int32?,o:int64?,ts:int64<Timestamp>?,s:string?}");
+  auto v = json(r.value);
+  EXPECT_EQ(v["t"], "orders");
+  EXPECT_EQ(v["p"], 3);
+  EXPECT_EQ(v["ts"], 1700000000123);
+  // A field that is already there is refused rather than written twice into the schema.
+  auto dup = transform("InsertField$Value", {{"static.field", "id"}, {"static.value", "x"}});
+  Record d = typed();
+  auto kept = dup->apply(d);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("already has a field 'id'"));
+}
+
+TEST(SchemaUpdate, ValueToKeyAndExtractFieldTakeTheFieldsSchemas) {
+  auto v2k = transform("ValueToKey", {{"fields", "id,name"}});
+  Record r = typed();
+  run(*v2k, r);
+  ASSERT_NE(r.keySchema, nullptr);
+  EXPECT_EQ(r.keySchema->describe(), "struct{id:int64,name:string?}");
+  auto extract = transform("ExtractField$Key", {{"field", "name"}});
+  run(*extract, r);
+  EXPECT_EQ(r.keySchema->describe(), "string?");
+  EXPECT_EQ(r.key.str(), "\"ann\"");  // a payload: the string stays quoted
+  // Schemaless, ExtractField gives the raw text as before.
+  Record plain = record("orders", std::string(kOrder));
+  auto name = transform("ExtractField$Value", {{"field", "name"}});
+  run(*name, plain);
+  EXPECT_EQ(plain.value.str(), "ann");
+  // A field the schema does not have is an error naming it.
+  auto missing = transform("ExtractField$Value", {{"field", "nope"}});
+  Record m = typed();
+  auto kept = missing->apply(m);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("no field 'nope'"));
+  auto badKey = transform("ValueToKey", {{"fields", "nope"}});
+  Record k = typed();
+  EXPECT_FALSE(badKey->apply(k).isOk());
+}
+
+TEST(SchemaUpdate, HoistFieldWrapsTheSchema) {
+  auto t = transform("HoistField$Value", {{"field", "order"}});
+  Record r = typed();
+  run(*t, r);
+  EXPECT_EQ(r.valueSchema->describe(),
+            "struct{order:struct{id:int64,name:string?,addr:struct{city:string,zip:int32}?,tags:map<string,int32>}}");
+}
+
+TEST(SchemaUpdate, CastChangesTheFieldTypes) {
+  auto t = transform("Cast$Value", {{"spec", "id:string,zip:int64"}});
+  Record r = typed();
+  run(*t, r);
+  EXPECT_EQ(r.valueSchema->describe(),
+            "struct{id:string,name:string?,addr:struct{city:string,zip:int32}?,tags:map<string,int32>}");
+  EXPECT_EQ(json(r.value)["id"], "7");
+  auto nested = transform("Cast$Value", {{"spec", "addr:string"}});
+  Record n = typed();
+  auto kept = nested->apply(n);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("field addr"));  // refused by the data's cast first
+  // The whole value: a string stays a JSON string with a schema.
+  auto whole = transform("Cast$Value", {{"spec", "string"}});
+  Record w = typed(built(SchemaBuilder::int32().optional()), "5");
+  run(*whole, w);
+  EXPECT_EQ(w.valueSchema->describe(), "string?");
+  EXPECT_EQ(w.value.str(), "\"5\"");
+}
+
+TEST(SchemaUpdate, FlattenFollowsTheSchemaAndKeepsMaps) {
+  auto t = transform("Flatten$Value", {{"delimiter", "_"}});
+  Record r = typed();
+  run(*t, r);
+  // addr is optional, so its fields are too; the map stays a field.
+  EXPECT_EQ(r.valueSchema->describe(), "struct{id:int64,name:string?,addr_city:string?,addr_zip:int32?,tags:map<string,int32>}");
+  EXPECT_EQ(json(r.value), nlohmann::json::parse(R"({"id":7,"name":"ann","addr_city":"Oslo","addr_zip":150,"tags":{"a":1}})"));
+  // A null nested struct: its flattened fields are null.
+  Record n = typed(order(), R"({"id":1,"name":null,"addr":null,"tags":{}})");
+  run(*t, n);
+  EXPECT_TRUE(json(n.value)["addr_city"].is_null());
+  // Schemaless, every object is flattened as before.
+  Record plain = record("orders", std::string(kOrder));
+  run(*t, plain);
+  EXPECT_EQ(json(plain.value)["tags_a"], 1);
+}
+
+TEST(SchemaUpdate, SetSchemaMetadataRenamesTheRecordsSchema) {
+  auto t = transform("SetSchemaMetadata$Value", {{"schema.name", "shop.OrderV5"}, {"schema.version", "5"}});
+  Record r = typed();
+  run(*t, r);
+  EXPECT_EQ(*r.valueSchema->name(), "shop.OrderV5");
+  EXPECT_EQ(*r.valueSchema->version(), 5);
+  EXPECT_EQ(*r.valueSchema->doc(), "an order");
+  EXPECT_EQ(r.valueSchema->fields().size(), 4u);
+  EXPECT_FALSE(r.headers.has("schema.name"));  // no header when the record has a schema
+  EXPECT_EQ(r.value.str(), kOrder);
+}
+
+TEST(SchemaUpdate, AStepThatNeedsAStructRefusesOtherSchemas) {
+  auto t = transform("ReplaceField$Value", {{"exclude", "x"}});
+  Record r = typed(built(SchemaBuilder::map(built(SchemaBuilder::string()), built(SchemaBuilder::int32()))),
+                   R"({"x":1})");
+  auto kept = t->apply(r);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("ReplaceField$Value: the value's schema is map<string,int32>, not a struct"));
+}
+
+}  // namespace
+}  // namespace ferry::transforms
