@@ -19,6 +19,7 @@
 #include "runtime/log_position_store.h"
 #include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
+#include "transforms/connect_json.h"
 
 namespace ferry::runtime {
 namespace {
@@ -45,8 +46,13 @@ class ErrorReporter {
   const ErrorPolicy& policy() const { return policy_; }
 
   // A record failed at `stage`. OK when tolerated (logged, dead-lettered); the error otherwise.
+  // `keySchema` / `valueSchema`: the record's schemas where the reported bytes are its data
+  // (source side, transforms, put); a dead-letter record carries them as headers
+  // __ferry.errors.key.schema / __ferry.errors.value.schema (Kafka Connect's JSON form), so the
+  // typed data can be read again. Null where the bytes are the backbone's own (they carry theirs).
   Status report(const std::string& stage, const Status& reason, const std::string& topic, std::int32_t queue,
-                std::int64_t offset, const Bytes& key, const Bytes& value, const Headers& headers) {
+                std::int64_t offset, const Bytes& key, const Bytes& value, const Headers& headers,
+                const SchemaPtr& keySchema = nullptr, const SchemaPtr& valueSchema = nullptr) {
     metrics_.errors.fetch_add(1, std::memory_order_relaxed);
     const std::string where = env_.connector + "-" + std::to_string(env_.taskId);
     if (!policy_.tolerateAll)
@@ -79,6 +85,8 @@ class ErrorReporter {
       m.headers.add("__connect.errors.class.name", statusCodeName(reason.code()));
       m.headers.add("__connect.errors.exception.message", scrubSecrets(reason.message(), env_.secrets));
     }
+    if (keySchema) m.headers.add("__ferry.errors.key.schema", transforms::connectSchemaJson(*keySchema));
+    if (valueSchema) m.headers.add("__ferry.errors.value.schema", transforms::connectSchemaJson(*valueSchema));
     auto* metrics = &metrics_;
     Status s = dlq_->send(std::move(m), [metrics](const Status& st, std::int32_t, std::int64_t) {
       if (st.isOk()) metrics->deadLettered.fetch_add(1, std::memory_order_relaxed);
@@ -437,7 +445,7 @@ class SinkContextImpl final : public SinkTaskContext {
   void wake() override { loop_.wake(); }
   Status reportBadRecord(const Record& record, const Status& reason) override {
     return loop_.errors().report("TASK_PUT", reason, record.topic, record.queue.value_or(-1), record.offset, record.key,
-                                 record.value, record.headers);
+                                 record.value, record.headers, record.keySchema, record.valueSchema);
   }
   // The task's state is one position of the connector, under a partition no source uses.
   Result<std::optional<StringMap>> loadState() override {
@@ -621,7 +629,8 @@ class RecordEncoder {
     if (!key.isOk() || !value.isOk()) {
       FERRY_RETURN_IF_ERROR(errors_.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
                                            key.isOk() ? value.status() : key.status(), record.topic, -1, -1,
-                                           record.key, record.value, record.headers));
+                                           record.key, record.value, record.headers, record.keySchema,
+                                           record.valueSchema));
       return Out();
     }
     m.key = std::move(*key);
@@ -631,7 +640,8 @@ class RecordEncoder {
       if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kToBackbone, record.topic, m.headers);
           !hs.isOk()) {
         FERRY_RETURN_IF_ERROR(
-            errors_.report("HEADER_CONVERTER", hs, record.topic, -1, -1, record.key, record.value, record.headers));
+            errors_.report("HEADER_CONVERTER", hs, record.topic, -1, -1, record.key, record.value, record.headers,
+                           record.keySchema, record.valueSchema));
         return Out();
       }
     }
@@ -647,7 +657,8 @@ class RecordEncoder {
     }
     if (record.topic.empty()) {
       FERRY_RETURN_IF_ERROR(errors_.report("PRODUCER", Status::invalidArgument("record without a topic"), "", -1, -1,
-                                           record.key, record.value, record.headers));
+                                           record.key, record.value, record.headers, record.keySchema,
+                                           record.valueSchema));
       return Out();
     }
     return Out(std::move(m));
@@ -1840,7 +1851,8 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
       auto kept = chain_->apply(r);
       if (!kept.isOk()) {
         Status reported = errors_->report("TRANSFORMATION", kept.status(), r.topic, r.queue.value_or(-1), r.offset,
-                                          decodes ? readKey : r.key, decodes ? readValue : r.value, r.headers);
+                                          decodes ? readKey : r.key, decodes ? readValue : r.value, r.headers,
+                                          decodes ? nullptr : r.keySchema, decodes ? nullptr : r.valueSchema);
         if (!reported.isOk()) return finish(reported);
         committer_->dropped(ticket);
         continue;

@@ -856,6 +856,35 @@ TEST_F(ExecutorTest, SourceWritesTheValueSchemaThroughTheConverter) {
             R"("optional":false,"name":"seq.Row"},"payload":{"n":1}})");
 }
 
+// Dead letters keep a record's schema: a typed record the value converter refuses (tolerated) goes
+// to the dead-letter topic with its schema in a header, in Kafka Connect's JSON form.
+TEST_F(ExecutorTest, DeadLettersCarryTheRecordsSchema) {
+  auto runner = TaskRunner::create(env(
+      ConnectorShape::kSource,
+      {{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
+       {"value.converter", "org.apache.kafka.connect.converters.IntegerConverter"}, {"errors.tolerance", "all"},
+       {"errors.deadletterqueue.topic.name", "dlq"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; })) << trace_;
+  }
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(backbone_.producer.mu);
+  for (const auto& m : backbone_.producer.sent) {
+    EXPECT_EQ(m.topic, "dlq");
+    const Header* h = m.headers.last("__ferry.errors.value.schema");
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->value.str(),
+              R"({"type":"struct","fields":[{"type":"int64","optional":false,"field":"n"}],"optional":false,"name":"seq.Row"})");
+    EXPECT_EQ(m.headers.last("__ferry.errors.key.schema"), nullptr);
+  }
+}
+
 // Backbone -> sink: the converter reads the schema back onto the record the sink task gets; a
 // message whose data does not match its schema is a VALUE_CONVERTER error (tolerated here).
 TEST_F(ExecutorTest, SinkGetsTheValueSchemaTheConverterRead) {
