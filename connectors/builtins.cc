@@ -6,6 +6,7 @@
 #include "connectors/datagen/datagen_source.h"
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
+#include "connectors/jdbc/jdbc_sink.h"
 #include "connectors/kafka/kafka_replicator.h"
 #include "connectors/kafka/kafka_sink.h"
 #include "connectors/kafka/kafka_source.h"
@@ -38,6 +39,7 @@ constexpr const char* kKafkaReplicatorAliases[] = {"kafka-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
 constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
+constexpr const char* kJdbcSinkAliases[] = {"io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink", nullptr};
 
 constexpr PluginEntry kEntries[] = {
     {"FileStreamSource", kFileSourceAliases, PluginKind::kSourceConnector, kVersion,
@@ -46,6 +48,9 @@ constexpr PluginEntry kEntries[] = {
     {"FileStreamSink", kFileSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Appends each record's value as a line to a file",
      &pluginCreate<FileStreamSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"JdbcSink", kJdbcSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Writes typed records into PostgreSQL tables (insert, upsert, update, delete)",
+     &pluginCreate<JdbcSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DatagenSource", kDatagenAliases, PluginKind::kSourceConnector, kVersion,
      "Generates sequence-numbered records (string, json or bytes) at a given rate",
      &pluginCreate<DatagenSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},

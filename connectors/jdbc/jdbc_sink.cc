@@ -1,0 +1,438 @@
+// JdbcSink for PostgreSQL (see jdbc_sink.h and connectors/jdbc/README.md).
+#include "connectors/jdbc/jdbc_sink.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "connectors/common.h"
+
+namespace ferry::connectors {
+namespace {
+
+using jdbc::Json;
+
+constexpr std::size_t kMaxParams = 65535;  // PostgreSQL's limit of parameters per statement
+
+const char* kKafkaPk[] = {"__connect_topic", "__connect_partition", "__connect_offset"};
+
+Result<JdbcSinkTask::InsertMode> insertModeOf(const std::string& s) {
+  if (s == "insert") return JdbcSinkTask::InsertMode::kInsert;
+  if (s == "upsert") return JdbcSinkTask::InsertMode::kUpsert;
+  if (s == "update") return JdbcSinkTask::InsertMode::kUpdate;
+  return Status::invalidArgument("insert.mode must be insert, upsert or update, not '" + s + "'");
+}
+
+Result<JdbcSinkTask::PkMode> pkModeOf(const std::string& s) {
+  if (s == "none") return JdbcSinkTask::PkMode::kNone;
+  if (s == "record_key") return JdbcSinkTask::PkMode::kRecordKey;
+  if (s == "record_value") return JdbcSinkTask::PkMode::kRecordValue;
+  if (s == "kafka") return JdbcSinkTask::PkMode::kKafka;
+  return Status::invalidArgument("pk.mode must be none, record_key, record_value or kafka, not '" + s + "'");
+}
+
+// The checks of a config that need more than one key; InvalidArgument naming the key.
+Status checkCombination(const ParsedConfig& p) {
+  FERRY_ASSIGN_OR_RETURN(auto insert, insertModeOf(p.getString("insert.mode")));
+  FERRY_ASSIGN_OR_RETURN(auto pk, pkModeOf(p.getString("pk.mode")));
+  if (insert != JdbcSinkTask::InsertMode::kInsert && pk == JdbcSinkTask::PkMode::kNone)
+    return Status::invalidArgument("insert.mode=" + p.getString("insert.mode") + " needs a primary key: set pk.mode");
+  if (p.getBool("delete.enabled") && pk != JdbcSinkTask::PkMode::kRecordKey)
+    return Status::invalidArgument("delete.enabled=true needs pk.mode=record_key (a tombstone has only its key)");
+  if (pk == JdbcSinkTask::PkMode::kKafka && !p.getList("pk.fields").empty() && p.getList("pk.fields").size() != 3)
+    return Status::invalidArgument("pk.fields with pk.mode=kafka names 3 columns (topic, partition, offset), or none");
+  if (p.getBool("auto.evolve"))
+    return Status::invalidArgument("auto.evolve=true is not supported yet: add the columns, or let auto.create make the table");
+  const std::string url = p.getString("connection.url");
+  const std::string bare = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
+  if (bare.rfind("postgresql://", 0) != 0 && bare.rfind("postgres://", 0) != 0)
+    return Status::invalidArgument("connection.url: only postgresql://host:port/database is supported yet (MySQL/MariaDB are not), got '" +
+                                   url.substr(0, url.find(':')) + ":...'");
+  return Status::ok();
+}
+
+bool dataError(const Status& s) { return s.code() == StatusCode::kInvalidArgument; }
+
+}  // namespace
+
+const ConfigDef& JdbcSinkConnector::definition() {
+  static const ConfigDef def = [] {
+    ConfigDef d;
+    d.define("connection.url", ConfigType::kString, std::nullopt, Importance::kHigh,
+             "postgresql://host:port/database[?params] (a leading jdbc: is accepted).",
+             validators::nonEmptyString());
+    d.define("connection.user", ConfigType::kString, "", Importance::kHigh, "The database user.");
+    d.define("connection.password", ConfigType::kPassword, "", Importance::kHigh,
+             "The user's password (a secret: never shown, use ${file:...} or ${env:...}).");
+    d.define("insert.mode", ConfigType::kString, "insert", Importance::kHigh,
+             "insert: INSERT; upsert: INSERT ... ON CONFLICT (pk) DO UPDATE (replays leave the table "
+             "exact); update: UPDATE by primary key.",
+             validators::oneOf({"insert", "upsert", "update"}));
+    d.define("pk.mode", ConfigType::kString, "none", Importance::kHigh,
+             "none; record_key (the key's fields, or the whole key as one column); record_value (value "
+             "fields); kafka (__connect_topic, __connect_partition, __connect_offset).",
+             validators::oneOf({"none", "record_key", "record_value", "kafka"}));
+    d.define("pk.fields", ConfigType::kList, "", Importance::kMedium,
+             "The primary key's columns: fields of the key (record_key; a primitive key: its one "
+             "column name, default __connect_key) or of the value (record_value; empty = all), or the "
+             "three column names for kafka.");
+    d.define("fields.whitelist", ConfigType::kList, "", Importance::kMedium,
+             "Value fields written as columns; empty = all.");
+    d.define("table.name.format", ConfigType::kString, "${topic}", Importance::kMedium,
+             "The table of a record: ${topic} is replaced by its topic; schema.table is split at the "
+             "first dot.",
+             validators::nonEmptyString());
+    d.define("auto.create", ConfigType::kBool, "false", Importance::kMedium,
+             "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
+             "primary key).");
+    d.define("auto.evolve", ConfigType::kBool, "false", Importance::kLow,
+             "Add missing columns. Not supported yet: only false is accepted.");
+    d.define("delete.enabled", ConfigType::kBool, "false", Importance::kMedium,
+             "A tombstone (null value) deletes the row of its key (needs pk.mode=record_key); "
+             "otherwise tombstones are skipped.");
+    d.define("batch.size", ConfigType::kInt, "3000", Importance::kMedium,
+             "Rows per statement (within one put, which is one transaction).", validators::atLeast(1));
+    d.define("quote.sql.identifiers", ConfigType::kString, "always", Importance::kLow,
+             "always: table and column names are quoted (any name is safe); never: names must be "
+             "plain letters, digits and _.",
+             validators::oneOf({"always", "never"}));
+    d.define("db.timezone", ConfigType::kString, "UTC", Importance::kLow,
+             "The zone Timestamp, Date and Time values are written in. Only UTC is supported yet.",
+             validators::oneOf({"UTC"}));
+    return d;
+  }();
+  return def;
+}
+
+std::string JdbcSinkConnector::version() const { return kVersion; }
+
+void JdbcSinkConnector::validate(const StringMap& config, ConfigValidation& validation) const {
+  auto p = definition().parse(config, /*rejectUnknown=*/false);
+  if (!p.isOk()) return;  // the per-key errors are reported by the runtime's own check
+  if (Status s = checkCombination(*p); !s.isOk()) {
+    const std::string& m = s.message();
+    const auto key = m.substr(0, m.find_first_of("=:"));
+    validation.errors[definition().find(key) ? key : "pk.mode"].push_back(m);
+  }
+}
+
+Status JdbcSinkConnector::start(const StringMap& config, ConnectorContext& context) {
+  (void)context;
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config, "JdbcSink"));
+  if (Status s = checkCombination(p); !s.isOk()) return s.withContext("JdbcSink");
+  config_ = config;
+  return Status::ok();
+}
+
+Result<std::vector<StringMap>> JdbcSinkConnector::taskConfigs(int maxTasks) {
+  return std::vector<StringMap>(static_cast<std::size_t>(std::max(maxTasks, 1)), StringMap{});
+}
+
+std::unique_ptr<SinkTask> JdbcSinkConnector::createTask() { return std::make_unique<JdbcSinkTask>(); }
+
+std::string JdbcSinkTask::version() const { return kVersion; }
+
+Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  context_ = &context;
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(JdbcSinkConnector::definition(), config, "JdbcSink"));
+  FERRY_RETURN_IF_ERROR(checkCombination(p).withContext("JdbcSink"));
+  url_ = p.getString("connection.url");
+  user_ = p.getString("connection.user");
+  password_ = p.getString("connection.password");
+  insertMode_ = *insertModeOf(p.getString("insert.mode"));
+  pkMode_ = *pkModeOf(p.getString("pk.mode"));
+  pkFields_ = p.getList("pk.fields");
+  for (const auto& f : p.getList("fields.whitelist")) fieldsWhitelist_.insert(f);
+  tableFormat_ = p.getString("table.name.format");
+  autoCreate_ = p.getBool("auto.create");
+  deleteEnabled_ = p.getBool("delete.enabled");
+  quote_ = p.getString("quote.sql.identifiers") == "always";
+  batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
+  return connect();
+}
+
+Status JdbcSinkTask::connect() {
+  if (db_ && db_->healthy()) return Status::ok();
+  db_.reset();
+  knownTables_.clear();
+  FERRY_ASSIGN_OR_RETURN(db_, jdbc::PgConnection::connect(url_, user_, password_, 10));
+  return Status::ok();
+}
+
+void JdbcSinkTask::stop() { db_.reset(); }
+
+Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
+  using Out = std::optional<Row>;
+  Row row;
+  row.record = &r;
+  FERRY_ASSIGN_OR_RETURN(row.table, jdbc::tableIdentifier(tableFormat_, r.topic, quote_));
+  auto add = [&](const std::string& name, std::optional<std::string> value) -> Status {
+    FERRY_ASSIGN_OR_RETURN(auto col, jdbc::identifier(name, quote_));
+    row.columns.push_back(std::move(col));
+    row.values.push_back(std::move(value));
+    return Status::ok();
+  };
+  // The key's columns (record_key), for rows and tombstones alike.
+  auto keyColumns = [&]() -> Status {
+    if (r.key.isNull() || !r.keySchema)
+      return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
+                                     "with schemas.enable=true)");
+    auto key = Json::parse(r.key.view(), nullptr, false);
+    if (key.is_discarded()) return Status::invalidArgument("the key is not JSON");
+    if (r.keySchema->type() != SchemaType::kStruct) {
+      const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
+      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*r.keySchema, key, name));
+      return add(name, std::move(v));
+    }
+    std::vector<std::string> names = pkFields_;
+    if (names.empty())
+      for (const auto& f : r.keySchema->fields()) names.push_back(f.name);
+    for (const auto& name : names) {
+      const SchemaField* f = r.keySchema->field(name);
+      if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
+      auto it = key.find(name);
+      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == key.end() ? Json() : *it, name));
+      FERRY_RETURN_IF_ERROR(add(name, std::move(v)));
+    }
+    return Status::ok();
+  };
+  if (r.value.isNull()) {
+    if (!deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
+    row.remove = true;
+    FERRY_RETURN_IF_ERROR(keyColumns());
+    row.pkCount = row.columns.size();
+  } else {
+    if (!r.valueSchema)
+      return Status::invalidArgument("a record without a value schema: JdbcSink writes typed records "
+                                     "(value.converter=org.apache.kafka.connect.json.JsonConverter with "
+                                     "schemas.enable=true, or a source that gives schemas)");
+    const Schema& vs = *r.valueSchema;
+    if (vs.type() != SchemaType::kStruct)
+      return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
+    auto value = Json::parse(r.value.view(), nullptr, false);
+    if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
+    std::set<std::string> pkNames;
+    switch (pkMode_) {
+      case PkMode::kNone: break;
+      case PkMode::kKafka:
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[0] : kKafkaPk[0], r.topic));
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[1] : kKafkaPk[1], std::to_string(r.queue.value_or(-1))));
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[2] : kKafkaPk[2], std::to_string(r.offset)));
+        break;
+      case PkMode::kRecordKey:
+        FERRY_RETURN_IF_ERROR(keyColumns());
+        break;
+      case PkMode::kRecordValue: {
+        std::vector<std::string> names = pkFields_;
+        if (names.empty())
+          for (const auto& f : vs.fields()) names.push_back(f.name);
+        for (const auto& name : names) {
+          const SchemaField* f = vs.field(name);
+          if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
+          auto it = value.find(name);
+          FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == value.end() ? Json() : *it, name));
+          FERRY_RETURN_IF_ERROR(add(name, std::move(v)));
+          pkNames.insert(name);
+        }
+        break;
+      }
+    }
+    row.pkCount = row.columns.size();
+    for (const auto& f : vs.fields()) {
+      if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
+      auto it = value.find(f.name);
+      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f.schema, it == value.end() ? Json() : *it, f.name));
+      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v)));
+    }
+  }
+  row.shape = row.table;
+  for (const auto& c : row.columns) row.shape.append(1, '\0').append(c);
+  return Out(std::move(row));
+}
+
+Status JdbcSinkTask::ensureTable(const Row& row, const Record& r) {
+  if (knownTables_.count(row.table)) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(auto found, db_->query("SELECT to_regclass($1) IS NOT NULL", {row.table}));
+  if (!found.empty() && found[0][0] == std::string("t")) {
+    knownTables_.insert(row.table);
+    return Status::ok();
+  }
+  if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
+  if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
+  // Column types from the record's schemas, in the row's column order.
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table + " (";
+  auto typeOf = [&](const std::string& quoted, std::size_t i) -> Result<std::string> {
+    // Find the field by its quoted name among the key's and the value's fields.
+    auto lookup = [&](const SchemaPtr& s) -> const SchemaField* {
+      if (!s || s->type() != SchemaType::kStruct) return nullptr;
+      for (const auto& f : s->fields()) {
+        auto q = jdbc::identifier(f.name, quote_);
+        if (q.isOk() && *q == quoted) return &f;
+      }
+      return nullptr;
+    };
+    if (pkMode_ == PkMode::kKafka && i < 3) return std::string(i == 0 ? "TEXT NOT NULL" : i == 1 ? "INTEGER NOT NULL" : "BIGINT NOT NULL");
+    const SchemaField* f = i < row.pkCount && pkMode_ == PkMode::kRecordKey ? lookup(r.keySchema) : lookup(r.valueSchema);
+    if (!f && i < row.pkCount && pkMode_ == PkMode::kRecordKey && r.keySchema && r.keySchema->type() != SchemaType::kStruct) {
+      FERRY_ASSIGN_OR_RETURN(auto t, jdbc::postgresType(*r.keySchema, quoted));
+      return t + " NOT NULL";
+    }
+    if (!f) return Status::internal("no schema for column " + quoted);
+    FERRY_ASSIGN_OR_RETURN(auto t, jdbc::postgresType(*f->schema, f->name));
+    return t + (f->schema->optional() && i >= row.pkCount ? "" : " NOT NULL");
+  };
+  for (std::size_t i = 0; i < row.columns.size(); ++i) {
+    FERRY_ASSIGN_OR_RETURN(auto type, typeOf(row.columns[i], i));
+    sql += (i ? ", " : "") + row.columns[i] + " " + type;
+  }
+  if (row.pkCount > 0) {
+    sql += ", PRIMARY KEY (";
+    for (std::size_t i = 0; i < row.pkCount; ++i) sql += (i ? ", " : "") + row.columns[i];
+    sql += ")";
+  }
+  sql += ")";
+  FERRY_RETURN_IF_ERROR(db_->exec(sql));
+  knownTables_.insert(row.table);
+  return Status::ok();
+}
+
+Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
+  const Row& first = *group.front();
+  const std::size_t n = first.columns.size();
+  std::vector<std::optional<std::string>> params;
+  std::string sql;
+  auto placeholders = [&](const Row& row, std::size_t from, std::size_t to) {
+    std::string out = "(";
+    for (std::size_t i = from; i < to; ++i) {
+      params.push_back(row.values[i]);
+      out += (i > from ? ", $" : "$") + std::to_string(params.size());
+    }
+    return out + ")";
+  };
+  std::string pkList;
+  for (std::size_t i = 0; i < first.pkCount; ++i) pkList += (i ? ", " : "") + first.columns[i];
+  if (first.remove) {
+    sql = "DELETE FROM " + first.table + " WHERE (" + pkList + ") IN (";
+    for (std::size_t k = 0; k < group.size(); ++k) sql += (k ? ", " : "") + placeholders(*group[k], 0, first.pkCount);
+    sql += ")";
+    return db_->exec(sql, params);
+  }
+  if (insertMode_ == InsertMode::kUpdate) {
+    for (const Row* row : group) {
+      params.clear();
+      std::string set;
+      for (std::size_t i = first.pkCount; i < n; ++i) {
+        params.push_back(row->values[i]);
+        set += (i > first.pkCount ? ", " : "") + row->columns[i] + " = $" + std::to_string(params.size());
+      }
+      if (set.empty()) continue;
+      std::string where;
+      for (std::size_t i = 0; i < first.pkCount; ++i) {
+        params.push_back(row->values[i]);
+        where += (i ? " AND " : "") + row->columns[i] + " = $" + std::to_string(params.size());
+      }
+      FERRY_RETURN_IF_ERROR(db_->exec("UPDATE " + first.table + " SET " + set + " WHERE " + where, params));
+    }
+    return Status::ok();
+  }
+  std::vector<const Row*> rows = group;
+  if (insertMode_ == InsertMode::kUpsert) {
+    // One statement may not touch a row twice: the last record of a key wins, in order.
+    std::unordered_map<std::string, std::size_t> last;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      std::string key;
+      for (std::size_t i = 0; i < first.pkCount; ++i) key.append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
+      last[key] = k;
+    }
+    rows.clear();
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      std::string key;
+      for (std::size_t i = 0; i < first.pkCount; ++i) key.append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
+      if (last[key] == k) rows.push_back(group[k]);
+    }
+  }
+  std::string cols;
+  for (std::size_t i = 0; i < n; ++i) cols += (i ? ", " : "") + first.columns[i];
+  sql = "INSERT INTO " + first.table + " (" + cols + ") VALUES ";
+  for (std::size_t k = 0; k < rows.size(); ++k) sql += (k ? ", " : "") + placeholders(*rows[k], 0, n);
+  if (insertMode_ == InsertMode::kUpsert) {
+    std::string set;
+    for (std::size_t i = first.pkCount; i < n; ++i)
+      set += (i > first.pkCount ? ", " : "") + first.columns[i] + " = EXCLUDED." + first.columns[i];
+    sql += " ON CONFLICT (" + pkList + ") " + (set.empty() ? std::string("DO NOTHING") : "DO UPDATE SET " + set);
+  }
+  return db_->exec(sql, params);
+}
+
+Status JdbcSinkTask::writeAll(const std::vector<Row>& rows) {
+  FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
+  std::size_t i = 0;
+  Status st;
+  while (i < rows.size() && st.isOk()) {
+    const Row& first = rows[i];
+    const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, kMaxParams / std::max<std::size_t>(1, first.columns.size())));
+    std::vector<const Row*> group{&first};
+    std::size_t j = i + 1;
+    while (j < rows.size() && group.size() < maxRows && rows[j].shape == first.shape && rows[j].remove == first.remove)
+      group.push_back(&rows[j++]);
+    st = writeGroup(group);
+    i = j;
+  }
+  if (st.isOk()) st = db_->exec("COMMIT");
+  if (!st.isOk()) (void)db_->exec("ROLLBACK");
+  return st;
+}
+
+Status JdbcSinkTask::writeOneByOne(const std::vector<Row>& rows) {
+  FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
+  for (const Row& row : rows) {
+    Status st = db_->exec("SAVEPOINT ferry_row");
+    if (st.isOk()) st = writeGroup({&row});
+    if (st.isOk()) st = db_->exec("RELEASE SAVEPOINT ferry_row");
+    if (st.isOk()) continue;
+    if (dataError(st)) {
+      Status back = db_->exec("ROLLBACK TO SAVEPOINT ferry_row");
+      Status reported = back.isOk() ? context_->reportBadRecord(*row.record, st.withContext("JdbcSink: table " + row.table))
+                                    : back;
+      if (reported.isOk()) continue;
+      st = reported;
+    }
+    (void)db_->exec("ROLLBACK");
+    return st;
+  }
+  Status st = db_->exec("COMMIT");
+  if (!st.isOk()) (void)db_->exec("ROLLBACK");
+  return st;
+}
+
+Status JdbcSinkTask::put(std::vector<Record>& records) {
+  if (records.empty()) return Status::ok();
+  FERRY_RETURN_IF_ERROR(connect());
+  std::vector<Row> rows;
+  rows.reserve(records.size());
+  for (const Record& r : records) {
+    auto row = rowOf(r);
+    if (!row.isOk()) {
+      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, row.status().withContext("JdbcSink")));
+      continue;
+    }
+    if (!*row) continue;
+    if (Status st = ensureTable(**row, r); !st.isOk()) {
+      if (st.code() == StatusCode::kNotFound) continue;  // a tombstone for a table that is not there
+      if (st.code() == StatusCode::kUnavailable) db_.reset();
+      if (dataError(st)) {  // a schema that has no table form
+        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, st.withContext("JdbcSink")));
+        continue;
+      }
+      return st.withContext("JdbcSink");
+    }
+    rows.push_back(std::move(**row));
+  }
+  if (rows.empty()) return Status::ok();
+  Status st = writeAll(rows);
+  if (st.isOk()) return st;
+  if (dataError(st)) st = writeOneByOne(rows);
+  if (!st.isOk() && st.code() == StatusCode::kUnavailable) db_.reset();  // reconnect on the retry
+  return st.isOk() ? st : st.withContext("JdbcSink");
+}
+
+}  // namespace ferry::connectors

@@ -1,0 +1,90 @@
+// JdbcSink: typed records into PostgreSQL tables, with Kafka Connect JDBC sink's key names and
+// semantics (connectors/jdbc/README.md). MySQL/MariaDB are not written to yet.
+//
+// - Records need a value schema (a struct; value.converter=JsonConverter with schemas.enable=true
+//   gives one from the backbone); a record without one is a bad record (errors.tolerance).
+// - Each put() is one transaction: its rows are written as multi-row statements (INSERT, or
+//   INSERT ... ON CONFLICT DO UPDATE for upserts, DELETE for tombstones), committed before put()
+//   returns, so the offsets the runtime commits after it never run ahead of the table. A batch
+//   whose statement fails on a row's data (SQLSTATE 22/23) is rolled back and written again row
+//   by row under savepoints: the bad rows are reported (errors.tolerance, dead letters with the
+//   database's message), the good ones kept. A lost connection or a server restart is retriable:
+//   put() says Unavailable and the runtime retries the same batch on a new connection (upserts
+//   make the replay exact).
+//
+// Threading: the connector and its task are called from their owner thread only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "connectors/jdbc/pg_client.h"
+#include "connectors/jdbc/values.h"
+#include "ferry/connector.h"
+
+namespace ferry::connectors {
+
+class JdbcSinkConnector final : public SinkConnector {
+ public:
+  static const ConfigDef& definition();
+  std::string version() const override;
+  const ConfigDef& configDef() const override { return definition(); }
+  void validate(const StringMap& config, ConfigValidation& validation) const override;
+  Status start(const StringMap& config, ConnectorContext& context) override;
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) override;
+  void stop() override {}
+  std::unique_ptr<SinkTask> createTask() override;
+
+ private:
+  StringMap config_;
+};
+
+class JdbcSinkTask final : public SinkTask {
+ public:
+  std::string version() const override;
+  Status start(const StringMap& config, SinkTaskContext& context) override;
+  Status put(std::vector<Record>& records) override;
+  Status flush() override { return Status::ok(); }  // every put() committed its transaction
+  void stop() override;
+
+  enum class InsertMode { kInsert, kUpsert, kUpdate };
+  enum class PkMode { kNone, kRecordKey, kRecordValue, kKafka };
+
+ private:
+  // One row to write: where, what, and the record it came from (for bad-record reports).
+  struct Row {
+    std::string table;                 // quoted identifier
+    bool remove = false;               // a tombstone with delete.enabled
+    std::vector<std::string> columns;  // quoted, pk columns first
+    std::vector<std::optional<std::string>> values;
+    std::size_t pkCount = 0;
+    const Record* record = nullptr;
+    std::string shape;  // table + columns: rows of one shape share a statement
+  };
+  Result<std::optional<Row>> rowOf(const Record& r);
+  Status ensureTable(const Row& row, const Record& r);
+  Status connect();
+  Status writeAll(const std::vector<Row>& rows);
+  Status writeOneByOne(const std::vector<Row>& rows);
+  Status writeGroup(const std::vector<const Row*>& group);
+
+  SinkTaskContext* context_ = nullptr;
+  std::unique_ptr<jdbc::PgConnection> db_;
+  std::string url_, user_, password_;
+  InsertMode insertMode_ = InsertMode::kInsert;
+  PkMode pkMode_ = PkMode::kNone;
+  std::vector<std::string> pkFields_;
+  std::set<std::string> fieldsWhitelist_;
+  std::string tableFormat_ = "${topic}";
+  bool autoCreate_ = false;
+  bool deleteEnabled_ = false;
+  bool quote_ = true;
+  std::size_t batchSize_ = 3000;
+  std::set<std::string> knownTables_;  // tables seen to exist (or created) on this connection
+};
+
+}  // namespace ferry::connectors

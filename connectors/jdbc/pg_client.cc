@@ -1,0 +1,117 @@
+// libpq wrapper (pg_client.h).
+#include "connectors/jdbc/pg_client.h"
+
+#include <libpq-fe.h>
+
+#include <string_view>
+
+namespace ferry::connectors::jdbc {
+namespace {
+
+struct ResultFree {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using ResultPtr = std::unique_ptr<PGresult, ResultFree>;
+
+std::string trimmed(const char* m) {
+  std::string s = m ? m : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Status classify(const std::string& state, const std::string& message) {
+  const std::string text = message + " [SQLSTATE " + (state.empty() ? "none" : state) + "]";
+  const std::string_view cls = std::string_view(state).substr(0, 2);
+  if (state.empty() || cls == "08" || cls == "53" || state.rfind("57P", 0) == 0 || state == "40001" ||
+      state == "40P01")
+    return Status::unavailable(text);
+  if (cls == "22" || cls == "23") return Status::invalidArgument(text);
+  return Status::failedPrecondition(text);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& url, const std::string& user,
+                                                            const std::string& password, int timeoutSeconds) {
+  std::string dsn = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
+  const std::string timeout = std::to_string(timeoutSeconds > 0 ? timeoutSeconds : 10);
+  std::vector<const char*> keys = {"dbname", "connect_timeout", "application_name"};
+  std::vector<const char*> values = {dsn.c_str(), timeout.c_str(), "ferry"};
+  if (!user.empty()) {
+    keys.push_back("user");
+    values.push_back(user.c_str());
+  }
+  if (!password.empty()) {
+    keys.push_back("password");
+    values.push_back(password.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* c = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (c == nullptr) return Status::unavailable("PostgreSQL: out of memory while connecting");
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string why = trimmed(PQerrorMessage(c));
+    PQfinish(c);
+    // A refused password is not going to pass on a retry; an unreachable server may.
+    if (why.find("password authentication failed") != std::string::npos ||
+        why.find("no password supplied") != std::string::npos ||
+        why.find("does not exist") != std::string::npos)
+      return Status::failedPrecondition("PostgreSQL: " + why);
+    return Status::unavailable("PostgreSQL: " + why);
+  }
+  return std::unique_ptr<PgConnection>(new PgConnection(c));
+}
+
+PgConnection::~PgConnection() {
+  if (c_) PQfinish(c_);
+}
+
+bool PgConnection::healthy() const { return c_ && PQstatus(c_) == CONNECTION_OK; }
+
+std::string PgConnection::serverVersion() const {
+  const int v = c_ ? PQserverVersion(c_) : 0;
+  return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
+}
+
+Result<std::vector<PgConnection::Row>> PgConnection::query(const std::string& sql,
+                                                           const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  ResultPtr r(PQexecParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                           nullptr, 0));
+  if (!r) return classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
+  const auto st = PQresultStatus(r.get());
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+    return classify(state ? state : "", "PostgreSQL: " + trimmed(PQresultErrorMessage(r.get())));
+  }
+  std::vector<Row> rows;
+  const int n = PQntuples(r.get());
+  const int m = PQnfields(r.get());
+  rows.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Row row;
+    row.reserve(static_cast<std::size_t>(m));
+    for (int j = 0; j < m; ++j) {
+      if (PQgetisnull(r.get(), i, j)) row.emplace_back(std::nullopt);
+      else row.emplace_back(std::string(PQgetvalue(r.get(), i, j), static_cast<std::size_t>(PQgetlength(r.get(), i, j))));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Status PgConnection::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+  return query(sql, params).status();
+}
+
+std::string sqlState(const Status& s) {
+  const std::string& m = s.message();
+  const auto at = m.rfind("[SQLSTATE ");
+  if (at == std::string::npos) return "";
+  const auto end = m.find(']', at);
+  return m.substr(at + 10, end == std::string::npos ? std::string::npos : end - at - 10);
+}
+
+}  // namespace ferry::connectors::jdbc

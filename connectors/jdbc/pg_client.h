@@ -1,0 +1,54 @@
+// A small RAII wrapper over libpq (PostgreSQL's own client library, Debian's libpq-dev) for the
+// JDBC-style connectors: connect, run statements with text parameters, classify errors.
+//
+// Errors map to ferry's codes by SQLSTATE class: a connection that is gone or a server shutting
+// down (08, 57P, 53), a serialization failure or deadlock (40001, 40P01) are Unavailable
+// (retriable); bad data (22) and integrity violations (23) are InvalidArgument naming the row's
+// problem as the server words it; anything else (42: undefined table, syntax, privileges, ...)
+// is FailedPrecondition. Messages never contain the password.
+//
+// Threading: one connection, one thread at a time.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ferry/result.h"
+#include "ferry/status.h"
+
+struct pg_conn;
+
+namespace ferry::connectors::jdbc {
+
+class PgConnection {
+ public:
+  // `url`: postgresql://host:port/db[?params] (a leading "jdbc:" is accepted, as Kafka Connect
+  // users write it); user and password as given (empty = from the URL or libpq's defaults).
+  static Result<std::unique_ptr<PgConnection>> connect(const std::string& url, const std::string& user,
+                                                       const std::string& password, int timeoutSeconds);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs `sql` with text parameters ($1, $2, ...; nullopt = NULL). The rows of a query, each a
+  // vector of nullable texts.
+  using Row = std::vector<std::optional<std::string>>;
+  Result<std::vector<Row>> query(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
+  Status exec(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
+
+  // False once the connection broke (reconnect).
+  bool healthy() const;
+  std::string serverVersion() const;
+
+ private:
+  explicit PgConnection(pg_conn* c) : c_(c) {}
+  pg_conn* c_;
+};
+
+// The server's SQLSTATE of the last error that Status came from ("" if none): kept in the
+// message as "[SQLSTATE 23505]".
+std::string sqlState(const Status& s);
+
+}  // namespace ferry::connectors::jdbc

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""JdbcSink against a real PostgreSQL 15 (scripts/services/postgres; scripts/test starts it for the
+`jdbc` label).
+
+A standalone ferry worker reads Kafka Connect JsonConverter envelopes (a schema and a payload a
+line, as Kafka Connect writes them) with FileStreamSource into the embedded backbone; JdbcSink
+reads them with value.converter=JsonConverter, so its records are typed, and writes them:
+
+  1. types and upserts: 1,000 records of every mapped type (integers, Decimal, floats, boolean,
+     text with quotes and non-ASCII, bytes, Date, Time, Timestamp, Uuid, Json, NULLs) into a table
+     made by auto.create, 200 of them updates of earlier ids (insert.mode=upsert, pk.mode=
+     record_value): the table ends with one row per id holding the last record's values, each
+     column compared with what was sent;
+  2. bad rows: a table whose CHECK refuses negative quantities; 5 bad records among 100
+     (errors.tolerance=all): the 95 good rows are written, the 5 go to the dead-letter topic;
+  3. a record without a schema (value.converter=StringConverter): the task fails naming the
+     converter to use;
+  4. a wrong password: the task fails with PostgreSQL's authentication error, and the password
+     appears in no answer;
+  5. SQL in a table name (table.name.format with a quote and a DROP TABLE): the table is created
+     under that literal name and the other table is untouched.
+
+FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server
+(postgresql://user:password@host:port/db). Standard library only.
+"""
+import base64
+import csv
+import datetime
+import io
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import Worker, run, tmpdir, wait_until  # noqa: E402
+
+PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
+U = urllib.parse.urlparse(PG_URL)
+SERVER_URL = f"postgresql://{U.hostname}:{U.port}{U.path}"  # without credentials: given as keys
+RUN = uuid.uuid4().hex[:8]
+
+
+def psql(sql):
+    p = subprocess.run(["psql", PG_URL, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql], capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 0:
+        raise AssertionError(f"psql failed: {p.stderr}")
+    return p.stdout
+
+
+def rows(sql):
+    out = psql(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv, NULL '<null>')")
+    return list(csv.reader(io.StringIO(out)))
+
+
+# ---- Kafka Connect's JSON schemas, as its JsonConverter writes them ----
+
+def prim(t, optional=False, name=None, version=None, params=None):
+    s = {"type": t, "optional": optional}
+    if name:
+        s["name"] = name
+    if version is not None:
+        s["version"] = version
+    if params is not None:
+        s["parameters"] = params
+    return s
+
+
+def field(schema, name):
+    return {**schema, "field": name}
+
+
+ORDER_SCHEMA = {"type": "struct", "fields": [
+    field(prim("int64"), "id"),
+    field(prim("int32"), "qty"),
+    field(prim("int16", True), "small"),
+    field(prim("int8"), "tiny"),
+    field(prim("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, params={"scale": "2"}), "price"),
+    field(prim("double", True), "ratio"),
+    field(prim("float"), "f32"),
+    field(prim("boolean"), "ok"),
+    field(prim("string", True), "name"),
+    field(prim("bytes", True), "raw"),
+    field(prim("int32", name="org.apache.kafka.connect.data.Date", version=1), "day"),
+    field(prim("int32", name="org.apache.kafka.connect.data.Time", version=1), "at"),
+    field(prim("int64", True, name="org.apache.kafka.connect.data.Timestamp", version=1), "ts"),
+    field(prim("string", name="ferry.data.Uuid", version=1), "uid"),
+    field(prim("string", True, name="ferry.data.Json", version=1), "doc"),
+], "optional": False, "name": "shop.Order"}
+
+
+def decimal_b64(unscaled):
+    n = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(n, "big", signed=True)).decode()
+
+
+def order(i):
+    return {
+        "id": i % 800, "qty": i, "small": (i % 100) if i % 3 else None, "tiny": i % 100 - 50,
+        "price": decimal_b64(i * 101 - 5000), "ratio": (i / 7) if i % 5 else None, "f32": 0.5,
+        "ok": i % 2 == 0, "name": None if i % 11 == 0 else f"n{i} \u00e9 'q\" \U0001F680",
+        "raw": None if i % 13 == 0 else base64.b64encode(bytes([i % 256, 0, 255])).decode(),
+        "day": 19000 + i % 365, "at": (i * 1001) % 86400000, "ts": None if i % 17 == 0 else 1700000000000 + i * 37,
+        "uid": str(uuid.UUID(int=i)), "doc": None if i % 19 == 0 else json.dumps({"i": i, "s": "x"}),
+    }
+
+
+def envelope(schema, payload):
+    return json.dumps({"schema": schema, "payload": payload}, separators=(",", ":"), ensure_ascii=False)
+
+
+def expected_row(o):
+    """What PostgreSQL's text form of each column should say (None = NULL)."""
+    def time_of(ms):
+        return (datetime.datetime(2000, 1, 1) + datetime.timedelta(milliseconds=ms)).time()
+    unscaled = o["qty"] * 101 - 5000
+    return {
+        "id": o["id"], "qty": o["qty"], "small": o["small"], "tiny": o["tiny"],
+        "price": f"{'-' if unscaled < 0 else ''}{abs(unscaled) // 100}.{abs(unscaled) % 100:02d}",
+        "ratio": o["ratio"], "f32": 0.5, "ok": o["ok"], "name": o["name"],
+        "raw": None if o["raw"] is None else base64.b64decode(o["raw"]).hex(),
+        "day": (datetime.date(1970, 1, 1) + datetime.timedelta(days=o["day"])).isoformat(),
+        "at": time_of(o["at"]),
+        "ts": None if o["ts"] is None else datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=o["ts"]),
+        "uid": o["uid"], "doc": None if o["doc"] is None else json.loads(o["doc"]),
+    }
+
+
+def actual_row(r):
+    n = lambda v: None if v == "<null>" else v  # noqa: E731
+    return {
+        "id": int(r[0]), "qty": int(r[1]), "small": None if n(r[2]) is None else int(r[2]), "tiny": int(r[3]),
+        "price": r[4], "ratio": None if n(r[5]) is None else float(r[5]), "f32": float(r[6]), "ok": r[7] == "t",
+        "name": n(r[8]), "raw": n(r[9]), "day": r[10], "at": datetime.time.fromisoformat(r[11]),
+        "ts": None if n(r[12]) is None else datetime.datetime.fromisoformat(r[12]),
+        "uid": r[13], "doc": None if n(r[14]) is None else json.loads(r[14]),
+    }
+
+
+def sink_config(topic, **extra):
+    c = {"connector.class": "JdbcSink", "topics": topic, "connection.url": SERVER_URL,
+         "connection.user": U.username, "connection.password": urllib.parse.unquote(U.password or ""),
+         "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    c.update(extra)
+    return c
+
+
+def task_trace(w, name):
+    status, s = w.rest("GET", f"/connectors/{name}/status")
+    tasks = s.get("tasks", []) if status == 200 else []
+    return tasks[0] if tasks else {}
+
+
+def main():
+    d = tmpdir("jdbc-sink")
+    w = Worker(d)
+    w.start()
+    psql("SELECT 1")
+
+    # 1. every type, upserts, auto.create
+    table = f"jdbc_orders_{RUN}"
+    src = os.path.join(d, "orders.jsonl")
+    sent = [order(i) for i in range(1000)]
+    with open(src, "w") as f:
+        for o in sent:
+            f.write(envelope(ORDER_SCHEMA, o) + "\n")
+    w.ok("POST", "/connectors", {"name": "orders-src", "config": {
+        "connector.class": "FileStreamSource", "file": src, "topic": table}})
+    w.ok("POST", "/connectors", {"name": "orders-sink", "config": sink_config(
+        table, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true"})})
+    last = {}
+    for o in sent:
+        last[o["id"]] = o
+    cols = "id, qty, small, tiny, price::text, ratio, f32, ok, name, encode(raw, 'hex'), day::text, at::text, ts::text, uid::text, doc::text"
+
+    def all_there():
+        try:
+            got = rows(f'SELECT count(*), coalesce(sum(qty), 0) FROM "{table}"')
+        except AssertionError:
+            return False  # not created yet
+        return got[0] == [str(len(last)), str(sum(o["qty"] for o in last.values()))]
+    wait_until(all_there, 60, f"{len(last)} rows with the last values in {table}")
+    got = {r["id"]: r for r in map(actual_row, rows(f'SELECT {cols} FROM "{table}" ORDER BY id'))}
+    bad = [i for i, o in last.items() if got.get(i) != expected_row(o)]
+    if bad:
+        raise AssertionError(f"{len(bad)} rows differ, e.g. id {bad[0]}:\n  sent {expected_row(last[bad[0]])}\n  "
+                             f"got  {got.get(bad[0])}")
+    types = dict(r for r in rows(f"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = '{table}'"))
+    want = {"id": "bigint", "qty": "integer", "small": "smallint", "price": "numeric", "ratio": "double precision",
+            "f32": "real", "ok": "boolean", "name": "text", "raw": "bytea", "day": "date",
+            "at": "time without time zone", "ts": "timestamp without time zone", "uid": "uuid", "doc": "jsonb"}
+    if any(types.get(k) != v for k, v in want.items()):
+        raise AssertionError(f"column types {types}, expected {want}")
+    print(f"ok   1,000 typed records (200 updates) -> {len(last)} rows, every column as sent, types {sorted(set(want.values()))}")
+
+    # 2. bad rows among good ones
+    checked = f"jdbc_checked_{RUN}"
+    psql(f'CREATE TABLE "{checked}" (id BIGINT PRIMARY KEY, qty INTEGER NOT NULL CHECK (qty >= 0))')
+    schema = {"type": "struct", "fields": [field(prim("int64"), "id"), field(prim("int32"), "qty")], "optional": False}
+    src2 = os.path.join(d, "checked.jsonl")
+    bad_ids = {7, 21, 50, 51, 99}
+    with open(src2, "w") as f:
+        for i in range(100):
+            f.write(envelope(schema, {"id": i, "qty": -1 if i in bad_ids else i}) + "\n")
+    dlq = os.path.join(d, "dlq.out")
+    w.ok("POST", "/connectors", {"name": "checked-src", "config": {
+        "connector.class": "FileStreamSource", "file": src2, "topic": checked}})
+    w.ok("POST", "/connectors", {"name": "checked-sink", "config": sink_config(
+        checked, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+                    "errors.tolerance": "all", "errors.deadletterqueue.topic.name": f"dlq-{RUN}"})})
+    w.ok("POST", "/connectors", {"name": "dlq-reader", "config": {
+        "connector.class": "FileStreamSink", "topics": f"dlq-{RUN}", "file": dlq}})
+    wait_until(lambda: rows(f'SELECT count(*) FROM "{checked}"')[0][0] == "95", 60, "95 good rows")
+
+    def dead():
+        try:
+            with open(dlq) as f:
+                # A record refused in put() is dead-lettered with its data (the payload) and its
+                # schema in a header.
+                return [json.loads(line)["id"] for line in f if line.strip()]
+        except OSError:
+            return []
+    wait_until(lambda: sorted(dead()) == sorted(bad_ids), 60, "the 5 bad rows in the dead-letter topic")
+    ids = {int(r[0]) for r in rows(f'SELECT id FROM "{checked}"')}
+    if ids != set(range(100)) - bad_ids:
+        raise AssertionError(f"good rows {sorted(set(range(100)) - bad_ids - ids)} missing")
+    state = task_trace(w, "checked-sink").get("state")
+    if state != "RUNNING":
+        raise AssertionError(f"checked-sink task {state}")
+    print("ok   95 good rows written and 5 refused by the table's CHECK dead-lettered, task still RUNNING")
+
+    # 3. a record without a schema
+    plain = f"jdbc_plain_{RUN}"
+    src3 = os.path.join(d, "plain.txt")
+    with open(src3, "w") as f:
+        f.write('{"id":1}\n')
+    w.ok("POST", "/connectors", {"name": "plain-src", "config": {
+        "connector.class": "FileStreamSource", "file": src3, "topic": plain}})
+    w.ok("POST", "/connectors", {"name": "plain-sink", "config": sink_config(
+        plain, **{"value.converter": "org.apache.kafka.connect.storage.StringConverter", "auto.create": "true"})})
+    wait_until(lambda: task_trace(w, "plain-sink").get("state") == "FAILED", 60, "plain-sink FAILED")
+    trace = task_trace(w, "plain-sink").get("trace", "")
+    if "without a value schema" not in trace or "JsonConverter" not in trace:
+        raise AssertionError(f"trace does not say what is missing: {trace[:500]}")
+    print("ok   a schemaless record fails the task, naming JsonConverter")
+
+    # 4. a wrong password
+    wrong = "wrong-" + RUN
+    w.ok("POST", "/connectors", {"name": "wrong-pw", "config": sink_config(
+        table, **{"connection.password": wrong, "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id"})})
+    wait_until(lambda: task_trace(w, "wrong-pw").get("state") == "FAILED", 60, "wrong-pw FAILED")
+    trace = task_trace(w, "wrong-pw").get("trace", "")
+    if "password authentication failed" not in trace:
+        raise AssertionError(f"trace does not name the refused password: {trace[:500]}")
+    for path in ("/connectors/wrong-pw", "/connectors/wrong-pw/config", "/connectors/wrong-pw/status"):
+        status, body = w.rest("GET", path)
+        if wrong in json.dumps(body):
+            raise AssertionError(f"GET {path} shows the password")
+    with open(w.log_path, errors="replace") as f:
+        if wrong in f.read():
+            raise AssertionError("the worker log shows the password")
+    print("ok   a wrong password fails the task with PostgreSQL's message; the password is in no answer and no log")
+
+    # 5. SQL in a table name
+    victim = f"jdbc_victim_{RUN}"
+    psql(f'CREATE TABLE "{victim}" (x INT); INSERT INTO "{victim}" VALUES (1)')
+    hostile_format = f'x"; DROP TABLE "{victim}"; --' + "${topic}"
+    topic5 = f"jdbc_inj_{RUN}"
+    src5 = os.path.join(d, "inj.jsonl")
+    with open(src5, "w") as f:
+        f.write(envelope(schema, {"id": 1, "qty": 1}) + "\n")
+    w.ok("POST", "/connectors", {"name": "inj-src", "config": {
+        "connector.class": "FileStreamSource", "file": src5, "topic": topic5}})
+    w.ok("POST", "/connectors", {"name": "inj-sink", "config": sink_config(
+        topic5, **{"table.name.format": hostile_format, "auto.create": "true"})})
+    literal = hostile_format.replace("${topic}", topic5).replace("'", "''")
+    wait_until(lambda: rows(f"SELECT count(*) FROM pg_tables WHERE tablename = '{literal}'")[0][0] == "1", 60,
+               "the table named literally")
+    if rows(f'SELECT count(*) FROM "{victim}"')[0][0] != "1":
+        raise AssertionError("the victim table changed")
+    print("ok   a table name with SQL in it is a literal name; the other table is untouched")
+
+    for t in (table, checked, plain, victim):
+        psql(f'DROP TABLE IF EXISTS "{t}"')
+    psql(f"DROP TABLE IF EXISTS \"{literal.replace(chr(39) * 2, chr(39)).replace(chr(34), chr(34) * 2)}\"")
+    w.stop()
+
+
+if __name__ == "__main__":
+    run(main)
