@@ -147,7 +147,11 @@ Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   deleteEnabled_ = p.getBool("delete.enabled");
   quote_ = p.getString("quote.sql.identifiers") == "always";
   batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
-  return connect();
+  // A server that is down now may be up by the first put (which retries); a refused password or
+  // a database that does not exist fails the task here, with PostgreSQL's message.
+  Status st = connect();
+  if (st.code() == StatusCode::kUnavailable) return Status::ok();
+  return st.withContext("JdbcSink");
 }
 
 Status JdbcSinkTask::connect() {
@@ -406,7 +410,7 @@ Status JdbcSinkTask::writeOneByOne(const std::vector<Row>& rows) {
 
 Status JdbcSinkTask::put(std::vector<Record>& records) {
   if (records.empty()) return Status::ok();
-  FERRY_RETURN_IF_ERROR(connect());
+  FERRY_RETURN_IF_ERROR(connect().withContext("JdbcSink"));
   std::vector<Row> rows;
   rows.reserve(records.size());
   for (const Record& r : records) {
