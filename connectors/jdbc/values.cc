@@ -6,20 +6,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/base64.h"
+
 namespace ferry::connectors::jdbc {
 namespace {
 
 Status bad(const std::string& field, const std::string& what) {
   return Status::invalidArgument("field '" + field + "': " + what);
-}
-
-int base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
 }
 
 std::string hexBytes(std::string_view bytes) {
@@ -34,33 +27,6 @@ std::string hexBytes(std::string_view bytes) {
 }
 
 }  // namespace
-
-std::optional<std::string> base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad) return std::nullopt;
-      v[k] = base64Value(c);
-      if (v[k] < 0) return std::nullopt;
-    }
-    const unsigned n = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
-                       (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
-  }
-  return out;
-}
 
 std::string decimalText(std::string_view unscaled, std::int32_t scale) {
   // Magnitude of the two's complement number, base 256, most significant first.
@@ -160,7 +126,7 @@ Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, 
   };
   if (l == logical::kDecimal) {
     if (!v.is_string()) return bad(field, "expected base64 text for " + s.describe());
-    auto bytes = base64Decode(v.get_ref<const std::string&>());
+    auto bytes = core::base64Decode(v.get_ref<const std::string&>());
     if (!bytes) return bad(field, "not base64 text");
     return Out(decimalText(*bytes, s.decimalScale().value_or(0)));
   }
@@ -198,7 +164,7 @@ Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, 
       return Out(v.get<std::string>());
     case SchemaType::kBytes: {
       if (!v.is_string()) return bad(field, "expected base64 text (bytes)");
-      auto bytes = base64Decode(v.get_ref<const std::string&>());
+      auto bytes = core::base64Decode(v.get_ref<const std::string&>());
       if (!bytes) return bad(field, "not base64 text (bytes)");
       return Out(hexBytes(*bytes));
     }

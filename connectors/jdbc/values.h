@@ -31,7 +31,6 @@ Result<std::string> postgresType(const Schema& s, const std::string& field);
 Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, const std::string& field);
 
 // Pieces, exposed for tests.
-std::optional<std::string> base64Decode(std::string_view text);
 // Big-endian two's complement `unscaled` with `scale` digits after the point: "-12.34".
 std::string decimalText(std::string_view unscaled, std::int32_t scale);
 std::string dateText(std::int64_t daysSinceEpoch);

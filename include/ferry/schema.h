@@ -141,16 +141,16 @@ class SchemaBuilder {
   static SchemaBuilder array(SchemaPtr items);
   static SchemaBuilder map(SchemaPtr keys, SchemaPtr values);
 
-  SchemaBuilder& optional(bool yes = true) { optional_ = yes; return *this; }
-  SchemaBuilder& name(std::string n) { name_ = std::move(n); return *this; }
-  SchemaBuilder& version(std::int32_t v) { version_ = v; return *this; }
-  SchemaBuilder& doc(std::string d) { doc_ = std::move(d); return *this; }
+  SchemaBuilder& optional(bool yes = true) { s_.optional_ = yes; return *this; }
+  SchemaBuilder& name(std::string n) { s_.name_ = std::move(n); return *this; }
+  SchemaBuilder& version(std::int32_t v) { s_.version_ = v; return *this; }
+  SchemaBuilder& doc(std::string d) { s_.doc_ = std::move(d); return *this; }
   // Adds (or replaces) a parameter, keeping the first position of its key.
   SchemaBuilder& parameter(std::string key, std::string value);
   // No parameter yet, but written as {} rather than left out.
   SchemaBuilder& emptyParameters();
   // The default in the payload's JSON form (e.g. "0", "\"n/a\"", "{\"a\":1}").
-  SchemaBuilder& defaultJson(std::string json) { default_ = std::move(json); return *this; }
+  SchemaBuilder& defaultJson(std::string json) { s_.default_ = std::move(json); return *this; }
   // struct only.
   SchemaBuilder& field(std::string name, SchemaPtr schema);
 
@@ -160,16 +160,7 @@ class SchemaBuilder {
   Result<SchemaPtr> build() const;
 
  private:
-  SchemaType type_;
-  bool optional_ = false;
-  std::optional<std::string> name_;
-  std::optional<std::int32_t> version_;
-  std::optional<std::string> doc_;
-  std::optional<SchemaParameters> parameters_;
-  std::optional<std::string> default_;
-  std::vector<SchemaField> fields_;
-  SchemaPtr keySchema_;
-  SchemaPtr valueSchema_;
+  Schema s_;  // what build() checks and copies
 };
 
 // Logical types: names and builders (add optional(), doc(), ... before build()).

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/base64.h"
 #include "core/clock.h"
 #include "ferry/result.h"
 #include "ferry/status.h"
@@ -50,9 +51,8 @@ inline constexpr int kMaxPbkdf2Iterations = 10000000;
 // outside printable ASCII as '?', "..." when cut.
 std::string printableText(std::string_view s, std::size_t max);
 
-std::string base64Encode(std::string_view bytes);
-// Standard alphabet with padding; nullopt on anything malformed.
-std::optional<std::string> base64Decode(std::string_view text);
+using core::base64Decode;  // core/base64.h
+using core::base64Encode;
 std::string sha256Hex(std::string_view data);
 // Compares in time that depends only on the lengths.
 bool constantTimeEquals(std::string_view a, std::string_view b);

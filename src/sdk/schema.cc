@@ -158,77 +158,77 @@ std::string Schema::describe() const {
   return out;
 }
 
-SchemaBuilder::SchemaBuilder(SchemaType type) : type_(type) {}
+SchemaBuilder::SchemaBuilder(SchemaType type) { s_.type_ = type; }
 
 SchemaBuilder SchemaBuilder::array(SchemaPtr items) {
   SchemaBuilder b(SchemaType::kArray);
-  b.valueSchema_ = std::move(items);
+  b.s_.valueSchema_ = std::move(items);
   return b;
 }
 
 SchemaBuilder SchemaBuilder::map(SchemaPtr keys, SchemaPtr values) {
   SchemaBuilder b(SchemaType::kMap);
-  b.keySchema_ = std::move(keys);
-  b.valueSchema_ = std::move(values);
+  b.s_.keySchema_ = std::move(keys);
+  b.s_.valueSchema_ = std::move(values);
   return b;
 }
 
 SchemaBuilder& SchemaBuilder::parameter(std::string key, std::string value) {
-  if (!parameters_) parameters_.emplace();
-  for (auto& [k, v] : *parameters_) {
+  auto& params = s_.parameters_;
+  if (!params) params.emplace();
+  for (auto& [k, v] : *params) {
     if (k == key) {
       v = std::move(value);
       return *this;
     }
   }
-  parameters_->emplace_back(std::move(key), std::move(value));
+  params->emplace_back(std::move(key), std::move(value));
   return *this;
 }
 
 SchemaBuilder& SchemaBuilder::emptyParameters() {
-  if (!parameters_) parameters_.emplace();
+  if (!s_.parameters_) s_.parameters_.emplace();
   return *this;
 }
 
 SchemaBuilder& SchemaBuilder::field(std::string name, SchemaPtr schema) {
-  fields_.push_back({std::move(name), std::move(schema)});
+  s_.fields_.push_back({std::move(name), std::move(schema)});
   return *this;
 }
 
 Result<SchemaPtr> SchemaBuilder::build() const {
-  const std::string what = std::string("schema (") + schemaTypeJsonName(type_) +
-                           (name_ ? " '" + *name_ + "'" : std::string()) + ")";
-  if (type_ != SchemaType::kStruct && !fields_.empty())
+  const SchemaType type = s_.type_;
+  const auto& fields = s_.fields_;
+  const std::string what = std::string("schema (") + schemaTypeJsonName(type) +
+                           (s_.name_ ? " '" + *s_.name_ + "'" : std::string()) + ")";
+  if (type != SchemaType::kStruct && !fields.empty())
     return Status::invalidArgument(what + ": only a struct has fields");
-  if (type_ == SchemaType::kArray && !valueSchema_)
+  if (type == SchemaType::kArray && !s_.valueSchema_)
     return Status::invalidArgument(what + ": an array needs the schema of its elements");
-  if (type_ == SchemaType::kMap && (!keySchema_ || !valueSchema_))
+  if (type == SchemaType::kMap && (!s_.keySchema_ || !s_.valueSchema_))
     return Status::invalidArgument(what + ": a map needs a key schema and a value schema");
-  if (type_ != SchemaType::kMap && keySchema_)
+  if (type != SchemaType::kMap && s_.keySchema_)
     return Status::invalidArgument(what + ": only a map has a key schema");
-  if (type_ != SchemaType::kArray && type_ != SchemaType::kMap && valueSchema_)
+  if (type != SchemaType::kArray && type != SchemaType::kMap && s_.valueSchema_)
     return Status::invalidArgument(what + ": only an array or a map has a value schema");
-  for (std::size_t i = 0; i < fields_.size(); ++i) {
-    if (fields_[i].name.empty()) return Status::invalidArgument(what + ": a field without a name");
-    if (!fields_[i].schema)
-      return Status::invalidArgument(what + ": field '" + fields_[i].name + "' has no schema");
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].name.empty()) return Status::invalidArgument(what + ": a field without a name");
+    if (!fields[i].schema)
+      return Status::invalidArgument(what + ": field '" + fields[i].name + "' has no schema");
     for (std::size_t j = 0; j < i; ++j)
-      if (fields_[j].name == fields_[i].name)
-        return Status::invalidArgument(what + ": field '" + fields_[i].name + "' appears twice");
+      if (fields[j].name == fields[i].name)
+        return Status::invalidArgument(what + ": field '" + fields[i].name + "' appears twice");
   }
-  if (name_) {
+  if (s_.name_) {
     auto needs = [&](SchemaType t, std::string_view logicalName) -> Status {
-      if (type_ == t) return Status::ok();
+      if (type == t) return Status::ok();
       return Status::invalidArgument(what + ": the logical type " + std::string(logicalName) + " is based on " +
                                      schemaTypeJsonName(t));
     };
-    const std::string& n = *name_;
+    const std::string& n = *s_.name_;
     if (n == logical::kDecimal) {
       FERRY_RETURN_IF_ERROR(needs(SchemaType::kBytes, n));
-      const std::string* sc = nullptr;
-      if (parameters_)
-        for (const auto& [k, v] : *parameters_)
-          if (k == logical::kDecimalScale) sc = &v;
+      const std::string* sc = s_.parameter(logical::kDecimalScale);
       if (!sc || !parseScale(*sc))
         return Status::invalidArgument(what + ": a Decimal needs an integer parameter 'scale'");
     } else if (n == logical::kDate || n == logical::kTime) {
@@ -239,19 +239,9 @@ Result<SchemaPtr> SchemaBuilder::build() const {
       FERRY_RETURN_IF_ERROR(needs(SchemaType::kString, n));
     }
   }
-  std::shared_ptr<Schema> s(new Schema());
-  s->type_ = type_;
-  s->optional_ = optional_;
-  s->name_ = name_;
-  s->version_ = version_;
-  s->doc_ = doc_;
-  s->parameters_ = parameters_;
-  s->default_ = default_;
-  s->fields_ = fields_;
-  s->keySchema_ = keySchema_;
-  s->valueSchema_ = valueSchema_;
-  s->fingerprint_ = fingerprintOf(*s);
-  return SchemaPtr(std::move(s));
+  std::shared_ptr<Schema> out(new Schema(s_));
+  out->fingerprint_ = fingerprintOf(*out);
+  return SchemaPtr(std::move(out));
 }
 
 namespace logical {

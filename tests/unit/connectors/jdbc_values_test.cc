@@ -2,6 +2,8 @@
 // and the quoting that keeps table and column names from becoming SQL.
 #include "connectors/jdbc/values.h"
 
+#include "core/base64.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -72,6 +74,7 @@ TEST(JdbcValues, EveryPrimitiveHasItsTextAndType) {
 }
 
 TEST(JdbcValues, Base64DecodesOnlyWhatIsBase64) {
+  using core::base64Decode;
   EXPECT_EQ(base64Decode("aGk="), "hi");
   EXPECT_EQ(base64Decode(""), "");
   EXPECT_EQ(base64Decode("AAH/"), std::string("\x00\x01\xff", 3));

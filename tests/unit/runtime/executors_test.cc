@@ -613,6 +613,21 @@ class ExecutorTest : public ::testing::Test {
     worker_.offsetFlushTimeoutMs = 0;
     collector().reset();
   }
+  // A source task with `config` run until the backbone holds `n` sends, which are then
+  // acknowledged, and stopped; it must not have failed.
+  void runSourceUntilSent(StringMap config, std::size_t n) {
+    auto runner = TaskRunner::create(env(ConnectorShape::kSource, std::move(config)));
+    runner->start();
+    {
+      std::unique_lock l(backbone_.producer.mu);
+      ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == n; }))
+          << trace_;
+    }
+    for (std::size_t i = 0; i < n; ++i) backbone_.producer.ack(i);
+    runner->requestStop();
+    runner->join();
+    EXPECT_FALSE(runner->failed()) << trace_;
+  }
   TaskEnv env(ConnectorShape shape, StringMap config) {
     TaskEnv e;
     e.registry = &registry_;
@@ -836,19 +851,9 @@ TEST_F(ExecutorTest, DirectCommitsOnlyAfterSinkFlush) {
 // A record's schema survives every path. Source -> backbone: the value converter (JsonConverter,
 // schemas.enable by default) writes it in Kafka Connect's envelope.
 TEST_F(ExecutorTest, SourceWritesTheValueSchemaThroughTheConverter) {
-  auto runner = TaskRunner::create(env(
-      ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
-                                {"value.converter", "org.apache.kafka.connect.json.JsonConverter"}}));
-  runner->start();
-  {
-    std::unique_lock l(backbone_.producer.mu);
-    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; }));
-  }
-  backbone_.producer.ack(0);
-  backbone_.producer.ack(1);
-  runner->requestStop();
-  runner->join();
-  EXPECT_FALSE(runner->failed()) << trace_;
+  runSourceUntilSent({{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
+                      {"value.converter", "org.apache.kafka.connect.json.JsonConverter"}},
+                     2);
   std::lock_guard l(backbone_.producer.mu);
   ASSERT_EQ(backbone_.producer.sent.size(), 2u);
   EXPECT_EQ(backbone_.producer.sent[1].value.str(),
@@ -859,21 +864,10 @@ TEST_F(ExecutorTest, SourceWritesTheValueSchemaThroughTheConverter) {
 // Dead letters keep a record's schema: a typed record the value converter refuses (tolerated) goes
 // to the dead-letter topic with its schema in a header, in Kafka Connect's JSON form.
 TEST_F(ExecutorTest, DeadLettersCarryTheRecordsSchema) {
-  auto runner = TaskRunner::create(env(
-      ConnectorShape::kSource,
-      {{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
-       {"value.converter", "org.apache.kafka.connect.converters.IntegerConverter"}, {"errors.tolerance", "all"},
-       {"errors.deadletterqueue.topic.name", "dlq"}}));
-  runner->start();
-  {
-    std::unique_lock l(backbone_.producer.mu);
-    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; })) << trace_;
-  }
-  backbone_.producer.ack(0);
-  backbone_.producer.ack(1);
-  runner->requestStop();
-  runner->join();
-  EXPECT_FALSE(runner->failed()) << trace_;
+  runSourceUntilSent({{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
+                      {"value.converter", "org.apache.kafka.connect.converters.IntegerConverter"},
+                      {"errors.tolerance", "all"}, {"errors.deadletterqueue.topic.name", "dlq"}},
+                     2);
   std::lock_guard l(backbone_.producer.mu);
   for (const auto& m : backbone_.producer.sent) {
     EXPECT_EQ(m.topic, "dlq");
@@ -1202,21 +1196,11 @@ TEST_F(ExecutorTest, FailingTaskReportsFailedWithTrace) {
 // connector's IntegerConverter overrides the worker's SimpleHeaderConverter.
 TEST_F(ExecutorTest, SourceAppliesTheHeaderConverterAfterTransforms) {
   ASSERT_EQ(worker_.headerConverter, "SimpleHeaderConverter");
-  auto runner = TaskRunner::create(env(
-      ConnectorShape::kSource,
-      {{"connector.class", "SeqSource"}, {"count", "2"}, {"transforms", "h"}, {"transforms.h.type", "InsertHeader"},
-       {"transforms.h.header", "n"}, {"transforms.h.value.literal", "42"},
-       {"header.converter", "org.apache.kafka.connect.converters.IntegerConverter"}}));
-  runner->start();
-  {
-    std::unique_lock l(backbone_.producer.mu);
-    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; }));
-  }
-  backbone_.producer.ack(0);
-  backbone_.producer.ack(1);
-  runner->requestStop();
-  runner->join();
-  EXPECT_FALSE(runner->failed()) << trace_;
+  runSourceUntilSent({{"connector.class", "SeqSource"}, {"count", "2"}, {"transforms", "h"},
+                      {"transforms.h.type", "InsertHeader"}, {"transforms.h.header", "n"},
+                      {"transforms.h.value.literal", "42"},
+                      {"header.converter", "org.apache.kafka.connect.converters.IntegerConverter"}},
+                     2);
   std::lock_guard l(backbone_.producer.mu);
   for (const auto& m : backbone_.producer.sent) {
     const Header* h = m.headers.last("n");

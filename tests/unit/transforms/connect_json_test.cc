@@ -14,12 +14,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace testing;
 
-SchemaPtr built(const SchemaBuilder& b) {
-  auto r = b.build();
-  EXPECT_TRUE(r.isOk()) << r.status().toString();
-  return r.isOk() ? *r : nullptr;
-}
-
 Result<SchemaPtr> readText(std::string_view text) {
   auto j = parseJson(text);
   EXPECT_TRUE(j.has_value()) << text;

@@ -13,12 +13,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace testing;
 
-SchemaPtr built(const SchemaBuilder& b) {
-  auto r = b.build();
-  EXPECT_TRUE(r.isOk()) << r.status().toString();
-  return r.isOk() ? *r : nullptr;
-}
-
 // struct{id:int64, name:string?, addr:struct{city:string, zip:int32}?, tags:map<string,int32>}
 SchemaPtr order() {
   auto addr = built(SchemaBuilder::structure()

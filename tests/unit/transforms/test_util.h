@@ -58,4 +58,11 @@ inline Record record(const std::string& topic, std::optional<std::string> value,
 
 inline nlohmann::json json(const Bytes& b) { return nlohmann::json::parse(b.view()); }
 
+// A schema the test needs (the test fails if it does not build).
+inline SchemaPtr built(const SchemaBuilder& b) {
+  auto r = b.build();
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  return r.isOk() ? *r : nullptr;
+}
+
 }  // namespace ferry::transforms::testing
