@@ -18,11 +18,14 @@ reads them with value.converter=JsonConverter, so its records are typed, and wri
   4. a wrong password: the task fails with PostgreSQL's authentication error, and the password
      appears in no answer;
   5. SQL in a table name (table.name.format with a quote and a DROP TABLE): the table is created
-     under that literal name and the other table is untouched;
+     under that literal name and the other table is untouched; pk.mode=kafka keys rows by topic,
+     partition and offset; insert.mode=update changes existing rows and inserts none;
   6. the database stopped (scripts/services/postgres stop) when the sink starts: the task stays
      RUNNING and retries; the database started again, the worker kill -9ed once rows arrive and
      restarted: the table ends with all 60,000 rows, each once, values exact (upserts absorb the
-     replay).
+     replay);
+  7. the database stopped and started again while the sink writes 100,000 rows: every row ends in
+     the table with its value, the task RUNNING throughout.
 
 FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server
 (postgresql://user:password@host:port/db). Standard library only.
@@ -294,6 +297,37 @@ def main():
         raise AssertionError("the victim table changed")
     print("ok   a table name with SQL in it is a literal name; the other table is untouched")
 
+    # 6a. pk.mode=kafka: the backbone coordinates are the key; update mode changes existing rows only
+    kaf = f"jdbc_kafka_{RUN}"
+    src7 = os.path.join(d, "kafka.jsonl")
+    with open(src7, "w") as f:
+        for i in range(10):
+            f.write(envelope(schema, {"id": i % 3, "qty": i}) + "\n")
+    w.ok("POST", "/connectors", {"name": "kafka-src", "config": {
+        "connector.class": "FileStreamSource", "file": src7, "topic": kaf}})
+    w.ok("POST", "/connectors", {"name": "kafka-sink", "config": sink_config(
+        kaf, **{"insert.mode": "upsert", "pk.mode": "kafka", "auto.create": "true"})})
+    wait_until(lambda: table_exists(kaf) and rows(f'SELECT count(*) FROM "{kaf}"')[0][0] == "10", 60,
+               "10 rows keyed by topic, partition and offset")
+    got = rows(f'SELECT __connect_topic, __connect_offset, id, qty FROM "{kaf}" ORDER BY __connect_offset')
+    if [r[0] for r in got] != [kaf] * 10 or [int(r[1]) for r in got] != list(range(10)) or \
+            [int(r[3]) for r in got] != list(range(10)):
+        raise AssertionError(f"pk.mode=kafka rows: {got}")
+    upd = f"jdbc_update_{RUN}"
+    psql(f'CREATE TABLE "{upd}" (id BIGINT PRIMARY KEY, qty INTEGER NOT NULL); '
+         f'INSERT INTO "{upd}" VALUES (1, 10), (2, 20)')
+    src8 = os.path.join(d, "update.jsonl")
+    with open(src8, "w") as f:
+        for i, q in ((1, 11), (3, 33), (2, 22)):
+            f.write(envelope(schema, {"id": i, "qty": q}) + "\n")
+    w.ok("POST", "/connectors", {"name": "update-src", "config": {
+        "connector.class": "FileStreamSource", "file": src8, "topic": upd}})
+    w.ok("POST", "/connectors", {"name": "update-sink", "config": sink_config(
+        upd, **{"insert.mode": "update", "pk.mode": "record_value", "pk.fields": "id"})})
+    wait_until(lambda: rows(f'SELECT qty FROM "{upd}" ORDER BY id') == [["11"], ["22"]], 60,
+               "rows 1 and 2 updated, no row 3 inserted")
+    print("ok   pk.mode=kafka keys rows by topic and offset; insert.mode=update changes existing rows and inserts none")
+
     # 6. the database down when the sink starts, then a kill -9 of the worker mid-stream
     outage = f"jdbc_outage_{RUN}"
     n = 60000
@@ -329,7 +363,40 @@ def main():
     print(f"ok   database down at start (task kept RUNNING, retrying), then kill -9 of the worker at {at_kill} of {n} rows: "
           f"{n} rows, each once, values exact")
 
-    for t in (table, checked, plain, victim, outage):
+    # 7. the database restarted while the sink writes
+    restart = f"jdbc_restart_{RUN}"
+    n7 = 100000
+    src9 = os.path.join(d, "restart.jsonl")
+    with open(src9, "w") as f:
+        for i in range(n7):
+            f.write(envelope(schema, {"id": i, "qty": i + 1}) + "\n")
+    w.ok("POST", "/connectors", {"name": "restart-src", "config": {
+        "connector.class": "FileStreamSource", "file": src9, "topic": restart}})
+    w.ok("POST", "/connectors", {"name": "restart-sink", "config": sink_config(
+        restart, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true",
+                    "batch.size": "200"})})
+    wait_until(lambda: table_exists(restart) and int(rows(f'SELECT count(*) FROM "{restart}"')[0][0]) > 0, 60,
+               "the first rows")
+    subprocess.run([service, "stop"], check=True, capture_output=True, timeout=60)
+    try:
+        # What was committed before the stop (read after the restart: the server is down now).
+        time.sleep(2)
+    finally:
+        subprocess.run([service, "start"], check=True, capture_output=True, timeout=120)
+    at_stop = int(rows(f'SELECT count(*) FROM "{restart}"')[0][0])
+    if at_stop >= n7:
+        raise AssertionError(f"the restart came after the sink had written everything ({at_stop} rows)")
+
+    def restarted_complete():
+        got = rows(f'SELECT count(*), coalesce(sum(qty), 0) FROM "{restart}"')[0]
+        return got == [str(n7), str(sum(i + 1 for i in range(n7)))]
+    wait_until(restarted_complete, 180, f"all {n7} rows after the database restart")
+    state = task_trace(w, "restart-sink").get("state")
+    if state != "RUNNING":
+        raise AssertionError(f"restart-sink task {state} after the database restart")
+    print(f"ok   database restarted mid-stream (at {at_stop} of {n7} rows committed): all {n7} rows, values exact, task RUNNING")
+
+    for t in (table, checked, plain, victim, outage, kaf, upd, restart):
         psql(f'DROP TABLE IF EXISTS "{t}"')
     psql(f"DROP TABLE IF EXISTS \"{literal.replace(chr(39) * 2, chr(39)).replace(chr(34), chr(34) * 2)}\"")
     w.stop()
