@@ -338,6 +338,33 @@ Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
     }
     return Status::ok();
   }
+  if (insertMode_ == InsertMode::kInsert) {
+    // COPY ... FROM STDIN: the server's bulk path (one row of bad data fails it; the caller then
+    // writes the rows one by one and reports the bad ones).
+    std::string cols;
+    for (std::size_t i = 0; i < n; ++i) cols += (i ? ", " : "") + first.columns[i];
+    std::string data;
+    for (const Row* row : group) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i) data.push_back('\t');
+        if (!row->values[i]) {
+          data += "\\N";
+          continue;
+        }
+        for (char c : *row->values[i]) {
+          switch (c) {
+            case '\\': data += "\\\\"; break;
+            case '\t': data += "\\t"; break;
+            case '\n': data += "\\n"; break;
+            case '\r': data += "\\r"; break;
+            default: data.push_back(c);
+          }
+        }
+      }
+      data.push_back('\n');
+    }
+    return db_->copyIn("COPY " + first.table + " (" + cols + ") FROM STDIN", data);
+  }
   std::vector<const Row*> rows = group;
   if (insertMode_ == InsertMode::kUpsert) {
     // One statement may not touch a row twice: the last record of a key wins, in order.

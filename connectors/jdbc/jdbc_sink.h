@@ -3,8 +3,8 @@
 //
 // - Records need a value schema (a struct; value.converter=JsonConverter with schemas.enable=true
 //   gives one from the backbone); a record without one is a bad record (errors.tolerance).
-// - Each put() is one transaction: its rows are written as multi-row statements (INSERT, or
-//   INSERT ... ON CONFLICT DO UPDATE for upserts, DELETE for tombstones), committed before put()
+// - Each put() is one transaction: its rows are written in bulk (COPY ... FROM STDIN for inserts,
+//   multi-row INSERT ... ON CONFLICT DO UPDATE for upserts, DELETE for tombstones), committed before put()
 //   returns, so the offsets the runtime commits after it never run ahead of the table. A batch
 //   whose statement fails on a row's data (SQLSTATE 22/23) is rolled back and written again row
 //   by row under savepoints: the bad rows are reported (errors.tolerance, dead letters with the

@@ -3,6 +3,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace ferry::connectors::jdbc {
@@ -104,6 +105,30 @@ Result<std::vector<PgConnection::Row>> PgConnection::query(const std::string& sq
 
 Status PgConnection::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
   return query(sql, params).status();
+}
+
+Status PgConnection::copyIn(const std::string& copySql, std::string_view data) {
+  auto failed = [&](PGresult* r) {
+    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    return classify(state ? state : "", "PostgreSQL: " + trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(c_)));
+  };
+  {
+    ResultPtr r(PQexec(c_, copySql.c_str()));
+    if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failed(r.get());
+  }
+  // Blocking connection: PQputCopyData queues and sends; 1 = done, -1 = failed.
+  constexpr std::size_t kChunk = 1 << 20;
+  for (std::size_t at = 0; at < data.size(); at += kChunk) {
+    const auto n = std::min(kChunk, data.size() - at);
+    if (PQputCopyData(c_, data.data() + at, static_cast<int>(n)) != 1) break;
+  }
+  Status out;
+  if (PQputCopyEnd(c_, nullptr) != 1) out = classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
+  while (PGresult* raw = PQgetResult(c_)) {
+    ResultPtr r(raw);
+    if (out.isOk() && PQresultStatus(r.get()) != PGRES_COMMAND_OK) out = failed(r.get());
+  }
+  return out;
 }
 
 std::string sqlState(const Status& s) {

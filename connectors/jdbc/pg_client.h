@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/result.h"
@@ -37,6 +38,10 @@ class PgConnection {
   using Row = std::vector<std::optional<std::string>>;
   Result<std::vector<Row>> query(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
   Status exec(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
+
+  // Runs `copySql` (COPY ... FROM STDIN, text format) and sends `data` (rows in COPY's text
+  // format) as its input; the error of the COPY, classified as above, when it fails.
+  Status copyIn(const std::string& copySql, std::string_view data);
 
   // False once the connection broke (reconnect).
   bool healthy() const;

@@ -245,6 +245,24 @@ def main():
     if state != "RUNNING":
         raise AssertionError(f"checked-sink task {state}")
     print("ok   95 good rows written and 5 refused by the table's CHECK dead-lettered, task still RUNNING")
+    # The same with insert.mode=insert, whose batches go through COPY: a bad row fails the whole
+    # COPY, and the rows are written again one by one.
+    checked2 = f"jdbc_checked2_{RUN}"
+    psql(f'CREATE TABLE "{checked2}" (id BIGINT PRIMARY KEY, qty INTEGER NOT NULL CHECK (qty >= 0))')
+    src2b = os.path.join(d, "checked2.jsonl")
+    with open(src2b, "w") as f:
+        for i in range(20):
+            f.write(envelope(schema, {"id": i, "qty": -1 if i in (3, 17) else i}) + "\n")
+    w.ok("POST", "/connectors", {"name": "checked2-src", "config": {
+        "connector.class": "FileStreamSource", "file": src2b, "topic": checked2}})
+    w.ok("POST", "/connectors", {"name": "checked2-sink", "config": sink_config(
+        checked2, **{"errors.tolerance": "all"})})
+    wait_until(lambda: rows(f'SELECT count(*) FROM "{checked2}"')[0][0] == "18", 60, "18 good rows (COPY)")
+    if {int(r[0]) for r in rows(f'SELECT id FROM "{checked2}"')} != set(range(20)) - {3, 17}:
+        raise AssertionError("insert mode: the wrong rows were written")
+    if task_trace(w, "checked2-sink").get("state") != "RUNNING":
+        raise AssertionError("checked2-sink is not RUNNING")
+    print("ok   insert mode (COPY): 18 good rows written, the 2 bad ones skipped, task RUNNING")
 
     # 3. a record without a schema
     plain = f"jdbc_plain_{RUN}"
@@ -396,7 +414,7 @@ def main():
         raise AssertionError(f"restart-sink task {state} after the database restart")
     print(f"ok   database restarted mid-stream (at {at_stop} of {n7} rows committed): all {n7} rows, values exact, task RUNNING")
 
-    for t in (table, checked, plain, victim, outage, kaf, upd, restart):
+    for t in (table, checked, checked2, plain, victim, outage, kaf, upd, restart):
         psql(f'DROP TABLE IF EXISTS "{t}"')
     psql(f"DROP TABLE IF EXISTS \"{literal.replace(chr(39) * 2, chr(39)).replace(chr(34), chr(34) * 2)}\"")
     w.stop()
