@@ -40,10 +40,10 @@ Status bad(const std::string& path, const std::string& what) {
 // record).
 struct Path {
   const Path* up = nullptr;
-  std::string_view key;    // a member ("" for the root or an element)
-  std::int64_t index = -1; // an element
+  std::string_view key = "payload";  // a member; the root's label (what the whole value is called)
+  std::int64_t index = -1;           // an element
   std::string str() const {
-    std::string out = up ? up->str() : std::string("payload");
+    std::string out = up ? up->str() : std::string(key);
     if (index >= 0) out += "[" + std::to_string(index) + "]";
     else if (up) out.append(".").append(key);
     return out;
@@ -258,12 +258,8 @@ simdjson::dom::parser& checkParser() {
 // nlohmann's document, for the defaults of a schema read from JSON.
 Status check(const Schema& s, const Json& j, const std::string& where) {
   Checker<NlohmannNode> c;
-  const Path root;
-  Status st = c.check(s, j, root);
-  if (st.isOk() || where == "payload") return st;
-  std::string m = st.message();
-  if (m.rfind("payload", 0) == 0) m = where + m.substr(7);
-  return Status::invalidArgument(m);
+  const Path root{nullptr, where};
+  return c.check(s, j, root);
 }
 
 Result<SchemaPtr> read(const Json& j, const std::string& path, int depth) {
@@ -333,14 +329,6 @@ Result<SchemaPtr> read(const Json& j, const std::string& path, int depth) {
   auto built = b.build();
   if (!built.isOk()) return bad(path, built.status().message());
   return built;
-}
-
-bool anyDefault(const Schema& s) {
-  if (s.defaultJson()) return true;
-  for (const auto& f : s.fields())
-    if (anyDefault(*f.schema)) return true;
-  if (s.keySchema() && anyDefault(*s.keySchema())) return true;
-  return s.valueSchema() && anyDefault(*s.valueSchema());
 }
 
 Status fill(const Schema& s, Json& j) {
@@ -670,8 +658,6 @@ Result<EnvelopeSlices> splitEnvelope(std::string_view text) {
   if (i != text.size()) return fail();
   return out;
 }
-
-bool hasDefaults(const Schema& s) { return anyDefault(s); }
 
 Status applyDefaults(const Schema& s, Json& payload) { return fill(s, payload); }
 

@@ -58,9 +58,6 @@ struct EnvelopeSlices {
 };
 Result<EnvelopeSlices> splitEnvelope(std::string_view text);
 
-// True when `s` or a schema inside it has a default (then a null in the payload stands for the
-// default, as Kafka's JsonConverter reads and writes it).
-bool hasDefaults(const Schema& s);
 // Replaces every null in `payload` where the schema has a default by that default (in place).
 Status applyDefaults(const Schema& s, Json& payload);
 

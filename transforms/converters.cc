@@ -131,7 +131,7 @@ bool hasNonBmp(std::string_view text) {
 const JsonConverter::Written& JsonConverter::written(const SchemaPtr& schema) {
   if (auto it = writeCache_.find(schema.get()); it != writeCache_.end()) return it->second;
   if (writeCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) writeCache_.clear();
-  Written w{schema, connectSchemaJson(*schema), hasDefaults(*schema)};
+  Written w{schema, connectSchemaJson(*schema)};
   return writeCache_.emplace(schema.get(), std::move(w)).first->second;
 }
 

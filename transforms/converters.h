@@ -62,7 +62,6 @@ class JsonConverter final : public Converter {
   struct Written {
     SchemaPtr schema;  // keeps the key of writeCache_ alive
     std::string json;
-    bool defaults = false;
   };
   Status notJson(const std::string& topic, const Bytes& data, const char* direction) const;
   Status badData(const std::string& topic, const char* direction, const Status& why) const;

@@ -2,6 +2,7 @@
 #include "connectors/jdbc/jdbc_sink.h"
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 #include "connectors/common.h"
@@ -14,6 +15,14 @@ using jdbc::Json;
 constexpr std::size_t kMaxParams = 65535;  // PostgreSQL's limit of parameters per statement
 
 const char* kKafkaPk[] = {"__connect_topic", "__connect_partition", "__connect_offset"};
+
+// The types of pk.mode=kafka's three columns: topic, partition, offset.
+const std::array<SchemaPtr, 3>& kafkaSchemas() {
+  static const std::array<SchemaPtr, 3> s = {SchemaBuilder::string().build().value(),
+                                             SchemaBuilder::int32().build().value(),
+                                             SchemaBuilder::int64().build().value()};
+  return s;
+}
 
 Result<JdbcSinkTask::InsertMode> insertModeOf(const std::string& s) {
   if (s == "insert") return JdbcSinkTask::InsertMode::kInsert;
@@ -169,10 +178,11 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   Row row;
   row.record = &r;
   FERRY_ASSIGN_OR_RETURN(row.table, jdbc::tableIdentifier(tableFormat_, r.topic, quote_));
-  auto add = [&](const std::string& name, std::optional<std::string> value) -> Status {
+  auto add = [&](const std::string& name, std::optional<std::string> value, const Schema& schema) -> Status {
     FERRY_ASSIGN_OR_RETURN(auto col, jdbc::identifier(name, quote_));
     row.columns.push_back(std::move(col));
     row.values.push_back(std::move(value));
+    row.schemas.push_back(&schema);
     return Status::ok();
   };
   // The key's columns (record_key), for rows and tombstones alike.
@@ -185,7 +195,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (r.keySchema->type() != SchemaType::kStruct) {
       const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
       FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*r.keySchema, key, name));
-      return add(name, std::move(v));
+      return add(name, std::move(v), *r.keySchema);
     }
     std::vector<std::string> names = pkFields_;
     if (names.empty())
@@ -195,7 +205,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
       if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
       auto it = key.find(name);
       FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == key.end() ? Json() : *it, name));
-      FERRY_RETURN_IF_ERROR(add(name, std::move(v)));
+      FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
     }
     return Status::ok();
   };
@@ -218,9 +228,11 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     switch (pkMode_) {
       case PkMode::kNone: break;
       case PkMode::kKafka:
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[0] : kKafkaPk[0], r.topic));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[1] : kKafkaPk[1], std::to_string(r.queue.value_or(-1))));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[2] : kKafkaPk[2], std::to_string(r.offset)));
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[0] : kKafkaPk[0], r.topic, *kafkaSchemas()[0]));
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[1] : kKafkaPk[1],
+                                  std::to_string(r.queue.value_or(-1)), *kafkaSchemas()[1]));
+        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[2] : kKafkaPk[2], std::to_string(r.offset),
+                                  *kafkaSchemas()[2]));
         break;
       case PkMode::kRecordKey:
         FERRY_RETURN_IF_ERROR(keyColumns());
@@ -234,7 +246,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
           if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
           auto it = value.find(name);
           FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == value.end() ? Json() : *it, name));
-          FERRY_RETURN_IF_ERROR(add(name, std::move(v)));
+          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
           pkNames.insert(name);
         }
         break;
@@ -245,7 +257,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
       if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
       auto it = value.find(f.name);
       FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f.schema, it == value.end() ? Json() : *it, f.name));
-      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v)));
+      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v), *f.schema));
     }
   }
   row.shape = row.table;
@@ -253,7 +265,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   return Out(std::move(row));
 }
 
-Status JdbcSinkTask::ensureTable(const Row& row, const Record& r) {
+Status JdbcSinkTask::ensureTable(const Row& row) {
   if (knownTables_.count(row.table)) return Status::ok();
   FERRY_ASSIGN_OR_RETURN(auto found, db_->query("SELECT to_regclass($1) IS NOT NULL", {row.table}));
   if (!found.empty() && found[0][0] == std::string("t")) {
@@ -262,31 +274,12 @@ Status JdbcSinkTask::ensureTable(const Row& row, const Record& r) {
   }
   if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
   if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
-  // Column types from the record's schemas, in the row's column order.
+  // Column types from the row's column schemas; the primary key and required fields NOT NULL.
   std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table + " (";
-  auto typeOf = [&](const std::string& quoted, std::size_t i) -> Result<std::string> {
-    // Find the field by its quoted name among the key's and the value's fields.
-    auto lookup = [&](const SchemaPtr& s) -> const SchemaField* {
-      if (!s || s->type() != SchemaType::kStruct) return nullptr;
-      for (const auto& f : s->fields()) {
-        auto q = jdbc::identifier(f.name, quote_);
-        if (q.isOk() && *q == quoted) return &f;
-      }
-      return nullptr;
-    };
-    if (pkMode_ == PkMode::kKafka && i < 3) return std::string(i == 0 ? "TEXT NOT NULL" : i == 1 ? "INTEGER NOT NULL" : "BIGINT NOT NULL");
-    const SchemaField* f = i < row.pkCount && pkMode_ == PkMode::kRecordKey ? lookup(r.keySchema) : lookup(r.valueSchema);
-    if (!f && i < row.pkCount && pkMode_ == PkMode::kRecordKey && r.keySchema && r.keySchema->type() != SchemaType::kStruct) {
-      FERRY_ASSIGN_OR_RETURN(auto t, jdbc::postgresType(*r.keySchema, quoted));
-      return t + " NOT NULL";
-    }
-    if (!f) return Status::internal("no schema for column " + quoted);
-    FERRY_ASSIGN_OR_RETURN(auto t, jdbc::postgresType(*f->schema, f->name));
-    return t + (f->schema->optional() && i >= row.pkCount ? "" : " NOT NULL");
-  };
   for (std::size_t i = 0; i < row.columns.size(); ++i) {
-    FERRY_ASSIGN_OR_RETURN(auto type, typeOf(row.columns[i], i));
-    sql += (i ? ", " : "") + row.columns[i] + " " + type;
+    const Schema& schema = *row.schemas[i];
+    FERRY_ASSIGN_OR_RETURN(auto type, jdbc::postgresType(schema, row.columns[i]));
+    sql += (i ? ", " : "") + row.columns[i] + " " + type + (i >= row.pkCount && schema.optional() ? "" : " NOT NULL");
   }
   if (row.pkCount > 0) {
     sql += ", PRIMARY KEY (";
@@ -368,18 +361,16 @@ Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
   std::vector<const Row*> rows = group;
   if (insertMode_ == InsertMode::kUpsert) {
     // One statement may not touch a row twice: the last record of a key wins, in order.
-    std::unordered_map<std::string, std::size_t> last;
+    std::vector<std::string> keys(group.size());
+    std::unordered_map<std::string_view, std::size_t> last;
     for (std::size_t k = 0; k < group.size(); ++k) {
-      std::string key;
-      for (std::size_t i = 0; i < first.pkCount; ++i) key.append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
-      last[key] = k;
+      for (std::size_t i = 0; i < first.pkCount; ++i)
+        keys[k].append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
+      last[keys[k]] = k;
     }
     rows.clear();
-    for (std::size_t k = 0; k < group.size(); ++k) {
-      std::string key;
-      for (std::size_t i = 0; i < first.pkCount; ++i) key.append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
-      if (last[key] == k) rows.push_back(group[k]);
-    }
+    for (std::size_t k = 0; k < group.size(); ++k)
+      if (last[keys[k]] == k) rows.push_back(group[k]);
   }
   std::string cols;
   for (std::size_t i = 0; i < n; ++i) cols += (i ? ", " : "") + first.columns[i];
@@ -447,7 +438,7 @@ Status JdbcSinkTask::put(std::vector<Record>& records) {
       continue;
     }
     if (!*row) continue;
-    if (Status st = ensureTable(**row, r); !st.isOk()) {
+    if (Status st = ensureTable(**row); !st.isOk()) {
       if (st.code() == StatusCode::kNotFound) continue;  // a tombstone for a table that is not there
       if (st.code() == StatusCode::kUnavailable) db_.reset();
       if (dataError(st)) {  // a schema that has no table form

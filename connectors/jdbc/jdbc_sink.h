@@ -61,12 +61,13 @@ class JdbcSinkTask final : public SinkTask {
     bool remove = false;               // a tombstone with delete.enabled
     std::vector<std::string> columns;  // quoted, pk columns first
     std::vector<std::optional<std::string>> values;
+    std::vector<const Schema*> schemas;  // each column's (held by the record), for auto.create
     std::size_t pkCount = 0;
     const Record* record = nullptr;
     std::string shape;  // table + columns: rows of one shape share a statement
   };
   Result<std::optional<Row>> rowOf(const Record& r);
-  Status ensureTable(const Row& row, const Record& r);
+  Status ensureTable(const Row& row);
   Status connect();
   Status writeAll(const std::vector<Row>& rows);
   Status writeOneByOne(const std::vector<Row>& rows);
