@@ -7,6 +7,7 @@
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
 #include "connectors/jdbc/jdbc_sink.h"
+#include "connectors/jdbc/jdbc_source.h"
 #include "connectors/kafka/kafka_replicator.h"
 #include "connectors/kafka/kafka_sink.h"
 #include "connectors/kafka/kafka_source.h"
@@ -39,6 +40,7 @@ constexpr const char* kKafkaReplicatorAliases[] = {"kafka-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
 constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
+constexpr const char* kJdbcSourceAliases[] = {"io.confluent.connect.jdbc.JdbcSourceConnector", "jdbc-source", nullptr};
 constexpr const char* kJdbcSinkAliases[] = {"io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink", nullptr};
 
 constexpr PluginEntry kEntries[] = {
@@ -48,6 +50,9 @@ constexpr PluginEntry kEntries[] = {
     {"FileStreamSink", kFileSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Appends each record's value as a line to a file",
      &pluginCreate<FileStreamSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"JdbcSource", kJdbcSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Reads PostgreSQL tables or a query (bulk, incrementing, timestamp, timestamp+incrementing)",
+     &pluginCreate<JdbcSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
     {"JdbcSink", kJdbcSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Writes typed records into PostgreSQL tables (insert, upsert, update, delete)",
      &pluginCreate<JdbcSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},

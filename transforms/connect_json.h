@@ -16,6 +16,7 @@
 
 #include "ferry/result.h"
 #include "ferry/schema.h"
+#include "core/json_text.h"
 #include "transforms/json_util.h"
 
 namespace ferry::transforms {
@@ -23,16 +24,14 @@ namespace ferry::transforms {
 // Appends `s`'s JSON form to `out`.
 void appendConnectSchema(std::string& out, const Schema& s);
 std::string connectSchemaJson(const Schema& s);
-// Appends `text` as a JSON string, escaped as Jackson escapes (characters outside the BMP as
-// \uD83D\uDE00 surrogate escapes, as Kafka Connect's JsonConverter writes them).
-void appendJsonString(std::string& out, std::string_view text);
+// Appends `text` as a JSON string, escaped as Jackson escapes (core/json_text.h).
+using core::appendJsonString;
 // Appends `j` compactly as Jackson writes it: strings as appendJsonString, numbers as nlohmann
 // writes them (the same for integers and for the shortest form of most doubles; Jackson writes
 // 1e20 as 1.0E20 where this writes 1e+20).
 void appendJackson(std::string& out, const Json& j);
-// `json` (valid JSON text) with every character outside the BMP written as surrogate escapes:
-// such characters only occur inside strings, so no parse is needed.
-std::string escapeNonBmp(std::string_view json);
+// `json` with characters outside the BMP as surrogate escapes (core/json_text.h).
+using core::escapeNonBmp;
 
 // Reads a schema from its JSON form. InvalidArgument naming where ("schema.fields[2]: ...").
 // Deeper than 64 levels of nested schemas is refused.

@@ -74,8 +74,7 @@ std::string PgConnection::serverVersion() const {
   return std::to_string(v / 10000) + "." + std::to_string(v % 10000);
 }
 
-Result<std::vector<PgConnection::Row>> PgConnection::query(const std::string& sql,
-                                                           const std::vector<std::optional<std::string>>& params) {
+Result<PGresult*> PgConnection::run(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
@@ -87,20 +86,41 @@ Result<std::vector<PgConnection::Row>> PgConnection::query(const std::string& sq
     const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
     return classify(state ? state : "", "PostgreSQL: " + trimmed(PQresultErrorMessage(r.get())));
   }
-  std::vector<Row> rows;
-  const int n = PQntuples(r.get());
-  const int m = PQnfields(r.get());
-  rows.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
+  return r.release();
+}
+
+Result<std::vector<PgConnection::Row>> PgConnection::query(const std::string& sql,
+                                                           const std::vector<std::optional<std::string>>& params) {
+  FERRY_ASSIGN_OR_RETURN(auto rows, select(sql, params));
+  std::vector<Row> out;
+  out.reserve(static_cast<std::size_t>(rows->rows()));
+  for (int i = 0; i < rows->rows(); ++i) {
     Row row;
-    row.reserve(static_cast<std::size_t>(m));
-    for (int j = 0; j < m; ++j) {
-      if (PQgetisnull(r.get(), i, j)) row.emplace_back(std::nullopt);
-      else row.emplace_back(std::string(PQgetvalue(r.get(), i, j), static_cast<std::size_t>(PQgetlength(r.get(), i, j))));
+    row.reserve(static_cast<std::size_t>(rows->columns()));
+    for (int j = 0; j < rows->columns(); ++j) {
+      if (rows->isNull(i, j)) row.emplace_back(std::nullopt);
+      else row.emplace_back(std::string(rows->value(i, j)));
     }
-    rows.push_back(std::move(row));
+    out.push_back(std::move(row));
   }
-  return rows;
+  return out;
+}
+
+Result<std::unique_ptr<PgRows>> PgConnection::select(const std::string& sql,
+                                                     const std::vector<std::optional<std::string>>& params) {
+  FERRY_ASSIGN_OR_RETURN(auto* r, run(sql, params));
+  return std::unique_ptr<PgRows>(new PgRows(r));
+}
+
+PgRows::~PgRows() { PQclear(r_); }
+int PgRows::rows() const { return PQntuples(r_); }
+int PgRows::columns() const { return PQnfields(r_); }
+std::string_view PgRows::name(int column) const { return PQfname(r_, column); }
+unsigned PgRows::typeOid(int column) const { return PQftype(r_, column); }
+int PgRows::typeMod(int column) const { return PQfmod(r_, column); }
+bool PgRows::isNull(int row, int column) const { return PQgetisnull(r_, row, column) != 0; }
+std::string_view PgRows::value(int row, int column) const {
+  return {PQgetvalue(r_, row, column), static_cast<std::size_t>(PQgetlength(r_, row, column))};
 }
 
 Status PgConnection::exec(const std::string& sql, const std::vector<std::optional<std::string>>& params) {

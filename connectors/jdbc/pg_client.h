@@ -20,8 +20,29 @@
 #include "ferry/status.h"
 
 struct pg_conn;
+struct pg_result;
 
 namespace ferry::connectors::jdbc {
+
+// The rows of a query read in place, each value as PostgreSQL's text (no copy per value).
+class PgRows {
+ public:
+  ~PgRows();
+  PgRows(const PgRows&) = delete;
+  PgRows& operator=(const PgRows&) = delete;
+  int rows() const;
+  int columns() const;
+  std::string_view name(int column) const;
+  unsigned typeOid(int column) const;
+  int typeMod(int column) const;  // -1 when the type has none (numeric(p,s) has one)
+  bool isNull(int row, int column) const;
+  std::string_view value(int row, int column) const;
+
+ private:
+  friend class PgConnection;
+  explicit PgRows(pg_result* r) : r_(r) {}
+  pg_result* r_;
+};
 
 class PgConnection {
  public:
@@ -38,6 +59,9 @@ class PgConnection {
   using Row = std::vector<std::optional<std::string>>;
   Result<std::vector<Row>> query(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
   Status exec(const std::string& sql, const std::vector<std::optional<std::string>>& params = {});
+  // As query(), with the columns' names and types and without copying the values.
+  Result<std::unique_ptr<PgRows>> select(const std::string& sql,
+                                         const std::vector<std::optional<std::string>>& params = {});
 
   // Runs `copySql` (COPY ... FROM STDIN, text format) and sends `data` (rows in COPY's text
   // format) as its input; the error of the COPY, classified as above, when it fails.
@@ -49,6 +73,8 @@ class PgConnection {
 
  private:
   explicit PgConnection(pg_conn* c) : c_(c) {}
+  // The result of `sql`, or its error classified.
+  Result<pg_result*> run(const std::string& sql, const std::vector<std::optional<std::string>>& params);
   pg_conn* c_;
 };
 

@@ -1,0 +1,83 @@
+// What the JDBC source reads: a database column's type as a schema (ferry/schema.h), and a
+// value's text as the JSON payload form of that schema. Pure functions over PostgreSQL's text
+// output, unit-tested without a server.
+//
+// Thread-safety: free functions; a built ColumnReader is immutable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ferry/result.h"
+#include "ferry/schema.h"
+
+namespace ferry::connectors::jdbc {
+
+// numeric.mapping (Kafka Connect JDBC's names): none = NUMERIC/DECIMAL as Decimal; precision_only
+// = NUMERIC(p,0) with p <= 18 as the smallest integer type holding p digits; best_fit = that, and
+// NUMERIC(p,s) with p <= 18 and s > 0 as float64.
+enum class NumericMapping { kNone, kPrecisionOnly, kBestFit };
+Result<NumericMapping> numericMappingOf(std::string_view name);
+
+// How the text of one column is turned into payload JSON.
+enum class ValueKind {
+  kInteger,    // int2/int4/int8, and NUMERIC(p,0) mapped to an integer type: the text as is
+  kFloat,      // float4/float8; NaN and infinities as the strings "NaN", "Infinity", "-Infinity"
+  kNumericAsDouble,  // NUMERIC mapped to float64 (best_fit): the decimal text as a JSON number
+  kBoolean,    // 't' / 'f'
+  kText,       // text, varchar, char, enums, interval, and every type without a mapping: a string
+  kBytes,      // bytea (\x hex) as base64
+  kDecimal,    // NUMERIC(p,s) as Kafka's Decimal: base64 of the unscaled big-endian integer
+  kDate,       // days since 1970-01-01
+  kTime,       // ms since midnight (microseconds cut)
+  kTimeTz,     // time with time zone, moved to UTC
+  kTimestamp,  // ms since the epoch (timestamp with and without time zone; the session is in UTC)
+  kArray,      // a one-dimensional PostgreSQL array of one of the kinds above
+};
+
+struct ColumnReader {
+  std::string name;
+  ValueKind kind = ValueKind::kText;
+  std::int32_t scale = 0;                        // kDecimal
+  std::shared_ptr<const ColumnReader> element;   // kArray
+  SchemaPtr schema;                              // the field's schema (optional when nullable)
+};
+
+// What is known of a PostgreSQL type besides its oid (from pg_type), for types without a fixed oid:
+// enums (typtype 'e') and arrays of other types (typcategory 'A', typelem).
+struct PgTypeInfo {
+  char typtype = 'b';
+  char category = 'U';
+  unsigned element = 0;  // the element type of an array type, 0 otherwise
+};
+
+// The reader of a column of PostgreSQL type `oid` with modifier `typmod` (-1 = none). `lookup`
+// answers for oids this function does not know (nullopt: unknown, read as text).
+using PgTypeLookup = std::optional<PgTypeInfo> (*)(unsigned oid, const void* state);
+Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, bool optional,
+                                    NumericMapping mapping, PgTypeLookup lookup = nullptr,
+                                    const void* lookupState = nullptr);
+
+// Appends the payload JSON of `text` (PostgreSQL's text output of a non-NULL value) read as `col`.
+// InvalidArgument naming the column when the text is not what the type promises.
+Status appendPgValue(std::string& out, const ColumnReader& col, std::string_view text);
+
+// Pieces, exposed for tests. Each returns nullopt when the text is not of that form.
+// "YYYY-MM-DD[ BC]" -> days since 1970-01-01.
+std::optional<std::int64_t> parsePgDate(std::string_view text);
+// "HH:MM:SS[.ffffff]" -> microseconds since midnight.
+std::optional<std::int64_t> parsePgTime(std::string_view text);
+// "YYYY-MM-DD HH:MM:SS[.ffffff][+hh[:mm[:ss]]][ BC]" -> microseconds since the epoch, UTC.
+std::optional<std::int64_t> parsePgTimestamp(std::string_view text);
+// Microseconds since the epoch -> "YYYY-MM-DD HH:MM:SS.ffffff" (UTC), for query parameters.
+std::string timestampMicrosText(std::int64_t micros);
+// "-12.3400" with `scale` -> the unscaled value's big-endian two's complement bytes (Kafka's
+// Decimal). nullopt for NaN, infinities, or more fraction digits than `scale`.
+std::optional<std::string> decimalUnscaledBytes(std::string_view text, std::int32_t scale);
+// "\x0aff" -> the bytes.
+std::optional<std::string> parsePgBytea(std::string_view text);
+
+}  // namespace ferry::connectors::jdbc

@@ -1,0 +1,77 @@
+// JSON text written by hand (json_text.h).
+#include "core/json_text.h"
+
+namespace ferry::core {
+namespace {
+
+constexpr char kHex[] = "0123456789ABCDEF";
+
+void appendU16(std::string& out, unsigned v) {
+  out += "\\u";
+  out.push_back(kHex[(v >> 12) & 0xf]);
+  out.push_back(kHex[(v >> 8) & 0xf]);
+  out.push_back(kHex[(v >> 4) & 0xf]);
+  out.push_back(kHex[v & 0xf]);
+}
+
+// A 4-byte UTF-8 sequence at text[i] (a character outside the BMP) as Jackson writes it: two
+// \uXXXX escapes of its UTF-16 surrogates. False (nothing appended) when the bytes there are not
+// one such sequence.
+bool appendSurrogates(std::string& out, std::string_view text, std::size_t i) {
+  if (i + 3 >= text.size()) return false;
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  const auto b1 = static_cast<unsigned char>(text[i + 1]);
+  const auto b2 = static_cast<unsigned char>(text[i + 2]);
+  const auto b3 = static_cast<unsigned char>(text[i + 3]);
+  if ((b0 & 0xf8) != 0xf0 || (b1 & 0xc0) != 0x80 || (b2 & 0xc0) != 0x80 || (b3 & 0xc0) != 0x80) return false;
+  const unsigned cp = ((b0 & 0x07u) << 18) | ((b1 & 0x3fu) << 12) | ((b2 & 0x3fu) << 6) | (b3 & 0x3fu);
+  if (cp < 0x10000 || cp > 0x10ffff) return false;
+  const unsigned v = cp - 0x10000;
+  appendU16(out, 0xd800 + (v >> 10));
+  appendU16(out, 0xdc00 + (v & 0x3ff));
+  return true;
+}
+
+}  // namespace
+
+std::string escapeNonBmp(std::string_view json) {
+  std::string out;
+  out.reserve(json.size() + 16);
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    if (static_cast<unsigned char>(json[i]) >= 0xf0 && appendSurrogates(out, json, i)) {
+      i += 3;
+      continue;
+    }
+    out.push_back(json[i]);
+  }
+  return out;
+}
+
+void appendJsonString(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0xf0 && appendSurrogates(out, text, i)) {
+      i += 3;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          appendU16(out, c);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace ferry::core
