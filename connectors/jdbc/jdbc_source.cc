@@ -49,6 +49,8 @@ Status checkCombination(const ParsedConfig& p) {
     return Status::invalidArgument("timestamp.column.name: mode=" + p.getString("mode") +
                                    " needs one or more timestamp columns");
   const bool query = !p.getString("query").empty();
+  if (query && p.getString("topic.prefix").empty())
+    return Status::invalidArgument("topic.prefix: a query's records go to the topic named by topic.prefix: it must not be empty");
   if (query && (!p.getList("table.whitelist").empty() || !p.getList("table.blacklist").empty()))
     return Status::invalidArgument("query: a query reads no tables: leave table.whitelist and table.blacklist empty");
   if (!p.getList("table.whitelist").empty() && !p.getList("table.blacklist").empty())
@@ -128,8 +130,8 @@ const ConfigDef& JdbcSourceConnector::definition() {
              "Read this query's rows instead of tables (it is wrapped as a subquery; the mode's "
              "columns must be among its columns).");
     d.define("topic.prefix", ConfigType::kString, std::nullopt, Importance::kHigh,
-             "Topic of a table's records: this prefix + the table name; of a query's: the prefix alone.",
-             validators::nonEmptyString());
+             "Topic of a table's records: this prefix + the table name (may be empty); of a query's: the "
+             "prefix alone.");
     d.define("poll.interval.ms", ConfigType::kLong, "5000", Importance::kMedium,
              "How long a table that has no new rows rests before it is read again.", validators::atLeast(1));
     d.define("batch.max.rows", ConfigType::kInt, "100", Importance::kLow,

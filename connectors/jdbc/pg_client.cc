@@ -36,8 +36,9 @@ Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& u
                                                             const std::string& password, int timeoutSeconds) {
   std::string dsn = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
   const std::string timeout = std::to_string(timeoutSeconds > 0 ? timeoutSeconds : 10);
-  std::vector<const char*> keys = {"dbname", "connect_timeout", "application_name"};
-  std::vector<const char*> values = {dsn.c_str(), timeout.c_str(), "ferry"};
+  // Keys before dbname are defaults the URL's own parameters override (application_name=...).
+  std::vector<const char*> keys = {"application_name", "dbname", "connect_timeout"};
+  std::vector<const char*> values = {"ferry", dsn.c_str(), timeout.c_str()};
   if (!user.empty()) {
     keys.push_back("user");
     values.push_back(user.c_str());
