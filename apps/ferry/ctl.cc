@@ -275,12 +275,27 @@ std::string renderStatus(const Json& status) {
   const Json& tasks = member(status, "tasks");
   if (tasks.is_array()) {
     for (const auto& t : tasks) {
-      rows.push_back({field(t, "id"), field(t, "state"), field(t, "worker_id")});
+      std::string progress;
+      if (const Json& p = member(t, "progress"); p.is_object()) {
+        progress = field(p, "phase") + ": " + field(p, "done");
+        if (auto est = field(p, "estimated"); !est.empty()) progress += "/" + est;
+        progress += " " + field(p, "unit");
+        if (auto pct = field(p, "percent"); !pct.empty()) progress += " (" + pct + "%)";
+        if (auto rate = field(p, "rate_per_second"); !rate.empty() && rate != "0.0" && rate != "0")
+          progress += ", " + rate + "/s";
+      }
+      rows.push_back({field(t, "id"), field(t, "state"), field(t, "worker_id"), progress});
       if (field(t, "state") == "FAILED" && !field(t, "trace").empty())
         traces += "\nTask " + field(t, "id") + " trace:\n" + field(t, "trace") + "\n";
     }
   }
-  out += "\n" + renderTable({"TASK", "STATE", "WORKER"}, rows);
+  // The PROGRESS column only when a task reports long work (a table's first load, say).
+  bool anyProgress = false;
+  for (const auto& r : rows) anyProgress = anyProgress || !r[3].empty();
+  if (!anyProgress)
+    for (auto& r : rows) r.pop_back();
+  out += "\n" + (anyProgress ? renderTable({"TASK", "STATE", "WORKER", "PROGRESS"}, rows)
+                             : renderTable({"TASK", "STATE", "WORKER"}, rows));
   return out + traces;
 }
 

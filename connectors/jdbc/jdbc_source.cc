@@ -334,6 +334,7 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
   for (auto& t : tables_) {
     auto committed = context.committedOffset(t.partition);
     if (!committed) continue;
+    t.loading = mode_ == Mode::kBulk;  // resuming: not a first load
     if (auto it = committed->find("incrementing"); it != committed->end()) {
       std::int64_t v = 0;
       if (!parseInt64(it->second, v))
@@ -393,6 +394,7 @@ Result<std::size_t> JdbcSourceTask::poll(std::vector<Record>& out, std::size_t m
     if (Status s = readTable(t, out, maxRecords - out.size()); !s.isOk()) return failed(s);
     if (t.bulkOpen) break;
   }
+  reportProgress();
   if (out.empty()) {
     // Nothing due: rest until the first table is, or maxWait.
     auto due = Clock::time_point::max();
@@ -532,10 +534,49 @@ Status JdbcSourceTask::describe(Table& t, const jdbc::PgRows& rows) {
   return Status::ok();
 }
 
+std::int64_t JdbcSourceTask::estimateRows(const Table& t) {
+  if (t.name.empty()) return -1;
+  auto r = db_->query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", {t.from});
+  if (r.isOk() && r->size() == 1 && (*r)[0][0] && (*r)[0][0] != "-1") return std::stoll(*(*r)[0][0]);
+  // Never analysed: count them (once per load).
+  auto c = db_->query("SELECT count(*) FROM " + t.from);
+  if (c.isOk() && c->size() == 1 && (*c)[0][0]) return std::stoll(*(*c)[0][0]);
+  return -1;
+}
+
+void JdbcSourceTask::reportProgress() {
+  std::int64_t done = 0, estimated = 0;
+  std::size_t loaded = 0;
+  for (const auto& t : tables_) {
+    done += t.loadDone;
+    if (t.loadEstimate < 0 && t.loading) estimated = -1;
+    else if (estimated >= 0) estimated += t.loading ? std::max(t.loadEstimate, t.loadDone) : t.loadDone;
+    loaded += !t.loading;
+  }
+  if (loaded == tables_.size()) {
+    if (reportedDone_) return;
+    reportedDone_ = true;
+    context_->reportProgress({mode_ == Mode::kBulk ? "bulk pass done" : "initial load done", done, done, "rows"});
+    return;
+  }
+  reportedDone_ = false;
+  const std::string what = mode_ == Mode::kBulk ? "bulk pass" : "initial load";
+  context_->reportProgress({what + " (" + std::to_string(loaded) + " of " + std::to_string(tables_.size()) +
+                                " tables done)",
+                            done, estimated, "rows"});
+}
+
 Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t max) {
   const std::size_t limit = std::min(max, batchMaxRows_);
+  if (mode_ == Mode::kBulk && !t.bulkOpen) {  // a new pass
+    t.loading = true;
+    t.loadDone = 0;
+    t.loadEstimate = -2;
+  }
+  if (t.loading && t.loadEstimate == -2) t.loadEstimate = estimateRows(t);
   FERRY_ASSIGN_OR_RETURN(auto rows, query(t, limit));
   int n = rows->rows();
+  if (n == 0) t.loading = false;
   if (n == 0 && mode_ == Mode::kBulk) {
     t.bulkOpen = false;
     FERRY_RETURN_IF_ERROR(db_->exec("COMMIT"));
@@ -620,6 +661,8 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
           std::to_string((*t.timestampMicros - floorDiv(*t.timestampMicros, 1000000) * 1000000) * 1000);
     }
   }
+  if (t.loading) t.loadDone += n;
+  if (t.loading && !full) t.loading = false;  // caught up: the first load (or the pass) is done
   // A short read caught up: the table rests for poll.interval.ms (bulk: its pass ends).
   if (mode_ == Mode::kBulk) {
     if (!full) {

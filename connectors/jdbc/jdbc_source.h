@@ -86,6 +86,10 @@ class JdbcSourceTask final : public SourceTask {
     std::optional<std::int64_t> timestampMicros;  // the last row's timestamp
     Clock::time_point due{};                  // when to read it next
     bool bulkOpen = false;                    // bulk: its cursor is open
+    // Progress of its first load (bulk: of the current pass), reported to the runtime.
+    bool loading = true;
+    std::int64_t loadDone = 0;
+    std::int64_t loadEstimate = -2;  // -2: not asked yet, -1: not known
     // What its rows look like (rebuilt when the result's columns change).
     std::vector<unsigned> oids;
     std::vector<int> typmods;
@@ -102,6 +106,10 @@ class JdbcSourceTask final : public SourceTask {
   Result<std::unique_ptr<jdbc::PgRows>> query(Table& t, std::size_t limit);
   Status describe(Table& t, const jdbc::PgRows& rows);
   Result<std::string> upperBound();
+  // How many rows `t` holds, from the planner's statistics (exact when they are missing); -1 for a query.
+  std::int64_t estimateRows(const Table& t);
+  void reportProgress();
+  bool reportedDone_ = false;
   // Drops the connection after a failure that may have broken it.
   Status failed(Status s);
 

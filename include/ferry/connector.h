@@ -69,6 +69,15 @@ class Connector {
 // ---------------------------------------------------------------------------------------------
 // Source side
 
+// How far long work has come (a table's first load, a snapshot): `done` of `estimated` units
+// (-1: not known), in `unit`. Reported with SourceTaskContext::reportProgress.
+struct TaskProgress {
+  std::string phase;             // what is being done: "initial load of 3 tables", "streaming"
+  std::int64_t done = 0;
+  std::int64_t estimated = -1;
+  std::string unit = "records";
+};
+
 // Given to a source task at start. committedOffset() is the resume point; call it from the task
 // thread (it may read from a store).
 class SourceTaskContext {
@@ -97,6 +106,11 @@ class SourceTaskContext {
     (void)access;
     return Status::failedPrecondition("this runtime opens no local files (" + path + ")");
   }
+  // Says how far long work has come. The runtime shows the last report in the task's status
+  // ("progress", with a rate it computes), /metrics (ferry_task_progress_done, _estimated,
+  // _rate) and `ferry ctl status`. Cheap; call it as often as convenient (every batch, say).
+  // The default does nothing.
+  virtual void reportProgress(const TaskProgress& progress) { (void)progress; }
 };
 
 class SourceTask {

@@ -26,7 +26,8 @@ namespace ferry {
 // 5: SourceTask::pollMode/idlePollDelay, SourceTaskContext::wakeup (new virtual functions)
 // 6: Record::receivedNs, SinkTask::flushAsync
 // 7: Record::keySchema/valueSchema (ferry/schema.h), Converter::fromRecordWithSchema/toRecordWithSchema
-#define FERRY_ABI_VERSION 7
+// 8: SourceTaskContext::reportProgress, TaskProgress
+#define FERRY_ABI_VERSION 8
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

@@ -178,6 +178,14 @@ class HerderImpl final : public DistributedHerder {
       fill(Unit{name, t.id}, t.state, t.workerId, t.trace);
       out.tasks.push_back(std::move(t));
     }
+    // Progress of the tasks running here (other workers' are theirs to show).
+    std::lock_guard lock(unitsMu_);
+    for (auto& t : out.tasks)
+      if (auto u = units_.find(Unit{name, t.id}); u != units_.end() && u->second.runner)
+        if (auto p = u->second.runner->metrics().progress()) {
+          t.progress = p->report;
+          t.progressRate = p->ratePerSecond;
+        }
     return out;
   }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ferry/config.h"
+#include "ferry/connector.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "runtime/plugins.h"
@@ -43,6 +44,10 @@ struct TaskStateInfo {
   // Records the task could not read because the backbone's storage lost them (the state stays
   // RUNNING, as Kafka Connect clients expect; this says what happened). "" when none.
   std::string dataLoss;
+  // Long work's progress as the task reported it (SourceTaskContext::reportProgress); only for
+  // tasks running on this worker.
+  std::optional<TaskProgress> progress;
+  double progressRate = 0;  // units per second, recent
 };
 
 struct ConnectorStateInfo {

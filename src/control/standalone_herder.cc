@@ -152,11 +152,15 @@ class HerderImpl final : public StandaloneHerder {
       type = it->second.known ? typeOf(it->second.shape) : ConnectorType::kUnknown;
     }
     std::map<int, std::string> dataLoss;
+    std::map<int, std::optional<runtime::TaskMetrics::Progress>> progress;
     {
       std::lock_guard lock(runtimeMu_);
       if (auto rt = runtimes_.find(name); rt != runtimes_.end())
         for (const auto& t : rt->second.tasks)
-          if (t) dataLoss[t->env().taskId] = t->dataLossNote();
+          if (t) {
+            dataLoss[t->env().taskId] = t->dataLossNote();
+            progress[t->env().taskId] = t->metrics().progress();
+          }
     }
     std::lock_guard lock(statusMu_);
     ConnectorStateInfo out;
@@ -167,8 +171,13 @@ class HerderImpl final : public StandaloneHerder {
     if (st != statuses_.end()) {
       out.state = st->second.connector.state;
       out.trace = st->second.connector.trace;
-      for (const auto& [id, t] : st->second.tasks)
+      for (const auto& [id, t] : st->second.tasks) {
         out.tasks.push_back(TaskStateInfo{id, t.state, o_.worker.workerId, t.trace, dataLoss[id]});
+        if (const auto& p = progress[id]) {
+          out.tasks.back().progress = p->report;
+          out.tasks.back().progressRate = p->ratePerSecond;
+        }
+      }
     }
     return out;
   }

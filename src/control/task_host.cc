@@ -106,6 +106,13 @@ void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::stri
   add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", ld(m.lastCommitMs));
   add("ferry_task_records_lost_in_storage_total", "counter",
       "Records the task could not read because the backbone's storage lost them.", ld(m.recordsLostInStorage));
+  if (auto p = m.progress()) {
+    add("ferry_task_progress_done", "gauge", "Long work done (a table's first load, a snapshot), in the unit the task says.",
+        static_cast<double>(p->report.done));
+    add("ferry_task_progress_estimated", "gauge", "Long work expected in all (-1: not known).",
+        static_cast<double>(p->report.estimated));
+    add("ferry_task_progress_rate", "gauge", "Long work done per second (recent).", p->ratePerSecond);
+  }
   // A Prometheus histogram: cumulative buckets by `le`, then _sum and _count.
   static constexpr const char* kLatency = "ferry_task_record_latency_seconds";
   static constexpr const char* kLatencyHelp =

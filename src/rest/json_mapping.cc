@@ -1,5 +1,6 @@
 #include "rest/json_mapping.h"
 
+#include <cmath>
 #include <charconv>
 #include <exception>
 
@@ -240,6 +241,17 @@ Json taskStatusJson(const control::TaskStateInfo& task, const std::string& versi
             {"version", version}};
   if (!task.trace.empty()) j["trace"] = core::withoutPrivatePaths(task.trace);
   if (!task.dataLoss.empty()) j["data_loss"] = task.dataLoss;
+  if (task.progress) {
+    const auto& p = *task.progress;
+    Json progress = {{"phase", p.phase}, {"done", p.done}, {"unit", p.unit},
+                     {"rate_per_second", std::round(task.progressRate * 10) / 10}};
+    if (p.estimated >= 0) {
+      progress["estimated"] = p.estimated;
+      if (p.estimated > 0)
+        progress["percent"] = std::min(100.0, std::round(1000.0 * static_cast<double>(p.done) / static_cast<double>(p.estimated)) / 10);
+    }
+    j["progress"] = std::move(progress);
+  }
   return j;
 }
 

@@ -416,6 +416,9 @@ class SourceContextImpl final : public SourceTaskContext {
     loop_.wake();
   }
   void wakeup() override { loop_.wake(); }
+  void reportProgress(const TaskProgress& progress) override {
+    loop_.counters().setProgress(progress, core::monotonicMs());
+  }
   int taskId() const override { return loop_.taskEnv().taskId; }
   std::optional<StringMap> committedOffset(const StringMap& partition) override {
     const auto& env = loop_.taskEnv();
@@ -2238,6 +2241,30 @@ void TaskRunner::noteTopic(const std::string& topic) {
   if (!allowed) return;
   topics_.insert(topic);
   if (env_.onTopic) env_.onTopic(topic);
+}
+
+void TaskMetrics::setProgress(const TaskProgress& p, std::int64_t nowMs) {
+  std::lock_guard lock(progressMu_);
+  if (!progress_ || p.done < progressDoneAt_) {  // the first report, or new work began
+    progress_ = Progress{p, 0};
+    progressAtMs_ = nowMs;
+    progressDoneAt_ = p.done;
+    return;
+  }
+  progress_->report = p;
+  // The rate over at least a second, smoothed so one slow batch does not swing it.
+  const std::int64_t elapsed = nowMs - progressAtMs_;
+  if (elapsed >= 1000) {
+    const double rate = static_cast<double>(p.done - progressDoneAt_) * 1000.0 / static_cast<double>(elapsed);
+    progress_->ratePerSecond = progress_->ratePerSecond == 0 ? rate : 0.5 * progress_->ratePerSecond + 0.5 * rate;
+    progressAtMs_ = nowMs;
+    progressDoneAt_ = p.done;
+  }
+}
+
+std::optional<TaskMetrics::Progress> TaskMetrics::progress() const {
+  std::lock_guard lock(progressMu_);
+  return progress_;
 }
 
 }  // namespace ferry::runtime

@@ -43,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,6 +51,7 @@
 #include "backbone/backbone.h"
 #include "backbone/shared_producer.h"
 #include "core/histogram.h"
+#include "ferry/connector.h"
 #include "ferry/record.h"
 #include "runtime/connector_config.h"
 #include "runtime/executor.h"
@@ -102,6 +104,21 @@ struct TaskMetrics {
   // Time from the worker receiving a record (Record::receivedNs) to handing it to the task's
   // output: a sink task's put() returned, or the backbone producer took it.
   core::LatencyHistogram latency;
+
+  // Long work's progress as the task last reported it (SourceTaskContext::reportProgress), with
+  // the rate computed from successive reports.
+  struct Progress {
+    TaskProgress report;
+    double ratePerSecond = 0;
+  };
+  void setProgress(const TaskProgress& p, std::int64_t nowMs);
+  std::optional<Progress> progress() const;
+
+ private:
+  mutable std::mutex progressMu_;
+  std::optional<Progress> progress_;   // guarded by progressMu_
+  std::int64_t progressAtMs_ = 0;      // guarded by progressMu_: when `done` was last sampled
+  std::int64_t progressDoneAt_ = 0;    // guarded by progressMu_: `done` then
 };
 
 struct TaskEnv {

@@ -211,7 +211,7 @@ def check_incrementing(w, d):
     t = f"src_inc_{RUN}"
     n = 20000
     psql(f'CREATE TABLE "{t}" (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL);'
-         f'INSERT INTO "{t}" (v) SELECT \'row \' || g FROM generate_series(1, {n}) g')
+         f'INSERT INTO "{t}" (v) SELECT \'row \' || g FROM generate_series(1, {n}) g; ANALYZE "{t}"')
     out = os.path.join(d, "inc.out")
     w.ok("POST", "/connectors", {"name": "inc-src", "config": source_config(**{
         "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": f"public.{t}",
@@ -223,6 +223,21 @@ def check_incrementing(w, d):
     wait_until(lambda: len(ids()) >= n, 120, f"{n} rows")
     if sorted(ids()) != list(range(1, n + 1)):
         raise AssertionError("the first read is not every row once")
+    # The first load's progress: in the task status, /metrics and `ferry ctl status`.
+    def progress():
+        return task_state(w, "inc-src").get("task", {}).get("progress", {})
+    wait_until(lambda: progress().get("phase") == "initial load done", 30, "the load reported done")
+    p = progress()
+    if (p.get("done"), p.get("estimated"), p.get("unit"), p.get("percent")) != (n, n, "rows", 100.0):
+        raise AssertionError(f"progress after the first load: {p}")
+    _, metrics = w.rest("GET", "/metrics")
+    line = f'ferry_task_progress_done{{connector="inc-src",task="0"}} {n}'
+    if line not in metrics:
+        raise AssertionError(f"/metrics has no '{line}'")
+    ctl = subprocess.run([os.environ["FERRY_BIN"], "ctl", "--url", w.url, "status", "inc-src"], capture_output=True,
+                         text=True, timeout=30)
+    if f"initial load done: {n}/{n} rows (100.0%)" not in ctl.stdout:
+        raise AssertionError(f"ferry ctl status shows no progress:\n{ctl.stdout}{ctl.stderr}")
     # A clean restart reads nothing again; new rows follow.
     w.stop()
     psql(f'INSERT INTO "{t}" (v) SELECT \'row \' || g FROM generate_series(1, 100) g')
@@ -232,7 +247,7 @@ def check_incrementing(w, d):
     got = ids()
     if sorted(got) != list(range(1, n + 101)):
         raise AssertionError(f"after a clean restart: {len(got)} rows, {len(got) - len(set(got))} repeats")
-    print(f"ok   incrementing: {n} rows once each; a restart resumes after the last row (100 new rows, 0 repeats)")
+    print(f"ok   incrementing: {n} rows once each, the load's progress in status, /metrics and ctl; a restart resumes after the last row (100 new rows, 0 repeats)")
 
     # kill -9 mid-stream (a writer keeps inserting): every row arrives; the repeats are only rows
     # after the last commit.

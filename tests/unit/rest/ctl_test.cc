@@ -63,6 +63,16 @@ TEST(Render, StatusShowsTracesOfFailedParts) {
   EXPECT_THAT(s, HasSubstr("Task 0 trace:\nBoom\n at x\n"));
 }
 
+TEST(Render, StatusShowsLongWorksProgress) {
+  Json j = Json::parse(R"({"name": "db", "connector": {"state": "RUNNING", "worker_id": "w1"},
+      "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w1", "progress": {"phase": "initial load",
+      "done": 250, "estimated": 1000, "unit": "rows", "percent": 25.0, "rate_per_second": 12.5}},
+      {"id": 1, "state": "RUNNING", "worker_id": "w1"}], "type": "source"})");
+  std::string s = renderStatus(j);
+  EXPECT_THAT(s, HasSubstr("PROGRESS\n"));
+  EXPECT_THAT(s, HasSubstr("initial load: 250/1000 rows (25.0%), 12.5/s\n"));
+}
+
 TEST(Render, OffsetsPluginsValidationAndGarbage) {
   Json o = Json::parse(R"({"offsets": [{"partition": {"file": "/a"}, "offset": {"line": 3}}]})");
   EXPECT_EQ(renderOffsets(o), "PARTITION  OFFSET\nfile=/a    line=3\n");
