@@ -495,6 +495,9 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     row.schemas.push_back(&schema);
     return Status::ok();
   };
+  // The primary key's column names: a value field of the same name is not written again (its
+  // column holds the key's value, as in Kafka Connect's JDBC sink).
+  std::set<std::string> pkNames;
   // The key's columns (record_key), for rows and tombstones alike.
   auto keyColumns = [&]() -> Status {
     if (r.key.isNull() || !r.keySchema)
@@ -505,6 +508,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (r.keySchema->type() != SchemaType::kStruct) {
       const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
       FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*r.keySchema, key, name));
+      pkNames.insert(name);
       return add(name, std::move(v), *r.keySchema);
     }
     std::vector<std::string> names = pkFields_;
@@ -516,6 +520,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
       auto it = key.find(name);
       FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f->schema, it == key.end() ? Json() : *it, name));
       FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
+      pkNames.insert(name);
     }
     return Status::ok();
   };
@@ -534,7 +539,6 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
       return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
     auto value = Json::parse(r.value.view(), nullptr, false);
     if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
-    std::set<std::string> pkNames;
     switch (pkMode_) {
       case PkMode::kNone: break;
       case PkMode::kKafka:
