@@ -49,7 +49,7 @@ constexpr PluginEntry kEntries[] = {
      "Appends each record's value as a line to a file",
      &pluginCreate<FileStreamSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"JdbcSink", kJdbcSinkAliases, PluginKind::kSinkConnector, kVersion,
-     "Writes typed records into PostgreSQL tables (insert, upsert, update, delete)",
+     "Writes typed records into PostgreSQL or MySQL/MariaDB tables (insert, upsert, update, delete)",
      &pluginCreate<JdbcSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DatagenSource", kDatagenAliases, PluginKind::kSourceConnector, kVersion,
      "Generates sequence-numbered records (string, json or bytes) at a given rate",

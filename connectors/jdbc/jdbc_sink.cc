@@ -75,14 +75,15 @@ const ConfigDef& JdbcSinkConnector::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
     d.define("connection.url", ConfigType::kString, std::nullopt, Importance::kHigh,
-             "postgresql://host:port/database[?params] (a leading jdbc: is accepted).",
+             "postgresql://host:port/database[?params] (PostgreSQL), or mysql://host:port/database or "
+             "mariadb://host:port/database (MySQL/MariaDB); a leading jdbc: is accepted.",
              validators::nonEmptyString());
     d.define("connection.user", ConfigType::kString, "", Importance::kHigh, "The database user.");
     d.define("connection.password", ConfigType::kPassword, "", Importance::kHigh,
              "The user's password (a secret: never shown, use ${file:...} or ${env:...}).");
     d.define("insert.mode", ConfigType::kString, "insert", Importance::kHigh,
-             "insert: INSERT; upsert: INSERT ... ON CONFLICT (pk) DO UPDATE (replays leave the table "
-             "exact); update: UPDATE by primary key.",
+             "insert: INSERT; upsert: INSERT ... ON CONFLICT (pk) DO UPDATE (PostgreSQL) or INSERT ... ON "
+             "DUPLICATE KEY UPDATE (MySQL/MariaDB), replays leave the table exact; update: UPDATE by primary key.",
              validators::oneOf({"insert", "upsert", "update"}));
     d.define("pk.mode", ConfigType::kString, "none", Importance::kHigh,
              "none; record_key (the key's fields, or the whole key as one column); record_value (value "
@@ -95,8 +96,8 @@ const ConfigDef& JdbcSinkConnector::definition() {
     d.define("fields.whitelist", ConfigType::kList, "", Importance::kMedium,
              "Value fields written as columns; empty = all.");
     d.define("table.name.format", ConfigType::kString, "${topic}", Importance::kMedium,
-             "The table of a record: ${topic} is replaced by its topic; schema.table is split at the "
-             "first dot.",
+             "The table of a record: ${topic} is replaced by its topic; schema.table (PostgreSQL) or "
+             "database.table (MySQL/MariaDB) is split at the first dot.",
              validators::nonEmptyString());
     d.define("auto.create", ConfigType::kBool, "false", Importance::kMedium,
              "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
@@ -107,9 +108,10 @@ const ConfigDef& JdbcSinkConnector::definition() {
              "A tombstone (null value) deletes the row of its key (needs pk.mode=record_key); "
              "otherwise tombstones are skipped.");
     d.define("batch.size", ConfigType::kInt, "3000", Importance::kMedium,
-             "Rows per statement (within one put, which is one transaction).", validators::atLeast(1));
+             "Rows per statement (within one put, which is one transaction; MySQL/MariaDB statements also "
+             "stay under half of max_allowed_packet).", validators::atLeast(1));
     d.define("quote.sql.identifiers", ConfigType::kString, "always", Importance::kLow,
-             "always: table and column names are quoted (any name is safe); never: names must be "
+             "always: table and column names are quoted (\"...\" or `...`: any name is safe); never: names must be "
              "plain letters, digits and _.",
              validators::oneOf({"always", "never"}));
     d.define("db.timezone", ConfigType::kString, "UTC", Importance::kLow,
