@@ -57,7 +57,7 @@ SERVICE = os.path.join(ROOT, "scripts", "services", "mariadb")
 def sql(stmt):
     """Runs `stmt` as the test user; the rows, each a list of texts (NULL as None). Values are
     asked for as HEX(...) by the callers where the client's escaping would get in the way."""
-    p = subprocess.run(["mariadb", "--no-defaults", "--protocol=TCP", "-h", U.hostname, "-P", str(U.port),
+    p = subprocess.run(["mariadb", "--no-defaults", "--protocol=TCP", "--default-character-set=utf8mb4", "-h", U.hostname, "-P", str(U.port),
                         "-u", U.username, "-D", DB, "--batch", "--skip-column-names", "-e", stmt],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "MYSQL_PWD": PASSWORD})
     if p.returncode != 0:
@@ -164,7 +164,7 @@ def expected_row(o):
 def actual_row(r):
     """One row of the HEX(CAST(col AS CHAR)) select below, back to Python values."""
     v = [None if x == "N" else bytes.fromhex(x) for x in r]
-    t = [None if x is None else x.decode("utf-8") for x in v]
+    t = [None if x is None or i == 9 else x.decode("utf-8") for i, x in enumerate(v)]
     return {
         "id": int(t[0]), "qty": int(t[1]), "small": None if t[2] is None else int(t[2]), "tiny": int(t[3]),
         "price": t[4], "ratio": None if t[5] is None else float(t[5]), "f32": float(t[6]), "ok": t[7] == "1",
