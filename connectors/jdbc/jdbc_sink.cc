@@ -543,13 +543,17 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
     switch (pkMode_) {
       case PkMode::kNone: break;
-      case PkMode::kKafka:
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[0] : kKafkaPk[0], r.topic, *kafkaSchemas()[0]));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[1] : kKafkaPk[1],
-                                  std::to_string(r.queue.value_or(-1)), *kafkaSchemas()[1]));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[2] : kKafkaPk[2], std::to_string(r.offset),
-                                  *kafkaSchemas()[2]));
+      case PkMode::kKafka: {
+        // The coordinates go through the dialect's value text like any value: for MySQL/MariaDB
+        // a literal, so a topic name is never SQL.
+        const Json coordinates[] = {Json(r.topic), Json(r.queue.value_or(-1)), Json(r.offset)};
+        for (std::size_t i = 0; i < 3; ++i) {
+          const std::string name = pkFields_.size() == 3 ? pkFields_[i] : kKafkaPk[i];
+          FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*kafkaSchemas()[i], coordinates[i], name));
+          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *kafkaSchemas()[i]));
+        }
         break;
+      }
       case PkMode::kRecordKey:
         FERRY_RETURN_IF_ERROR(keyColumns());
         break;

@@ -23,6 +23,8 @@ value.converter=JsonConverter, so its records are typed, and writes them to Mari
      untouched;
   6. delete.enabled with keyed tombstones (ValueToKey makes the key, ExtractField of a missing
      field makes the value null): the rows of the tombstones' keys are deleted, the others kept;
+     pk.mode=kafka keys rows by topic, partition and offset (a VARCHAR(255) key column);
+     insert.mode=update changes existing rows and inserts none;
   7. MariaDB kills the sink's connections (KILL <id> as root, only the sessions of this test's
      worker, found by its sockets) again and again while 60,000 records stream: every row ends
      in the table exactly once with its value, the task RUNNING.
@@ -415,6 +417,38 @@ def main():
     if sorted(int(r[0]) for r in sql(f"SELECT id FROM {q(dele)}")) != [0, 1, 3, 4, 6, 8, 9]:
         raise AssertionError("delete.enabled removed the wrong rows")
     print("ok   delete.enabled: 3 keyed tombstones delete their 3 rows, the 7 others stay")
+
+    # 6b. pk.mode=kafka (a VARCHAR key column), and insert.mode=update changes existing rows only
+    kaf = f"my_kafka_{RUN}"
+    tables.append(kaf)
+    src6c = os.path.join(d, "kafka.jsonl")
+    with open(src6c, "w") as f:
+        for i in range(10):
+            f.write(envelope(schema, {"id": i % 3, "qty": i, "code": "k"}) + "\n")
+    w.ok("POST", "/connectors", {"name": "kafka-src", "config": {
+        "connector.class": "FileStreamSource", "file": src6c, "topic": kaf}})
+    w.ok("POST", "/connectors", {"name": "kafka-sink", "config": sink_config(
+        kaf, **{"insert.mode": "upsert", "pk.mode": "kafka", "auto.create": "true"})})
+    wait_until(lambda: count(kaf) == 10, 60, "10 rows keyed by topic, partition and offset")
+    got = sql(f"SELECT __connect_topic, __connect_offset, qty FROM {q(kaf)} ORDER BY __connect_offset")
+    if [r[0] for r in got] != [kaf] * 10 or [int(r[1]) for r in got] != list(range(10)) or \
+            [int(r[2]) for r in got] != list(range(10)):
+        raise AssertionError(f"pk.mode=kafka rows: {got}")
+    upd = f"my_update_{RUN}"
+    tables.append(upd)
+    sql(f"CREATE TABLE {q(upd)} (id BIGINT PRIMARY KEY, qty INT NOT NULL, code VARCHAR(5)); "
+        f"INSERT INTO {q(upd)} VALUES (1, 10, 'a'), (2, 20, 'b')")
+    src6d = os.path.join(d, "update.jsonl")
+    with open(src6d, "w") as f:
+        for i, qty in ((1, 11), (3, 33), (2, 22)):
+            f.write(envelope(schema, {"id": i, "qty": qty, "code": None}) + "\n")
+    w.ok("POST", "/connectors", {"name": "update-src", "config": {
+        "connector.class": "FileStreamSource", "file": src6d, "topic": upd}})
+    w.ok("POST", "/connectors", {"name": "update-sink", "config": sink_config(
+        upd, **{"insert.mode": "update", "pk.mode": "record_value", "pk.fields": "id"})})
+    wait_until(lambda: sql(f"SELECT id, qty, code FROM {q(upd)} ORDER BY id") == [["1", "11", None], ["2", "22", None]],
+               60, "rows 1 and 2 updated (code set to NULL), no row 3 inserted")
+    print("ok   pk.mode=kafka keys rows by topic and offset; insert.mode=update changes existing rows and inserts none")
 
     # 7. MariaDB kills the sink's connections again and again while 60,000 records stream
     killed_table = f"my_killed_{RUN}"
