@@ -11,7 +11,8 @@ value.converter=JsonConverter, so its records are typed, and writes them to Mari
      text with quotes, backslashes and non-ASCII, bytes with NUL and 0xff, Date, Time, Timestamp,
      Uuid, Json, NULLs) into a table made by auto.create, 200 of them updates of earlier ids
      (insert.mode=upsert): one row per id with the last record's values, each column compared
-     with what was sent, the column types checked;
+     with what was sent, the column types checked; 300 rows of 100 KB bytes (60 MB of literals)
+     in insert mode, each put's rows split into statements under max_allowed_packet;
   2. bad rows among good ones, in upsert and in insert mode: a CHECK, a value too long for its
      VARCHAR and a NULL into a NOT NULL column are refused by MariaDB: those records go to the
      dead-letter topic and MariaDB's message is in the worker's log (errors.log.enable), the good
@@ -42,6 +43,7 @@ import sys
 import time
 import urllib.parse
 import uuid
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -288,6 +290,30 @@ def main():
         raise AssertionError(f"column types {types}, expected {want}")
     print(f"ok   1,000 typed records (200 updates) -> {len(last)} rows, every column as sent, "
           f"types {sorted(set(want.values()))}")
+
+    # 1b. big rows: 300 rows of 100 KB bytes (a 200 KB literal each, 60 MB in all) in insert mode;
+    # a put's statement is split to stay under max_allowed_packet (16 MB here)
+    big = f"my_big_{RUN}"
+    tables.append(big)
+    big_schema = {"type": "struct", "fields": [field(prim("int64"), "id"), field(prim("bytes"), "blob")],
+                  "optional": False}
+    blobs = [bytes((i * 7 + k) % 256 for k in range(100 * 1024)) for i in range(300)]
+    src1b = os.path.join(d, "big.jsonl")
+    with open(src1b, "w") as f:
+        for i, b in enumerate(blobs):
+            f.write(envelope(big_schema, {"id": i, "blob": base64.b64encode(b).decode()}) + "\n")
+    packet = int(sql("SELECT @@max_allowed_packet")[0][0])
+    w.ok("POST", "/connectors", {"name": "big-src", "config": {
+        "connector.class": "FileStreamSource", "file": src1b, "topic": big}})
+    w.ok("POST", "/connectors", {"name": "big-sink", "config": sink_config(big, **{"auto.create": "true"})})
+    wait_until(lambda: count(big) == len(blobs), 120, f"{len(blobs)} big rows")
+    want_crc = sum(zlib.crc32(b) for b in blobs)
+    got = sql(f"SELECT SUM(CRC32(`blob`)), SUM(LENGTH(`blob`)) FROM {q(big)}")[0]
+    if got != [str(want_crc), str(sum(map(len, blobs)))]:
+        raise AssertionError(f"big rows: crc/length {got}, expected {want_crc}/{sum(map(len, blobs))}")
+    never_failed(w, "big-sink")
+    print(f"ok   300 rows of 100 KB bytes (60 MB of SQL literals, max_allowed_packet {packet}) written exactly, "
+          f"statements split under the packet")
 
     # 2. bad rows among good ones: a CHECK, a value too long, a NULL into NOT NULL
     schema = {"type": "struct", "fields": [field(prim("int64"), "id"), field(prim("int32", True), "qty"),
