@@ -12,7 +12,8 @@ value.converter=JsonConverter, so its records are typed, and writes them to Mari
      Uuid, Json, NULLs) into a table made by auto.create, 200 of them updates of earlier ids
      (insert.mode=upsert): one row per id with the last record's values, each column compared
      with what was sent, the column types checked; 300 rows of 100 KB bytes (60 MB of literals)
-     in insert mode, each put's rows split into statements under max_allowed_packet;
+     in insert mode, each put's rows split into statements under max_allowed_packet; a row that
+     cannot fit alone is that row's error (reported), the rows around it written;
   2. bad rows among good ones, in upsert and in insert mode: a CHECK, a value too long for its
      VARCHAR and a NULL into a NOT NULL column are refused by MariaDB: those records go to the
      dead-letter topic and MariaDB's message is in the worker's log (errors.log.enable), the good
@@ -314,6 +315,29 @@ def main():
     never_failed(w, "big-sink")
     print(f"ok   300 rows of 100 KB bytes (60 MB of SQL literals, max_allowed_packet {packet}) written exactly, "
           f"statements split under the packet")
+
+    # 1c. a row whose literal cannot fit in a statement (5 MB of bytes, a 10 MB literal, over half
+    # of max_allowed_packet) is that row's error, dead-lettered; the rows around it are written
+    huge = f"my_huge_{RUN}"
+    tables.append(huge)
+    src1c = os.path.join(d, "huge.jsonl")
+    with open(src1c, "w") as f:
+        for i in range(4):
+            b = bytes(5 * 1024 * 1024) if i == 2 else b"small"
+            f.write(envelope(big_schema, {"id": i, "blob": base64.b64encode(b).decode()}) + "\n")
+    w.ok("POST", "/connectors", {"name": "huge-src", "config": {
+        "connector.class": "FileStreamSource", "file": src1c, "topic": huge, "max.line.bytes": str(16 << 20)}})
+    w.ok("POST", "/connectors", {"name": "huge-sink", "config": sink_config(huge, **{
+        "auto.create": "true", "errors.tolerance": "all", "errors.log.enable": "true"})})
+    wait_until(lambda: count(huge) == 3, 60, "the 3 small rows around the huge one")
+    if sorted(int(r[0]) for r in sql(f"SELECT id FROM {q(huge)}")) != [0, 1, 3]:
+        raise AssertionError("the wrong rows around the huge one were written")
+    with open(w.log_path, errors="replace") as f:
+        if "does not fit in a" not in f.read():
+            raise AssertionError("the huge row's error is not in the log")
+    never_failed(w, "huge-sink")
+    print("ok   a row of 5 MB (a 10 MB literal, over half of max_allowed_packet) is refused as that row's error "
+          "before it is sent; the 3 rows around it are written, the task never failed")
 
     # 2. bad rows among good ones: a CHECK, a value too long, a NULL into NOT NULL
     schema = {"type": "struct", "fields": [field(prim("int64"), "id"), field(prim("int32", True), "qty"),
