@@ -390,8 +390,8 @@ Status MariaDbDialect::inStatements(const std::string& head, const std::vector<s
   for (const auto& t : tuples) {
     if (head.size() + t.size() + tail.size() > maxStatement_)
       return Status::invalidArgument("a row of " + std::to_string(t.size()) + " bytes of SQL does not fit in a " +
-                                     std::to_string(maxStatement_) + "-byte statement (the server's max_allowed_packet is " +
-                                     std::to_string(db_->maxAllowedPacket()) + ")");
+                                     std::to_string(maxStatement_) + "-byte statement (the server's " +
+                                     "max_allowed_packet is " + std::to_string(db_->maxAllowedPacket()) + ")");
     if (count > 0 && sql.size() + 2 + t.size() + tail.size() > maxStatement_) {
       FERRY_RETURN_IF_ERROR(db_->exec(sql + tail));
       count = 0;
@@ -422,7 +422,8 @@ Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mo
         where += (i ? " AND " : "") + row->columns[i] + " = " + row->values[i].value_or("NULL");
       const std::string sql = "UPDATE " + first.table + " SET " + set + " WHERE " + where;
       if (sql.size() > maxStatement_)
-        return Status::invalidArgument("an UPDATE of " + std::to_string(sql.size()) + " bytes does not fit under the server's max_allowed_packet");
+        return Status::invalidArgument("an UPDATE of " + std::to_string(sql.size()) +
+                                       " bytes does not fit under the server's max_allowed_packet");
       FERRY_RETURN_IF_ERROR(db_->exec(sql));
     }
     return Status::ok();

@@ -270,7 +270,8 @@ std::uint64_t MariaDbConnection::affectedRows() const { return c_ ? mysql_affect
 
 std::string MariaDbConnection::escape(std::string_view text) const {
   std::string out(text.size() * 2 + 1, '\0');
-  const unsigned long n = mysql_real_escape_string(c_, out.data(), text.data(), static_cast<unsigned long>(text.size()));
+  const unsigned long n =
+      mysql_real_escape_string(c_, out.data(), text.data(), static_cast<unsigned long>(text.size()));
   out.resize(n);
   return out;
 }

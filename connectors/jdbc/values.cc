@@ -317,7 +317,8 @@ Result<std::string> mysqlIdentifier(std::string_view name, bool quote) {
   std::size_t chars = 0;
   if (!validUtf8(name, &chars)) return Status::invalidArgument("a SQL identifier that is not UTF-8");
   if (chars > 64)
-    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 64)) + "...' is longer than 64 characters");
+    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 64)) +
+                                   "...' is longer than 64 characters");
   return quotedName(name, quote, '`');
 }
 
@@ -327,7 +328,8 @@ Result<std::string> mysqlTableIdentifier(const std::string& format, const std::s
 
 Result<std::string> identifier(std::string_view name, bool quote) {
   if (name.size() > 63 && name.find('\0') == std::string_view::npos)
-    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 63)) + "...' is longer than 63 bytes");
+    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 63)) +
+                                   "...' is longer than 63 bytes");
   return quotedName(name, quote, '"');
 }
 
