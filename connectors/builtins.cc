@@ -54,7 +54,7 @@ constexpr PluginEntry kEntries[] = {
      "Reads PostgreSQL tables or a query (bulk, incrementing, timestamp, timestamp+incrementing)",
      &pluginCreate<JdbcSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
     {"JdbcSink", kJdbcSinkAliases, PluginKind::kSinkConnector, kVersion,
-     "Writes typed records into PostgreSQL tables (insert, upsert, update, delete)",
+     "Writes typed records into PostgreSQL or MySQL/MariaDB tables (insert, upsert, update, delete)",
      &pluginCreate<JdbcSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DatagenSource", kDatagenAliases, PluginKind::kSourceConnector, kVersion,
      "Generates sequence-numbered records (string, json or bytes) at a given rate",

@@ -1,11 +1,14 @@
-// JdbcSink for PostgreSQL (see jdbc_sink.h and connectors/jdbc/README.md).
+// JdbcSink for PostgreSQL and MySQL/MariaDB (see jdbc_sink.h and connectors/jdbc/README.md).
 #include "connectors/jdbc/jdbc_sink.h"
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <unordered_map>
 
 #include "connectors/common.h"
+#include "connectors/jdbc/mariadb_client.h"
+#include "connectors/jdbc/pg_client.h"
 
 namespace ferry::connectors {
 namespace {
@@ -39,6 +42,11 @@ Result<JdbcSinkTask::PkMode> pkModeOf(const std::string& s) {
   return Status::invalidArgument("pk.mode must be none, record_key, record_value or kafka, not '" + s + "'");
 }
 
+bool isPostgresUrl(const std::string& url) {
+  const std::string bare = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
+  return bare.rfind("postgresql://", 0) == 0 || bare.rfind("postgres://", 0) == 0;
+}
+
 // The checks of a config that need more than one key; InvalidArgument naming the key.
 Status checkCombination(const ParsedConfig& p) {
   FERRY_ASSIGN_OR_RETURN(auto insert, insertModeOf(p.getString("insert.mode")));
@@ -52,9 +60,9 @@ Status checkCombination(const ParsedConfig& p) {
   if (p.getBool("auto.evolve"))
     return Status::invalidArgument("auto.evolve=true is not supported yet: add the columns, or let auto.create make the table");
   const std::string url = p.getString("connection.url");
-  const std::string bare = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
-  if (bare.rfind("postgresql://", 0) != 0 && bare.rfind("postgres://", 0) != 0)
-    return Status::invalidArgument("connection.url: only postgresql://host:port/database is supported yet (MySQL/MariaDB are not), got '" +
+  if (jdbc::isMariaDbUrl(url)) return jdbc::parseMariaDbUrl(url).status();
+  if (!isPostgresUrl(url))
+    return Status::invalidArgument("connection.url: postgresql://, mysql:// or mariadb://host:port/database, got '" +
                                    url.substr(0, url.find(':')) + ":...'");
   return Status::ok();
 }
@@ -67,14 +75,15 @@ const ConfigDef& JdbcSinkConnector::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
     d.define("connection.url", ConfigType::kString, std::nullopt, Importance::kHigh,
-             "postgresql://host:port/database[?params] (a leading jdbc: is accepted).",
+             "postgresql://host:port/database[?params] (PostgreSQL), or mysql://host:port/database or "
+             "mariadb://host:port/database (MySQL/MariaDB); a leading jdbc: is accepted.",
              validators::nonEmptyString());
     d.define("connection.user", ConfigType::kString, "", Importance::kHigh, "The database user.");
     d.define("connection.password", ConfigType::kPassword, "", Importance::kHigh,
              "The user's password (a secret: never shown, use ${file:...} or ${env:...}).");
     d.define("insert.mode", ConfigType::kString, "insert", Importance::kHigh,
-             "insert: INSERT; upsert: INSERT ... ON CONFLICT (pk) DO UPDATE (replays leave the table "
-             "exact); update: UPDATE by primary key.",
+             "insert: INSERT; upsert: INSERT ... ON CONFLICT (pk) DO UPDATE (PostgreSQL) or INSERT ... ON "
+             "DUPLICATE KEY UPDATE (MySQL/MariaDB), replays leave the table exact; update: UPDATE by primary key.",
              validators::oneOf({"insert", "upsert", "update"}));
     d.define("pk.mode", ConfigType::kString, "none", Importance::kHigh,
              "none; record_key (the key's fields, or the whole key as one column); record_value (value "
@@ -87,8 +96,8 @@ const ConfigDef& JdbcSinkConnector::definition() {
     d.define("fields.whitelist", ConfigType::kList, "", Importance::kMedium,
              "Value fields written as columns; empty = all.");
     d.define("table.name.format", ConfigType::kString, "${topic}", Importance::kMedium,
-             "The table of a record: ${topic} is replaced by its topic; schema.table is split at the "
-             "first dot.",
+             "The table of a record: ${topic} is replaced by its topic; schema.table (PostgreSQL) or "
+             "database.table (MySQL/MariaDB) is split at the first dot.",
              validators::nonEmptyString());
     d.define("auto.create", ConfigType::kBool, "false", Importance::kMedium,
              "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
@@ -99,9 +108,10 @@ const ConfigDef& JdbcSinkConnector::definition() {
              "A tombstone (null value) deletes the row of its key (needs pk.mode=record_key); "
              "otherwise tombstones are skipped.");
     d.define("batch.size", ConfigType::kInt, "3000", Importance::kMedium,
-             "Rows per statement (within one put, which is one transaction).", validators::atLeast(1));
+             "Rows per statement (within one put, which is one transaction; MySQL/MariaDB statements also "
+             "stay under half of max_allowed_packet).", validators::atLeast(1));
     d.define("quote.sql.identifiers", ConfigType::kString, "always", Importance::kLow,
-             "always: table and column names are quoted (any name is safe); never: names must be "
+             "always: table and column names are quoted (\"...\" or `...`: any name is safe); never: names must be "
              "plain letters, digits and _.",
              validators::oneOf({"always", "never"}));
     d.define("db.timezone", ConfigType::kString, "UTC", Importance::kLow,
@@ -138,161 +148,113 @@ Result<std::vector<StringMap>> JdbcSinkConnector::taskConfigs(int maxTasks) {
 
 std::unique_ptr<SinkTask> JdbcSinkConnector::createTask() { return std::make_unique<JdbcSinkTask>(); }
 
-std::string JdbcSinkTask::version() const { return kVersion; }
+// The seam between the shared sink and one server: its connection, quoting, value texts, column
+// types and statements. Called from the task's thread only.
+class JdbcSinkTask::Dialect {
+ public:
+  virtual ~Dialect() = default;
+  virtual Status connect(const std::string& url, const std::string& user, const std::string& password) = 0;
+  virtual bool connected() const = 0;
+  virtual void disconnect() = 0;
 
-Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
-  context_ = &context;
-  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(JdbcSinkConnector::definition(), config, "JdbcSink"));
-  FERRY_RETURN_IF_ERROR(checkCombination(p).withContext("JdbcSink"));
-  url_ = p.getString("connection.url");
-  user_ = p.getString("connection.user");
-  password_ = p.getString("connection.password");
-  insertMode_ = *insertModeOf(p.getString("insert.mode"));
-  pkMode_ = *pkModeOf(p.getString("pk.mode"));
-  pkFields_ = p.getList("pk.fields");
-  for (const auto& f : p.getList("fields.whitelist")) fieldsWhitelist_.insert(f);
-  tableFormat_ = p.getString("table.name.format");
-  autoCreate_ = p.getBool("auto.create");
-  deleteEnabled_ = p.getBool("delete.enabled");
-  quote_ = p.getString("quote.sql.identifiers") == "always";
-  batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
-  // A server that is down now may be up by the first put (which retries); a refused password or
-  // a database that does not exist fails the task here, with PostgreSQL's message.
-  Status st = connect();
-  if (st.code() == StatusCode::kUnavailable) return Status::ok();
-  return st.withContext("JdbcSink");
-}
+  virtual Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const = 0;
+  virtual Result<std::string> column(std::string_view name, bool quote) const = 0;
+  virtual Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const = 0;
 
-Status JdbcSinkTask::connect() {
-  if (db_ && db_->healthy()) return Status::ok();
-  db_.reset();
-  knownTables_.clear();
-  FERRY_ASSIGN_OR_RETURN(db_, jdbc::PgConnection::connect(url_, user_, password_, 10));
-  return Status::ok();
-}
+  virtual Result<bool> tableExists(const std::string& table) = 0;
+  virtual Status exec(const std::string& sql) = 0;
+  virtual const char* beginSql() const = 0;
+  // The most rows one statement of `columns` columns takes (the caller also applies batch.size).
+  virtual std::size_t maxRows(std::size_t columns) const = 0;
+  // Writes `group` (rows of one shape, all deletes or none) in `mode`, inside the caller's
+  // transaction.
+  virtual Status write(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) = 0;
 
-void JdbcSinkTask::stop() { db_.reset(); }
-
-Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
-  using Out = std::optional<Row>;
-  Row row;
-  row.record = &r;
-  FERRY_ASSIGN_OR_RETURN(row.table, jdbc::tableIdentifier(tableFormat_, r.topic, quote_));
-  auto add = [&](const std::string& name, std::optional<std::string> value, const Schema& schema) -> Status {
-    FERRY_ASSIGN_OR_RETURN(auto col, jdbc::identifier(name, quote_));
-    row.columns.push_back(std::move(col));
-    row.values.push_back(std::move(value));
-    row.schemas.push_back(&schema);
-    return Status::ok();
-  };
-  // The key's columns (record_key), for rows and tombstones alike.
-  auto keyColumns = [&]() -> Status {
-    if (r.key.isNull() || !r.keySchema)
-      return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
-                                     "with schemas.enable=true)");
-    auto key = Json::parse(r.key.view(), nullptr, false);
-    if (key.is_discarded()) return Status::invalidArgument("the key is not JSON");
-    if (r.keySchema->type() != SchemaType::kStruct) {
-      const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
-      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*r.keySchema, key, name));
-      return add(name, std::move(v), *r.keySchema);
+  // CREATE TABLE IF NOT EXISTS for `row`'s columns: the key and required fields NOT NULL.
+  Result<std::string> createTableSql(const JdbcSinkTask::Row& row) const {
+    std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table + " (";
+    for (std::size_t i = 0; i < row.columns.size(); ++i) {
+      const Schema& schema = *row.schemas[i];
+      FERRY_ASSIGN_OR_RETURN(auto type, columnType(schema, row.columns[i], i < row.pkCount));
+      sql += (i ? ", " : "") + row.columns[i] + " " + type + (i >= row.pkCount && schema.optional() ? "" : " NOT NULL");
     }
-    std::vector<std::string> names = pkFields_;
-    if (names.empty())
-      for (const auto& f : r.keySchema->fields()) names.push_back(f.name);
-    for (const auto& name : names) {
-      const SchemaField* f = r.keySchema->field(name);
-      if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
-      auto it = key.find(name);
-      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == key.end() ? Json() : *it, name));
-      FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
-    }
-    return Status::ok();
-  };
-  if (r.value.isNull()) {
-    if (!deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
-    row.remove = true;
-    FERRY_RETURN_IF_ERROR(keyColumns());
-    row.pkCount = row.columns.size();
-  } else {
-    if (!r.valueSchema)
-      return Status::invalidArgument("a record without a value schema: JdbcSink writes typed records "
-                                     "(value.converter=org.apache.kafka.connect.json.JsonConverter with "
-                                     "schemas.enable=true, or a source that gives schemas)");
-    const Schema& vs = *r.valueSchema;
-    if (vs.type() != SchemaType::kStruct)
-      return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
-    auto value = Json::parse(r.value.view(), nullptr, false);
-    if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
-    std::set<std::string> pkNames;
-    switch (pkMode_) {
-      case PkMode::kNone: break;
-      case PkMode::kKafka:
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[0] : kKafkaPk[0], r.topic, *kafkaSchemas()[0]));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[1] : kKafkaPk[1],
-                                  std::to_string(r.queue.value_or(-1)), *kafkaSchemas()[1]));
-        FERRY_RETURN_IF_ERROR(add(pkFields_.size() == 3 ? pkFields_[2] : kKafkaPk[2], std::to_string(r.offset),
-                                  *kafkaSchemas()[2]));
-        break;
-      case PkMode::kRecordKey:
-        FERRY_RETURN_IF_ERROR(keyColumns());
-        break;
-      case PkMode::kRecordValue: {
-        std::vector<std::string> names = pkFields_;
-        if (names.empty())
-          for (const auto& f : vs.fields()) names.push_back(f.name);
-        for (const auto& name : names) {
-          const SchemaField* f = vs.field(name);
-          if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
-          auto it = value.find(name);
-          FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f->schema, it == value.end() ? Json() : *it, name));
-          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
-          pkNames.insert(name);
-        }
-        break;
-      }
-    }
-    row.pkCount = row.columns.size();
-    for (const auto& f : vs.fields()) {
-      if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
-      auto it = value.find(f.name);
-      FERRY_ASSIGN_OR_RETURN(auto v, jdbc::postgresText(*f.schema, it == value.end() ? Json() : *it, f.name));
-      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v), *f.schema));
-    }
+    if (row.pkCount > 0) sql += ", PRIMARY KEY (" + pkList(row) + ")";
+    return sql + ")" + tableOptions();
   }
-  row.shape = row.table;
-  for (const auto& c : row.columns) row.shape.append(1, '\0').append(c);
-  return Out(std::move(row));
-}
 
-Status JdbcSinkTask::ensureTable(const Row& row) {
-  if (knownTables_.count(row.table)) return Status::ok();
-  FERRY_ASSIGN_OR_RETURN(auto found, db_->query("SELECT to_regclass($1) IS NOT NULL", {row.table}));
-  if (!found.empty() && found[0][0] == std::string("t")) {
-    knownTables_.insert(row.table);
+ protected:
+  using Row = JdbcSinkTask::Row;
+  virtual Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const = 0;
+  virtual std::string tableOptions() const { return ""; }
+
+  static std::string pkList(const Row& row) {
+    std::string out;
+    for (std::size_t i = 0; i < row.pkCount; ++i) out += (i ? ", " : "") + row.columns[i];
+    return out;
+  }
+  static std::string columnList(const Row& row) {
+    std::string out;
+    for (std::size_t i = 0; i < row.columns.size(); ++i) out += (i ? ", " : "") + row.columns[i];
+    return out;
+  }
+  // The last row of each key, in order: an upsert statement then touches a row once (PostgreSQL
+  // refuses twice; MySQL would apply both, in order, to the same end).
+  static std::vector<const Row*> lastOfEachKey(const std::vector<const Row*>& group) {
+    std::vector<std::string> keys(group.size());
+    std::unordered_map<std::string_view, std::size_t> last;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      for (std::size_t i = 0; i < group[k]->pkCount; ++i)
+        keys[k].append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
+      last[keys[k]] = k;
+    }
+    std::vector<const Row*> rows;
+    for (std::size_t k = 0; k < group.size(); ++k)
+      if (last[keys[k]] == k) rows.push_back(group[k]);
+    return rows;
+  }
+};
+
+namespace {
+
+using InsertMode = JdbcSinkTask::InsertMode;
+
+class PostgresDialect final : public JdbcSinkTask::Dialect {
+ public:
+  Status connect(const std::string& url, const std::string& user, const std::string& password) override {
+    FERRY_ASSIGN_OR_RETURN(db_, jdbc::PgConnection::connect(url, user, password, 10));
     return Status::ok();
   }
-  if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
-  if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
-  // Column types from the row's column schemas; the primary key and required fields NOT NULL.
-  std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table + " (";
-  for (std::size_t i = 0; i < row.columns.size(); ++i) {
-    const Schema& schema = *row.schemas[i];
-    FERRY_ASSIGN_OR_RETURN(auto type, jdbc::postgresType(schema, row.columns[i]));
-    sql += (i ? ", " : "") + row.columns[i] + " " + type + (i >= row.pkCount && schema.optional() ? "" : " NOT NULL");
-  }
-  if (row.pkCount > 0) {
-    sql += ", PRIMARY KEY (";
-    for (std::size_t i = 0; i < row.pkCount; ++i) sql += (i ? ", " : "") + row.columns[i];
-    sql += ")";
-  }
-  sql += ")";
-  FERRY_RETURN_IF_ERROR(db_->exec(sql));
-  knownTables_.insert(row.table);
-  return Status::ok();
-}
+  bool connected() const override { return db_ && db_->healthy(); }
+  void disconnect() override { db_.reset(); }
 
-Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
+  Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
+    return jdbc::postgresText(s, v, field);
+  }
+  Result<std::string> column(std::string_view name, bool quote) const override { return jdbc::identifier(name, quote); }
+  Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const override {
+    return jdbc::tableIdentifier(format, topic, quote);
+  }
+  Result<bool> tableExists(const std::string& table) override {
+    FERRY_ASSIGN_OR_RETURN(auto found, db_->query("SELECT to_regclass($1) IS NOT NULL", {table}));
+    return !found.empty() && found[0][0] == std::string("t");
+  }
+  Status exec(const std::string& sql) override { return db_->exec(sql); }
+  const char* beginSql() const override { return "BEGIN"; }
+  std::size_t maxRows(std::size_t columns) const override {
+    return std::max<std::size_t>(1, kMaxParams / std::max<std::size_t>(1, columns));
+  }
+  Status write(const std::vector<const Row*>& group, InsertMode mode) override;
+
+ protected:
+  Result<std::string> columnType(const Schema& s, const std::string& column, bool) const override {
+    return jdbc::postgresType(s, column);
+  }
+
+ private:
+  std::unique_ptr<jdbc::PgConnection> db_;
+};
+
+Status PostgresDialect::write(const std::vector<const Row*>& group, InsertMode mode) {
   const Row& first = *group.front();
   const std::size_t n = first.columns.size();
   std::vector<std::optional<std::string>> params;
@@ -305,15 +267,14 @@ Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
     }
     return out + ")";
   };
-  std::string pkList;
-  for (std::size_t i = 0; i < first.pkCount; ++i) pkList += (i ? ", " : "") + first.columns[i];
+  const std::string pk = pkList(first);
   if (first.remove) {
-    sql = "DELETE FROM " + first.table + " WHERE (" + pkList + ") IN (";
+    sql = "DELETE FROM " + first.table + " WHERE (" + pk + ") IN (";
     for (std::size_t k = 0; k < group.size(); ++k) sql += (k ? ", " : "") + placeholders(*group[k], 0, first.pkCount);
     sql += ")";
     return db_->exec(sql, params);
   }
-  if (insertMode_ == InsertMode::kUpdate) {
+  if (mode == InsertMode::kUpdate) {
     for (const Row* row : group) {
       params.clear();
       std::string set;
@@ -331,11 +292,9 @@ Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
     }
     return Status::ok();
   }
-  if (insertMode_ == InsertMode::kInsert) {
+  if (mode == InsertMode::kInsert) {
     // COPY ... FROM STDIN: the server's bulk path (one row of bad data fails it; the caller then
     // writes the rows one by one and reports the bad ones).
-    std::string cols;
-    for (std::size_t i = 0; i < n; ++i) cols += (i ? ", " : "") + first.columns[i];
     std::string data;
     for (const Row* row : group) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -356,73 +315,331 @@ Status JdbcSinkTask::writeGroup(const std::vector<const Row*>& group) {
       }
       data.push_back('\n');
     }
-    return db_->copyIn("COPY " + first.table + " (" + cols + ") FROM STDIN", data);
+    return db_->copyIn("COPY " + first.table + " (" + columnList(first) + ") FROM STDIN", data);
   }
-  std::vector<const Row*> rows = group;
-  if (insertMode_ == InsertMode::kUpsert) {
-    // One statement may not touch a row twice: the last record of a key wins, in order.
-    std::vector<std::string> keys(group.size());
-    std::unordered_map<std::string_view, std::size_t> last;
-    for (std::size_t k = 0; k < group.size(); ++k) {
-      for (std::size_t i = 0; i < first.pkCount; ++i)
-        keys[k].append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
-      last[keys[k]] = k;
-    }
-    rows.clear();
-    for (std::size_t k = 0; k < group.size(); ++k)
-      if (last[keys[k]] == k) rows.push_back(group[k]);
-  }
-  std::string cols;
-  for (std::size_t i = 0; i < n; ++i) cols += (i ? ", " : "") + first.columns[i];
-  sql = "INSERT INTO " + first.table + " (" + cols + ") VALUES ";
+  const std::vector<const Row*> rows = lastOfEachKey(group);
+  sql = "INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ";
   for (std::size_t k = 0; k < rows.size(); ++k) sql += (k ? ", " : "") + placeholders(*rows[k], 0, n);
-  if (insertMode_ == InsertMode::kUpsert) {
-    std::string set;
-    for (std::size_t i = first.pkCount; i < n; ++i)
-      set += (i > first.pkCount ? ", " : "") + first.columns[i] + " = EXCLUDED." + first.columns[i];
-    sql += " ON CONFLICT (" + pkList + ") " + (set.empty() ? std::string("DO NOTHING") : "DO UPDATE SET " + set);
-  }
+  std::string set;
+  for (std::size_t i = first.pkCount; i < n; ++i)
+    set += (i > first.pkCount ? ", " : "") + first.columns[i] + " = EXCLUDED." + first.columns[i];
+  sql += " ON CONFLICT (" + pk + ") " + (set.empty() ? std::string("DO NOTHING") : "DO UPDATE SET " + set);
   return db_->exec(sql, params);
 }
 
+// MySQL/MariaDB: values are SQL literals (values.h mysqlLiteral), statements are sized to stay
+// well under the server's max_allowed_packet (a larger one makes the server drop the connection).
+class MariaDbDialect final : public JdbcSinkTask::Dialect {
+ public:
+  Status connect(const std::string& url, const std::string& user, const std::string& password) override {
+    FERRY_ASSIGN_OR_RETURN(db_, jdbc::MariaDbConnection::connect(url, user, password, 10));
+    // Half the packet for a statement (room for the protocol), and never more than 16 MiB: big
+    // statements gain nothing and hold more in memory.
+    maxStatement_ = std::clamp<std::size_t>(db_->maxAllowedPacket() / 2, 512, std::size_t{16} << 20);
+    uuidType_ = db_->isMariaDb() && db_->serverVersionNumber() >= 100700;
+    return Status::ok();
+  }
+  bool connected() const override { return db_ && db_->healthy(); }
+  void disconnect() override { db_.reset(); }
+
+  Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
+    return jdbc::mysqlLiteral(s, v, field);
+  }
+  Result<std::string> column(std::string_view name, bool quote) const override {
+    return jdbc::mysqlIdentifier(name, quote);
+  }
+  Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const override {
+    return jdbc::mysqlTableIdentifier(format, topic, quote);
+  }
+  Result<bool> tableExists(const std::string& table) override {
+    Status st = db_->exec("SELECT 1 FROM " + table + " LIMIT 0");
+    if (st.isOk()) return true;
+    if (jdbc::mariaDbErrno(st) == 1146) return false;  // ER_NO_SUCH_TABLE
+    return st;
+  }
+  Status exec(const std::string& sql) override { return db_->exec(sql); }
+  const char* beginSql() const override { return "START TRANSACTION"; }
+  std::size_t maxRows(std::size_t) const override { return std::numeric_limits<std::size_t>::max(); }
+  Status write(const std::vector<const Row*>& group, InsertMode mode) override;
+
+ protected:
+  Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const override {
+    return jdbc::mysqlType(s, column, key, uuidType_);
+  }
+  std::string tableOptions() const override { return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"; }
+
+ private:
+  // Sends `head` + the tuples + `tail` in as few statements as fit under maxStatement_. A tuple
+  // that cannot fit even alone is that row's data error (InvalidArgument), not a lost connection.
+  Status inStatements(const std::string& head, const std::vector<std::string>& tuples, const std::string& tail);
+  static std::string tuple(const Row& row, std::size_t from, std::size_t to) {
+    std::string out = "(";
+    for (std::size_t i = from; i < to; ++i) out += (i > from ? ", " : "") + row.values[i].value_or("NULL");
+    return out + ")";
+  }
+
+  std::unique_ptr<jdbc::MariaDbConnection> db_;
+  std::size_t maxStatement_ = 1 << 20;
+  bool uuidType_ = false;
+};
+
+Status MariaDbDialect::inStatements(const std::string& head, const std::vector<std::string>& tuples,
+                                    const std::string& tail) {
+  std::string sql;
+  std::size_t count = 0;
+  for (const auto& t : tuples) {
+    if (head.size() + t.size() + tail.size() > maxStatement_)
+      return Status::invalidArgument("a row of " + std::to_string(t.size()) + " bytes of SQL does not fit in a " +
+                                     std::to_string(maxStatement_) + "-byte statement (the server's " +
+                                     "max_allowed_packet is " + std::to_string(db_->maxAllowedPacket()) + ")");
+    if (count > 0 && sql.size() + 2 + t.size() + tail.size() > maxStatement_) {
+      FERRY_RETURN_IF_ERROR(db_->exec(sql + tail));
+      count = 0;
+    }
+    if (count++ == 0) sql = head;
+    else sql += ", ";
+    sql += t;
+  }
+  if (count > 0) return db_->exec(sql + tail);
+  return Status::ok();
+}
+
+Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mode) {
+  const Row& first = *group.front();
+  const std::size_t n = first.columns.size();
+  std::vector<std::string> tuples;
+  if (first.remove) {
+    for (const Row* row : group) tuples.push_back(tuple(*row, 0, first.pkCount));
+    return inStatements("DELETE FROM " + first.table + " WHERE (" + pkList(first) + ") IN (", tuples, ")");
+  }
+  if (mode == InsertMode::kUpdate) {
+    for (const Row* row : group) {
+      std::string set, where;
+      for (std::size_t i = first.pkCount; i < n; ++i)
+        set += (i > first.pkCount ? ", " : "") + row->columns[i] + " = " + row->values[i].value_or("NULL");
+      if (set.empty()) continue;
+      for (std::size_t i = 0; i < first.pkCount; ++i)
+        where += (i ? " AND " : "") + row->columns[i] + " = " + row->values[i].value_or("NULL");
+      const std::string sql = "UPDATE " + first.table + " SET " + set + " WHERE " + where;
+      if (sql.size() > maxStatement_)
+        return Status::invalidArgument("an UPDATE of " + std::to_string(sql.size()) +
+                                       " bytes does not fit under the server's max_allowed_packet");
+      FERRY_RETURN_IF_ERROR(db_->exec(sql));
+    }
+    return Status::ok();
+  }
+  const std::vector<const Row*> rows = mode == InsertMode::kUpsert ? lastOfEachKey(group) : group;
+  tuples.reserve(rows.size());
+  for (const Row* row : rows) tuples.push_back(tuple(*row, 0, n));
+  std::string tail;
+  if (mode == InsertMode::kUpsert) {
+    // VALUES(c): the value the statement's row would have inserted (MariaDB; MySQL 8 accepts it
+    // with a deprecation warning). Without value columns a duplicate changes nothing.
+    for (std::size_t i = first.pkCount; i < n; ++i)
+      tail += (i > first.pkCount ? ", " : "") + first.columns[i] + " = VALUES(" + first.columns[i] + ")";
+    if (tail.empty()) tail = first.columns[0] + " = " + first.columns[0];
+    tail = " ON DUPLICATE KEY UPDATE " + tail;
+  }
+  return inStatements("INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ", tuples, tail);
+}
+
+}  // namespace
+
+JdbcSinkTask::JdbcSinkTask() = default;
+JdbcSinkTask::~JdbcSinkTask() = default;
+
+std::string JdbcSinkTask::version() const { return kVersion; }
+
+Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
+  context_ = &context;
+  FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(JdbcSinkConnector::definition(), config, "JdbcSink"));
+  FERRY_RETURN_IF_ERROR(checkCombination(p).withContext("JdbcSink"));
+  url_ = p.getString("connection.url");
+  user_ = p.getString("connection.user");
+  password_ = p.getString("connection.password");
+  insertMode_ = *insertModeOf(p.getString("insert.mode"));
+  pkMode_ = *pkModeOf(p.getString("pk.mode"));
+  pkFields_ = p.getList("pk.fields");
+  for (const auto& f : p.getList("fields.whitelist")) fieldsWhitelist_.insert(f);
+  tableFormat_ = p.getString("table.name.format");
+  autoCreate_ = p.getBool("auto.create");
+  deleteEnabled_ = p.getBool("delete.enabled");
+  quote_ = p.getString("quote.sql.identifiers") == "always";
+  batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
+  if (jdbc::isMariaDbUrl(url_)) dialect_ = std::make_unique<MariaDbDialect>();
+  else dialect_ = std::make_unique<PostgresDialect>();
+  // A server that is down now may be up by the first put (which retries); a refused password or
+  // a database that does not exist fails the task here, with the server's message.
+  Status st = connect();
+  if (st.code() == StatusCode::kUnavailable) return Status::ok();
+  return st.withContext("JdbcSink");
+}
+
+Status JdbcSinkTask::connect() {
+  if (dialect_->connected()) return Status::ok();
+  dialect_->disconnect();
+  knownTables_.clear();
+  return dialect_->connect(url_, user_, password_);
+}
+
+void JdbcSinkTask::stop() {
+  if (dialect_) dialect_->disconnect();
+}
+
+Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
+  using Out = std::optional<Row>;
+  Row row;
+  row.record = &r;
+  FERRY_ASSIGN_OR_RETURN(row.table, dialect_->table(tableFormat_, r.topic, quote_));
+  auto add = [&](const std::string& name, std::optional<std::string> value, const Schema& schema) -> Status {
+    FERRY_ASSIGN_OR_RETURN(auto col, dialect_->column(name, quote_));
+    row.columns.push_back(std::move(col));
+    row.values.push_back(std::move(value));
+    row.schemas.push_back(&schema);
+    return Status::ok();
+  };
+  // The primary key's column names: a value field of the same name is not written again (its
+  // column holds the key's value, as in Kafka Connect's JDBC sink).
+  std::set<std::string> pkNames;
+  // The key's columns (record_key), for rows and tombstones alike.
+  auto keyColumns = [&]() -> Status {
+    if (r.key.isNull() || !r.keySchema)
+      return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
+                                     "with schemas.enable=true)");
+    auto key = Json::parse(r.key.view(), nullptr, false);
+    if (key.is_discarded()) return Status::invalidArgument("the key is not JSON");
+    if (r.keySchema->type() != SchemaType::kStruct) {
+      const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
+      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*r.keySchema, key, name));
+      pkNames.insert(name);
+      return add(name, std::move(v), *r.keySchema);
+    }
+    std::vector<std::string> names = pkFields_;
+    if (names.empty())
+      for (const auto& f : r.keySchema->fields()) names.push_back(f.name);
+    for (const auto& name : names) {
+      const SchemaField* f = r.keySchema->field(name);
+      if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
+      auto it = key.find(name);
+      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f->schema, it == key.end() ? Json() : *it, name));
+      FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
+      pkNames.insert(name);
+    }
+    return Status::ok();
+  };
+  if (r.value.isNull()) {
+    if (!deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
+    row.remove = true;
+    FERRY_RETURN_IF_ERROR(keyColumns());
+    row.pkCount = row.columns.size();
+  } else {
+    if (!r.valueSchema)
+      return Status::invalidArgument("a record without a value schema: JdbcSink writes typed records "
+                                     "(value.converter=org.apache.kafka.connect.json.JsonConverter with "
+                                     "schemas.enable=true, or a source that gives schemas)");
+    const Schema& vs = *r.valueSchema;
+    if (vs.type() != SchemaType::kStruct)
+      return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
+    auto value = Json::parse(r.value.view(), nullptr, false);
+    if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
+    switch (pkMode_) {
+      case PkMode::kNone: break;
+      case PkMode::kKafka: {
+        // The coordinates go through the dialect's value text like any value: for MySQL/MariaDB
+        // a literal, so a topic name is never SQL.
+        const Json coordinates[] = {Json(r.topic), Json(r.queue.value_or(-1)), Json(r.offset)};
+        for (std::size_t i = 0; i < 3; ++i) {
+          const std::string name = pkFields_.size() == 3 ? pkFields_[i] : kKafkaPk[i];
+          FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*kafkaSchemas()[i], coordinates[i], name));
+          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *kafkaSchemas()[i]));
+        }
+        break;
+      }
+      case PkMode::kRecordKey:
+        FERRY_RETURN_IF_ERROR(keyColumns());
+        break;
+      case PkMode::kRecordValue: {
+        std::vector<std::string> names = pkFields_;
+        if (names.empty())
+          for (const auto& f : vs.fields()) names.push_back(f.name);
+        for (const auto& name : names) {
+          const SchemaField* f = vs.field(name);
+          if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
+          auto it = value.find(name);
+          FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f->schema, it == value.end() ? Json() : *it, name));
+          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
+          pkNames.insert(name);
+        }
+        break;
+      }
+    }
+    row.pkCount = row.columns.size();
+    for (const auto& f : vs.fields()) {
+      if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
+      auto it = value.find(f.name);
+      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f.schema, it == value.end() ? Json() : *it, f.name));
+      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v), *f.schema));
+    }
+  }
+  row.shape = row.table;
+  for (const auto& c : row.columns) row.shape.append(1, '\0').append(c);
+  return Out(std::move(row));
+}
+
+
+Status JdbcSinkTask::ensureTable(const Row& row) {
+  if (knownTables_.count(row.table)) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table));
+  if (found) {
+    knownTables_.insert(row.table);
+    return Status::ok();
+  }
+  if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
+  if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
+  FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->createTableSql(row));
+  FERRY_RETURN_IF_ERROR(dialect_->exec(sql));
+  knownTables_.insert(row.table);
+  return Status::ok();
+}
+
 Status JdbcSinkTask::writeAll(const std::vector<Row>& rows) {
-  FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
+  FERRY_RETURN_IF_ERROR(dialect_->exec(dialect_->beginSql()));
   std::size_t i = 0;
   Status st;
   while (i < rows.size() && st.isOk()) {
     const Row& first = rows[i];
-    const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, kMaxParams / std::max<std::size_t>(1, first.columns.size())));
+    const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, dialect_->maxRows(first.columns.size())));
     std::vector<const Row*> group{&first};
     std::size_t j = i + 1;
     while (j < rows.size() && group.size() < maxRows && rows[j].shape == first.shape && rows[j].remove == first.remove)
       group.push_back(&rows[j++]);
-    st = writeGroup(group);
+    st = dialect_->write(group, insertMode_);
     i = j;
   }
-  if (st.isOk()) st = db_->exec("COMMIT");
-  if (!st.isOk()) (void)db_->exec("ROLLBACK");
+  if (st.isOk()) st = dialect_->exec("COMMIT");
+  if (!st.isOk()) (void)dialect_->exec("ROLLBACK");
   return st;
 }
 
 Status JdbcSinkTask::writeOneByOne(const std::vector<Row>& rows) {
-  FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
+  FERRY_RETURN_IF_ERROR(dialect_->exec(dialect_->beginSql()));
   for (const Row& row : rows) {
-    Status st = db_->exec("SAVEPOINT ferry_row");
-    if (st.isOk()) st = writeGroup({&row});
-    if (st.isOk()) st = db_->exec("RELEASE SAVEPOINT ferry_row");
+    Status st = dialect_->exec("SAVEPOINT ferry_row");
+    if (st.isOk()) st = dialect_->write({&row}, insertMode_);
+    if (st.isOk()) st = dialect_->exec("RELEASE SAVEPOINT ferry_row");
     if (st.isOk()) continue;
     if (dataError(st)) {
-      Status back = db_->exec("ROLLBACK TO SAVEPOINT ferry_row");
+      Status back = dialect_->exec("ROLLBACK TO SAVEPOINT ferry_row");
       Status reported = back.isOk() ? context_->reportBadRecord(*row.record, st.withContext("JdbcSink: table " + row.table))
                                     : back;
       if (reported.isOk()) continue;
       st = reported;
     }
-    (void)db_->exec("ROLLBACK");
+    (void)dialect_->exec("ROLLBACK");
     return st;
   }
-  Status st = db_->exec("COMMIT");
-  if (!st.isOk()) (void)db_->exec("ROLLBACK");
+  Status st = dialect_->exec("COMMIT");
+  if (!st.isOk()) (void)dialect_->exec("ROLLBACK");
   return st;
 }
 
@@ -440,7 +657,7 @@ Status JdbcSinkTask::put(std::vector<Record>& records) {
     if (!*row) continue;
     if (Status st = ensureTable(**row); !st.isOk()) {
       if (st.code() == StatusCode::kNotFound) continue;  // a tombstone for a table that is not there
-      if (st.code() == StatusCode::kUnavailable) db_.reset();
+      if (st.code() == StatusCode::kUnavailable) dialect_->disconnect();
       if (dataError(st)) {  // a schema that has no table form
         FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, st.withContext("JdbcSink")));
         continue;
@@ -453,7 +670,7 @@ Status JdbcSinkTask::put(std::vector<Record>& records) {
   Status st = writeAll(rows);
   if (st.isOk()) return st;
   if (dataError(st)) st = writeOneByOne(rows);
-  if (!st.isOk() && st.code() == StatusCode::kUnavailable) db_.reset();  // reconnect on the retry
+  if (!st.isOk() && st.code() == StatusCode::kUnavailable) dialect_->disconnect();  // reconnect on the retry
   return st.isOk() ? st : st.withContext("JdbcSink");
 }
 

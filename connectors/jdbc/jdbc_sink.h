@@ -1,10 +1,14 @@
-// JdbcSink: typed records into PostgreSQL tables, with Kafka Connect JDBC sink's key names and
-// semantics (connectors/jdbc/README.md). MySQL/MariaDB are not written to yet.
+// JdbcSink: typed records into PostgreSQL or MySQL/MariaDB tables, with Kafka Connect JDBC sink's
+// key names and semantics (connectors/jdbc/README.md). connection.url's scheme picks the dialect
+// (postgresql:// or mysql:// / mariadb://): a small seam (JdbcSinkTask::Dialect, jdbc_sink.cc)
+// holds the connection, the quoting, the value texts, the column types and the statements of
+// each server; the record-to-row mapping, batching, transactions and error handling are shared.
 //
 // - Records need a value schema (a struct; value.converter=JsonConverter with schemas.enable=true
 //   gives one from the backbone); a record without one is a bad record (errors.tolerance).
-// - Each put() is one transaction: its rows are written in bulk (COPY ... FROM STDIN for inserts,
-//   multi-row INSERT ... ON CONFLICT DO UPDATE for upserts, DELETE for tombstones), committed before put()
+// - Each put() is one transaction: its rows are written in bulk (PostgreSQL: COPY ... FROM STDIN for
+//   inserts, multi-row INSERT ... ON CONFLICT DO UPDATE for upserts; MySQL/MariaDB: multi-row
+//   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones), committed before put()
 //   returns, so the offsets the runtime commits after it never run ahead of the table. A batch
 //   whose statement fails on a row's data (SQLSTATE 22/23) is rolled back and written again row
 //   by row under savepoints: the bad rows are reported (errors.tolerance, dead letters with the
@@ -22,7 +26,6 @@
 #include <string>
 #include <vector>
 
-#include "connectors/jdbc/pg_client.h"
 #include "connectors/jdbc/values.h"
 #include "ferry/connector.h"
 
@@ -45,6 +48,8 @@ class JdbcSinkConnector final : public SinkConnector {
 
 class JdbcSinkTask final : public SinkTask {
  public:
+  JdbcSinkTask();
+  ~JdbcSinkTask() override;
   std::string version() const override;
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
@@ -53,14 +58,15 @@ class JdbcSinkTask final : public SinkTask {
 
   enum class InsertMode { kInsert, kUpsert, kUpdate };
   enum class PkMode { kNone, kRecordKey, kRecordValue, kKafka };
+  class Dialect;  // jdbc_sink.cc: PostgreSQL, MySQL/MariaDB
 
  private:
   // One row to write: where, what, and the record it came from (for bad-record reports).
   struct Row {
-    std::string table;                 // quoted identifier
+    std::string table;                 // quoted identifier (the dialect's quoting)
     bool remove = false;               // a tombstone with delete.enabled
     std::vector<std::string> columns;  // quoted, pk columns first
-    std::vector<std::optional<std::string>> values;
+    std::vector<std::optional<std::string>> values;  // the dialect's text (PostgreSQL) or literal (MySQL)
     std::vector<const Schema*> schemas;  // each column's (held by the record), for auto.create
     std::size_t pkCount = 0;
     const Record* record = nullptr;
@@ -71,10 +77,9 @@ class JdbcSinkTask final : public SinkTask {
   Status connect();
   Status writeAll(const std::vector<Row>& rows);
   Status writeOneByOne(const std::vector<Row>& rows);
-  Status writeGroup(const std::vector<const Row*>& group);
 
   SinkTaskContext* context_ = nullptr;
-  std::unique_ptr<jdbc::PgConnection> db_;
+  std::unique_ptr<Dialect> dialect_;  // made by start() from the URL; owns the connection
   std::string url_, user_, password_;
   InsertMode insertMode_ = InsertMode::kInsert;
   PkMode pkMode_ = PkMode::kNone;

@@ -1,4 +1,4 @@
-// Typed data to PostgreSQL text and types (values.h).
+// Typed data to PostgreSQL text, MySQL/MariaDB literals and both servers' column types (values.h).
 #include "connectors/jdbc/values.h"
 
 #include <algorithm>
@@ -15,10 +15,10 @@ Status bad(const std::string& field, const std::string& what) {
   return Status::invalidArgument("field '" + field + "': " + what);
 }
 
-std::string hexBytes(std::string_view bytes) {
+std::string hexDigits(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\\x";
-  out.reserve(2 + bytes.size() * 2);
+  std::string out;
+  out.reserve(bytes.size() * 2);
   for (unsigned char c : bytes) {
     out.push_back(kHex[c >> 4]);
     out.push_back(kHex[c & 0xf]);
@@ -109,12 +109,18 @@ Result<std::string> postgresType(const Schema& s, const std::string& field) {
   }
 }
 
-Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, const std::string& field) {
+namespace {
+
+enum class Target { kPostgres, kMysql };
+
+// The value's text for `target`: PostgreSQL's text parameter, or a MySQL/MariaDB SQL literal.
+Result<std::optional<std::string>> valueText(const Schema& s, const Json& v, const std::string& field, Target target) {
   using Out = std::optional<std::string>;
+  const bool my = target == Target::kMysql;
   if (v.is_null()) {
     if (s.defaultJson()) {
       auto d = Json::parse(*s.defaultJson(), nullptr, false);
-      if (!d.is_discarded() && !d.is_null()) return postgresText(s, d, field);
+      if (!d.is_discarded() && !d.is_null()) return valueText(s, d, field, target);
     }
     if (!s.optional()) return bad(field, "null for a required " + s.describe());
     return Out();
@@ -124,24 +130,26 @@ Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, 
     if (v.is_number_integer()) return v.get<std::int64_t>();
     return bad(field, "expected an integer for " + s.describe());
   };
+  // Texts MySQL reads from a quoted literal (PostgreSQL takes them as they are).
+  auto text = [&](std::string t) { return Out(my ? mysqlQuoted(t) : std::move(t)); };
   if (l == logical::kDecimal) {
     if (!v.is_string()) return bad(field, "expected base64 text for " + s.describe());
     auto bytes = core::base64Decode(v.get_ref<const std::string&>());
     if (!bytes) return bad(field, "not base64 text");
-    return Out(decimalText(*bytes, s.decimalScale().value_or(0)));
+    return text(decimalText(*bytes, s.decimalScale().value_or(0)));
   }
   if (l == logical::kDate) {
     FERRY_ASSIGN_OR_RETURN(auto d, integer());
-    return Out(dateText(d));
+    return text(dateText(d));
   }
   if (l == logical::kTime) {
     FERRY_ASSIGN_OR_RETURN(auto t, integer());
     if (t < 0 || t >= 86400000) return bad(field, "a Time is 0 <= ms < 86400000");
-    return Out(timeText(t));
+    return text(timeText(t));
   }
   if (l == logical::kTimestamp) {
     FERRY_ASSIGN_OR_RETURN(auto t, integer());
-    return Out(timestampText(t));
+    return text(timestampText(t));
   }
   switch (s.type()) {
     case SchemaType::kInt8:
@@ -156,27 +164,33 @@ Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, 
       return Out(v.dump());
     case SchemaType::kBoolean:
       if (!v.is_boolean()) return bad(field, "expected a boolean");
+      if (my) return Out(v.get<bool>() ? "TRUE" : "FALSE");
       return Out(v.get<bool>() ? "true" : "false");
-    case SchemaType::kString:
+    case SchemaType::kString: {
       if (!v.is_string()) return bad(field, "expected a string");
-      if (v.get_ref<const std::string&>().find('\0') != std::string::npos)
-        return bad(field, "PostgreSQL text cannot hold a NUL character");
-      return Out(v.get<std::string>());
+      const auto& str = v.get_ref<const std::string&>();
+      if (my) {
+        if (!validUtf8(str)) return bad(field, "text that is not UTF-8");
+        return Out(mysqlQuoted(str));
+      }
+      if (str.find('\0') != std::string::npos) return bad(field, "PostgreSQL text cannot hold a NUL character");
+      return Out(str);
+    }
     case SchemaType::kBytes: {
       if (!v.is_string()) return bad(field, "expected base64 text (bytes)");
       auto bytes = core::base64Decode(v.get_ref<const std::string&>());
       if (!bytes) return bad(field, "not base64 text (bytes)");
-      return Out(hexBytes(*bytes));
+      return Out(my ? "X'" + hexDigits(*bytes) + "'" : "\\x" + hexDigits(*bytes));
     }
     default:
       return bad(field, "a " + s.describe() + " has no column (flatten or extract it first)");
   }
 }
 
-Result<std::string> identifier(std::string_view name, bool quote) {
+// `name` quoted with `q` (the quote doubled inside), or checked to need no quoting.
+Result<std::string> quotedName(std::string_view name, bool quote, char q) {
   if (name.empty()) return Status::invalidArgument("an empty SQL identifier");
   if (name.find('\0') != std::string_view::npos) return Status::invalidArgument("a SQL identifier with a NUL character");
-  if (name.size() > 63) return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 63)) + "...' is longer than 63 bytes");
   if (!quote) {
     for (char c : name)
       if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
@@ -184,24 +198,143 @@ Result<std::string> identifier(std::string_view name, bool quote) {
                                        "' needs quoting (quote.sql.identifiers=never allows letters, digits and _ only)");
     return std::string(name);
   }
-  std::string out = "\"";
+  std::string out(1, q);
   for (char c : name) {
-    if (c == '"') out += "\"\"";
-    else out.push_back(c);
+    if (c == q) out.push_back(q);
+    out.push_back(c);
   }
-  out.push_back('"');
+  out.push_back(q);
   return out;
 }
 
-Result<std::string> tableIdentifier(const std::string& format, const std::string& topic, bool quote) {
+// table.name.format with ${topic} replaced, split at the first dot, each part given to `quoteOne`.
+template <typename F>
+Result<std::string> qualifiedName(const std::string& format, const std::string& topic, F quoteOne) {
   std::string name = format;
   for (std::size_t at = name.find("${topic}"); at != std::string::npos; at = name.find("${topic}", at + topic.size()))
     name.replace(at, 8, topic);
   const auto dot = name.find('.');
-  if (dot == std::string::npos) return identifier(name, quote);
-  FERRY_ASSIGN_OR_RETURN(auto schema, identifier(std::string_view(name).substr(0, dot), quote));
-  FERRY_ASSIGN_OR_RETURN(auto table, identifier(std::string_view(name).substr(dot + 1), quote));
+  if (dot == std::string::npos) return quoteOne(name);
+  FERRY_ASSIGN_OR_RETURN(auto schema, quoteOne(std::string_view(name).substr(0, dot)));
+  FERRY_ASSIGN_OR_RETURN(auto table, quoteOne(std::string_view(name).substr(dot + 1)));
   return schema + "." + table;
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, const std::string& field) {
+  return valueText(s, v, field, Target::kPostgres);
+}
+
+Result<std::optional<std::string>> mysqlLiteral(const Schema& s, const Json& v, const std::string& field) {
+  return valueText(s, v, field, Target::kMysql);
+}
+
+std::string mysqlQuoted(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('\'');
+  for (char c : text) {
+    switch (c) {
+      case '\0': out += "\\0"; break;
+      case '\'': out += "\\'"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\x1a': out += "\\Z"; break;
+      default: out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+bool validUtf8(std::string_view text, std::size_t* chars) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); ++n) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    std::size_t len;
+    std::uint32_t cp;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if ((b & 0xe0) == 0xc0) {
+      len = 2;
+      cp = b & 0x1f;
+    } else if ((b & 0xf0) == 0xe0) {
+      len = 3;
+      cp = b & 0x0f;
+    } else if ((b & 0xf8) == 0xf0) {
+      len = 4;
+      cp = b & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > text.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    static constexpr std::uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  if (chars) *chars = n;
+  return true;
+}
+
+Result<std::string> mysqlType(const Schema& s, const std::string& field, bool primaryKey, bool uuidType) {
+  const auto l = s.logicalName();
+  if (l == logical::kDecimal) {
+    const std::int32_t scale = std::max<std::int32_t>(0, s.decimalScale().value_or(0));
+    if (scale > 30)
+      return bad(field, "a Decimal of scale " + std::to_string(scale) +
+                            " has no MySQL/MariaDB column (DECIMAL's scale is at most 30): create the table yourself");
+    return "DECIMAL(65," + std::to_string(scale) + ")";
+  }
+  if (l == logical::kDate) return std::string("DATE");
+  if (l == logical::kTime) return std::string("TIME(3)");
+  if (l == logical::kTimestamp) return std::string("DATETIME(3)");
+  if (l == logical::kUuid) return std::string(uuidType ? "UUID" : "CHAR(36)");
+  if (l == logical::kJson) return std::string(primaryKey ? "VARCHAR(255)" : "JSON");
+  switch (s.type()) {
+    case SchemaType::kInt8: return std::string("TINYINT");
+    case SchemaType::kInt16: return std::string("SMALLINT");
+    case SchemaType::kInt32: return std::string("INT");
+    case SchemaType::kInt64: return std::string("BIGINT");
+    case SchemaType::kFloat32: return std::string("FLOAT");
+    case SchemaType::kFloat64: return std::string("DOUBLE");
+    case SchemaType::kBoolean: return std::string("BOOLEAN");
+    case SchemaType::kString: return std::string(primaryKey ? "VARCHAR(255)" : "TEXT");
+    case SchemaType::kBytes: return std::string(primaryKey ? "VARBINARY(255)" : "LONGBLOB");
+    default: return bad(field, "a " + s.describe() + " has no column type (flatten or extract it first)");
+  }
+}
+
+Result<std::string> mysqlIdentifier(std::string_view name, bool quote) {
+  std::size_t chars = 0;
+  if (!validUtf8(name, &chars)) return Status::invalidArgument("a SQL identifier that is not UTF-8");
+  if (chars > 64)
+    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 64)) +
+                                   "...' is longer than 64 characters");
+  return quotedName(name, quote, '`');
+}
+
+Result<std::string> mysqlTableIdentifier(const std::string& format, const std::string& topic, bool quote) {
+  return qualifiedName(format, topic, [quote](std::string_view n) { return mysqlIdentifier(n, quote); });
+}
+
+Result<std::string> identifier(std::string_view name, bool quote) {
+  if (name.size() > 63 && name.find('\0') == std::string_view::npos)
+    return Status::invalidArgument("SQL identifier '" + std::string(name.substr(0, 63)) +
+                                   "...' is longer than 63 bytes");
+  return quotedName(name, quote, '"');
+}
+
+Result<std::string> tableIdentifier(const std::string& format, const std::string& topic, bool quote) {
+  return qualifiedName(format, topic, [quote](std::string_view n) { return identifier(n, quote); });
 }
 
 }  // namespace ferry::connectors::jdbc

@@ -1,6 +1,9 @@
-// JdbcSink's conversions of typed data to PostgreSQL text and types (connectors/jdbc/values.h),
-// and the quoting that keeps table and column names from becoming SQL.
+// JdbcSink's conversions of typed data to PostgreSQL text, MySQL/MariaDB literals and both
+// servers' types (connectors/jdbc/values.h), the quoting that keeps table and column names from
+// becoming SQL, and the MariaDB client's URL parsing and error classes (mariadb_client.h).
 #include "connectors/jdbc/values.h"
+
+#include "connectors/jdbc/mariadb_client.h"
 
 #include "core/base64.h"
 
@@ -93,6 +96,148 @@ TEST(JdbcValues, IdentifiersCannotBecomeSql) {
   EXPECT_FALSE(identifier(std::string(64, 'a'), true).isOk());
   EXPECT_EQ(*tableIdentifier("${topic}", "shop.orders", true), "\"shop\".\"orders\"");
   EXPECT_EQ(*tableIdentifier("sink_${topic}", "t\"x", true), "\"sink_t\"\"x\"");
+}
+
+std::optional<std::string> literal(const SchemaBuilder& b, const char* json) {
+  auto r = mysqlLiteral(*built(b), Json::parse(json), "f");
+  EXPECT_TRUE(r.isOk()) << json << ": " << r.status().toString();
+  return r.isOk() ? *r : std::optional<std::string>("<error>");
+}
+
+TEST(JdbcValuesMysql, EveryTypeHasItsLiteral) {
+  EXPECT_EQ(literal(SchemaBuilder::int8(), "-128"), "-128");
+  EXPECT_EQ(literal(SchemaBuilder::int64(), "9223372036854775807"), "9223372036854775807");
+  EXPECT_EQ(literal(SchemaBuilder::float64(), "0.1"), "0.1");
+  EXPECT_EQ(literal(SchemaBuilder::float64(), "1e300"), "1e+300");
+  EXPECT_EQ(literal(SchemaBuilder::boolean(), "false"), "FALSE");
+  EXPECT_EQ(literal(SchemaBuilder::bytes(), "\"AAH/\""), "X'0001ff'");
+  EXPECT_EQ(literal(SchemaBuilder::bytes(), "\"\""), "X''");
+  EXPECT_EQ(literal(logical::decimal(2), "\"/2o=\""), "'-1.50'");
+  EXPECT_EQ(literal(logical::date(), "19000"), "'2022-01-08'");
+  EXPECT_EQ(literal(logical::time(), "3723004"), "'01:02:03.004'");
+  EXPECT_EQ(literal(logical::timestamp(), "1700000000123"), "'2023-11-14 22:13:20.123'");
+  EXPECT_EQ(literal(logical::uuid(), "\"00000000-0000-0000-0000-000000000001\""), "'00000000-0000-0000-0000-000000000001'");
+  EXPECT_EQ(literal(logical::json(), "\"{\\\"a\\\":1}\""), "'{\\\"a\\\":1}'");
+  EXPECT_EQ(literal(SchemaBuilder::string().optional(), "null"), std::nullopt);
+  EXPECT_EQ(literal(SchemaBuilder::int32().defaultJson("5"), "null"), "5");
+  EXPECT_FALSE(mysqlLiteral(*built(SchemaBuilder::string()), Json(), "name").isOk());
+  EXPECT_FALSE(mysqlLiteral(*built(SchemaBuilder::int32()), Json::parse("\"1; DROP TABLE t\""), "n").isOk());
+  EXPECT_FALSE(mysqlLiteral(*built(SchemaBuilder::float64()), Json::parse("\"1 OR 1=1\""), "n").isOk());
+  EXPECT_FALSE(mysqlLiteral(*built(SchemaBuilder::boolean()), Json::parse("1"), "b").isOk());
+  EXPECT_FALSE(mysqlLiteral(*built(logical::time()), Json::parse("-1"), "t").isOk());
+}
+
+TEST(JdbcValuesMysql, StringsAreOneLiteralWhateverTheirBytes) {
+  EXPECT_EQ(mysqlQuoted("it's"), "'it\\'s'");
+  EXPECT_EQ(mysqlQuoted("\\' OR 1=1 -- "), "'\\\\\\' OR 1=1 -- '");  // the backslash cannot eat the quote's escape
+  EXPECT_EQ(mysqlQuoted(std::string("a\0b\n\r\x1a\"", 7)), "'a\\0b\\n\\r\\Z\\\"'");
+  EXPECT_EQ(mysqlQuoted("\xc3\xa9 \xf0\x9f\x9a\x80"), "'\xc3\xa9 \xf0\x9f\x9a\x80'");
+  // Every byte but the escaped ones passes through, so a non-UTF-8 byte before a quote stays a
+  // byte and the quote stays escaped.
+  EXPECT_EQ(mysqlQuoted("\xbf'"), "'\xbf\\''");
+  EXPECT_EQ(literal(SchemaBuilder::string(), "\"a\\u0000b\""), std::string("'a\\0b'"));
+  // Text that is not UTF-8 (possible only from a connector, JSON parsing refuses it) is refused.
+  auto notUtf8 = mysqlLiteral(*built(SchemaBuilder::string()), Json(std::string("a\xff'b")), "name");
+  ASSERT_FALSE(notUtf8.isOk());
+  EXPECT_THAT(notUtf8.status().message(), HasSubstr("field 'name': text that is not UTF-8"));
+  EXPECT_TRUE(validUtf8("\xf0\x9f\x9a\x80"));
+  EXPECT_FALSE(validUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(validUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(validUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(validUtf8("\xe2\x82"));          // cut short
+}
+
+TEST(JdbcValuesMysql, ColumnTypes) {
+  auto type = [](const SchemaBuilder& b, bool key = false, bool uuid = true) { return *mysqlType(*built(b), "f", key, uuid); };
+  EXPECT_EQ(type(SchemaBuilder::int8()), "TINYINT");
+  EXPECT_EQ(type(SchemaBuilder::int16()), "SMALLINT");
+  EXPECT_EQ(type(SchemaBuilder::int32()), "INT");
+  EXPECT_EQ(type(SchemaBuilder::int64()), "BIGINT");
+  EXPECT_EQ(type(SchemaBuilder::float32()), "FLOAT");
+  EXPECT_EQ(type(SchemaBuilder::float64()), "DOUBLE");
+  EXPECT_EQ(type(SchemaBuilder::boolean()), "BOOLEAN");
+  EXPECT_EQ(type(SchemaBuilder::string()), "TEXT");
+  EXPECT_EQ(type(SchemaBuilder::string(), true), "VARCHAR(255)");
+  EXPECT_EQ(type(SchemaBuilder::bytes()), "LONGBLOB");
+  EXPECT_EQ(type(SchemaBuilder::bytes(), true), "VARBINARY(255)");
+  EXPECT_EQ(type(logical::decimal(2)), "DECIMAL(65,2)");
+  EXPECT_EQ(type(logical::decimal(30)), "DECIMAL(65,30)");
+  EXPECT_EQ(type(logical::date()), "DATE");
+  EXPECT_EQ(type(logical::time()), "TIME(3)");
+  EXPECT_EQ(type(logical::timestamp()), "DATETIME(3)");
+  EXPECT_EQ(type(logical::uuid()), "UUID");
+  EXPECT_EQ(type(logical::uuid(), false, false), "CHAR(36)");
+  EXPECT_EQ(type(logical::json()), "JSON");
+  auto wide = mysqlType(*built(logical::decimal(31)), "price", false, true);
+  ASSERT_FALSE(wide.isOk());
+  EXPECT_THAT(wide.status().message(), HasSubstr("field 'price': a Decimal of scale 31"));
+  EXPECT_FALSE(mysqlType(*built(SchemaBuilder::array(built(SchemaBuilder::int8()))), "tags", false, true).isOk());
+}
+
+TEST(JdbcValuesMysql, IdentifiersCannotBecomeSql) {
+  EXPECT_EQ(*mysqlIdentifier("orders", true), "`orders`");
+  EXPECT_EQ(*mysqlIdentifier("x`; DROP TABLE t; --", true), "`x``; DROP TABLE t; --`");
+  EXPECT_EQ(*mysqlIdentifier("``", true), "``````");
+  EXPECT_EQ(*mysqlIdentifier("a\"b'c\\", true), "`a\"b'c\\`");
+  EXPECT_EQ(*mysqlIdentifier("plain_1", false), "plain_1");
+  EXPECT_FALSE(mysqlIdentifier("a`b", false).isOk());
+  EXPECT_FALSE(mysqlIdentifier("", true).isOk());
+  EXPECT_FALSE(mysqlIdentifier(std::string("a\0b", 3), true).isOk());
+  EXPECT_FALSE(mysqlIdentifier("a\xff", true).isOk());
+  EXPECT_TRUE(mysqlIdentifier(std::string(64, 'a'), true).isOk());
+  EXPECT_FALSE(mysqlIdentifier(std::string(65, 'a'), true).isOk());
+  std::string wide;
+  for (int i = 0; i < 64; ++i) wide += "\xc3\xa9";  // 64 characters, 128 bytes
+  EXPECT_TRUE(mysqlIdentifier(wide, true).isOk());
+  EXPECT_EQ(*mysqlTableIdentifier("${topic}", "shop.orders", true), "`shop`.`orders`");
+  EXPECT_EQ(*mysqlTableIdentifier("sink_${topic}", "t`x", true), "`sink_t``x`");
+}
+
+TEST(MariaDbClient, UrlsAreParsedStrictly) {
+  auto a = parseMariaDbUrl("jdbc:mysql://db.example:3307/shop");
+  ASSERT_TRUE(a.isOk()) << a.status().toString();
+  EXPECT_EQ(a->host, "db.example");
+  EXPECT_EQ(a->port, 3307u);
+  EXPECT_EQ(a->database, "shop");
+  a = parseMariaDbUrl("mariadb://u%40x:p%3Aw@[::1]/");
+  ASSERT_TRUE(a.isOk()) << a.status().toString();
+  EXPECT_EQ(a->host, "::1");
+  EXPECT_EQ(a->port, 3306u);
+  EXPECT_EQ(a->database, "");
+  EXPECT_EQ(a->user, "u@x");
+  EXPECT_EQ(a->password, "p:w");
+  EXPECT_TRUE(isMariaDbUrl("jdbc:mariadb://h/d"));
+  EXPECT_FALSE(isMariaDbUrl("postgresql://h/d"));
+  EXPECT_FALSE(parseMariaDbUrl("postgresql://h/d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql:///d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql://h:0/d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql://h:99999/d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql://h:33x/d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql://[::1/d").isOk());
+  EXPECT_FALSE(parseMariaDbUrl("mysql://h/d/e").isOk());
+  EXPECT_FALSE(parseMariaDbUrl(std::string("mysql://h\0/d", 12)).isOk());
+  auto params = parseMariaDbUrl("mysql://h/d?user=a&password=secret");
+  ASSERT_FALSE(params.isOk());
+  EXPECT_THAT(params.status().message(), ::testing::Not(HasSubstr("secret")));
+}
+
+TEST(MariaDbClient, ErrorsAreClassifiedByNumber) {
+  EXPECT_EQ(classifyMariaDbError(2013, "lost").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(classifyMariaDbError(2006, "gone").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(classifyMariaDbError(1927, "killed").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(classifyMariaDbError(1213, "deadlock").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(classifyMariaDbError(1205, "lock wait").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(classifyMariaDbError(1062, "dup").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(classifyMariaDbError(4025, "check").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(classifyMariaDbError(1406, "too long").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(classifyMariaDbError(1048, "null").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(classifyMariaDbError(1146, "no table").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(classifyMariaDbError(1045, "access denied").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(classifyMariaDbError(1064, "syntax").code(), StatusCode::kFailedPrecondition);
+  Status s = classifyMariaDbError(1062, "MariaDB: Duplicate entry '1' for key 'PRIMARY'");
+  EXPECT_EQ(s.message(), "MariaDB: Duplicate entry '1' for key 'PRIMARY' [errno 1062]");
+  EXPECT_EQ(mariaDbErrno(s), 1062u);
+  EXPECT_EQ(mariaDbErrno(Status::ok()), 0u);
 }
 
 }  // namespace
