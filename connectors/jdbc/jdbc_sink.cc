@@ -336,7 +336,6 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
     // Half the packet for a statement (room for the protocol), and never more than 16 MiB: big
     // statements gain nothing and hold more in memory.
     maxStatement_ = std::clamp<std::size_t>(db_->maxAllowedPacket() / 2, 512, std::size_t{16} << 20);
-    uuidType_ = db_->isMariaDb() && db_->serverVersionNumber() >= 100700;
     return Status::ok();
   }
   bool connected() const override { return db_ && db_->healthy(); }
@@ -364,7 +363,7 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
 
  protected:
   Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const override {
-    return jdbc::mysqlType(s, column, key, uuidType_);
+    return jdbc::mysqlType(s, column, key);
   }
   std::string tableOptions() const override { return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"; }
 
@@ -380,7 +379,6 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
 
   std::unique_ptr<jdbc::MariaDbConnection> db_;
   std::size_t maxStatement_ = 1 << 20;
-  bool uuidType_ = false;
 };
 
 Status MariaDbDialect::inStatements(const std::string& head, const std::vector<std::string>& tuples,

@@ -285,7 +285,7 @@ bool validUtf8(std::string_view text, std::size_t* chars) {
   return true;
 }
 
-Result<std::string> mysqlType(const Schema& s, const std::string& field, bool primaryKey, bool uuidType) {
+Result<std::string> mysqlType(const Schema& s, const std::string& field, bool primaryKey) {
   const auto l = s.logicalName();
   if (l == logical::kDecimal) {
     const std::int32_t scale = std::max<std::int32_t>(0, s.decimalScale().value_or(0));
@@ -297,7 +297,7 @@ Result<std::string> mysqlType(const Schema& s, const std::string& field, bool pr
   if (l == logical::kDate) return std::string("DATE");
   if (l == logical::kTime) return std::string("TIME(3)");
   if (l == logical::kTimestamp) return std::string("DATETIME(3)");
-  if (l == logical::kUuid) return std::string(uuidType ? "UUID" : "CHAR(36)");
+  if (l == logical::kUuid) return std::string("CHAR(36)");
   if (l == logical::kJson) return std::string(primaryKey ? "VARCHAR(255)" : "JSON");
   switch (s.type()) {
     case SchemaType::kInt8: return std::string("TINYINT");

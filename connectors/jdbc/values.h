@@ -49,10 +49,10 @@ Result<std::string> tableIdentifier(const std::string& format, const std::string
 // The column type MySQL/MariaDB gets for a field of schema `s` (auto.create): int8 TINYINT, int16
 // SMALLINT, int32 INT, int64 BIGINT, float32 FLOAT, float64 DOUBLE, boolean BOOLEAN, string TEXT,
 // bytes LONGBLOB, Decimal DECIMAL(65,s) (a scale above 30 is InvalidArgument: MySQL's limit; a
-// negative scale gives DECIMAL(65,0)), Date DATE, Time TIME(3), Timestamp DATETIME(3), Uuid UUID
-// (`uuidType`: MariaDB >= 10.7) or CHAR(36), Json JSON. In a primary key (`primaryKey`), where
+// negative scale gives DECIMAL(65,0)), Date DATE, Time TIME(3), Timestamp DATETIME(3), Uuid CHAR(36)
+// (not MariaDB's UUID type: it refuses UUIDs PostgreSQL keeps, e.g. of version nibble e), Json JSON. In a primary key (`primaryKey`), where
 // MySQL cannot key a TEXT or BLOB: string and Json VARCHAR(255), bytes VARBINARY(255).
-Result<std::string> mysqlType(const Schema& s, const std::string& field, bool primaryKey, bool uuidType);
+Result<std::string> mysqlType(const Schema& s, const std::string& field, bool primaryKey);
 
 // The SQL literal for value `v` of schema `s` (nullopt = NULL), for a session whose sql_mode has
 // no NO_BACKSLASH_ESCAPES and whose character set is utf8mb4 (mariadb_client.h sets both):

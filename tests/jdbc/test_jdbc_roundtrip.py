@@ -135,11 +135,13 @@ def main():
         "connection.user": PG.username, "connection.password": urllib.parse.unquote(PG.password),
         "mode": "timestamp+incrementing", "timestamp.column.name": "updated", "incrementing.column.name": "id",
         "table.whitelist": TABLE, "topic.prefix": "", "batch.max.rows": "5000", "poll.interval.ms": "200",
+        "errors.retry.delay.max.ms": "2000",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
     w.ok("POST", "/connectors", {"name": "rt-sink", "config": {
         "connector.class": "JdbcSink", "topics": TABLE, "connection.url": my_url, "connection.user": MY.username,
         "connection.password": urllib.parse.unquote(MY.password), "insert.mode": "upsert", "pk.mode": "record_value",
-        "pk.fields": "id", "auto.create": "true", "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
+        "pk.fields": "id", "auto.create": "true", "errors.retry.delay.max.ms": "2000",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
     records = os.path.join(d, "records.out")
     w.ok("POST", "/connectors", {"name": "rt-file", "config": {
         "connector.class": "FileStreamSink", "topics": TABLE, "file": records,

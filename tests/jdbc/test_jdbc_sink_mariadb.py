@@ -286,7 +286,7 @@ def main():
         f"AND table_name = '{table}'"))
     want = {"id": "bigint(20)", "qty": "int(11)", "small": "smallint(6)", "tiny": "tinyint(4)",
             "price": "decimal(65,2)", "ratio": "double", "f32": "float", "ok": "tinyint(1)", "name": "text",
-            "raw": "longblob", "day": "date", "at": "time(3)", "ts": "datetime(3)", "uid": "uuid", "doc": "longtext"}
+            "raw": "longblob", "day": "date", "at": "time(3)", "ts": "datetime(3)", "uid": "char(36)", "doc": "longtext"}
     if any(types.get(k) != v for k, v in want.items()):
         raise AssertionError(f"column types {types}, expected {want}")
     print(f"ok   1,000 typed records (200 updates) -> {len(last)} rows, every column as sent, "

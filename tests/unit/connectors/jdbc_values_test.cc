@@ -148,7 +148,7 @@ TEST(JdbcValuesMysql, StringsAreOneLiteralWhateverTheirBytes) {
 }
 
 TEST(JdbcValuesMysql, ColumnTypes) {
-  auto type = [](const SchemaBuilder& b, bool key = false, bool uuid = true) { return *mysqlType(*built(b), "f", key, uuid); };
+  auto type = [](const SchemaBuilder& b, bool key = false) { return *mysqlType(*built(b), "f", key); };
   EXPECT_EQ(type(SchemaBuilder::int8()), "TINYINT");
   EXPECT_EQ(type(SchemaBuilder::int16()), "SMALLINT");
   EXPECT_EQ(type(SchemaBuilder::int32()), "INT");
@@ -165,13 +165,12 @@ TEST(JdbcValuesMysql, ColumnTypes) {
   EXPECT_EQ(type(logical::date()), "DATE");
   EXPECT_EQ(type(logical::time()), "TIME(3)");
   EXPECT_EQ(type(logical::timestamp()), "DATETIME(3)");
-  EXPECT_EQ(type(logical::uuid()), "UUID");
-  EXPECT_EQ(type(logical::uuid(), false, false), "CHAR(36)");
+  EXPECT_EQ(type(logical::uuid()), "CHAR(36)");
   EXPECT_EQ(type(logical::json()), "JSON");
-  auto wide = mysqlType(*built(logical::decimal(31)), "price", false, true);
+  auto wide = mysqlType(*built(logical::decimal(31)), "price", false);
   ASSERT_FALSE(wide.isOk());
   EXPECT_THAT(wide.status().message(), HasSubstr("field 'price': a Decimal of scale 31"));
-  EXPECT_FALSE(mysqlType(*built(SchemaBuilder::array(built(SchemaBuilder::int8()))), "tags", false, true).isOk());
+  EXPECT_FALSE(mysqlType(*built(SchemaBuilder::array(built(SchemaBuilder::int8()))), "tags", false).isOk());
 }
 
 TEST(JdbcValuesMysql, IdentifiersCannotBecomeSql) {
