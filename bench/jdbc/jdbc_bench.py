@@ -30,6 +30,19 @@ out). CPU: user+system of the worker process from /proc (ferry's process; the pe
 window, per million rows (= µs per row); the PostgreSQL server's CPU (postgres processes alive at
 the end) the same way; peak RSS = VmHWM of the worker process.
 
+The source side (JdbcSource), for each row size, from a table holding the same N rows (loaded with
+COPY beforehand):
+
+  copy_to      the limit: psql `\\copy (SELECT * FROM table) TO '/dev/null'` (the rows out through
+               one COPY), from the client's start to its end;
+  ferry        a standalone worker: JdbcSource (mode=incrementing on id, batch.max.rows 5000)
+               reads the table into the embedded backbone with JsonConverter (the envelope
+               written per record); from creating the connector until the source task's
+               ferry_task_records_out_total (records the backbone acknowledged, from /metrics,
+               polled every 0.2 s) reaches N; CPU and RSS as for the sink.
+
+  ratio: ferry_vs_copy_to. There is no JVM peer for the source side here.
+
 ratio: ferry_vs_copy; with the peer also ferry_kafka_vs_peer (rows/s, same input),
 ferry_kafka_vs_peer_per_core (rows per CPU-second: the peer's CPU per row / ferry's),
 ferry_kafka_vs_peer_first_to_last, ferry_vs_peer and ferry_vs_peer_per_core (ferry from its file),
@@ -107,14 +120,21 @@ def row(i, size):
     return base
 
 
+def write_csv(n, size, d):
+    """The N rows as CSV (what COPY loads), written once a size."""
+    csv_path = os.path.join(d, f"rows-{size}.csv")
+    if not os.path.exists(csv_path):
+        with open(csv_path, "w") as f:
+            for i in range(n):
+                r = row(i, size)
+                ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["ts"] // 1000)) + f".{r['ts'] % 1000:03d}"
+                f.write(f"{r['id']},{ts},{r['qty']},{r['note']}\n")
+    return csv_path
+
+
 def copy_run(n, size, d):
     table = f"bench_copy_{uuid.uuid4().hex[:8]}"
-    csv_path = os.path.join(d, f"rows-{size}.csv")
-    with open(csv_path, "w") as f:
-        for i in range(n):
-            r = row(i, size)
-            ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["ts"] // 1000)) + f".{r['ts'] % 1000:03d}"
-            f.write(f"{r['id']},{ts},{r['qty']},{r['note']}\n")
+    csv_path = write_csv(n, size, d)
     psql(f'CREATE TABLE "{table}" (id BIGINT NOT NULL, ts TIMESTAMP NOT NULL, qty INTEGER NOT NULL, note TEXT NOT NULL)')
     try:
         # No server CPU here: the backend that ran the COPY has exited by the end of the window.
@@ -210,6 +230,55 @@ def ferry_run(n, size, d, src, mode="insert", broker=None, topic=None):
         return sink_figures(n, t0, waited, cpu, scpu, rrep.hwm(pid), "ferry")
     finally:
         w.stop()
+        psql(f'DROP TABLE IF EXISTS "{table}"')
+
+
+def source_run(n, size, d):
+    """JdbcSource reading a table of N rows into the embedded backbone, beside COPY ... TO."""
+    u = urllib.parse.urlparse(PG_URL)
+    table = f"bench_src_{uuid.uuid4().hex[:8]}"
+    csv_path = write_csv(n, size, d)
+    psql(f'CREATE TABLE "{table}" (id BIGINT PRIMARY KEY, ts TIMESTAMP NOT NULL, qty INTEGER NOT NULL, note TEXT NOT NULL)')
+    psql(f'\\copy "{table}" FROM \'{csv_path}\' WITH (FORMAT csv)')
+    psql(f'VACUUM ANALYZE "{table}"')
+    wd = os.path.join(d, f"w-src-{size}")
+    os.makedirs(wd, exist_ok=True)
+    w = None
+    try:
+        t0 = time.time()
+        psql(f'\\copy (SELECT * FROM "{table}") TO \'/dev/null\'')
+        copy_secs = time.time() - t0
+        w = Worker(wd)
+        w.start()
+        pid = w.proc.pid
+        c0, s0 = rrep.cpu_s(pid), server_cpu()
+        t0 = time.time()
+        w.ok("POST", "/connectors", {"name": "jdbc-src", "config": {
+            "connector.class": "JdbcSource", "connection.url": f"postgresql://{u.hostname}:{u.port}{u.path}",
+            "connection.user": u.username, "connection.password": urllib.parse.unquote(u.password or ""),
+            "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": table,
+            "topic.prefix": "", "batch.max.rows": "5000",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
+        line = 'ferry_task_records_out_total{connector="jdbc-src",task="0"} '
+
+        def out():
+            _, m = w.rest("GET", "/metrics")
+            for ln in (m or "").splitlines():
+                if ln.startswith(line):
+                    return float(ln[len(line):])
+            return 0
+        wait_until(lambda: out() >= n, PEER_TIMEOUT_S, f"{n} source records acknowledged", interval=0.2)
+        secs = time.time() - t0
+        cpu, scpu = rrep.cpu_s(pid) - c0, server_cpu() - s0
+        f = {"seconds": round(secs, 3), "rows_per_s": round(n / secs),
+             "ferry_cpu_s_per_million": round(cpu * 1e6 / n, 2),
+             "server_cpu_s_per_million": round(scpu * 1e6 / n, 2), "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1)}
+        c = {"seconds": round(copy_secs, 3), "rows_per_s": round(n / copy_secs)}
+        return {"scenario": SCENARIO, "direction": "source", "row_bytes": size, "rows": n, "copy_to": c, "ferry": f,
+                "ratio": {"ferry_vs_copy_to": round(f["rows_per_s"] / c["rows_per_s"], 3)}}
+    finally:
+        if w:
+            w.stop()
         psql(f'DROP TABLE IF EXISTS "{table}"')
 
 
@@ -346,6 +415,12 @@ def scenario(n=200_000, sizes=(100, 1024), peers=None, modes=None):
             broker.start()  # a shared service: left running (stopped by bench/run only if it started it)
         except (kc.PeerError, OSError, subprocess.SubprocessError) as e:
             peer_error = str(e)[-1500:]
+    if os.environ.get("FERRY_BENCH_JDBC_SOURCE", "1") != "0":
+        for size in sizes:
+            log(f"{n} rows of {size} B: JdbcSource -> embedded backbone, beside COPY ... TO")
+            yield source_run(n, size, d)
+    if os.environ.get("FERRY_BENCH_JDBC_SINK", "1") == "0":
+        return
     for size in sizes:
         src = write_envelopes(n, size, d)
         topic = None

@@ -45,6 +45,8 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, HERE)
+from connect_envelope import decimal_b64, envelope, field, prim  # noqa: E402
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 
 PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
@@ -68,21 +70,6 @@ def rows(sql):
 
 # ---- Kafka Connect's JSON schemas, as its JsonConverter writes them ----
 
-def prim(t, optional=False, name=None, version=None, params=None):
-    s = {"type": t, "optional": optional}
-    if name:
-        s["name"] = name
-    if version is not None:
-        s["version"] = version
-    if params is not None:
-        s["parameters"] = params
-    return s
-
-
-def field(schema, name):
-    return {**schema, "field": name}
-
-
 ORDER_SCHEMA = {"type": "struct", "fields": [
     field(prim("int64"), "id"),
     field(prim("int32"), "qty"),
@@ -102,11 +89,6 @@ ORDER_SCHEMA = {"type": "struct", "fields": [
 ], "optional": False, "name": "shop.Order"}
 
 
-def decimal_b64(unscaled):
-    n = max(1, (unscaled.bit_length() + 8) // 8)
-    return base64.b64encode(unscaled.to_bytes(n, "big", signed=True)).decode()
-
-
 def order(i):
     return {
         "id": i % 800, "qty": i, "small": (i % 100) if i % 3 else None, "tiny": i % 100 - 50,
@@ -116,10 +98,6 @@ def order(i):
         "day": 19000 + i % 365, "at": (i * 1001) % 86400000, "ts": None if i % 17 == 0 else 1700000000000 + i * 37,
         "uid": str(uuid.UUID(int=i)), "doc": None if i % 19 == 0 else json.dumps({"i": i, "s": "x"}),
     }
-
-
-def envelope(schema, payload):
-    return json.dumps({"schema": schema, "payload": payload}, separators=(",", ":"), ensure_ascii=False)
 
 
 def expected_row(o):
