@@ -215,6 +215,21 @@ Result<std::vector<std::string>> JdbcSourceConnector::listTables() {
     if (listed(black, s, t)) continue;
     out.push_back(s + "." + t);
   }
+  // A whitelisted table that is not there (or not readable by the user) is read once it appears;
+  // say so, naming it, rather than running silently without it.
+  std::vector<std::string> missing;
+  for (const auto& w : white) {
+    bool found = false;
+    for (const auto& q : out) found = found || q == w || q.substr(q.find('.') + 1) == w;
+    if (!found) missing.push_back(w);
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "'" : ", '") + m + "'";
+    core::logger("jdbc")->warn("JdbcSource {}: table.whitelist names {} that the user cannot read (missing, or no "
+                               "SELECT privilege); looking again every table.poll.interval.ms",
+                               context_ ? context_->connectorName() : std::string("?"), names);
+  }
   return out;
 }
 
