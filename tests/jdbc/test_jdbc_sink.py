@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
-from connect_envelope import decimal_b64, envelope, field, prim  # noqa: E402
+from connect_envelope import ORDER_SCHEMA, decimal_b64, envelope, field, prim  # noqa: E402
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 
 PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
@@ -68,26 +68,7 @@ def rows(sql):
     return list(csv.reader(io.StringIO(out)))
 
 
-# ---- Kafka Connect's JSON schemas, as its JsonConverter writes them ----
-
-ORDER_SCHEMA = {"type": "struct", "fields": [
-    field(prim("int64"), "id"),
-    field(prim("int32"), "qty"),
-    field(prim("int16", True), "small"),
-    field(prim("int8"), "tiny"),
-    field(prim("bytes", name="org.apache.kafka.connect.data.Decimal", version=1, params={"scale": "2"}), "price"),
-    field(prim("double", True), "ratio"),
-    field(prim("float"), "f32"),
-    field(prim("boolean"), "ok"),
-    field(prim("string", True), "name"),
-    field(prim("bytes", True), "raw"),
-    field(prim("int32", name="org.apache.kafka.connect.data.Date", version=1), "day"),
-    field(prim("int32", name="org.apache.kafka.connect.data.Time", version=1), "at"),
-    field(prim("int64", True, name="org.apache.kafka.connect.data.Timestamp", version=1), "ts"),
-    field(prim("string", name="ferry.data.Uuid", version=1), "uid"),
-    field(prim("string", True, name="ferry.data.Json", version=1), "doc"),
-], "optional": False, "name": "shop.Order"}
-
+# ---- the typed records (ORDER_SCHEMA: connect_envelope.py) ----
 
 def order(i):
     return {
