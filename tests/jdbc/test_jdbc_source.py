@@ -23,7 +23,7 @@ arrives at the far end:
   4. a query (mode=incrementing over a custom query), and a table created while the connector
      runs (table.poll.interval.ms) is picked up;
   5. bad input: a wrong password (the connector fails with PostgreSQL's message, the password in
-     no answer or log); an incrementing column that does not exist, and SQL in its name (the task
+     no answer or log); an unreachable server (the connector runs with no task, the log names it); an incrementing column that does not exist, and SQL in its name (the task
      fails naming the column; the other table is untouched); the source's connections killed by
      the server every 0.3 s (pg_terminate_backend) while a writer adds 80,000 rows: every row
      still arrives, the task RUNNING.
@@ -397,6 +397,25 @@ def check_bad_input(w, d):
         if wrong in f.read():
             raise AssertionError("the worker log shows the password")
     print("ok   a wrong password fails the connector with PostgreSQL's message, shown nowhere")
+
+    # An unreachable server (a closed port): the connector runs with no task and says why in the
+    # log, naming the address; it is looked for again every table.poll.interval.ms.
+    w.ok("POST", "/connectors", {"name": "src-unreachable", "config": source_config(**{
+        "connection.url": "postgresql://127.0.0.1:1/ferry", "mode": "bulk", "topic.prefix": "u-",
+        "table.poll.interval.ms": "500"})})
+
+    def said_unreachable():
+        with open(w.log_path, errors="replace") as f:
+            return f.read().count("JdbcSource src-unreachable: cannot list tables") >= 2
+    wait_until(said_unreachable, 30, "the unreachable server named in the log, again at the next look")
+    st = task_state(w, "src-unreachable")
+    if st.get("connector", {}).get("state") != "RUNNING" or st.get("task"):
+        raise AssertionError(f"an unreachable server: the connector should run with no task: {st}")
+    with open(w.log_path, errors="replace") as f:
+        if "127.0.0.1" not in [ln for ln in f if "src-unreachable: cannot list tables" in ln][-1]:
+            raise AssertionError("the log line does not name the server's address")
+    w.ok("DELETE", "/connectors/src-unreachable")
+    print("ok   an unreachable server: the connector runs with no task, the log names the address at each look")
 
     victim = f"src_victim_{RUN}"
     t = f"src_bad_{RUN}"
