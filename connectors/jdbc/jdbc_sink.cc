@@ -42,11 +42,6 @@ Result<JdbcSinkTask::PkMode> pkModeOf(const std::string& s) {
   return Status::invalidArgument("pk.mode must be none, record_key, record_value or kafka, not '" + s + "'");
 }
 
-bool isPostgresUrl(const std::string& url) {
-  const std::string bare = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
-  return bare.rfind("postgresql://", 0) == 0 || bare.rfind("postgres://", 0) == 0;
-}
-
 // The checks of a config that need more than one key; InvalidArgument naming the key.
 Status checkCombination(const ParsedConfig& p) {
   FERRY_ASSIGN_OR_RETURN(auto insert, insertModeOf(p.getString("insert.mode")));
@@ -61,7 +56,7 @@ Status checkCombination(const ParsedConfig& p) {
     return Status::invalidArgument("auto.evolve=true is not supported yet: add the columns, or let auto.create make the table");
   const std::string url = p.getString("connection.url");
   if (jdbc::isMariaDbUrl(url)) return jdbc::parseMariaDbUrl(url).status();
-  if (!isPostgresUrl(url))
+  if (!jdbc::isPostgresUrl(url))
     return Status::invalidArgument("connection.url: postgresql://, mysql:// or mariadb://host:port/database, got '" +
                                    url.substr(0, url.find(':')) + ":...'");
   return Status::ok();

@@ -29,11 +29,6 @@ Result<JdbcSourceTask::Mode> modeOf(const std::string& s) {
                                  "'");
 }
 
-bool isPostgresUrl(const std::string& url) {
-  const std::string bare = url.rfind("jdbc:", 0) == 0 ? url.substr(5) : url;
-  return bare.rfind("postgresql://", 0) == 0 || bare.rfind("postgres://", 0) == 0;
-}
-
 // The checks of a config that need more than one key; InvalidArgument naming the key first.
 Status checkCombination(const ParsedConfig& p) {
   FERRY_ASSIGN_OR_RETURN(auto mode, modeOf(p.getString("mode")));
@@ -58,7 +53,7 @@ Status checkCombination(const ParsedConfig& p) {
   for (const auto& t : p.getList("table.types"))
     if (t != "TABLE" && t != "VIEW" && t != "PARTITIONED TABLE" && t != "MATERIALIZED VIEW")
       return Status::invalidArgument("table.types: '" + t + "' is not TABLE, PARTITIONED TABLE, VIEW or MATERIALIZED VIEW");
-  if (!isPostgresUrl(p.getString("connection.url"))) {
+  if (!jdbc::isPostgresUrl(p.getString("connection.url"))) {
     const std::string url = p.getString("connection.url");
     return Status::invalidArgument("connection.url: only postgresql://host:port/database is read yet (MySQL/MariaDB "
                                    "are not), got '" + url.substr(0, url.find(':')) + ":...'");
@@ -76,12 +71,6 @@ std::pair<std::string, std::string> splitQualified(const std::string& q) {
 bool parseInt64(std::string_view s, std::int64_t& v) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   return ec == std::errc() && p == s.data() + s.size();
-}
-
-std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
 }
 
 std::optional<jdbc::PgTypeInfo> lookupType(unsigned oid, const void* state) {
@@ -304,6 +293,9 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
   delayMs_ = p.getLong("timestamp.delay.interval.ms");
   pollInterval_ = std::chrono::milliseconds(p.getLong("poll.interval.ms"));
   batchMaxRows_ = static_cast<std::size_t>(p.getInt("batch.max.rows"));
+  if (!incrementingColumn_.empty()) {
+    FERRY_ASSIGN_OR_RETURN(incrementingExpr_, jdbc::identifier(incrementingColumn_, true));
+  }
   if (!timestampColumns_.empty()) {
     std::string e;
     for (const auto& c : timestampColumns_) {
@@ -363,8 +355,7 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
       if (!parseInt64(it->second, ms) || (n != committed->end() && !parseInt64(n->second, nanos)))
         return Status::dataLoss("JdbcSource: the committed position of " + t.qualified + " has timestamp='" +
                                 it->second + "', not a number of milliseconds");
-      // timestamp = milliseconds since the epoch, timestamp_nanos = nanoseconds of that second.
-      t.timestampMicros = floorDiv(ms, 1000) * 1000000 + (n != committed->end() ? nanos / 1000 : (ms % 1000) * 1000);
+      t.timestampMicros = jdbc::microsOfTimestampOffset(ms, n != committed->end() ? std::optional(nanos) : std::nullopt);
     }
   }
   next_ = 0;
@@ -436,10 +427,7 @@ Result<std::string> JdbcSourceTask::upperBound() {
 
 Result<std::unique_ptr<jdbc::PgRows>> JdbcSourceTask::query(Table& t, std::size_t limit) {
   const std::string lim = " LIMIT " + std::to_string(limit);
-  std::string inc;
-  if (!incrementingColumn_.empty()) {
-    FERRY_ASSIGN_OR_RETURN(inc, jdbc::identifier(incrementingColumn_, true));
-  }
+  const std::string& inc = incrementingExpr_;
   const std::string& ts = timestampExpr_;
   switch (mode_) {
     case Mode::kBulk: {
@@ -670,10 +658,9 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
     rec.position.partition = t.partition;
     if (t.incrementing && mode_ != Mode::kTimestamp) rec.position.offset["incrementing"] = *t.incrementing;
     if (t.timestampMicros) {
-      const std::int64_t ms = floorDiv(*t.timestampMicros, 1000);
+      const auto [ms, nanos] = jdbc::timestampOffsetOfMicros(*t.timestampMicros);
       rec.position.offset["timestamp"] = std::to_string(ms);
-      rec.position.offset["timestamp_nanos"] =
-          std::to_string((*t.timestampMicros - floorDiv(*t.timestampMicros, 1000000) * 1000000) * 1000);
+      rec.position.offset["timestamp_nanos"] = std::to_string(nanos);
     }
   }
   if (t.loading) t.loadDone += n;

@@ -119,7 +119,8 @@ class JdbcSourceTask final : public SourceTask {
   Mode mode_ = Mode::kBulk;
   std::string incrementingColumn_;
   std::vector<std::string> timestampColumns_;
-  std::string timestampExpr_;  // COALESCE of the quoted timestamp columns
+  std::string incrementingExpr_;  // the quoted incrementing column
+  std::string timestampExpr_;     // COALESCE of the quoted timestamp columns
   std::int64_t delayMs_ = 0;
   std::chrono::milliseconds pollInterval_{5000};
   std::size_t batchMaxRows_ = 100;

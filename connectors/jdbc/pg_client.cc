@@ -152,6 +152,11 @@ Status PgConnection::copyIn(const std::string& copySql, std::string_view data) {
   return out;
 }
 
+bool isPostgresUrl(std::string_view url) {
+  if (url.substr(0, 5) == "jdbc:") url.remove_prefix(5);
+  return url.substr(0, 13) == "postgresql://" || url.substr(0, 11) == "postgres://";
+}
+
 std::string sqlState(const Status& s) {
   const std::string& m = s.message();
   const auto at = m.rfind("[SQLSTATE ");

@@ -78,6 +78,9 @@ class PgConnection {
   pg_conn* c_;
 };
 
+// Whether `url` names a PostgreSQL server: postgresql:// or postgres://, after an optional "jdbc:".
+bool isPostgresUrl(std::string_view url);
+
 // The server's SQLSTATE of the last error that Status came from ("" if none): kept in the
 // message as "[SQLSTATE 23505]".
 std::string sqlState(const Status& s);

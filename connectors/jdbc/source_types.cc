@@ -450,6 +450,15 @@ std::optional<std::int64_t> parsePgTimestamp(std::string_view text) {
   return micros;
 }
 
+std::pair<std::int64_t, std::int64_t> timestampOffsetOfMicros(std::int64_t micros) {
+  return {floorDiv(micros, 1000), (micros - floorDiv(micros, 1000000) * 1000000) * 1000};
+}
+
+std::int64_t microsOfTimestampOffset(std::int64_t ms, std::optional<std::int64_t> nanos) {
+  if (!nanos) return ms * 1000;
+  return floorDiv(ms, 1000) * 1000000 + *nanos / 1000;
+}
+
 std::string timestampMicrosText(std::int64_t micros) {
   const std::int64_t days = floorDiv(micros, 86400000000);
   std::int64_t rest = micros - days * 86400000000;

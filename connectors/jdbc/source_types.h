@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ferry/result.h"
 #include "ferry/schema.h"
@@ -72,6 +73,11 @@ std::optional<std::int64_t> parsePgDate(std::string_view text);
 std::optional<std::int64_t> parsePgTime(std::string_view text);
 // "YYYY-MM-DD HH:MM:SS[.ffffff][+hh[:mm[:ss]]][ BC]" -> microseconds since the epoch, UTC.
 std::optional<std::int64_t> parsePgTimestamp(std::string_view text);
+// A timestamp position as Kafka Connect JDBC keeps it: `timestamp` = milliseconds since the epoch,
+// `timestamp_nanos` = the nanoseconds within that second. Microseconds are kept exactly; without
+// timestamp_nanos (an older position) the milliseconds alone count.
+std::pair<std::int64_t, std::int64_t> timestampOffsetOfMicros(std::int64_t micros);
+std::int64_t microsOfTimestampOffset(std::int64_t ms, std::optional<std::int64_t> nanos);
 // Microseconds since the epoch -> "YYYY-MM-DD HH:MM:SS.ffffff" (UTC), for query parameters.
 std::string timestampMicrosText(std::int64_t micros);
 // "-12.3400" with `scale` -> the unscaled value's big-endian two's complement bytes (Kafka's

@@ -142,6 +142,19 @@ TEST(JdbcSourceTypes, DatesAndTimestampsEitherSideOfTheEpochAndEras) {
   EXPECT_FALSE(parsePgTimestamp("2026-12-06 15:00:00+0x"));
 }
 
+TEST(JdbcSourceTypes, TimestampPositionsKeepMicrosecondsEitherSideOfTheEpoch) {
+  for (std::int64_t us : {0LL, 1LL, -1LL, 999999LL, -1000001LL, 1796569200123456LL, -62135596800000001LL}) {
+    const auto [ms, nanos] = timestampOffsetOfMicros(us);
+    EXPECT_GE(nanos, 0) << us;
+    EXPECT_LT(nanos, 1000000000) << us;
+    EXPECT_EQ(microsOfTimestampOffset(ms, nanos), us) << us;
+  }
+  EXPECT_EQ(timestampOffsetOfMicros(1500), (std::pair<std::int64_t, std::int64_t>(1, 1500000)));
+  // A position without timestamp_nanos: the milliseconds alone, before 1970 too.
+  EXPECT_EQ(microsOfTimestampOffset(-1, std::nullopt), -1000);
+  EXPECT_EQ(microsOfTimestampOffset(1796569200123, std::nullopt), 1796569200123000);
+}
+
 TEST(JdbcSourceTypes, TextsThatAreNotTheTypeAreRefusedNamingTheColumn) {
   std::string out;
   Status s = appendPgValue(out, reader(23), "12abc");
