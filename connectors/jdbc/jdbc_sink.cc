@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <limits>
 #include <unordered_map>
 
 #include "connectors/common.h"
 #include "connectors/jdbc/mariadb_client.h"
 #include "connectors/jdbc/pg_client.h"
+#include "core/logging.h"
 
 namespace ferry::connectors {
 namespace {
@@ -52,8 +54,6 @@ Status checkCombination(const ParsedConfig& p) {
     return Status::invalidArgument("delete.enabled=true needs pk.mode=record_key (a tombstone has only its key)");
   if (pk == JdbcSinkTask::PkMode::kKafka && !p.getList("pk.fields").empty() && p.getList("pk.fields").size() != 3)
     return Status::invalidArgument("pk.fields with pk.mode=kafka names 3 columns (topic, partition, offset), or none");
-  if (p.getBool("auto.evolve"))
-    return Status::invalidArgument("auto.evolve=true is not supported yet: add the columns, or let auto.create make the table");
   const std::string url = p.getString("connection.url");
   if (jdbc::isMariaDbUrl(url)) return jdbc::parseMariaDbUrl(url).status();
   if (!jdbc::isPostgresUrl(url))
@@ -98,7 +98,8 @@ const ConfigDef& JdbcSinkConnector::definition() {
              "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
              "primary key).");
     d.define("auto.evolve", ConfigType::kBool, "false", Importance::kLow,
-             "Add missing columns. Not supported yet: only false is accepted.");
+             "Add a column the table lacks for a record's field (ALTER TABLE ... ADD COLUMN, nullable; a "
+             "required field without a column fails the task, as in Kafka Connect).");
     d.define("delete.enabled", ConfigType::kBool, "false", Importance::kMedium,
              "A tombstone (null value) deletes the row of its key (needs pk.mode=record_key); "
              "otherwise tombstones are skipped.");
@@ -157,6 +158,11 @@ class JdbcSinkTask::Dialect {
   virtual Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const = 0;
 
   virtual Result<bool> tableExists(const std::string& table) = 0;
+  // The names of `table`'s columns, as the server keeps them (unquoted).
+  virtual Result<std::vector<std::string>> tableColumns(const std::string& table) = 0;
+  // Whether column names match whatever their case (MySQL/MariaDB always; PostgreSQL folds
+  // names it is given unquoted to lower case).
+  virtual bool caseInsensitiveColumns(bool quoted) const { return !quoted; }
   virtual Status exec(const std::string& sql) = 0;
   virtual const char* beginSql() const = 0;
   // The most rows one statement of `columns` columns takes (the caller also applies batch.size).
@@ -164,6 +170,12 @@ class JdbcSinkTask::Dialect {
   // Writes `group` (rows of one shape, all deletes or none) in `mode`, inside the caller's
   // transaction.
   virtual Status write(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) = 0;
+
+  // ALTER TABLE ... ADD COLUMN for column `i` of `row`, nullable.
+  Result<std::string> addColumnSql(const JdbcSinkTask::Row& row, std::size_t i) const {
+    FERRY_ASSIGN_OR_RETURN(auto type, columnType(*row.schemas[i], row.columns[i], false));
+    return "ALTER TABLE " + row.table + " ADD COLUMN " + row.columns[i] + " " + type;
+  }
 
   // CREATE TABLE IF NOT EXISTS for `row`'s columns: the key and required fields NOT NULL.
   Result<std::string> createTableSql(const JdbcSinkTask::Row& row) const {
@@ -232,6 +244,14 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
   Result<bool> tableExists(const std::string& table) override {
     FERRY_ASSIGN_OR_RETURN(auto found, db_->query("SELECT to_regclass($1) IS NOT NULL", {table}));
     return !found.empty() && found[0][0] == std::string("t");
+  }
+  Result<std::vector<std::string>> tableColumns(const std::string& table) override {
+    FERRY_ASSIGN_OR_RETURN(auto rows, db_->query("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND "
+                                                 "attnum > 0 AND NOT attisdropped",
+                                                 {table}));
+    std::vector<std::string> out;
+    for (const auto& r : rows) out.push_back(r[0].value_or(""));
+    return out;
   }
   Status exec(const std::string& sql) override { return db_->exec(sql); }
   const char* beginSql() const override { return "BEGIN"; }
@@ -351,6 +371,13 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
     if (jdbc::mariaDbErrno(st) == 1146) return false;  // ER_NO_SUCH_TABLE
     return st;
   }
+  Result<std::vector<std::string>> tableColumns(const std::string& table) override {
+    FERRY_ASSIGN_OR_RETURN(auto r, db_->query("SHOW COLUMNS FROM " + table));
+    std::vector<std::string> out;
+    for (const auto& row : r.rows) out.push_back(row.empty() ? "" : row[0].value_or(""));
+    return out;
+  }
+  bool caseInsensitiveColumns(bool) const override { return true; }
   Status exec(const std::string& sql) override { return db_->exec(sql); }
   const char* beginSql() const override { return "START TRANSACTION"; }
   std::size_t maxRows(std::size_t) const override { return std::numeric_limits<std::size_t>::max(); }
@@ -456,6 +483,7 @@ Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   for (const auto& f : p.getList("fields.whitelist")) fieldsWhitelist_.insert(f);
   tableFormat_ = p.getString("table.name.format");
   autoCreate_ = p.getBool("auto.create");
+  autoEvolve_ = p.getBool("auto.evolve");
   deleteEnabled_ = p.getBool("delete.enabled");
   quote_ = p.getString("quote.sql.identifiers") == "always";
   batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
@@ -472,6 +500,8 @@ Status JdbcSinkTask::connect() {
   if (dialect_->connected()) return Status::ok();
   dialect_->disconnect();
   knownTables_.clear();
+  tableColumns_.clear();
+  evolvedShapes_.clear();
   return dialect_->connect(url_, user_, password_);
 }
 
@@ -581,17 +611,63 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
 
 
 Status JdbcSinkTask::ensureTable(const Row& row) {
-  if (knownTables_.count(row.table)) return Status::ok();
-  FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table));
-  if (found) {
+  if (!knownTables_.count(row.table)) {
+    FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table));
+    if (!found) {
+      if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
+      if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
+      FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->createTableSql(row));
+      FERRY_RETURN_IF_ERROR(dialect_->exec(sql));
+    }
     knownTables_.insert(row.table);
-    return Status::ok();
   }
-  if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
-  if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
-  FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->createTableSql(row));
-  FERRY_RETURN_IF_ERROR(dialect_->exec(sql));
-  knownTables_.insert(row.table);
+  if (!autoEvolve_ || row.remove || evolvedShapes_.count(row.shape)) return Status::ok();
+  FERRY_RETURN_IF_ERROR(evolveTable(row));
+  evolvedShapes_.insert(row.shape);  // rows of this shape have every column now
+  return Status::ok();
+}
+
+Status JdbcSinkTask::evolveTable(const Row& row) {
+  const bool folded = dialect_->caseInsensitiveColumns(quote_);
+  auto key = [folded](std::string name) {
+    if (folded)
+      for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return name;
+  };
+  auto load = [&]() -> Status {
+    FERRY_ASSIGN_OR_RETURN(auto names, dialect_->tableColumns(row.table));
+    auto& known = tableColumns_[row.table];
+    known.clear();
+    for (const auto& n : names) {
+      FERRY_ASSIGN_OR_RETURN(auto quoted, dialect_->column(n, true));
+      known.insert(key(quoted));
+    }
+    return Status::ok();
+  };
+  if (!tableColumns_.count(row.table)) FERRY_RETURN_IF_ERROR(load());
+  // Row columns are quoted as quote.sql.identifiers says; compare in the always-quoted form.
+  auto has = [&](std::size_t i) -> Result<bool> {
+    std::string name = row.columns[i];
+    if (!quote_) {
+      FERRY_ASSIGN_OR_RETURN(name, dialect_->column(name, true));
+    }
+    return tableColumns_[row.table].count(key(name)) > 0;
+  };
+  for (std::size_t i = row.pkCount; i < row.columns.size(); ++i) {
+    FERRY_ASSIGN_OR_RETURN(bool present, has(i));
+    if (present) continue;
+    if (!row.schemas[i]->optional() && !row.schemas[i]->defaultJson())
+      return Status::failedPrecondition("auto.evolve: table " + row.table + " has no column " + row.columns[i] +
+                                        " and its field is required without a default: a column added now would be "
+                                        "NULL in the existing rows; add it yourself");
+    FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->addColumnSql(row, i));
+    Status st = dialect_->exec(sql);
+    // Another task may have added it meanwhile: look again before failing.
+    FERRY_RETURN_IF_ERROR(load());
+    FERRY_ASSIGN_OR_RETURN(present, has(i));
+    if (!present) return st.isOk() ? Status::internal("auto.evolve: " + sql + " added no column") : st;
+    core::logger("jdbc")->info("JdbcSink: auto.evolve added column {} to {}", row.columns[i], row.table);
+  }
   return Status::ok();
 }
 

@@ -74,6 +74,8 @@ class JdbcSinkTask final : public SinkTask {
   };
   Result<std::optional<Row>> rowOf(const Record& r);
   Status ensureTable(const Row& row);
+  // auto.evolve: adds the columns `row` has and its table lacks (nullable).
+  Status evolveTable(const Row& row);
   Status connect();
   Status writeAll(const std::vector<Row>& rows);
   Status writeOneByOne(const std::vector<Row>& rows);
@@ -87,10 +89,14 @@ class JdbcSinkTask final : public SinkTask {
   std::set<std::string> fieldsWhitelist_;
   std::string tableFormat_ = "${topic}";
   bool autoCreate_ = false;
+  bool autoEvolve_ = false;
   bool deleteEnabled_ = false;
   bool quote_ = true;
   std::size_t batchSize_ = 3000;
   std::set<std::string> knownTables_;  // tables seen to exist (or created) on this connection
+  // auto.evolve: each table's columns, quoted (lower case where names fold), read once per connection.
+  std::map<std::string, std::set<std::string>> tableColumns_;
+  std::set<std::string> evolvedShapes_;  // Row::shape values checked against their table
 };
 
 }  // namespace ferry::connectors

@@ -1,4 +1,4 @@
-// JdbcSource for PostgreSQL (see jdbc_source.h and connectors/jdbc/README.md).
+// JdbcSource for PostgreSQL and MySQL/MariaDB (see jdbc_source.h and connectors/jdbc/README.md).
 #include "connectors/jdbc/jdbc_source.h"
 
 #include <nlohmann/json.hpp>
@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "connectors/common.h"
+#include "connectors/jdbc/mariadb_client.h"
+#include "connectors/jdbc/pg_client.h"
 #include "connectors/jdbc/values.h"
 #include "core/clock.h"
 #include "core/json_text.h"
@@ -53,10 +55,15 @@ Status checkCombination(const ParsedConfig& p) {
   for (const auto& t : p.getList("table.types"))
     if (t != "TABLE" && t != "VIEW" && t != "PARTITIONED TABLE" && t != "MATERIALIZED VIEW")
       return Status::invalidArgument("table.types: '" + t + "' is not TABLE, PARTITIONED TABLE, VIEW or MATERIALIZED VIEW");
-  if (!jdbc::isPostgresUrl(p.getString("connection.url"))) {
-    const std::string url = p.getString("connection.url");
-    return Status::invalidArgument("connection.url: only postgresql://host:port/database is read yet (MySQL/MariaDB "
-                                   "are not), got '" + url.substr(0, url.find(':')) + ":...'");
+  const std::string url = p.getString("connection.url");
+  if (jdbc::isMariaDbUrl(url)) {
+    FERRY_RETURN_IF_ERROR(jdbc::parseMariaDbUrl(url).status());
+    for (const auto& t : p.getList("table.types"))
+      if (t != "TABLE" && t != "VIEW")
+        return Status::invalidArgument("table.types: MySQL and MariaDB have TABLE and VIEW, not '" + t + "'");
+  } else if (!jdbc::isPostgresUrl(url)) {
+    return Status::invalidArgument("connection.url: postgresql://, mysql:// or mariadb://host:port/database "
+                                   "expected, got '" + url.substr(0, url.find(':')) + ":...'");
   }
   return Status::ok();
 }
@@ -73,11 +80,9 @@ bool parseInt64(std::string_view s, std::int64_t& v) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-std::optional<jdbc::PgTypeInfo> lookupType(unsigned oid, const void* state) {
-  const auto& types = *static_cast<const std::map<unsigned, jdbc::PgTypeInfo>*>(state);
-  auto it = types.find(oid);
-  if (it == types.end()) return std::nullopt;
-  return it->second;
+// A name from the config quoted for the URL's database.
+Result<std::string> quoted(const std::string& url, std::string_view name) {
+  return jdbc::isMariaDbUrl(url) ? jdbc::mysqlIdentifier(name, true) : jdbc::identifier(name, true);
 }
 
 }  // namespace
@@ -89,7 +94,8 @@ const ConfigDef& JdbcSourceConnector::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
     d.define("connection.url", ConfigType::kString, std::nullopt, Importance::kHigh,
-             "postgresql://host:port/database[?params] (a leading jdbc: is accepted).",
+             "postgresql://host:port/database[?params], or mysql:// / mariadb://host:port/database (a leading "
+             "jdbc: is accepted).",
              validators::nonEmptyString());
     d.define("connection.user", ConfigType::kString, "", Importance::kHigh, "The database user.");
     d.define("connection.password", ConfigType::kPassword, "", Importance::kHigh,
@@ -172,24 +178,9 @@ Status JdbcSourceConnector::start(const StringMap& config, ConnectorContext& con
 
 Result<std::vector<std::string>> JdbcSourceConnector::listTables() {
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(definition(), config_, "JdbcSource"));
-  FERRY_ASSIGN_OR_RETURN(auto db, jdbc::PgConnection::connect(p.getString("connection.url"),
-                                                              p.getString("connection.user"),
-                                                              p.getString("connection.password"), 10));
-  std::string kinds = "{";
-  for (const auto& t : p.getList("table.types")) {
-    if (kinds.size() > 1) kinds += ',';
-    kinds += t == "TABLE" ? "r" : t == "PARTITIONED TABLE" ? "p" : t == "VIEW" ? "v" : "m";
-  }
-  kinds += '}';
-  const std::string schema = p.getString("schema.pattern");
-  FERRY_ASSIGN_OR_RETURN(
-      auto rows,
-      db->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
-                "n.oid = c.relnamespace WHERE c.relkind::text = ANY($1::text[]) AND n.nspname NOT IN "
-                "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND "
-                "n.nspname NOT LIKE 'pg\\_temp%' AND ($2 = '' OR n.nspname = $2) AND "
-                "has_table_privilege(c.oid, 'SELECT') ORDER BY 1, 2",
-                {kinds, schema}));
+  FERRY_ASSIGN_OR_RETURN(auto db, jdbc::SourceDb::connect(p.getString("connection.url"), p.getString("connection.user"),
+                                                           p.getString("connection.password"), 10));
+  FERRY_ASSIGN_OR_RETURN(auto rows, db->listTables(p.getList("table.types"), p.getString("schema.pattern")));
   const auto white = p.getList("table.whitelist");
   const auto black = p.getList("table.blacklist");
   auto listed = [](const std::vector<std::string>& list, const std::string& s, const std::string& t) {
@@ -198,8 +189,8 @@ Result<std::vector<std::string>> JdbcSourceConnector::listTables() {
   };
   std::vector<std::string> out;
   for (const auto& r : rows) {
-    const std::string& s = *r[0];
-    const std::string& t = *r[1];
+    const std::string& s = r.schema;
+    const std::string& t = r.table;
     if (!white.empty() && !listed(white, s, t)) continue;
     if (listed(black, s, t)) continue;
     out.push_back(s + "." + t);
@@ -294,12 +285,12 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
   pollInterval_ = std::chrono::milliseconds(p.getLong("poll.interval.ms"));
   batchMaxRows_ = static_cast<std::size_t>(p.getInt("batch.max.rows"));
   if (!incrementingColumn_.empty()) {
-    FERRY_ASSIGN_OR_RETURN(incrementingExpr_, jdbc::identifier(incrementingColumn_, true));
+    FERRY_ASSIGN_OR_RETURN(incrementingExpr_, quoted(url_, incrementingColumn_));
   }
   if (!timestampColumns_.empty()) {
     std::string e;
     for (const auto& c : timestampColumns_) {
-      FERRY_ASSIGN_OR_RETURN(auto q, jdbc::identifier(c, true));
+      FERRY_ASSIGN_OR_RETURN(auto q, quoted(url_, c));
       if (!e.empty()) e += ", ";
       e += q;
     }
@@ -311,7 +302,8 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
   if (!query.empty()) {
     Table t;
     t.qualified = query;
-    t.from = "(" + query + ") AS \"ferry_query\"";
+    FERRY_ASSIGN_OR_RETURN(auto alias, quoted(url_, "ferry_query"));
+    t.from = "(" + query + ") AS " + alias;
     t.topic = prefix;
     t.partition = {{"query", "query"}};
     tables_.push_back(std::move(t));
@@ -325,11 +317,12 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
       t.qualified = n.get<std::string>();
       auto [schema, table] = splitQualified(t.qualified);
       t.name = table;
-      FERRY_ASSIGN_OR_RETURN(auto qt, jdbc::identifier(table, true));
+      t.relation = {schema, table};
+      FERRY_ASSIGN_OR_RETURN(auto qt, quoted(url_, table));
       if (schema.empty()) {
         t.from = qt;
       } else {
-        FERRY_ASSIGN_OR_RETURN(auto qs, jdbc::identifier(schema, true));
+        FERRY_ASSIGN_OR_RETURN(auto qs, quoted(url_, schema));
         t.from = qs + "." + qt;
       }
       t.topic = prefix + table;
@@ -365,13 +358,7 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
 Status JdbcSourceTask::connect() {
   if (db_ && db_->healthy()) return Status::ok();
   db_.reset();
-  FERRY_ASSIGN_OR_RETURN(auto db, jdbc::PgConnection::connect(url_, user_, password_, 10));
-  // Texts this task parses: ISO dates, UTC, ISO 8601 intervals, exact floats, hex bytea.
-  FERRY_RETURN_IF_ERROR(db->exec(
-      "SELECT set_config('TimeZone', 'UTC', false), set_config('DateStyle', 'ISO, YMD', false), "
-      "set_config('IntervalStyle', 'iso_8601', false), set_config('extra_float_digits', '1', false), "
-      "set_config('bytea_output', 'hex', false)"));
-  db_ = std::move(db);
+  FERRY_ASSIGN_OR_RETURN(db_, jdbc::SourceDb::connect(url_, user_, password_, 10));
   for (auto& t : tables_) t.bulkOpen = false;  // a cursor dies with its connection
   return Status::ok();
 }
@@ -411,94 +398,59 @@ Result<std::size_t> JdbcSourceTask::poll(std::vector<Record>& out, std::size_t m
   return out.size();
 }
 
-Result<std::string> JdbcSourceTask::upperBound() {
-  // now - delay, and never past the start of a transaction still open: its rows, committed
-  // later, carry timestamps from that start on.
-  FERRY_ASSIGN_OR_RETURN(
-      auto rows,
-      db_->query("SELECT to_char(LEAST(clock_timestamp() - make_interval(secs => $1::double precision / 1000), "
-                 "(SELECT min(xact_start) FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> "
-                 "pg_backend_pid() AND backend_type = 'client backend')) AT TIME ZONE 'UTC', "
-                 "'YYYY-MM-DD HH24:MI:SS.US')",
-                 {std::to_string(delayMs_)}));
-  if (rows.size() != 1 || !rows[0][0]) return Status::internal("JdbcSource: the server gave no time");
-  return *rows[0][0];
-}
-
-Result<std::unique_ptr<jdbc::PgRows>> JdbcSourceTask::query(Table& t, std::size_t limit) {
+Result<std::unique_ptr<jdbc::SourceRows>> JdbcSourceTask::query(Table& t, std::size_t limit) {
   const std::string lim = " LIMIT " + std::to_string(limit);
   const std::string& inc = incrementingExpr_;
   const std::string& ts = timestampExpr_;
+  jdbc::SourceDb::Params params;
   switch (mode_) {
     case Mode::kBulk: {
       if (!t.bulkOpen) {
-        FERRY_RETURN_IF_ERROR(db_->exec("BEGIN READ ONLY"));
-        FERRY_RETURN_IF_ERROR(db_->exec("DECLARE ferry_bulk NO SCROLL CURSOR FOR SELECT * FROM " + t.from));
+        FERRY_RETURN_IF_ERROR(db_->openBulk(t.from));
         t.bulkOpen = true;
       }
-      return db_->select("FETCH " + std::to_string(limit) + " FROM ferry_bulk");
+      return db_->fetchBulk(limit);
     }
     case Mode::kIncrementing:
-      if (!t.incrementing) return db_->select("SELECT * FROM " + t.from + " ORDER BY " + inc + " ASC" + lim);
-      return db_->select("SELECT * FROM " + t.from + " WHERE " + inc + " > $1 ORDER BY " + inc + " ASC" + lim,
-                         {*t.incrementing});
+      if (!t.incrementing) return db_->select("SELECT * FROM " + t.from + " ORDER BY " + inc + " ASC" + lim, params);
+      return db_->select("SELECT * FROM " + t.from + " WHERE " + inc + " > " + db_->param(params, *t.incrementing) +
+                             " ORDER BY " + inc + " ASC" + lim,
+                         params);
     case Mode::kTimestamp: {
-      FERRY_ASSIGN_OR_RETURN(auto bound, upperBound());
+      FERRY_ASSIGN_OR_RETURN(auto bound, db_->upperBound(delayMs_));
       if (!t.timestampMicros)
-        return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < $1 ORDER BY " + ts + " ASC" + lim, {bound});
-      return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " > $1 AND " + ts + " < $2 ORDER BY " + ts +
-                             " ASC" + lim,
-                         {jdbc::timestampMicrosText(*t.timestampMicros), bound});
+        return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + db_->param(params, bound) +
+                               " ORDER BY " + ts + " ASC" + lim,
+                           params);
+      const std::string after = db_->param(params, jdbc::timestampMicrosText(*t.timestampMicros));
+      return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " > " + after + " AND " + ts + " < " +
+                             db_->param(params, bound) + " ORDER BY " + ts + " ASC" + lim,
+                         params);
     }
     case Mode::kTimestampIncrementing: {
-      FERRY_ASSIGN_OR_RETURN(auto bound, upperBound());
+      FERRY_ASSIGN_OR_RETURN(auto bound, db_->upperBound(delayMs_));
+      const std::string below = db_->param(params, bound);
       if (!t.timestampMicros)
-        return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < $1 ORDER BY " + ts + " ASC, " + inc +
-                               " ASC" + lim,
-                           {bound});
-      return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < $1 AND (" + ts + " > $2 OR (" + ts +
-                             " = $2 AND " + inc + " > $3)) ORDER BY " + ts + " ASC, " + inc + " ASC" + lim,
-                         {bound, jdbc::timestampMicrosText(*t.timestampMicros), t.incrementing.value_or("-9223372036854775808")});
+        return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + below + " ORDER BY " + ts + " ASC, " +
+                               inc + " ASC" + lim,
+                           params);
+      const std::string last = db_->param(params, jdbc::timestampMicrosText(*t.timestampMicros));
+      const std::string lastId = db_->param(params, t.incrementing.value_or("-9223372036854775808"));
+      return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + below + " AND (" + ts + " > " + last +
+                             " OR (" + ts + " = " + last + " AND " + inc + " > " + lastId + ")) ORDER BY " + ts +
+                             " ASC, " + inc + " ASC" + lim,
+                         params);
     }
   }
   return Status::internal("JdbcSource: unknown mode");
 }
 
-Status JdbcSourceTask::describe(Table& t, const jdbc::PgRows& rows) {
-  const int n = rows.columns();
-  bool same = static_cast<int>(t.oids.size()) == n && t.schema;
-  for (int c = 0; same && c < n; ++c)
-    same = t.oids[c] == rows.typeOid(c) && t.typmods[c] == rows.typeMod(c) && t.columnNames[c] == rows.name(c);
-  if (same) return Status::ok();
-  // Types without a fixed oid (enums, arrays of them, domains): from pg_type.
-  std::string oids = "{";
-  for (int c = 0; c < n; ++c) {
-    if (c) oids += ',';
-    oids += std::to_string(rows.typeOid(c));
-  }
-  oids += '}';
-  FERRY_ASSIGN_OR_RETURN(auto types, db_->query("SELECT oid::text, typtype, typcategory, typelem::text FROM pg_type "
-                                                 "WHERE oid = ANY($1::oid[]) OR oid IN (SELECT typelem FROM pg_type "
-                                                 "WHERE oid = ANY($1::oid[]))",
-                                                 {oids}));
-  for (const auto& r : types) {
-    jdbc::PgTypeInfo info;
-    info.typtype = r[1] && !r[1]->empty() ? (*r[1])[0] : 'b';
-    info.category = r[2] && !r[2]->empty() ? (*r[2])[0] : 'U';
-    info.element = static_cast<unsigned>(std::stoul(r[3].value_or("0")));
-    types_[static_cast<unsigned>(std::stoul(r[0].value_or("0")))] = info;
-  }
-  // Which columns may be NULL: the table's NOT NULL constraints (a query's columns all may).
-  std::set<std::string> notNull;
-  if (!t.name.empty()) {
-    FERRY_ASSIGN_OR_RETURN(auto attrs, db_->query("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass "
-                                                  "AND attnum > 0 AND NOT attisdropped AND attnotnull",
-                                                  {t.from}));
-    for (const auto& r : attrs)
-      if (r[0]) notNull.insert(*r[0]);
-  }
-  t.oids.assign(static_cast<std::size_t>(n), 0);
-  t.typmods.assign(static_cast<std::size_t>(n), -1);
+Status JdbcSourceTask::describe(Table& t, const jdbc::SourceRows& rows) {
+  std::string signature = db_->signature(rows);
+  if (t.schema && signature == t.signature) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(auto readers, db_->describe(rows, t.relation, t.from, numericMapping_));
+  const int n = static_cast<int>(readers.size());
+  t.signature = std::move(signature);
   t.columnNames.assign(static_cast<std::size_t>(n), "");
   t.readers.clear();
   t.fieldPrefixes.clear();
@@ -507,12 +459,9 @@ Status JdbcSourceTask::describe(Table& t, const jdbc::PgRows& rows) {
   SchemaBuilder b = SchemaBuilder::structure();
   if (!t.name.empty()) b.name(t.name);
   for (int c = 0; c < n; ++c) {
-    t.oids[c] = rows.typeOid(c);
-    t.typmods[c] = rows.typeMod(c);
-    t.columnNames[c] = std::string(rows.name(c));
+    auto& reader = readers[static_cast<std::size_t>(c)];
+    t.columnNames[c] = reader.name;
     const std::string& name = t.columnNames[c];
-    FERRY_ASSIGN_OR_RETURN(auto reader, jdbc::pgColumnReader(name, t.oids[c], t.typmods[c], !notNull.count(name),
-                                                             numericMapping_, &lookupType, &types_));
     b.field(name, reader.schema);
     t.readers.push_back(std::move(reader));
     std::string prefix = c ? "," : "";
@@ -535,16 +484,6 @@ Status JdbcSourceTask::describe(Table& t, const jdbc::PgRows& rows) {
         return Status::failedPrecondition("JdbcSource: " + t.qualified + " has no column '" + timestampColumns_[k] +
                                           "' (timestamp.column.name)");
   return Status::ok();
-}
-
-std::int64_t JdbcSourceTask::estimateRows(const Table& t) {
-  if (t.name.empty()) return -1;
-  auto r = db_->query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", {t.from});
-  if (r.isOk() && r->size() == 1 && (*r)[0][0] && (*r)[0][0] != "-1") return std::stoll(*(*r)[0][0]);
-  // Never analysed: count them (once per load).
-  auto c = db_->query("SELECT count(*) FROM " + t.from);
-  if (c.isOk() && c->size() == 1 && (*c)[0][0]) return std::stoll(*(*c)[0][0]);
-  return -1;
 }
 
 void JdbcSourceTask::reportProgress() {
@@ -576,13 +515,13 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
     t.loadDone = 0;
     t.loadEstimate = -2;
   }
-  if (t.loading && t.loadEstimate == -2) t.loadEstimate = estimateRows(t);
+  if (t.loading && t.loadEstimate == -2) t.loadEstimate = db_->estimateRows(t.relation, t.from);
   FERRY_ASSIGN_OR_RETURN(auto rows, query(t, limit));
   int n = rows->rows();
   if (n == 0) t.loading = false;
   if (n == 0 && mode_ == Mode::kBulk) {
     t.bulkOpen = false;
-    FERRY_RETURN_IF_ERROR(db_->exec("COMMIT"));
+    FERRY_RETURN_IF_ERROR(db_->closeBulk());
     t.due = Clock::now() + pollInterval_;
     return Status::ok();
   }
@@ -617,9 +556,11 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
       n = keep;
     } else if (last) {
       // One timestamp fills the batch: read all its rows at once.
-      FERRY_ASSIGN_OR_RETURN(rows, db_->select("SELECT * FROM " + t.from + " WHERE " + timestampExpr_ +
-                                                   " = $1 ORDER BY " + timestampExpr_,
-                                               {jdbc::timestampMicrosText(*last)}));
+      jdbc::SourceDb::Params params;
+      const std::string at = db_->param(params, jdbc::timestampMicrosText(*last));
+      FERRY_ASSIGN_OR_RETURN(rows, db_->select("SELECT * FROM " + t.from + " WHERE " + timestampExpr_ + " = " + at +
+                                                   " ORDER BY " + timestampExpr_,
+                                               params));
       n = rows->rows();
       FERRY_RETURN_IF_ERROR(describe(t, *rows));
     }
@@ -635,7 +576,7 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
         value += "null";
         continue;
       }
-      if (Status s = jdbc::appendPgValue(value, t.readers[c], rows->value(r, c)); !s.isOk())
+      if (Status s = jdbc::appendValue(value, t.readers[c], rows->value(r, c)); !s.isOk())
         return s.withContext("JdbcSource: " + t.qualified);
     }
     value.push_back('}');
@@ -669,7 +610,7 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
   if (mode_ == Mode::kBulk) {
     if (!full) {
       t.bulkOpen = false;
-      FERRY_RETURN_IF_ERROR(db_->exec("COMMIT"));
+      FERRY_RETURN_IF_ERROR(db_->closeBulk());
       t.due = Clock::now() + pollInterval_;
     }
   } else if (!full) {

@@ -1,5 +1,6 @@
-// JdbcSource: rows of PostgreSQL tables (or of one query) as typed records, with Kafka Connect
-// JDBC source's key names and semantics (connectors/jdbc/README.md).
+// JdbcSource: rows of PostgreSQL or MySQL/MariaDB tables (or of one query) as typed records, with
+// Kafka Connect JDBC source's key names and semantics (connectors/jdbc/README.md). The database's
+// own SQL sits behind jdbc::SourceDb (source_db.h).
 //
 // - mode=bulk reads every row of each table every poll.interval.ms; incrementing, timestamp and
 //   timestamp+incrementing read the rows after the table's position, in the order of those
@@ -7,7 +8,7 @@
 //   a restart resumes right after the last committed row.
 // - Timestamp modes read only rows older than the upper bound: now minus
 //   timestamp.delay.interval.ms, and never past the start of the oldest transaction still open on
-//   the server (when the user may see it in pg_stat_activity): a row written by a transaction
+//   the server (when the user may see it: pg_stat_activity, InnoDB's INNODB_TRX): a row written by a transaction
 //   that commits later carries a timestamp at or after that transaction's start, so it is still
 //   ahead of the position when it becomes visible. Rows with equal timestamps are never split
 //   between two reads in timestamp mode.
@@ -31,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "connectors/jdbc/pg_client.h"
+#include "connectors/jdbc/source_db.h"
 #include "connectors/jdbc/source_types.h"
 #include "ferry/connector.h"
 
@@ -79,6 +80,7 @@ class JdbcSourceTask final : public SourceTask {
   struct Table {
     std::string qualified;  // "schema.table", or the query
     std::string name;       // the table's own name (topic, schema name)
+    jdbc::SourceDb::Relation relation;  // empty for the query
     std::string from;       // SQL: the quoted table, or the query as a subquery
     std::string topic;
     StringMap partition;
@@ -91,8 +93,7 @@ class JdbcSourceTask final : public SourceTask {
     std::int64_t loadDone = 0;
     std::int64_t loadEstimate = -2;  // -2: not asked yet, -1: not known
     // What its rows look like (rebuilt when the result's columns change).
-    std::vector<unsigned> oids;
-    std::vector<int> typmods;
+    std::string signature;  // SourceDb::signature of the columns the readers were built for
     std::vector<std::string> columnNames;
     std::vector<jdbc::ColumnReader> readers;
     SchemaPtr schema;
@@ -103,18 +104,15 @@ class JdbcSourceTask final : public SourceTask {
 
   Status connect();
   Status readTable(Table& t, std::vector<Record>& out, std::size_t max);
-  Result<std::unique_ptr<jdbc::PgRows>> query(Table& t, std::size_t limit);
-  Status describe(Table& t, const jdbc::PgRows& rows);
-  Result<std::string> upperBound();
-  // How many rows `t` holds, from the planner's statistics (exact when they are missing); -1 for a query.
-  std::int64_t estimateRows(const Table& t);
+  Result<std::unique_ptr<jdbc::SourceRows>> query(Table& t, std::size_t limit);
+  Status describe(Table& t, const jdbc::SourceRows& rows);
   void reportProgress();
   bool reportedDone_ = false;
   // Drops the connection after a failure that may have broken it.
   Status failed(Status s);
 
   SourceTaskContext* context_ = nullptr;
-  std::unique_ptr<jdbc::PgConnection> db_;
+  std::unique_ptr<jdbc::SourceDb> db_;
   std::string url_, user_, password_;
   Mode mode_ = Mode::kBulk;
   std::string incrementingColumn_;
@@ -127,7 +125,6 @@ class JdbcSourceTask final : public SourceTask {
   jdbc::NumericMapping numericMapping_ = jdbc::NumericMapping::kNone;
   std::vector<Table> tables_;
   std::size_t next_ = 0;  // round robin over tables_
-  std::map<unsigned, jdbc::PgTypeInfo> types_;  // pg_type rows of the oids seen
 };
 
 }  // namespace ferry::connectors

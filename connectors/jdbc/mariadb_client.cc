@@ -222,6 +222,7 @@ Result<std::unique_ptr<MariaDbConnection>> MariaDbConnection::connect(const std:
 }
 
 MariaDbConnection::~MariaDbConnection() {
+  if (stream_) mysql_free_result(stream_);
   if (c_) mysql_close(c_);
 }
 
@@ -232,8 +233,52 @@ Status MariaDbConnection::lastError(std::string_view what) {
   return s;
 }
 
+namespace {
+
+std::vector<MariaDbConnection::Column> columnsOf(MYSQL_RES* res) {
+  const unsigned n = mysql_num_fields(res);
+  const MYSQL_FIELD* fields = mysql_fetch_fields(res);
+  std::vector<MariaDbConnection::Column> out;
+  out.reserve(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const MYSQL_FIELD& f = fields[i];
+    MariaDbConnection::Column c{std::string(f.name ? f.name : "", f.name_length), static_cast<int>(f.type), f.flags,
+                                f.decimals, f.length, f.charsetnr, {}, {}};
+    MARIADB_CONST_STRING attr{};
+    if (mariadb_field_attr(&attr, &f, MARIADB_FIELD_ATTR_DATA_TYPE_NAME) == 0 && attr.str)
+      c.typeName.assign(attr.str, attr.length);
+    if (mariadb_field_attr(&attr, &f, MARIADB_FIELD_ATTR_FORMAT_NAME) == 0 && attr.str)
+      c.format.assign(attr.str, attr.length);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Appends up to `max` rows of `res` to `out`; the number read.
+std::size_t readRows(MYSQL_RES* res, std::vector<MariaDbConnection::Row>& out, std::size_t max) {
+  const unsigned n = mysql_num_fields(res);
+  std::size_t read = 0;
+  while (read < max) {
+    MYSQL_ROW r = mysql_fetch_row(res);
+    if (r == nullptr) break;
+    const unsigned long* lengths = mysql_fetch_lengths(res);
+    MariaDbConnection::Row row;
+    row.reserve(n);
+    for (unsigned i = 0; i < n; ++i) {
+      if (r[i] == nullptr) row.emplace_back(std::nullopt);
+      else row.emplace_back(std::string(r[i], lengths[i]));
+    }
+    out.push_back(std::move(row));
+    ++read;
+  }
+  return read;
+}
+
+}  // namespace
+
 Result<MariaDbConnection::QueryResult> MariaDbConnection::query(std::string_view sql) {
   if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
+  if (stream_) return Status::internal("MariaDB: a statement while a stream is being read");
   if (mysql_real_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
   QueryResult out;
   MYSQL_RES* res = mysql_store_result(c_);
@@ -241,27 +286,43 @@ Result<MariaDbConnection::QueryResult> MariaDbConnection::query(std::string_view
     if (mysql_field_count(c_) == 0) return out;  // a statement without rows
     return lastError("reading the result failed");
   }
-  const unsigned n = mysql_num_fields(res);
-  const MYSQL_FIELD* fields = mysql_fetch_fields(res);
-  out.columns.reserve(n);
-  for (unsigned i = 0; i < n; ++i) {
-    const MYSQL_FIELD& f = fields[i];
-    out.columns.push_back(Column{std::string(f.name ? f.name : "", f.name_length), static_cast<int>(f.type), f.flags,
-                                 f.decimals, f.length, f.charsetnr});
-  }
+  out.columns = columnsOf(res);
   out.rows.reserve(mysql_num_rows(res));
-  while (MYSQL_ROW r = mysql_fetch_row(res)) {
-    const unsigned long* lengths = mysql_fetch_lengths(res);
-    Row row;
-    row.reserve(n);
-    for (unsigned i = 0; i < n; ++i) {
-      if (r[i] == nullptr) row.emplace_back(std::nullopt);
-      else row.emplace_back(std::string(r[i], lengths[i]));
-    }
-    out.rows.push_back(std::move(row));
-  }
+  readRows(res, out.rows, static_cast<std::size_t>(-1));
   mysql_free_result(res);
   return out;
+}
+
+Status MariaDbConnection::stream(std::string_view sql) {
+  if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
+  if (stream_) return Status::internal("MariaDB: a second stream on one connection");
+  if (mysql_real_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
+  stream_ = mysql_use_result(c_);
+  if (stream_ == nullptr) return lastError("reading the result failed");
+  return Status::ok();
+}
+
+Result<MariaDbConnection::QueryResult> MariaDbConnection::fetch(std::size_t maxRows) {
+  if (!stream_) return Status::internal("MariaDB: fetch without a stream");
+  QueryResult out;
+  out.columns = columnsOf(stream_);
+  const std::size_t n = readRows(stream_, out.rows, maxRows);
+  if (n < maxRows) {
+    // The end, or an error that cut the stream short (mysql_fetch_row returns NULL for both).
+    if (mysql_errno(c_) != 0) {
+      Status s = lastError("reading rows failed");
+      endStream();
+      return s;
+    }
+    endStream();
+  }
+  return out;
+}
+
+void MariaDbConnection::endStream() {
+  if (!stream_) return;
+  mysql_free_result(stream_);
+  stream_ = nullptr;
 }
 
 Status MariaDbConnection::exec(std::string_view sql) { return query(sql).status(); }

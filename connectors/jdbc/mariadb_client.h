@@ -32,6 +32,7 @@
 #include "ferry/status.h"
 
 struct st_mysql;
+struct st_mysql_res;
 
 namespace ferry::connectors::jdbc {
 
@@ -58,6 +59,10 @@ class MariaDbConnection {
     unsigned decimals = 0;   // digits after the point (DECIMAL, DATETIME(n), TIME(n))
     unsigned long length = 0;  // the column's display width in bytes
     unsigned charsetnr = 0;  // 63 = binary
+    // MariaDB's extended metadata (empty from servers without it, MySQL's among them): the data
+    // type's own name where the protocol type does not say it ("uuid", "inet6"), and a format
+    // ("json" for a JSON column, which is LONGTEXT on the wire).
+    std::string typeName, format;
   };
   using Row = std::vector<std::optional<std::string>>;  // nullopt = NULL; bytes as sent
   struct QueryResult {
@@ -79,6 +84,16 @@ class MariaDbConnection {
   // for a statement without a result.
   Result<QueryResult> query(std::string_view sql);
   Status exec(std::string_view sql);
+  // Runs `sql` and leaves its rows on the wire, to be read `maxRows` at a time with fetch()
+  // (mysql_use_result: a table larger than memory is read in pieces). No other statement may run
+  // on this connection until fetch() returned no rows or endStream() was called.
+  Status stream(std::string_view sql);
+  // The next rows of the stream (columns filled in every time); no rows at its end (which also
+  // ends it).
+  Result<QueryResult> fetch(std::size_t maxRows);
+  // Ends the stream, dropping the rows not read (the client reads them off the wire).
+  void endStream();
+  bool streaming() const { return stream_ != nullptr; }
   // Rows changed by the last statement (mysql_affected_rows).
   std::uint64_t affectedRows() const;
 
@@ -98,6 +113,7 @@ class MariaDbConnection {
   explicit MariaDbConnection(st_mysql* c) : c_(c) {}
   Status lastError(std::string_view what);
   st_mysql* c_;
+  st_mysql_res* stream_ = nullptr;
   bool broken_ = false;
   std::size_t maxPacket_ = 4u << 20;
 };

@@ -294,6 +294,20 @@ Status appendScalar(std::string& out, const ColumnReader& col, std::string_view 
     }
     case ValueKind::kArray:
       return appendArray(out, col, text);
+    case ValueKind::kRawBytes:
+      out.push_back('"');
+      out += core::base64Encode(text);
+      out.push_back('"');
+      return Status::ok();
+    case ValueKind::kBitFlag:
+      if (text.size() != 1 || (text[0] != '\0' && text[0] != '\1')) return bad(col, "a BIT(1) value", "(binary)");
+      out += text[0] == '\1' ? "true" : "false";
+      return Status::ok();
+    case ValueKind::kIntFlag:
+      if (!isJsonNumber(text) || text.find_first_of(".eE") != std::string_view::npos)
+        return bad(col, "an integer", text);
+      out += text == "0" || text == "-0" ? "false" : "true";
+      return Status::ok();
   }
   return bad(col, "readable", text);
 }
@@ -343,7 +357,7 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
       case kBit:
         // bit(1) is a flag; wider bit strings stay text ("0101").
         if (typmod == 1) {
-          c.kind = ValueKind::kBoolean;  // its text is '0' or '1' (appendPgValue)
+          c.kind = ValueKind::kBoolean;  // its text is '0' or '1' (appendValue)
           b = SchemaBuilder::boolean();
         }
         break;
@@ -394,7 +408,117 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
   return c;
 }
 
-Status appendPgValue(std::string& out, const ColumnReader& col, std::string_view text) {
+Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& m, bool optional, NumericMapping mapping) {
+  // enum_field_types and field flags of the MySQL protocol (mysql_com.h).
+  enum : int {
+    kDecimal = 0, kTiny = 1, kShort = 2, kLong = 3, kFloat = 4, kDouble = 5, kNull = 6, kTimestampT = 7,
+    kLongLong = 8, kInt24 = 9, kDateT = 10, kTimeT = 11, kDateTime = 12, kYear = 13, kNewDate = 14,
+    kVarChar = 15, kBitT = 16, kTimestamp2 = 17, kDateTime2 = 18, kTime2 = 19, kJsonT = 245,
+    kNewDecimal = 246, kEnum = 247, kSet = 248, kTinyBlob = 249, kMediumBlob = 250, kLongBlob = 251,
+    kBlob = 252, kVarString = 253, kString = 254, kGeometry = 255,
+  };
+  constexpr unsigned kUnsigned = 32, kEnumFlag = 256, kSetFlag = 2048;
+  constexpr unsigned kBinaryCharset = 63;
+  ColumnReader c;
+  c.name = m.name;
+  SchemaBuilder b = SchemaBuilder::string();
+  const bool isUnsigned = (m.flags & kUnsigned) != 0;
+  auto integer = [&](SchemaBuilder s) {
+    c.kind = ValueKind::kInteger;
+    b = std::move(s);
+  };
+  switch (m.type) {
+    case kTiny:
+      if (m.length == 1 && !isUnsigned) {  // TINYINT(1), BOOLEAN
+        c.kind = ValueKind::kIntFlag;
+        b = SchemaBuilder::boolean();
+      } else {
+        integer(isUnsigned ? SchemaBuilder::int16() : SchemaBuilder::int8());
+      }
+      break;
+    case kShort: integer(isUnsigned ? SchemaBuilder::int32() : SchemaBuilder::int16()); break;
+    case kInt24: integer(SchemaBuilder::int32()); break;
+    case kLong: integer(isUnsigned ? SchemaBuilder::int64() : SchemaBuilder::int32()); break;
+    case kYear: integer(SchemaBuilder::int32()); break;
+    case kLongLong:
+      if (isUnsigned) {  // up to 2^64 - 1: exact only as a Decimal
+        c.kind = ValueKind::kDecimal;
+        c.scale = 0;
+        b = logical::decimal(0);
+      } else {
+        integer(SchemaBuilder::int64());
+      }
+      break;
+    case kFloat: c.kind = ValueKind::kFloat; b = SchemaBuilder::float32(); break;
+    case kDouble: c.kind = ValueKind::kFloat; b = SchemaBuilder::float64(); break;
+    case kDecimal:
+    case kNewDecimal: {
+      const int scale = static_cast<int>(m.decimals);
+      // The display length counts the digits, the point and (signed) the sign.
+      const int precision = static_cast<int>(m.length) - (scale > 0 ? 1 : 0) - (isUnsigned ? 0 : 1);
+      if (mapping != NumericMapping::kNone && precision <= 18 && scale == 0) {
+        integer(precision <= 2   ? SchemaBuilder::int8()
+                : precision <= 4 ? SchemaBuilder::int16()
+                : precision <= 9 ? SchemaBuilder::int32()
+                                 : SchemaBuilder::int64());
+      } else if (mapping == NumericMapping::kBestFit && precision <= 18 && scale > 0) {
+        c.kind = ValueKind::kNumericAsDouble;
+        b = SchemaBuilder::float64();
+      } else {
+        c.kind = ValueKind::kDecimal;
+        c.scale = scale;
+        b = logical::decimal(scale);
+      }
+      break;
+    }
+    case kBitT:
+      if (m.length == 1) {
+        c.kind = ValueKind::kBitFlag;
+        b = SchemaBuilder::boolean();
+      } else {
+        c.kind = ValueKind::kRawBytes;  // big-endian, ceil(n/8) bytes
+        b = SchemaBuilder::bytes();
+      }
+      break;
+    case kDateT:
+    case kNewDate: c.kind = ValueKind::kDate; b = logical::date(); break;
+    case kTimeT:
+    case kTime2: c.kind = ValueKind::kTime; b = logical::time(); break;
+    case kTimestampT:
+    case kTimestamp2:
+    case kDateTime:
+    case kDateTime2: c.kind = ValueKind::kTimestamp; b = logical::timestamp(); break;
+    case kJsonT: b = logical::json(); break;
+    case kGeometry: c.kind = ValueKind::kRawBytes; b = SchemaBuilder::bytes(); break;
+    case kNull: break;
+    case kEnum:
+    case kSet: break;
+    case kVarChar:
+    case kTinyBlob:
+    case kMediumBlob:
+    case kLongBlob:
+    case kBlob:
+    case kVarString:
+    case kString:
+      if (m.flags & (kEnumFlag | kSetFlag)) break;
+      if (m.typeName == "uuid") {
+        b = logical::uuid();
+      } else if (m.format == "json") {
+        b = logical::json();
+      } else if (m.charsetnr == kBinaryCharset && m.typeName.empty()) {
+        c.kind = ValueKind::kRawBytes;
+        b = SchemaBuilder::bytes();
+      }
+      break;
+    default:
+      break;  // anything else: its text
+  }
+  if (optional) b.optional();
+  FERRY_ASSIGN_OR_RETURN(c.schema, b.build());
+  return c;
+}
+
+Status appendValue(std::string& out, const ColumnReader& col, std::string_view text) {
   if (col.kind == ValueKind::kBoolean && (text == "1" || text == "0")) {  // bit(1)
     out += text == "1" ? "true" : "false";
     return Status::ok();

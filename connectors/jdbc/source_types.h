@@ -1,6 +1,6 @@
 // What the JDBC source reads: a database column's type as a schema (ferry/schema.h), and a
-// value's text as the JSON payload form of that schema. Pure functions over PostgreSQL's text
-// output, unit-tested without a server.
+// value's text as the JSON payload form of that schema. Pure functions over PostgreSQL's and
+// MySQL/MariaDB's text output, unit-tested without a server.
 //
 // Thread-safety: free functions; a built ColumnReader is immutable.
 #pragma once
@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "connectors/jdbc/mariadb_client.h"
 #include "ferry/result.h"
 #include "ferry/schema.h"
 
@@ -37,6 +38,10 @@ enum class ValueKind {
   kTimeTz,     // time with time zone, moved to UTC
   kTimestamp,  // ms since the epoch (timestamp with and without time zone; the session is in UTC)
   kArray,      // a one-dimensional PostgreSQL array of one of the kinds above
+  // MySQL/MariaDB's texts:
+  kRawBytes,   // BINARY, VARBINARY, BLOB, BIT(n > 1), GEOMETRY: the bytes themselves, as base64
+  kBitFlag,    // BIT(1): one byte, 0 or 1
+  kIntFlag,    // TINYINT(1): an integer, 0 = false and anything else true (as Connector/J reads it)
 };
 
 struct ColumnReader {
@@ -62,9 +67,14 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
                                     NumericMapping mapping, PgTypeLookup lookup = nullptr,
                                     const void* lookupState = nullptr);
 
-// Appends the payload JSON of `text` (PostgreSQL's text output of a non-NULL value) read as `col`.
-// InvalidArgument naming the column when the text is not what the type promises.
-Status appendPgValue(std::string& out, const ColumnReader& col, std::string_view text);
+// The reader of a MySQL/MariaDB result column as the server describes it (its protocol type,
+// flags, length, decimals, character set and MariaDB's extended type name and format).
+Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& column, bool optional, NumericMapping mapping);
+
+// Appends the payload JSON of `text` (the server's text output of a non-NULL value: PostgreSQL's,
+// or MySQL/MariaDB's for the readers mysqlColumnReader builds) read as `col`. InvalidArgument
+// naming the column when the text is not what the type promises.
+Status appendValue(std::string& out, const ColumnReader& col, std::string_view text);
 
 // Pieces, exposed for tests. Each returns nullopt when the text is not of that form.
 // "YYYY-MM-DD[ BC]" -> days since 1970-01-01.

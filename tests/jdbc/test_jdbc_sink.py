@@ -47,6 +47,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
 from connect_envelope import ORDER_SCHEMA, decimal_b64, envelope, field, prim  # noqa: E402
+from evolve_check import check_auto_evolve  # noqa: E402
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 
 PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
@@ -222,6 +223,12 @@ def main():
     if task_trace(w, "checked2-sink").get("state") != "RUNNING":
         raise AssertionError("checked2-sink is not RUNNING")
     print("ok   insert mode (COPY): 18 good rows written, the 2 bad ones skipped, task RUNNING")
+
+    # 2b. auto.evolve (evolve_check.py, shared with the MariaDB test)
+    check_auto_evolve(
+        w, d, RUN, sink_config,
+        lambda t: [r[0] for r in rows(f"SELECT column_name FROM information_schema.columns WHERE table_name = '{t}'")],
+        lambda cols, t: [[None if v == "<null>" else v for v in r] for r in rows(f'SELECT {cols} FROM "{t}" ORDER BY id')])
 
     # 3. a record without a schema
     plain = f"jdbc_plain_{RUN}"

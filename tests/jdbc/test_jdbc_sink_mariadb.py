@@ -51,6 +51,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
 from connect_envelope import ORDER_SCHEMA, decimal_b64, envelope, field, prim  # noqa: E402
+from evolve_check import check_auto_evolve  # noqa: E402
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 
 MY_URL = os.environ.get("FERRY_MARIADB_URL", "mysql://ferry:ferry-test-pw@127.0.0.1:13306/ferry")
@@ -356,6 +357,13 @@ def main():
             raise AssertionError(f"the worker log lacks MariaDB's message '{text}'")
     print("ok   upsert: 95 good rows written, 5 refused by MariaDB (CHECK, too long, NULL) dead-lettered with "
           "MariaDB's message; insert: 17 written, 3 dead-lettered; tasks RUNNING")
+
+    # 2b. auto.evolve (evolve_check.py, shared with the PostgreSQL test)
+    check_auto_evolve(
+        w, d, RUN, sink_config,
+        lambda t: [r[0].lower() for r in sql(f"SELECT column_name FROM information_schema.columns WHERE "
+                                             f"table_schema = DATABASE() AND table_name = '{t}'")],
+        lambda cols, t: sql(f"SELECT {cols} FROM {q(t)} ORDER BY id"))
 
     # 3. a record without a schema
     plain = f"my_plain_{RUN}"

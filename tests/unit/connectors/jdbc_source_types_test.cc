@@ -23,7 +23,7 @@ ColumnReader reader(unsigned oid, int typmod = -1, NumericMapping m = NumericMap
 
 std::string payload(const ColumnReader& col, std::string_view text) {
   std::string out;
-  Status s = appendPgValue(out, col, text);
+  Status s = appendValue(out, col, text);
   EXPECT_TRUE(s.isOk()) << text << ": " << s.toString();
   return out;
 }
@@ -157,20 +157,20 @@ TEST(JdbcSourceTypes, TimestampPositionsKeepMicrosecondsEitherSideOfTheEpoch) {
 
 TEST(JdbcSourceTypes, TextsThatAreNotTheTypeAreRefusedNamingTheColumn) {
   std::string out;
-  Status s = appendPgValue(out, reader(23), "12abc");
+  Status s = appendValue(out, reader(23), "12abc");
   EXPECT_THAT(s.message(), HasSubstr("column 'c'"));
-  EXPECT_FALSE(appendPgValue(out, reader(23), "1.5").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(701), "1.").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(16), "yes").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(17), "\\x0").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(17), "\\xzz").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(1082), "infinity").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(1700, numericMod(5, 1)), "NaN").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(1007), "{{1,2},{3,4}}").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(1007), "{1,2").isOk());
-  EXPECT_FALSE(appendPgValue(out, reader(1009), "{\"unterminated}").isOk());
+  EXPECT_FALSE(appendValue(out, reader(23), "1.5").isOk());
+  EXPECT_FALSE(appendValue(out, reader(701), "1.").isOk());
+  EXPECT_FALSE(appendValue(out, reader(16), "yes").isOk());
+  EXPECT_FALSE(appendValue(out, reader(17), "\\x0").isOk());
+  EXPECT_FALSE(appendValue(out, reader(17), "\\xzz").isOk());
+  EXPECT_FALSE(appendValue(out, reader(1082), "infinity").isOk());
+  EXPECT_FALSE(appendValue(out, reader(1700, numericMod(5, 1)), "NaN").isOk());
+  EXPECT_FALSE(appendValue(out, reader(1007), "{{1,2},{3,4}}").isOk());
+  EXPECT_FALSE(appendValue(out, reader(1007), "{1,2").isOk());
+  EXPECT_FALSE(appendValue(out, reader(1009), "{\"unterminated}").isOk());
   // A huge text is shortened in the message.
-  s = appendPgValue(out, reader(23), std::string(100000, 'x'));
+  s = appendValue(out, reader(23), std::string(100000, 'x'));
   EXPECT_LT(s.message().size(), 200u);
 }
 
@@ -193,6 +193,86 @@ TEST(JdbcSourceTypes, TypesWithoutAFixedOidComeFromTheLookup) {
   auto u = pgColumnReader("x", 77777, -1, true, NumericMapping::kNone, lookup, &types);
   ASSERT_TRUE(u.isOk());
   EXPECT_EQ(u->schema->type(), SchemaType::kString);
+}
+
+// MySQL/MariaDB: a column as Connector/C describes it (protocol type, flags, length, decimals,
+// character set, MariaDB's extended type name and format).
+MariaDbConnection::Column my(int type, unsigned long length = 11, unsigned flags = 0, unsigned decimals = 0,
+                             unsigned charsetnr = 45, std::string typeName = "", std::string format = "") {
+  return MariaDbConnection::Column{"c", type, flags, decimals, length, charsetnr, std::move(typeName),
+                                   std::move(format)};
+}
+ColumnReader myReader(const MariaDbConnection::Column& c, NumericMapping m = NumericMapping::kNone) {
+  auto r = mysqlColumnReader(c, (c.flags & 1) == 0, m);
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  return r.isOk() ? *r : ColumnReader{};
+}
+constexpr unsigned kNotNull = 1, kUnsigned = 32, kEnum = 256;
+
+TEST(JdbcSourceTypes, MySqlTypesHaveTheirSchemas) {
+  EXPECT_EQ(myReader(my(1, 4)).schema->describe(), "int8?");                // TINYINT
+  EXPECT_EQ(myReader(my(1, 3, kUnsigned)).schema->type(), SchemaType::kInt16);  // TINYINT UNSIGNED
+  EXPECT_EQ(myReader(my(1, 1)).schema->type(), SchemaType::kBoolean);      // TINYINT(1), BOOLEAN
+  EXPECT_EQ(myReader(my(2, 6, kNotNull)).schema->describe(), "int16");     // SMALLINT NOT NULL
+  EXPECT_EQ(myReader(my(2, 5, kUnsigned)).schema->type(), SchemaType::kInt32);
+  EXPECT_EQ(myReader(my(9, 9)).schema->type(), SchemaType::kInt32);        // MEDIUMINT
+  EXPECT_EQ(myReader(my(3, 11)).schema->type(), SchemaType::kInt32);       // INT
+  EXPECT_EQ(myReader(my(3, 10, kUnsigned)).schema->type(), SchemaType::kInt64);
+  EXPECT_EQ(myReader(my(8, 20)).schema->type(), SchemaType::kInt64);       // BIGINT
+  auto ubig = myReader(my(8, 20, kUnsigned));                               // BIGINT UNSIGNED: exact
+  EXPECT_EQ(ubig.schema->logicalName(), logical::kDecimal);
+  EXPECT_EQ(payload(ubig, "18446744073709551615"), "\"" + core::base64Encode(std::string("\x00\xff\xff\xff\xff\xff\xff\xff\xff", 9)) + "\"");
+  EXPECT_EQ(myReader(my(13, 4)).schema->type(), SchemaType::kInt32);       // YEAR
+  EXPECT_EQ(myReader(my(4, 12)).schema->type(), SchemaType::kFloat32);
+  EXPECT_EQ(myReader(my(5, 22)).schema->type(), SchemaType::kFloat64);
+  auto dec = myReader(my(246, 14, 0, 3));                                   // DECIMAL(12,3): 12 + point + sign
+  EXPECT_EQ(dec.kind, ValueKind::kDecimal);
+  EXPECT_EQ(dec.schema->decimalScale(), 3);
+  EXPECT_EQ(myReader(my(10, 10)).schema->logicalName(), logical::kDate);
+  EXPECT_EQ(myReader(my(11, 10)).schema->logicalName(), logical::kTime);
+  EXPECT_EQ(myReader(my(12, 26, 0, 6)).schema->logicalName(), logical::kTimestamp);  // DATETIME(6)
+  EXPECT_EQ(myReader(my(7, 19)).schema->logicalName(), logical::kTimestamp);         // TIMESTAMP
+  EXPECT_EQ(myReader(my(253, 80)).schema->type(), SchemaType::kString);              // VARCHAR(20) utf8mb4
+  EXPECT_EQ(myReader(my(252, 65535)).schema->type(), SchemaType::kString);           // TEXT
+  EXPECT_EQ(myReader(my(254, 4, kEnum)).schema->type(), SchemaType::kString);        // ENUM
+  EXPECT_EQ(myReader(my(252, 65535, 128, 0, 63)).schema->type(), SchemaType::kBytes);  // BLOB
+  EXPECT_EQ(myReader(my(253, 16, 128, 0, 63)).schema->type(), SchemaType::kBytes);     // VARBINARY
+  EXPECT_EQ(myReader(my(16, 1)).schema->type(), SchemaType::kBoolean);               // BIT(1)
+  EXPECT_EQ(myReader(my(16, 12)).schema->type(), SchemaType::kBytes);                // BIT(12)
+  EXPECT_EQ(myReader(my(254, 144, 0, 0, 45, "uuid")).schema->logicalName(), logical::kUuid);
+  EXPECT_EQ(myReader(my(252, 4294967295, 0, 0, 45, "", "json")).schema->logicalName(), logical::kJson);
+  EXPECT_EQ(myReader(my(245, 4294967295)).schema->logicalName(), logical::kJson);    // MySQL's JSON
+}
+
+TEST(JdbcSourceTypes, MySqlNumericMappingFollowsKafkaConnectJdbc) {
+  EXPECT_EQ(myReader(my(246, 6, 0, 0), NumericMapping::kPrecisionOnly).schema->type(), SchemaType::kInt32);  // DECIMAL(5)
+  EXPECT_EQ(myReader(my(246, 19, 0, 0), NumericMapping::kPrecisionOnly).schema->type(), SchemaType::kInt64);  // DECIMAL(18)
+  EXPECT_EQ(myReader(my(246, 20, 0, 0), NumericMapping::kPrecisionOnly).kind, ValueKind::kDecimal);         // DECIMAL(19)
+  EXPECT_EQ(myReader(my(246, 7, 0, 2), NumericMapping::kBestFit).schema->type(), SchemaType::kFloat64);     // DECIMAL(5,2)
+  EXPECT_EQ(myReader(my(246, 7, 0, 2), NumericMapping::kPrecisionOnly).kind, ValueKind::kDecimal);
+}
+
+TEST(JdbcSourceTypes, MySqlTextsBecomeThePayloadForm) {
+  EXPECT_EQ(payload(myReader(my(1, 1)), "1"), "true");
+  EXPECT_EQ(payload(myReader(my(1, 1)), "0"), "false");
+  EXPECT_EQ(payload(myReader(my(1, 1)), "-7"), "true");  // TINYINT(1) holding another value, as Connector/J
+  EXPECT_EQ(payload(myReader(my(16, 1)), std::string(1, '\1')), "true");
+  EXPECT_EQ(payload(myReader(my(16, 1)), std::string(1, '\0')), "false");
+  EXPECT_EQ(payload(myReader(my(16, 12)), std::string("\x0f\xff", 2)), "\"D/8=\"");
+  EXPECT_EQ(payload(myReader(my(252, 65535, 128, 0, 63)), std::string("\0\xff", 2)), "\"AP8=\"");
+  EXPECT_EQ(payload(myReader(my(246, 14, 0, 3)), "-123456789.125"), payload(reader(1700, numericMod(12, 3)), "-123456789.125"));
+  EXPECT_EQ(payload(myReader(my(12, 26, 0, 6)), "2026-12-06 15:00:00.123456"), "1796569200123");
+  EXPECT_EQ(payload(myReader(my(10, 10)), "1969-12-31"), "-1");
+  EXPECT_EQ(payload(myReader(my(11, 15, 0, 3)), "13:14:15.678"), "47655678");
+  EXPECT_EQ(payload(myReader(my(5, 22)), "-2.25e-300"), "-2.25e-300");
+  std::string out;
+  EXPECT_FALSE(appendValue(out, myReader(my(16, 1)), "\x02").isOk());
+  EXPECT_FALSE(appendValue(out, myReader(my(1, 1)), "yes").isOk());
+  // TIME beyond a day (MySQL's TIME is an interval up to 838:59:59) has no Time form: refused.
+  Status s = appendValue(out, myReader(my(11, 10)), "-12:00:00");
+  EXPECT_THAT(s.message(), HasSubstr("column 'c'"));
+  EXPECT_FALSE(appendValue(out, myReader(my(11, 10)), "100:00:00").isOk());
+  EXPECT_FALSE(appendValue(out, myReader(my(10, 10)), "0000-00-00").isOk());
 }
 
 }  // namespace
