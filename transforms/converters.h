@@ -57,6 +57,7 @@ class JsonConverter final : public Converter {
   Result<Bytes> fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
                                      const Bytes& data) override;
   Result<SchemaAndBytes> toRecordWithSchema(const std::string& topic, const Bytes& data) override;
+  bool schemasEnabled() const { return schemasEnable_; }
 
  private:
   struct Written {

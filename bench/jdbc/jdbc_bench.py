@@ -78,6 +78,9 @@ PEER_TIMEOUT_S = 600
 # rewrite of batched INSERTs); empty by default: Debezium's documented setup as it comes.
 PEER_URL_PARAMS = os.environ.get("FERRY_BENCH_JDBC_PEER_URL_PARAMS", "")
 BATCH = 3000  # rows per statement on both sides (JdbcSink's default batch.size; Debezium's is 500)
+# The source side's converter: "true" writes Kafka Connect's envelope (the schema in every record),
+# "false" the payload alone (what the schema's travel costs, measured by running both).
+SOURCE_SCHEMAS = os.environ.get("FERRY_BENCH_JDBC_SOURCE_SCHEMAS", "true")
 PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
 
 
@@ -258,7 +261,8 @@ def source_run(n, size, d):
             "connection.user": u.username, "connection.password": urllib.parse.unquote(u.password or ""),
             "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": table,
             "topic.prefix": "", "batch.max.rows": "5000",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter"}})
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": SOURCE_SCHEMAS}})
         line = 'ferry_task_records_out_total{connector="jdbc-src",task="0"} '
 
         def out():
@@ -274,7 +278,8 @@ def source_run(n, size, d):
              "ferry_cpu_s_per_million": round(cpu * 1e6 / n, 2),
              "server_cpu_s_per_million": round(scpu * 1e6 / n, 2), "peak_rss_mb": round(rrep.hwm(pid) / 2**20, 1)}
         c = {"seconds": round(copy_secs, 3), "rows_per_s": round(n / copy_secs)}
-        return {"scenario": SCENARIO, "direction": "source", "row_bytes": size, "rows": n, "copy_to": c, "ferry": f,
+        return {"scenario": SCENARIO, "direction": "source", "row_bytes": size, "rows": n,
+                "schemas_enable": SOURCE_SCHEMAS == "true", "copy_to": c, "ferry": f,
                 "ratio": {"ferry_vs_copy_to": round(f["rows_per_s"] / c["rows_per_s"], 3)}}
     finally:
         if w:

@@ -23,6 +23,9 @@ TaskHost::TaskHost(TaskHostOptions o)
     : o_(std::move(o)),
       executor_(std::make_unique<runtime::Executor>(executorOptions(*o_.worker))),
       producers_(o_.backbone ? std::make_unique<backbone::SharedProducer>(*o_.backbone) : nullptr),
+      schemas_(o_.backbone && !o_.worker->schemaStorageTopic.empty()
+                   ? std::make_unique<runtime::SchemaRegistry>(*o_.backbone, o_.worker->schemaStorageTopic)
+                   : nullptr),
       stopper_(std::chrono::milliseconds(o_.worker->taskShutdownTimeoutMs)) {}
 
 TaskHost::~TaskHost() {
@@ -40,6 +43,7 @@ std::unique_ptr<runtime::TaskRunner> TaskHost::start(const std::string& connecto
   env.executor = executor_.get();
   env.backbone = o_.backbone;
   env.producers = producers_.get();
+  env.schemas = schemas_.get();
   env.positions = o_.positions;
   env.worker = o_.worker;
   env.connector = connector;

@@ -107,6 +107,8 @@ class TaskHost {
   std::unique_ptr<runtime::Executor> executor_;
   // One producer for the source records of every task here (see backbone/shared_producer.h).
   std::unique_ptr<backbone::SharedProducer> producers_;
+  // The schema topic's cache, shared by the tasks here (null without a backbone or topic).
+  std::unique_ptr<runtime::SchemaRegistry> schemas_;
   // Stops tasks within task.shutdown.graceful.timeout.ms and keeps the abandoned ones alive.
   runtime::TaskStopper stopper_;
 };

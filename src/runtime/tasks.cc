@@ -20,6 +20,7 @@
 #include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
 #include "transforms/connect_json.h"
+#include "transforms/converters.h"
 
 namespace ferry::runtime {
 namespace {
@@ -527,7 +528,8 @@ class OffsetCommitter;
 // what it holds into records (decode).
 class BackboneInput final : public Input, private backbone::RebalanceListener {
  public:
-  BackboneInput(TaskLoop& loop, TaskConverters converters) : loop_(loop), converters_(std::move(converters)) {}
+  BackboneInput(TaskLoop& loop, TaskConverters converters, SchemaRegistry* schemas)
+      : loop_(loop), converters_(std::move(converters)), schemas_(schemas) {}
   void attach(OffsetCommitter* committer, SinkTask* task) {
     committer_ = committer;
     task_ = task;
@@ -586,7 +588,40 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     r.keySchema = std::move(key->schema);
     r.value = std::move(value->data);
     r.valueSchema = std::move(value->schema);
+    if (schemas_ && !r.headers.empty()) {
+      // Schemas that travelled by id (runtime/schema_registry.h).
+      for (const bool isKey : {false, true}) {
+        if (!(isKey ? converters_.keySchemaById : converters_.valueSchemaById)) continue;
+        const std::string header(isKey ? kKeySchemaHeader : kValueSchemaHeader);
+        const Header* h = r.headers.last(header);
+        if (h == nullptr) continue;
+        Status s = schemaById(r, isKey, h->value.view());
+        if (!s.isOk()) {
+          FERRY_RETURN_IF_ERROR(errors.report(isKey ? "KEY_CONVERTER" : "VALUE_CONVERTER", s, r.topic,
+                                              r.queue.value_or(-1), r.offset, r.key, r.value, r.headers));
+          return false;
+        }
+        r.headers.remove(header);
+      }
+    }
     return true;
+  }
+  // Puts the schema of `id` on the record's key or value, its data checked against it.
+  Status schemaById(Record& r, bool isKey, std::string_view id) {
+    const std::string what = std::string(isKey ? "key" : "value") + " of topic '" + r.topic + "'";
+    auto schema = schemas_->schemaOf(id);
+    if (!schema.isOk()) return schema.status().withContext("the " + what + " names its schema by id");
+    Bytes& data = isKey ? r.key : r.value;
+    if (data.isNull()) {
+      if (!(*schema)->optional() && !(*schema)->defaultJson())
+        return Status::invalidArgument("the " + what + " is null for a required " + (*schema)->describe());
+    } else {
+      bool defaultsApply = false, json = true;
+      Status st = transforms::checkPayloadText(**schema, data.view(), defaultsApply, json);
+      if (!st.isOk()) return st.withContext("the " + what + " does not match the schema its header names");
+    }
+    (isKey ? r.keySchema : r.valueSchema) = std::move(*schema);
+    return Status::ok();
   }
   void close() override {
     if (!consumer_) return;
@@ -604,6 +639,7 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
 
   TaskLoop& loop_;
   TaskConverters converters_;
+  SchemaRegistry* schemas_ = nullptr;  // schemas by id (null: not read)
   OffsetCommitter* committer_ = nullptr;
   SinkTask* task_ = nullptr;
   std::unique_ptr<backbone::Consumer> consumer_;
@@ -618,7 +654,8 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
 // after a tolerated error (reported already).
 class RecordEncoder {
  public:
-  RecordEncoder(TaskConverters converters, ErrorReporter& errors) : converters_(std::move(converters)), errors_(errors) {}
+  RecordEncoder(TaskConverters converters, ErrorReporter& errors, SchemaRegistry* schemas)
+      : converters_(std::move(converters)), errors_(errors), schemas_(schemas) {}
 
   Result<std::optional<backbone::Message>> encode(Record& record) {
     using Out = std::optional<backbone::Message>;
@@ -639,6 +676,25 @@ class RecordEncoder {
     m.key = std::move(*key);
     m.value = std::move(*value);
     m.headers = record.headers;
+    if (schemas_) {
+      // Schemas the converter does not carry travel by id (runtime/schema_registry.h).
+      for (const bool isKey : {false, true}) {
+        const SchemaPtr& schema = isKey ? record.keySchema : record.valueSchema;
+        if (!schema || !(isKey ? converters_.keySchemaById : converters_.valueSchemaById)) continue;
+        Cached& c = isKey ? keyId_ : valueId_;
+        if (c.schema != schema) {
+          auto id = schemas_->idOf(schema);
+          if (!id.isOk()) {
+            FERRY_RETURN_IF_ERROR(errors_.report(isKey ? "KEY_CONVERTER" : "VALUE_CONVERTER", id.status(),
+                                                 record.topic, -1, -1, record.key, record.value, record.headers,
+                                                 record.keySchema, record.valueSchema));
+            return Out();
+          }
+          c = {schema, Bytes(std::move(*id))};
+        }
+        m.headers.set(std::string(isKey ? kKeySchemaHeader : kValueSchemaHeader), c.id);
+      }
+    }
     if (!m.headers.empty()) {
       if (Status hs = convertHeaders(*converters_.header, HeaderDirection::kToBackbone, record.topic, m.headers);
           !hs.isOk()) {
@@ -670,6 +726,12 @@ class RecordEncoder {
  private:
   TaskConverters converters_;
   ErrorReporter& errors_;
+  SchemaRegistry* schemas_ = nullptr;  // schemas by id (null: not written)
+  struct Cached {
+    SchemaPtr schema;  // the last schema seen on that side, and its id
+    Bytes id;
+  };
+  Cached keyId_, valueId_;
   StringMap lastPartition_;  // cache of the routing hint of the last partition
   std::string lastHint_;
 };
@@ -1672,7 +1734,7 @@ Status TaskLoop::setUp() {
       SourceTask& task = *in->sourceTask();
       input_ = std::move(in);
       if (w.exactlyOnceSource) {
-        auto txn = std::make_unique<Transaction>(*this, RecordEncoder(std::move(converters), *errors_), task);
+        auto txn = std::make_unique<Transaction>(*this, RecordEncoder(std::move(converters), *errors_, env_.schemas), task);
         const std::string iv = configValue(env_.config, "transaction.boundary.interval.ms");
         const std::int64_t ivMs = iv.empty() || std::stoll(iv) < 0 ? w.offsetFlushIntervalMs : std::stoll(iv);
         FERRY_RETURN_IF_ERROR(txn->prepare(configValue(env_.config, "transaction.boundary") == "interval", ivMs));
@@ -1680,7 +1742,7 @@ Status TaskLoop::setUp() {
         committer_.reset(txn.release());
       } else {
         auto acked = std::make_unique<AckedPositions>(*this, task);
-        ownedOutput_ = std::make_unique<ProducerOutput>(*this, RecordEncoder(std::move(converters), *errors_), *acked);
+        ownedOutput_ = std::make_unique<ProducerOutput>(*this, RecordEncoder(std::move(converters), *errors_, env_.schemas), *acked);
         output_ = ownedOutput_.get();
         committer_ = std::move(acked);
       }
@@ -1688,7 +1750,7 @@ Status TaskLoop::setUp() {
     }
     case ConnectorShape::kSink: {
       FERRY_ASSIGN_OR_RETURN(auto converters, makeTaskConverters(reg, w, env_.config));
-      auto in = std::make_unique<BackboneInput>(*this, std::move(converters));
+      auto in = std::make_unique<BackboneInput>(*this, std::move(converters), env_.schemas);
       auto out = std::make_unique<SinkTaskOutput>(*this, env_.config, RetriedCall::kSinkPut);
       FERRY_RETURN_IF_ERROR(out->create(reg));
       auto offsets = std::make_unique<OffsetCommitter>(*this, *in, out->task());
@@ -1950,6 +2012,10 @@ Result<TaskConverters> makeTaskConverters(const PluginRegistry& registry, const 
     auto conv = registry.createConverter(cls);
     if (!conv.isOk()) return conv.status().withContext(key);
     FERRY_RETURN_IF_ERROR((*conv)->configure(cfg, std::string_view(side.role) == "key").withContext(key));
+    if (auto* json = dynamic_cast<transforms::JsonConverter*>(conv->get()); json && !json->schemasEnabled()) {
+      if (std::string_view(side.role) == "key") c.keySchemaById = true;
+      if (std::string_view(side.role) == "value") c.valueSchemaById = true;
+    }
     side.out = std::move(*conv);
   }
   return c;

@@ -56,6 +56,7 @@
 #include "runtime/connector_config.h"
 #include "runtime/executor.h"
 #include "runtime/plugins.h"
+#include "runtime/schema_registry.h"
 #include "runtime/worker_config.h"
 #include "store/store.h"
 
@@ -71,6 +72,10 @@ struct TaskConverters {
   PluginPtr<Converter> key;
   PluginPtr<Converter> value;
   PluginPtr<Converter> header;
+  // JsonConverter with schemas.enable=false on that side: its records' schemas travel by id
+  // (runtime/schema_registry.h) when the task has a registry.
+  bool keySchemaById = false;
+  bool valueSchemaById = false;
 };
 Result<TaskConverters> makeTaskConverters(const PluginRegistry& registry, const WorkerConfig& worker,
                                           const StringMap& connectorConfig);
@@ -126,6 +131,8 @@ struct TaskEnv {
   // The worker's shared task threads: the task's steps run there. Null: a thread of its own.
   Executor* executor = nullptr;
   backbone::Backbone* backbone = nullptr;  // null only for direct tasks in tests
+  // The worker's schema topic (null: schemas do not travel by id).
+  SchemaRegistry* schemas = nullptr;
   // The worker's shared producer for source records (null: the task creates its own).
   backbone::SharedProducer* producers = nullptr;
   store::PositionStore* positions = nullptr;

@@ -118,6 +118,11 @@ const ConfigDef& workerConfigDef() {
              "Backbone topic holding source positions when exactly.once.source.support=enabled "
              "(Kafka Connect's record format: key [\"<connector>\", {partition}], value {offset}).",
              validators::nonEmptyString());
+    d.define("schema.storage.topic", ConfigType::kString, "ferry-schemas", Importance::kLow,
+             "Backbone topic (one queue) holding the schemas of records written with JsonConverter and "
+             "schemas.enable=false: such records carry the schema's id in a header ferry.schema.value / "
+             "ferry.schema.key instead of the schema, and a sink reading them the same way gets them typed. "
+             "Empty: schemas are dropped there, as Kafka Connect does.");
     d.define("offset.storage.partitions", ConfigType::kInt, "5", Importance::kLow,
              "Partitions of offset.storage.topic when ferry creates it.", between(1, 1000));
     d.define("cluster.name", ConfigType::kString, "ferry", Importance::kHigh,
@@ -332,6 +337,7 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
     return Status::invalidArgument("cluster.heartbeat.interval.ms must be at most half of cluster.session.timeout.ms");
   c.exactlyOnceSource = p.getString("exactly.once.source.support") == "enabled";
   c.offsetStorageTopic = p.getString("offset.storage.topic");
+  c.schemaStorageTopic = p.getString("schema.storage.topic");
   c.offsetStoragePartitions = p.getInt("offset.storage.partitions");
   if (c.exactlyOnceSource && c.backbone != "kafka")
     return Status::invalidArgument("exactly.once.source.support=enabled needs backbone=kafka (backbone is " +

@@ -80,6 +80,8 @@ struct WorkerConfig {
   // positions in the offset.storage.topic instead of data.dir.
   bool exactlyOnceSource = false;
   std::string offsetStorageTopic = "ferry-offsets";
+  // Where schemas travel by id (runtime/schema_registry.h); empty: they do not.
+  std::string schemaStorageTopic = "ferry-schemas";
   std::int32_t offsetStoragePartitions = 5;
 
   // Distributed mode (ferry distributed).
