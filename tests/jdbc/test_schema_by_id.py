@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Schemas travelling by id through the backbone (src/runtime/schema_registry.h), end to end on a
-standalone worker and the PostgreSQL service (scripts/test jdbc starts it).
+standalone worker and the PostgreSQL service (scripts/test jdbc starts it), on the backbone named
+by the first argument: embedded (default), kafka (the Kafka service, 127.0.0.1:19092) or rocketmq
+(the RocketMQ service, namesrv 127.0.0.1:19876). The schema topic is this run's own
+(schema.storage.topic=ferry-schemas-<run>).
 
   1. JdbcSource reads a typed table (bigint, numeric(10,2), timestamp, uuid, jsonb, nullable
      text) with value.converter=JsonConverter and schemas.enable=false: the backbone holds plain
@@ -31,6 +34,15 @@ from test_jdbc_source import PG_URL, envelopes, file_sink, psql  # noqa: E402
 
 U = urllib.parse.urlparse(PG_URL)
 RUN = uuid.uuid4().hex[:8]
+KIND = sys.argv[1] if len(sys.argv) > 1 else "embedded"
+SCHEMA_TOPIC = f"ferry-schemas-{RUN}"
+WORKER = {"schema.storage.topic": SCHEMA_TOPIC}
+if KIND == "kafka":
+    WORKER.update({"backbone": "kafka",
+                   "backbone.kafka.bootstrap.servers": os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")})
+elif KIND == "rocketmq":
+    WORKER.update({"backbone": "rocketmq",
+                   "backbone.rocketmq.namesrv": os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")})
 BY_ID = {"value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false"}
 CONN = {"connection.url": f"postgresql://{U.hostname}:{U.port}{U.path}", "connection.user": U.username,
         "connection.password": urllib.parse.unquote(U.password or "")}
@@ -71,8 +83,8 @@ def main():
          f"md5(g::text)::uuid, jsonb_build_object('g', g), CASE WHEN g % 3 = 0 THEN NULL ELSE 'n' || g END "
          f"FROM generate_series(1, {N}) g")
     d = tmpdir("schema-by-id")
-    w = Worker(d)
-    w.start()
+    w = Worker(d, extra=WORKER)
+    w.start(timeout=60)
     topic = f"byid-{RUN}"
     w.ok("POST", "/connectors", {"name": "src", "config": {
         "connector.class": "JdbcSource", **CONN, "mode": "incrementing", "incrementing.column.name": "id",
@@ -100,12 +112,12 @@ def main():
         raise AssertionError(f"the sink's table has types {column_types(copy1)}, expected {want_types} (typed records)")
     if table_rows(copy1) != table_rows(src):
         raise AssertionError("the copy differs from the original")
-    print(f"ok   {N} rows as plain JSON payloads in the backbone (no envelope), the schema by id: JdbcSink "
+    print(f"ok   ({KIND} backbone) {N} rows as plain JSON payloads in the backbone (no envelope), the schema by id: JdbcSink "
           "made typed columns (numeric, timestamp, uuid, jsonb) and every row equals the original")
 
     # A restarted worker has no cached schema: it reads the schema topic.
     w.stop()
-    w.start()
+    w.start(timeout=60)
     copy2 = f"byid_copy2_{RUN}"
     copy_sink(w, "copy2", topic, copy2)
     wait_until(copied(copy2), 60, f"{N} rows copied by a new JdbcSink after a restart")
@@ -116,7 +128,7 @@ def main():
     # Hostile headers: an unknown id, and the real id over data that does not match. The real id
     # is read from the schema topic itself (a FileStreamSink on ferry-schemas).
     entries = os.path.join(d, "schemas.out")
-    file_sink(w, "schemas", "ferry-schemas", entries)
+    file_sink(w, "schemas", SCHEMA_TOPIC, entries)
     wait_until(lambda: len(envelopes(entries)) >= 1, 30, "the schema topic's entry")
     ids = [e["id"] for e in envelopes(entries)]
     if len(ids) != 1 or len(ids[0]) != 16:
