@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <limits>
 #include <unordered_map>
 
@@ -52,6 +53,8 @@ Status checkCombination(const ParsedConfig& p) {
     return Status::invalidArgument("insert.mode=" + p.getString("insert.mode") + " needs a primary key: set pk.mode");
   if (p.getBool("delete.enabled") && pk != JdbcSinkTask::PkMode::kRecordKey)
     return Status::invalidArgument("delete.enabled=true needs pk.mode=record_key (a tombstone has only its key)");
+  if (Status z = core::TimeZone::load(p.getString("db.timezone")).status(); !z.isOk())
+    return Status::invalidArgument("db.timezone: " + z.message());
   if (pk == JdbcSinkTask::PkMode::kKafka && !p.getList("pk.fields").empty() && p.getList("pk.fields").size() != 3)
     return Status::invalidArgument("pk.fields with pk.mode=kafka names 3 columns (topic, partition, offset), or none");
   const std::string url = p.getString("connection.url");
@@ -111,8 +114,9 @@ const ConfigDef& JdbcSinkConnector::definition() {
              "plain letters, digits and _.",
              validators::oneOf({"always", "never"}));
     d.define("db.timezone", ConfigType::kString, "UTC", Importance::kLow,
-             "The zone Timestamp, Date and Time values are written in. Only UTC is supported yet.",
-             validators::oneOf({"UTC"}));
+             "The zone of the wall clock Timestamp values are written as (timestamp columns without a zone): a zone "
+             "of the zone database (Europe/Paris), UTC, or an offset (+02:00).",
+             validators::nonEmptyString());
     return d;
   }();
   return def;
@@ -154,6 +158,9 @@ class JdbcSinkTask::Dialect {
   virtual void disconnect() = 0;
 
   virtual Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const = 0;
+  // A Timestamp written as the wall clock `localText` ("YYYY-MM-DD HH:MM:SS.mmm") of a zone
+  // `offsetSeconds` east of UTC at that instant (db.timezone).
+  virtual std::string zonedTimestamp(const std::string& localText, std::int32_t offsetSeconds) const = 0;
   virtual Result<std::string> column(std::string_view name, bool quote) const = 0;
   virtual Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const = 0;
 
@@ -236,6 +243,14 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
 
   Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
     return jdbc::postgresText(s, v, field);
+  }
+  // With its offset: a timestamp column keeps the wall clock (PostgreSQL ignores the offset), a
+  // timestamptz column gets the instant.
+  std::string zonedTimestamp(const std::string& localText, std::int32_t offsetSeconds) const override {
+    const std::int32_t a = offsetSeconds < 0 ? -offsetSeconds : offsetSeconds;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%c%02d:%02d:%02d", offsetSeconds < 0 ? '-' : '+', a / 3600, a / 60 % 60, a % 60);
+    return localText + buf;
   }
   Result<std::string> column(std::string_view name, bool quote) const override { return jdbc::identifier(name, quote); }
   Result<std::string> table(const std::string& format, const std::string& topic, bool quote) const override {
@@ -358,6 +373,11 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
 
   Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
     return jdbc::mysqlLiteral(s, v, field);
+  }
+  // The wall clock alone: a DATETIME column keeps it; a TIMESTAMP column would read it in the
+  // session's zone (UTC), so db.timezone is for DATETIME columns (README).
+  std::string zonedTimestamp(const std::string& localText, std::int32_t) const override {
+    return "'" + localText + "'";
   }
   Result<std::string> column(std::string_view name, bool quote) const override {
     return jdbc::mysqlIdentifier(name, quote);
@@ -484,6 +504,8 @@ Status JdbcSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   tableFormat_ = p.getString("table.name.format");
   autoCreate_ = p.getBool("auto.create");
   autoEvolve_ = p.getBool("auto.evolve");
+  FERRY_ASSIGN_OR_RETURN(zone_, core::TimeZone::load(p.getString("db.timezone")));
+  if (zone_->isUtc()) zone_.reset();
   deleteEnabled_ = p.getBool("delete.enabled");
   quote_ = p.getString("quote.sql.identifiers") == "always";
   batchSize_ = static_cast<std::size_t>(p.getInt("batch.size"));
@@ -533,7 +555,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (key.is_discarded()) return Status::invalidArgument("the key is not JSON");
     if (r.keySchema->type() != SchemaType::kStruct) {
       const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
-      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*r.keySchema, key, name));
+      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*r.keySchema, key, name));
       pkNames.insert(name);
       return add(name, std::move(v), *r.keySchema);
     }
@@ -544,7 +566,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
       const SchemaField* f = r.keySchema->field(name);
       if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
       auto it = key.find(name);
-      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f->schema, it == key.end() ? Json() : *it, name));
+      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f->schema, it == key.end() ? Json() : *it, name));
       FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
       pkNames.insert(name);
     }
@@ -573,7 +595,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
         const Json coordinates[] = {Json(r.topic), Json(r.queue.value_or(-1)), Json(r.offset)};
         for (std::size_t i = 0; i < 3; ++i) {
           const std::string name = pkFields_.size() == 3 ? pkFields_[i] : kKafkaPk[i];
-          FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*kafkaSchemas()[i], coordinates[i], name));
+          FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*kafkaSchemas()[i], coordinates[i], name));
           FERRY_RETURN_IF_ERROR(add(name, std::move(v), *kafkaSchemas()[i]));
         }
         break;
@@ -589,7 +611,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
           const SchemaField* f = vs.field(name);
           if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
           auto it = value.find(name);
-          FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f->schema, it == value.end() ? Json() : *it, name));
+          FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f->schema, it == value.end() ? Json() : *it, name));
           FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
           pkNames.insert(name);
         }
@@ -600,7 +622,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     for (const auto& f : vs.fields()) {
       if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
       auto it = value.find(f.name);
-      FERRY_ASSIGN_OR_RETURN(auto v, dialect_->value(*f.schema, it == value.end() ? Json() : *it, f.name));
+      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f.schema, it == value.end() ? Json() : *it, f.name));
       FERRY_RETURN_IF_ERROR(add(f.name, std::move(v), *f.schema));
     }
   }
@@ -609,6 +631,17 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   return Out(std::move(row));
 }
 
+
+Result<std::optional<std::string>> JdbcSinkTask::valueOf(const Schema& s, const Json& v, const std::string& field) {
+  if (!zone_ || s.logicalName() != logical::kTimestamp || !v.is_number_integer()) return dialect_->value(s, v, field);
+  // db.timezone: the instant's wall clock in that zone.
+  const std::int64_t ms = v.get<std::int64_t>();
+  std::int64_t seconds = ms / 1000;
+  if (ms % 1000 < 0) --seconds;
+  const std::int32_t offset = zone_->offsetAt(seconds);
+  return std::optional<std::string>(
+      dialect_->zonedTimestamp(jdbc::timestampText(ms + std::int64_t{offset} * 1000), offset));
+}
 
 Status JdbcSinkTask::ensureTable(const Row& row) {
   if (!knownTables_.count(row.table)) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "connectors/jdbc/values.h"
+#include "core/timezone.h"
 #include "ferry/connector.h"
 
 namespace ferry::connectors {
@@ -74,6 +75,8 @@ class JdbcSinkTask final : public SinkTask {
   };
   Result<std::optional<Row>> rowOf(const Record& r);
   Status ensureTable(const Row& row);
+  // The dialect's value text of `v`, with Timestamps as db.timezone's wall clock.
+  Result<std::optional<std::string>> valueOf(const Schema& s, const jdbc::Json& v, const std::string& field);
   // auto.evolve: adds the columns `row` has and its table lacks (nullable).
   Status evolveTable(const Row& row);
   Status connect();
@@ -90,6 +93,7 @@ class JdbcSinkTask final : public SinkTask {
   std::string tableFormat_ = "${topic}";
   bool autoCreate_ = false;
   bool autoEvolve_ = false;
+  std::shared_ptr<const core::TimeZone> zone_;  // db.timezone; null for UTC
   bool deleteEnabled_ = false;
   bool quote_ = true;
   std::size_t batchSize_ = 3000;

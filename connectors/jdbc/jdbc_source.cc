@@ -35,6 +35,8 @@ Result<JdbcSourceTask::Mode> modeOf(const std::string& s) {
 Status checkCombination(const ParsedConfig& p) {
   FERRY_ASSIGN_OR_RETURN(auto mode, modeOf(p.getString("mode")));
   FERRY_RETURN_IF_ERROR(jdbc::numericMappingOf(p.getString("numeric.mapping")).status());
+  if (Status z = core::TimeZone::load(p.getString("db.timezone")).status(); !z.isOk())
+    return Status::invalidArgument("db.timezone: " + z.message());
   const bool incrementing =
       mode == JdbcSourceTask::Mode::kIncrementing || mode == JdbcSourceTask::Mode::kTimestampIncrementing;
   const bool timestamp =
@@ -139,8 +141,9 @@ const ConfigDef& JdbcSourceConnector::definition() {
              "type; best_fit = that, and NUMERIC(p,s>0), p <= 18, as float64.",
              validators::oneOf({"none", "precision_only", "best_fit"}));
     d.define("db.timezone", ConfigType::kString, "UTC", Importance::kLow,
-             "The zone of timestamp columns without a zone. Only UTC is supported yet.",
-             validators::oneOf({"UTC"}));
+             "The zone of timestamp columns without a zone (PostgreSQL timestamp, MySQL DATETIME): a zone of the "
+             "zone database (Europe/Paris), UTC, or an offset (+02:00).",
+             validators::nonEmptyString());
     return d;
   }();
   return def;
@@ -279,6 +282,8 @@ Status JdbcSourceTask::start(const StringMap& config, SourceTaskContext& context
   password_ = p.getString("connection.password");
   FERRY_ASSIGN_OR_RETURN(mode_, modeOf(p.getString("mode")));
   FERRY_ASSIGN_OR_RETURN(numericMapping_, jdbc::numericMappingOf(p.getString("numeric.mapping")));
+  FERRY_ASSIGN_OR_RETURN(zone_, core::TimeZone::load(p.getString("db.timezone")));
+  if (zone_->isUtc()) zone_.reset();
   incrementingColumn_ = p.getString("incrementing.column.name");
   timestampColumns_ = p.getList("timestamp.column.name");
   delayMs_ = p.getLong("timestamp.delay.interval.ms");
@@ -417,24 +422,26 @@ Result<std::unique_ptr<jdbc::SourceRows>> JdbcSourceTask::query(Table& t, std::s
                              " ORDER BY " + inc + " ASC" + lim,
                          params);
     case Mode::kTimestamp: {
-      FERRY_ASSIGN_OR_RETURN(auto bound, db_->upperBound(delayMs_));
+      FERRY_RETURN_IF_ERROR(describeFirst(t));
+      FERRY_ASSIGN_OR_RETURN(auto bound, boundParam(t));
       if (!t.timestampMicros)
         return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + db_->param(params, bound) +
                                " ORDER BY " + ts + " ASC" + lim,
                            params);
-      const std::string after = db_->param(params, jdbc::timestampMicrosText(*t.timestampMicros));
+      const std::string after = db_->param(params, timestampParam(t, *t.timestampMicros));
       return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " > " + after + " AND " + ts + " < " +
                              db_->param(params, bound) + " ORDER BY " + ts + " ASC" + lim,
                          params);
     }
     case Mode::kTimestampIncrementing: {
-      FERRY_ASSIGN_OR_RETURN(auto bound, db_->upperBound(delayMs_));
+      FERRY_RETURN_IF_ERROR(describeFirst(t));
+      FERRY_ASSIGN_OR_RETURN(auto bound, boundParam(t));
       const std::string below = db_->param(params, bound);
       if (!t.timestampMicros)
         return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + below + " ORDER BY " + ts + " ASC, " +
                                inc + " ASC" + lim,
                            params);
-      const std::string last = db_->param(params, jdbc::timestampMicrosText(*t.timestampMicros));
+      const std::string last = db_->param(params, timestampParam(t, *t.timestampMicros));
       const std::string lastId = db_->param(params, t.incrementing.value_or("-9223372036854775808"));
       return db_->select("SELECT * FROM " + t.from + " WHERE " + ts + " < " + below + " AND (" + ts + " > " + last +
                              " OR (" + ts + " = " + last + " AND " + inc + " > " + lastId + ")) ORDER BY " + ts +
@@ -448,7 +455,7 @@ Result<std::unique_ptr<jdbc::SourceRows>> JdbcSourceTask::query(Table& t, std::s
 Status JdbcSourceTask::describe(Table& t, const jdbc::SourceRows& rows) {
   std::string signature = db_->signature(rows);
   if (t.schema && signature == t.signature) return Status::ok();
-  FERRY_ASSIGN_OR_RETURN(auto readers, db_->describe(rows, t.relation, t.from, numericMapping_));
+  FERRY_ASSIGN_OR_RETURN(auto readers, db_->describe(rows, t.relation, t.from, numericMapping_, zone_));
   const int n = static_cast<int>(readers.size());
   t.signature = std::move(signature);
   t.columnNames.assign(static_cast<std::size_t>(n), "");
@@ -483,7 +490,35 @@ Status JdbcSourceTask::describe(Table& t, const jdbc::SourceRows& rows) {
       if (t.timestampIndexes[k] < 0)
         return Status::failedPrecondition("JdbcSource: " + t.qualified + " has no column '" + timestampColumns_[k] +
                                           "' (timestamp.column.name)");
+  t.localTimestamps = false;
+  if (zone_ && mode_ != Mode::kBulk && mode_ != Mode::kIncrementing) {
+    int local = 0, zoned = 0;
+    for (int c : t.timestampIndexes) ++(t.readers[static_cast<std::size_t>(c)].zone ? local : zoned);
+    if (local > 0 && zoned > 0)
+      return Status::failedPrecondition("JdbcSource: " + t.qualified + ": timestamp.column.name mixes columns with "
+                                        "and without a time zone, which db.timezone=" + zone_->name() +
+                                        " cannot compare as one");
+    t.localTimestamps = local > 0;
+  }
   return Status::ok();
+}
+
+Status JdbcSourceTask::describeFirst(Table& t) {
+  if (!zone_ || t.schema || mode_ == Mode::kBulk || mode_ == Mode::kIncrementing) return Status::ok();
+  FERRY_ASSIGN_OR_RETURN(auto rows, db_->select("SELECT * FROM " + t.from + " LIMIT 0", {}));
+  return describe(t, *rows);
+}
+
+std::string JdbcSourceTask::timestampParam(const Table& t, std::int64_t utcMicros) const {
+  return jdbc::timestampMicrosText(t.localTimestamps ? jdbc::localMicrosOfUtc(*zone_, utcMicros) : utcMicros);
+}
+
+Result<std::string> JdbcSourceTask::boundParam(const Table& t) {
+  FERRY_ASSIGN_OR_RETURN(auto bound, db_->upperBound(delayMs_));
+  if (!t.localTimestamps) return bound;
+  auto us = jdbc::parsePgTimestamp(bound);
+  if (!us) return Status::internal("JdbcSource: the server's time '" + bound + "' is not a timestamp");
+  return timestampParam(t, *us);
 }
 
 void JdbcSourceTask::reportProgress() {
@@ -537,6 +572,7 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
       auto us = jdbc::parsePgTimestamp(rows->value(r, c));
       if (!us) return Status::failedPrecondition("JdbcSource: " + t.qualified + ": '" + std::string(rows->value(r, c)) +
                                                  "' in the timestamp column is not a timestamp");
+      if (const auto& zone = t.readers[static_cast<std::size_t>(c)].zone) us = jdbc::utcMicrosOfLocal(*zone, *us);
       return std::optional<std::int64_t>(*us);
     }
     return std::optional<std::int64_t>();
@@ -557,7 +593,7 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
     } else if (last) {
       // One timestamp fills the batch: read all its rows at once.
       jdbc::SourceDb::Params params;
-      const std::string at = db_->param(params, jdbc::timestampMicrosText(*last));
+      const std::string at = db_->param(params, timestampParam(t, *last));
       FERRY_ASSIGN_OR_RETURN(rows, db_->select("SELECT * FROM " + t.from + " WHERE " + timestampExpr_ + " = " + at +
                                                    " ORDER BY " + timestampExpr_,
                                                params));

@@ -100,12 +100,21 @@ class JdbcSourceTask final : public SourceTask {
     std::vector<std::string> fieldPrefixes;  // ",\"name\":" (the first without the comma)
     int incrementingIndex = -1;
     std::vector<int> timestampIndexes;
+    bool localTimestamps = false;  // the timestamp columns have no zone and db.timezone is not UTC
   };
 
   Status connect();
   Status readTable(Table& t, std::vector<Record>& out, std::size_t max);
   Result<std::unique_ptr<jdbc::SourceRows>> query(Table& t, std::size_t limit);
   Status describe(Table& t, const jdbc::SourceRows& rows);
+  // db.timezone other than UTC with timestamp modes: the table's columns are described before
+  // its first read, so positions are compared in the timestamp columns' own zone.
+  Status describeFirst(Table& t);
+  // A timestamp position (an instant) as a parameter for the table's timestamp columns: their
+  // wall clock when they have no zone (db.timezone), UTC text otherwise.
+  std::string timestampParam(const Table& t, std::int64_t utcMicros) const;
+  // The upper bound's UTC text as a parameter for the table's timestamp columns.
+  Result<std::string> boundParam(const Table& t);
   void reportProgress();
   bool reportedDone_ = false;
   // Drops the connection after a failure that may have broken it.
@@ -123,6 +132,7 @@ class JdbcSourceTask final : public SourceTask {
   std::chrono::milliseconds pollInterval_{5000};
   std::size_t batchMaxRows_ = 100;
   jdbc::NumericMapping numericMapping_ = jdbc::NumericMapping::kNone;
+  std::shared_ptr<const core::TimeZone> zone_;  // db.timezone; null for UTC
   std::vector<Table> tables_;
   std::size_t next_ = 0;  // round robin over tables_
 };

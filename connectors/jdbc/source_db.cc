@@ -127,7 +127,8 @@ class PgSourceDb final : public SourceDb {
   }
 
   Result<std::vector<ColumnReader>> describe(const SourceRows& rows, const Relation& table, const std::string& from,
-                                             NumericMapping mapping) override {
+                                             NumericMapping mapping,
+                                             const std::shared_ptr<const core::TimeZone>& zone) override {
     const PgRows& pg = static_cast<const PgSourceRows&>(rows).pg();
     const int n = pg.columns();
     // Types without a fixed oid (enums, arrays of them, domains): from pg_type.
@@ -162,7 +163,7 @@ class PgSourceDb final : public SourceDb {
       std::string name(pg.name(c));
       const bool optional = !notNull.count(name);
       FERRY_ASSIGN_OR_RETURN(auto reader, pgColumnReader(std::move(name), pg.typeOid(c), pg.typeMod(c), optional,
-                                                         mapping, &lookupType, &types_));
+                                                         mapping, &lookupType, &types_, zone));
       out.push_back(std::move(reader));
     }
     return out;
@@ -288,11 +289,12 @@ class MySourceDb final : public SourceDb {
   }
 
   Result<std::vector<ColumnReader>> describe(const SourceRows& rows, const Relation&, const std::string&,
-                                             NumericMapping mapping) override {
+                                             NumericMapping mapping,
+                                             const std::shared_ptr<const core::TimeZone>& zone) override {
     constexpr unsigned kNotNull = 1;
     std::vector<ColumnReader> out;
     for (const auto& c : static_cast<const MySourceRows&>(rows).result().columns) {
-      FERRY_ASSIGN_OR_RETURN(auto reader, mysqlColumnReader(c, (c.flags & kNotNull) == 0, mapping));
+      FERRY_ASSIGN_OR_RETURN(auto reader, mysqlColumnReader(c, (c.flags & kNotNull) == 0, mapping, zone));
       out.push_back(std::move(reader));
     }
     return out;

@@ -72,9 +72,10 @@ class SourceDb {
   // A text that changes when the columns of `rows` (names, types) do.
   virtual std::string signature(const SourceRows& rows) const = 0;
   // The reader of each column of `rows`; `table` (empty schema and table for a query) says which
-  // columns are NOT NULL.
+  // columns are NOT NULL; `zone` (null: UTC) is db.timezone, the zone of timestamps without one.
   virtual Result<std::vector<ColumnReader>> describe(const SourceRows& rows, const Relation& table,
-                                                     const std::string& from, NumericMapping mapping) = 0;
+                                                     const std::string& from, NumericMapping mapping,
+                                                     const std::shared_ptr<const core::TimeZone>& zone) = 0;
 };
 
 }  // namespace ferry::connectors::jdbc

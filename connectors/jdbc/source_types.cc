@@ -166,6 +166,8 @@ bool isJsonNumber(std::string_view s) {
   return i == s.size();
 }
 
+std::int64_t floorDiv(std::int64_t a, std::int64_t b);
+
 Status appendScalar(std::string& out, const ColumnReader& col, std::string_view text);
 
 // A one-dimensional array's text: {a,b,NULL,"quoted \" text"} (optionally after "[l:u]=").
@@ -286,6 +288,7 @@ Status appendScalar(std::string& out, const ColumnReader& col, std::string_view 
     case ValueKind::kTimestamp: {
       auto ts = parsePgTimestamp(text);
       if (!ts) return bad(col, "a timestamp", text);
+      if (col.zone) ts = utcMicrosOfLocal(*col.zone, *ts);
       // Floor division: a timestamp before 1970 with a fraction rounds down, as Java's does.
       std::int64_t ms = *ts / 1000;
       if (*ts % 1000 < 0) --ms;
@@ -329,7 +332,9 @@ Result<NumericMapping> numericMappingOf(std::string_view name) {
 }
 
 Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, bool optional,
-                                    NumericMapping mapping, PgTypeLookup lookup, const void* lookupState) {
+                                    NumericMapping mapping, PgTypeLookup lookup, const void* lookupState,
+                                    std::shared_ptr<const core::TimeZone> zone) {
+  if (zone && zone->isUtc()) zone.reset();
   ColumnReader c;
   c.name = std::move(name);
   SchemaBuilder b = SchemaBuilder::string();
@@ -340,7 +345,7 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
     if (info && info->category == 'A' && info->element != 0) element = info->element;
   }
   if (element != 0) {
-    FERRY_ASSIGN_OR_RETURN(auto el, pgColumnReader(c.name, element, -1, true, mapping, lookup, lookupState));
+    FERRY_ASSIGN_OR_RETURN(auto el, pgColumnReader(c.name, element, -1, true, mapping, lookup, lookupState, zone));
     if (el.kind == ValueKind::kArray) return Status::invalidArgument("column '" + c.name + "': arrays of arrays are not read");
     c.kind = ValueKind::kArray;
     b = SchemaBuilder::array(el.schema);
@@ -366,6 +371,10 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
       case kTime: c.kind = ValueKind::kTime; b = logical::time(); break;
       case kTimeTz: c.kind = ValueKind::kTimeTz; b = logical::time(); break;
       case kTimestamp:
+        c.kind = ValueKind::kTimestamp;
+        c.zone = zone;  // a wall clock: in db.timezone
+        b = logical::timestamp();
+        break;
       case kTimestampTz: c.kind = ValueKind::kTimestamp; b = logical::timestamp(); break;
       case kUuid: b = logical::uuid(); break;
       case kJson:
@@ -408,7 +417,9 @@ Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, 
   return c;
 }
 
-Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& m, bool optional, NumericMapping mapping) {
+Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& m, bool optional, NumericMapping mapping,
+                                       std::shared_ptr<const core::TimeZone> zone) {
+  if (zone && zone->isUtc()) zone.reset();
   // enum_field_types and field flags of the MySQL protocol (mysql_com.h).
   enum : int {
     kDecimal = 0, kTiny = 1, kShort = 2, kLong = 3, kFloat = 4, kDouble = 5, kNull = 6, kTimestampT = 7,
@@ -485,9 +496,13 @@ Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& m, bool 
     case kTimeT:
     case kTime2: c.kind = ValueKind::kTime; b = logical::time(); break;
     case kTimestampT:
-    case kTimestamp2:
+    case kTimestamp2: c.kind = ValueKind::kTimestamp; b = logical::timestamp(); break;  // UTC (the session's)
     case kDateTime:
-    case kDateTime2: c.kind = ValueKind::kTimestamp; b = logical::timestamp(); break;
+    case kDateTime2:
+      c.kind = ValueKind::kTimestamp;
+      c.zone = zone;  // a wall clock: in db.timezone
+      b = logical::timestamp();
+      break;
     case kJsonT: b = logical::json(); break;
     case kGeometry: c.kind = ValueKind::kRawBytes; b = SchemaBuilder::bytes(); break;
     case kNull: break;
@@ -685,6 +700,15 @@ std::optional<std::string> parsePgBytea(std::string_view text) {
     out.push_back(static_cast<char>(hi * 16 + lo));
   }
   return out;
+}
+
+std::int64_t utcMicrosOfLocal(const core::TimeZone& zone, std::int64_t localMicros) {
+  const std::int64_t seconds = floorDiv(localMicros, 1000000);
+  return zone.utcOfLocal(seconds) * 1000000 + (localMicros - seconds * 1000000);
+}
+
+std::int64_t localMicrosOfUtc(const core::TimeZone& zone, std::int64_t utcMicros) {
+  return utcMicros + std::int64_t{zone.offsetAt(floorDiv(utcMicros, 1000000))} * 1000000;
 }
 
 }  // namespace ferry::connectors::jdbc

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "connectors/jdbc/mariadb_client.h"
+#include "core/timezone.h"
 #include "ferry/result.h"
 #include "ferry/schema.h"
 
@@ -50,6 +51,9 @@ struct ColumnReader {
   std::int32_t scale = 0;                        // kDecimal
   std::shared_ptr<const ColumnReader> element;   // kArray
   SchemaPtr schema;                              // the field's schema (optional when nullable)
+  // kTimestamp of a column without a zone (PostgreSQL timestamp, MySQL DATETIME) read in a zone
+  // other than UTC (db.timezone): its wall-clock texts are turned into instants in this zone.
+  std::shared_ptr<const core::TimeZone> zone;
 };
 
 // What is known of a PostgreSQL type besides its oid (from pg_type), for types without a fixed oid:
@@ -63,13 +67,16 @@ struct PgTypeInfo {
 // The reader of a column of PostgreSQL type `oid` with modifier `typmod` (-1 = none). `lookup`
 // answers for oids this function does not know (nullopt: unknown, read as text).
 using PgTypeLookup = std::optional<PgTypeInfo> (*)(unsigned oid, const void* state);
+// `zone` (null: UTC) is the zone of timestamps without a zone (db.timezone).
 Result<ColumnReader> pgColumnReader(std::string name, unsigned oid, int typmod, bool optional,
                                     NumericMapping mapping, PgTypeLookup lookup = nullptr,
-                                    const void* lookupState = nullptr);
+                                    const void* lookupState = nullptr,
+                                    std::shared_ptr<const core::TimeZone> zone = nullptr);
 
 // The reader of a MySQL/MariaDB result column as the server describes it (its protocol type,
 // flags, length, decimals, character set and MariaDB's extended type name and format).
-Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& column, bool optional, NumericMapping mapping);
+Result<ColumnReader> mysqlColumnReader(const MariaDbConnection::Column& column, bool optional, NumericMapping mapping,
+                                       std::shared_ptr<const core::TimeZone> zone = nullptr);
 
 // Appends the payload JSON of `text` (the server's text output of a non-NULL value: PostgreSQL's,
 // or MySQL/MariaDB's for the readers mysqlColumnReader builds) read as `col`. InvalidArgument
@@ -88,6 +95,9 @@ std::optional<std::int64_t> parsePgTimestamp(std::string_view text);
 // timestamp_nanos (an older position) the milliseconds alone count.
 std::pair<std::int64_t, std::int64_t> timestampOffsetOfMicros(std::int64_t micros);
 std::int64_t microsOfTimestampOffset(std::int64_t ms, std::optional<std::int64_t> nanos);
+// A wall-clock time in `zone` (microseconds as if UTC) -> the instant, and back (db.timezone).
+std::int64_t utcMicrosOfLocal(const core::TimeZone& zone, std::int64_t localMicros);
+std::int64_t localMicrosOfUtc(const core::TimeZone& zone, std::int64_t utcMicros);
 // Microseconds since the epoch -> "YYYY-MM-DD HH:MM:SS.ffffff" (UTC), for query parameters.
 std::string timestampMicrosText(std::int64_t micros);
 // "-12.3400" with `scale` -> the unscaled value's big-endian two's complement bytes (Kafka's

@@ -478,6 +478,56 @@ def check_bad_input(w, d):
     print(f"ok   {kills} connections killed by the server mid-stream: all {n} rows arrived, the task RUNNING")
 
 
+def check_timezone(w, d):
+    """db.timezone=Europe/Paris: a `timestamp` column holds Paris wall clocks. The source reads
+    them as instants and compares its positions and upper bound in that zone; the sink writes
+    instants back as Paris wall clocks into `timestamp` and as instants into `timestamptz`."""
+    t = f"src_tz_{RUN}"
+    psql(f'CREATE TABLE "{t}" (id BIGSERIAL PRIMARY KEY, fixed TIMESTAMP, '
+         f"at TIMESTAMP NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'Europe/Paris'))")
+    psql(f"INSERT INTO \"{t}\" (fixed) VALUES ('2026-07-15 14:00:00'), ('2026-12-06 16:00:00')")
+    out = os.path.join(d, "tz.out")
+    w.ok("POST", "/connectors", {"name": "tz-src", "config": source_config(**{
+        "mode": "timestamp+incrementing", "incrementing.column.name": "id", "timestamp.column.name": "at",
+        "table.whitelist": t, "topic.prefix": "tz-", "db.timezone": "Europe/Paris"})})
+    file_sink(w, "tz-file", f"tz-{t}", out)
+    # Were the upper bound compared as UTC text, Paris wall clocks (an hour or two ahead) would stay
+    # above it and nothing would arrive.
+    wait_until(lambda: len(envelopes(out)) >= 2, 30, "the 2 rows read in Europe/Paris")
+    got = {e["payload"]["id"]: e["payload"] for e in envelopes(out)}
+    if (got[1]["fixed"], got[2]["fixed"]) != (1784116800000, 1796569200000):
+        raise AssertionError(f"Paris wall clocks not read as their instants: {got[1]['fixed']}, {got[2]['fixed']}")
+    if abs(got[1]["at"] - time.time() * 1000) > 120000:
+        raise AssertionError(f"a row written now reads as {got[1]['at']}, not about now")
+    psql(f'INSERT INTO "{t}" (fixed) VALUES (NULL), (NULL)')
+    wait_until(lambda: len(envelopes(out)) >= 4, 30, "2 more rows")
+    time.sleep(1)
+    ids = [e["payload"]["id"] for e in envelopes(out)]
+    if sorted(ids) != [1, 2, 3, 4]:
+        raise AssertionError(f"rows read in Europe/Paris: {ids} (skipped or repeated)")
+    # Back through JdbcSink with db.timezone: `fixed` (timestamp) gets the Paris wall clock again,
+    # `at` (timestamptz here) the instant.
+    copy = f"src_tz_copy_{RUN}"
+    psql(f'CREATE TABLE "{copy}" (id BIGINT PRIMARY KEY, fixed TIMESTAMP, at TIMESTAMPTZ)')
+    w.ok("POST", "/connectors", {"name": "tz-sink", "config": {
+        "connector.class": "JdbcSink", "topics": f"tz-{t}", "connection.url": SERVER_URL.split("?")[0],
+        "connection.user": U.username, "connection.password": urllib.parse.unquote(U.password or ""),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "table.name.format": copy,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "db.timezone": "Europe/Paris"}})
+    wait_until(lambda: psql(f'SELECT count(*) FROM "{copy}"').strip() == "4", 30, "4 rows copied")
+    diff = psql(f'SELECT count(*) FROM "{t}" s JOIN "{copy}" c USING (id) WHERE c.fixed IS DISTINCT FROM s.fixed '
+                f"OR c.at <> date_trunc('milliseconds', s.at) AT TIME ZONE 'Europe/Paris'").strip()
+    if diff != "0":
+        raise AssertionError(f"{diff} rows differ after the sink wrote them in Europe/Paris")
+    status, body = w.rest("PUT", "/connector-plugins/JdbcSource/config/validate", source_config(**{
+        "mode": "bulk", "topic.prefix": "x", "db.timezone": "../../etc/passwd"}))
+    if "db.timezone" not in json.dumps(body) or "not a zone name" not in json.dumps(body):
+        raise AssertionError(f"a path as db.timezone is not refused: {status} {body}")
+    print("ok   db.timezone=Europe/Paris: wall clocks read as instants (July and December offsets), positions and "
+          "the upper bound in that zone (4 rows once each), written back by JdbcSink as the same wall clocks "
+          "(timestamp) and instants (timestamptz); a path as db.timezone refused")
+
+
 def main():
     d = tmpdir("jdbc-source")
     w = Worker(d)
@@ -486,6 +536,7 @@ def main():
     check_types(w, d)
     check_timestamps(w, d)
     check_query_and_new_tables(w, d)
+    check_timezone(w, d)
     check_bad_input(w, d)
     check_incrementing(w, d)
     w.stop()

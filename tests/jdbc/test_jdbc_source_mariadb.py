@@ -375,6 +375,41 @@ def check_bad_input(w, d):
           "arrived, the task RUNNING")
 
 
+def check_timezone(w, d):
+    """db.timezone=+01:00: DATETIME columns hold wall clocks an hour ahead of UTC; the source reads
+    them as instants and compares positions and its upper bound in that offset; JdbcSink with the
+    same db.timezone writes the same wall clocks back."""
+    t = f"my_src_tz_{RUN}"
+    sql(f"CREATE TABLE {q(t)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, fixed DATETIME(3), "
+        "at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)) ENGINE=InnoDB")
+    sql(f"INSERT INTO {q(t)} (fixed) VALUES ('2026-07-15 14:00:00'), ('2026-12-06 16:00:00.250')")
+    out = os.path.join(d, "tz.out")
+    w.ok("POST", "/connectors", {"name": "tz-src", "config": source_config(**{
+        "mode": "timestamp+incrementing", "incrementing.column.name": "id", "timestamp.column.name": "at",
+        "table.whitelist": t, "topic.prefix": "tz-", "db.timezone": "+01:00"})})
+    file_sink(w, "tz-file", f"tz-{t}", out)
+    wait_until(lambda: len(envelopes(out)) >= 2, 30, "the 2 rows read at +01:00")
+    got = {e["payload"]["id"]: e["payload"] for e in envelopes(out)}
+    if (got[1]["fixed"], got[2]["fixed"]) != (1784120400000, 1796569200250):
+        raise AssertionError(f"+01:00 wall clocks not read as their instants: {got[1]['fixed']}, {got[2]['fixed']}")
+    if abs(got[1]["at"] - time.time() * 1000) > 120000:
+        raise AssertionError(f"a row written now reads as {got[1]['at']}, not about now")
+    copy = f"my_src_tz_copy_{RUN}"
+    sql(f"CREATE TABLE {q(copy)} (id BIGINT PRIMARY KEY, fixed DATETIME(3), at DATETIME(3)) ENGINE=InnoDB")
+    w.ok("POST", "/connectors", {"name": "tz-sink", "config": {
+        "connector.class": "JdbcSink", "topics": f"tz-{t}", "connection.url": SERVER_URL,
+        "connection.user": U.username, "connection.password": PASSWORD,
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "table.name.format": copy,
+        "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "db.timezone": "+01:00"}})
+    wait_until(lambda: sql(f"SELECT COUNT(*) FROM {q(copy)}")[0][0] == "2", 30, "2 rows copied")
+    diff = sql(f"SELECT COUNT(*) FROM {q(t)} s JOIN {q(copy)} c USING (id) WHERE NOT (c.fixed <=> s.fixed) "
+               f"OR c.at <> CAST(s.at AS DATETIME(3))")[0][0]
+    if diff != "0":
+        raise AssertionError(f"{diff} rows differ after the sink wrote them at +01:00")
+    print("ok   db.timezone=+01:00: DATETIME wall clocks read as instants, positions and the upper bound at that "
+          "offset, written back by JdbcSink as the same wall clocks")
+
+
 def main():
     sql("SELECT 1")
     psql("SELECT 1")
@@ -383,6 +418,7 @@ def main():
     w.start()
     check_types(w, d)
     check_timestamps_and_bulk(w, d)
+    check_timezone(w, d)
     check_bad_input(w, d)
     check_incrementing(w, d)
     w.stop()

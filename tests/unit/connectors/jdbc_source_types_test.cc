@@ -275,5 +275,34 @@ TEST(JdbcSourceTypes, MySqlTextsBecomeThePayloadForm) {
   EXPECT_FALSE(appendValue(out, myReader(my(10, 10)), "0000-00-00").isOk());
 }
 
+TEST(JdbcSourceTypes, TimestampsWithoutAZoneAreReadInDbTimezone) {
+  auto paris = core::TimeZone::load("Europe/Paris");
+  ASSERT_TRUE(paris.isOk());
+  // PostgreSQL timestamp: the wall clock in Paris; timestamptz: an instant, untouched.
+  auto local = pgColumnReader("c", 1114, -1, true, NumericMapping::kNone, nullptr, nullptr, *paris);
+  auto zoned = pgColumnReader("c", 1184, -1, true, NumericMapping::kNone, nullptr, nullptr, *paris);
+  ASSERT_TRUE(local.isOk() && zoned.isOk());
+  EXPECT_EQ(payload(*local, "2026-07-15 14:00:00.5"), "1784116800500");  // 12:00:00.5 UTC (CEST)
+  EXPECT_EQ(payload(*local, "2026-12-06 16:00:00"), "1796569200000");    // 15:00 UTC (CET)
+  EXPECT_EQ(payload(*zoned, "2026-12-06 15:00:00+00"), "1796569200000");
+  // Arrays of timestamps too.
+  auto arr = pgColumnReader("c", 1115, -1, true, NumericMapping::kNone, nullptr, nullptr, *paris);
+  ASSERT_TRUE(arr.isOk());
+  EXPECT_EQ(payload(*arr, "{\"2026-12-06 16:00:00\"}"), "[1796569200000]");
+  // MySQL: DATETIME is a wall clock, TIMESTAMP an instant (the session is in UTC).
+  EXPECT_EQ(payload(*mysqlColumnReader(my(12, 19), true, NumericMapping::kNone, *paris), "2026-12-06 16:00:00"),
+            "1796569200000");
+  EXPECT_EQ(payload(*mysqlColumnReader(my(7, 19), true, NumericMapping::kNone, *paris), "2026-12-06 16:00:00"),
+            "1796572800000");
+  // UTC as a zone reads as no zone at all.
+  auto utc = core::TimeZone::load("UTC");
+  EXPECT_FALSE(pgColumnReader("c", 1114, -1, true, NumericMapping::kNone, nullptr, nullptr, *utc)->zone);
+  // Positions: an instant to the wall clock and back.
+  const std::int64_t us = 1796569200123456;
+  EXPECT_EQ(localMicrosOfUtc(**paris, us), us + 3600000000LL);
+  EXPECT_EQ(utcMicrosOfLocal(**paris, localMicrosOfUtc(**paris, us)), us);
+  EXPECT_EQ(utcMicrosOfLocal(**paris, localMicrosOfUtc(**paris, -1)), -1);
+}
+
 }  // namespace
 }  // namespace ferry::connectors::jdbc
