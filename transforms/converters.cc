@@ -209,6 +209,24 @@ Result<SchemaAndBytes> JsonConverter::toRecordWithSchema(const std::string& topi
     if (!isJson(data.view())) return notJson(topic, data, "from");
     return SchemaAndBytes{nullptr, data};
   }
+  // Records of one topic mostly carry the same schema text, written compactly: when this one
+  // starts with the last such envelope's head, the payload is what lies between it and the
+  // closing brace, found with one comparison instead of a scan of the schema. Kept only when the
+  // payload checks as one value of the schema (then the envelope is exactly {head payload});
+  // anything else takes the full path below, with its own errors.
+  const std::string_view text = data.view();
+  if (lastSchema_ && text.size() > lastHead_.size() + 1 && text.back() == '}' &&
+      text.compare(0, lastHead_.size(), lastHead_) == 0) {
+    const std::string_view payload = text.substr(lastHead_.size(), text.size() - lastHead_.size() - 1);
+    bool defaultsApply = false;
+    bool json = true;
+    const char last = payload.empty() ? ' ' : payload.back();
+    if (last != ' ' && last != '\t' && last != '\n' && last != '\r' &&
+        checkPayloadText(*lastSchema_, payload, defaultsApply, json).isOk() && json && !defaultsApply) {
+      if (payload == "null") return SchemaAndBytes{lastSchema_, Bytes::null()};
+      return SchemaAndBytes{lastSchema_, Bytes::copyOf(payload)};
+    }
+  }
   // The envelope is taken apart without a document: the schema's text is the cache key (the
   // records of one table carry the same text), the payload's text is checked and kept as it is.
   auto env = splitEnvelope(data.view());
@@ -238,6 +256,16 @@ Result<SchemaAndBytes> JsonConverter::toRecordWithSchema(const std::string& topi
     schema = *read;
     if (readCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) readCache_.clear();
     readCache_.emplace(std::string(env->schema), schema);
+  }
+  // The head of this envelope when it is written compactly, for the fast path above.
+  static constexpr std::string_view kHead = "{\"schema\":";
+  static constexpr std::string_view kPayloadKey = ",\"payload\":";
+  if (schema != lastSchema_ && text.size() > kHead.size() + env->schema.size() + kPayloadKey.size() &&
+      text.compare(0, kHead.size(), kHead) == 0 &&
+      text.compare(kHead.size(), env->schema.size(), env->schema) == 0 &&
+      text.compare(kHead.size() + env->schema.size(), kPayloadKey.size(), kPayloadKey) == 0) {
+    lastSchema_ = schema;
+    lastHead_.assign(text.substr(0, kHead.size() + env->schema.size() + kPayloadKey.size()));
   }
   bool defaultsApply = false;
   bool json = true;

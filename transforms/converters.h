@@ -78,6 +78,9 @@ class JsonConverter final : public Converter {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, SchemaPtr, TextHash, std::equal_to<>> readCache_;
+  // The last compact envelope head read ({"schema":<text>,"payload":) and its schema.
+  SchemaPtr lastSchema_;
+  std::string lastHead_;
 };
 
 // Kafka's default header converter. Kafka writes header values as their string form; ferry's

@@ -12,6 +12,7 @@
 #include "connectors/jdbc/mariadb_client.h"
 #include "connectors/jdbc/pg_client.h"
 #include "core/logging.h"
+#include "transforms/json_util.h"
 
 namespace ferry::connectors {
 namespace {
@@ -535,10 +536,22 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   using Out = std::optional<Row>;
   Row row;
   row.record = &r;
-  FERRY_ASSIGN_OR_RETURN(row.table, dialect_->table(tableFormat_, r.topic, quote_));
+  // Table and column names are quoted once per connection's life (the same few for every row).
+  if (auto it = tableNames_.find(r.topic); it != tableNames_.end()) {
+    row.table = it->second;
+  } else {
+    FERRY_ASSIGN_OR_RETURN(row.table, dialect_->table(tableFormat_, r.topic, quote_));
+    if (tableNames_.size() > 10000) tableNames_.clear();
+    tableNames_.emplace(r.topic, row.table);
+  }
   auto add = [&](const std::string& name, std::optional<std::string> value, const Schema& schema) -> Status {
-    FERRY_ASSIGN_OR_RETURN(auto col, dialect_->column(name, quote_));
-    row.columns.push_back(std::move(col));
+    auto it = columnNames_.find(name);
+    if (it == columnNames_.end()) {
+      FERRY_ASSIGN_OR_RETURN(auto col, dialect_->column(name, quote_));
+      if (columnNames_.size() > 10000) columnNames_.clear();
+      it = columnNames_.emplace(name, std::move(col)).first;
+    }
+    row.columns.push_back(it->second);
     row.values.push_back(std::move(value));
     row.schemas.push_back(&schema);
     return Status::ok();
@@ -551,8 +564,9 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (r.key.isNull() || !r.keySchema)
       return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
                                      "with schemas.enable=true)");
-    auto key = Json::parse(r.key.view(), nullptr, false);
-    if (key.is_discarded()) return Status::invalidArgument("the key is not JSON");
+    auto parsedKey = transforms::parseJson(r.key.view());
+    if (!parsedKey) return Status::invalidArgument("the key is not JSON");
+    const Json& key = *parsedKey;
     if (r.keySchema->type() != SchemaType::kStruct) {
       const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
       FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*r.keySchema, key, name));
@@ -585,8 +599,9 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     const Schema& vs = *r.valueSchema;
     if (vs.type() != SchemaType::kStruct)
       return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
-    auto value = Json::parse(r.value.view(), nullptr, false);
-    if (value.is_discarded() || !value.is_object()) return Status::invalidArgument("the value is not a JSON object");
+    auto parsed = transforms::parseJson(r.value.view());  // simdjson, several times nlohmann's lexer
+    if (!parsed || !parsed->is_object()) return Status::invalidArgument("the value is not a JSON object");
+    const Json& value = *parsed;
     switch (pkMode_) {
       case PkMode::kNone: break;
       case PkMode::kKafka: {

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,9 @@ class JdbcSinkTask final : public SinkTask {
   // auto.evolve: each table's columns, quoted (lower case where names fold), read once per connection.
   std::map<std::string, std::set<std::string>> tableColumns_;
   std::set<std::string> evolvedShapes_;  // Row::shape values checked against their table
+  // Quoted names by topic (the table) and by field (the column): the dialect's quoting is fixed,
+  // so these never go stale; bounded.
+  std::unordered_map<std::string, std::string> tableNames_, columnNames_;
 };
 
 }  // namespace ferry::connectors

@@ -316,6 +316,40 @@ TEST(JsonConverterSchemas, RefusesDataThatDoesNotMatchAndHostileEnvelopes) {
   EXPECT_FALSE(numeric->configure({{"decimal.format", "NUMERIC"}}, false).isOk());
 }
 
+TEST(JsonConverterSchemas, RepeatedSchemaTextsGiveTheSameAnswers) {
+  // After a compact envelope, envelopes with the same head are split by one comparison: every
+  // answer must stay the full path's, hostile tails included.
+  auto c = jsonConverter();
+  const std::string head = R"({"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"},)"
+                           R"({"type":"int32","optional":false,"default":5,"field":"n"}],"optional":true},"payload":)";
+  auto read = [&](const std::string& tail) { return c->toRecordWithSchema("in", Bytes(head + tail)); };
+  auto first = read(R"({"id":1,"n":2}})");
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  for (int i = 0; i < 2; ++i) {
+    auto again = read(R"({"id":3,"n":4}})");
+    ASSERT_TRUE(again.isOk());
+    EXPECT_EQ(again->data.str(), R"({"id":3,"n":4})");
+    EXPECT_EQ(again->schema.get(), first->schema.get());
+  }
+  EXPECT_THAT(read(R"({"id":1,"n":2},"extra":0})").status().message(), HasSubstr("exactly those two members"));
+  EXPECT_THAT(read(R"({"id":1,"n":2}}})").status().message(), HasSubstr("not valid JSON"));
+  EXPECT_THAT(read(R"({"id":"x","n":2}})").status().message(), HasSubstr("payload.id: expected an integer"));
+  EXPECT_THAT(read(R"({"id":1,"n":2})").status().message(), HasSubstr("not valid JSON"));
+  auto spaced = read("{\"id\":1,\"n\":2} \n}");
+  ASSERT_TRUE(spaced.isOk()) << spaced.status().toString();
+  EXPECT_EQ(spaced->data.str(), R"({"id":1,"n":2})");
+  auto tomb = read("null}");
+  ASSERT_TRUE(tomb.isOk());
+  EXPECT_TRUE(tomb->data.isNull());
+  auto filled = read(R"({"id":1,"n":null}})");  // a default to fill: the full path's answer
+  ASSERT_TRUE(filled.isOk()) << filled.status().toString();
+  EXPECT_EQ(filled->data.str(), R"({"id":1,"n":5})");
+  // Another schema in between, then the first again.
+  ASSERT_TRUE(c->toRecordWithSchema("in", Bytes(std::string(R"({"schema":{"type":"int32","optional":false},"payload":1})")))
+                  .isOk());
+  EXPECT_EQ(read(R"({"id":9,"n":9}})")->data.str(), R"({"id":9,"n":9})");
+}
+
 TEST(JsonConverterSchemas, PlainModeDropsTheSchema) {
   auto c = jsonConverter({{"schemas.enable", "false"}});
   auto s = built(SchemaBuilder::int32());
