@@ -31,7 +31,6 @@ arrives at the far end:
 FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server. Standard library only.
 """
 import base64
-import collections
 import json
 import os
 import subprocess
@@ -44,7 +43,9 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, HERE)
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
+from source_checks import kill9_mid_stream  # noqa: E402
 
 PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
 U = urllib.parse.urlparse(PG_URL)
@@ -253,37 +254,10 @@ def check_incrementing(w, d):
 
     # kill -9 mid-stream (a writer keeps inserting): every row arrives; the repeats are only rows
     # after the last commit.
-    stop = threading.Event()
-
-    def writer():
-        while not stop.is_set():
-            psql(f'INSERT INTO "{t}" (v) SELECT \'row \' || g FROM generate_series(1, 1000) g')
-            time.sleep(0.05)
-    wt = threading.Thread(target=writer)
-    wt.start()
-    try:
-        wait_until(lambda: len(ids()) >= n + 100 + 5000, 60, "the new rows streaming")
-        at_kill = len(ids())
-        w.kill9()
-        time.sleep(1)
-    finally:
-        stop.set()
-        wt.join()
-    total = int(psql(f'SELECT max(id) FROM "{t}"').strip())
-    if at_kill >= total:
-        raise AssertionError("the kill -9 came after everything was read: not mid-stream")
-    w.start()
-    wait_until(lambda: set(ids()) >= set(range(1, total + 1)), 120, f"all {total} rows after the kill -9")
-    got = ids()
-    repeats = len(got) - len(set(got))
-    # Repeats are the rows read after the last committed position (how many depends on when the
-    # kill fell between two offset commits); none may be a row committed before the restart.
-    repeated = [i for i, c in collections.Counter(got).items() if c > 1]
-    if any(i <= n + 100 for i in repeated):
-        raise AssertionError(f"{repeats} repeats, some of rows read before the restart")
-    print(f"ok   kill -9 at {at_kill} of {total} rows: every row arrived; {repeats} repeats, all after the last "
-          "committed position")
-
+    kill9_mid_stream(
+        w, ids, lambda: [int(x) for x in psql(f'SELECT id FROM "{t}"').split()],
+        lambda: psql(f'INSERT INTO "{t}" (v) SELECT \'row \' || g FROM generate_series(1, 1000) g'),
+        set(got), n + 100 + 5000)
 
 def check_timestamps(w, d):
     t = f"src_ts_{RUN}"

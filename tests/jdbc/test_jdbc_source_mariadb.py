@@ -27,12 +27,10 @@ FERRY_BIN names the ferry binary; FERRY_MARIADB_URL and FERRY_POSTGRES_URL overr
 Standard library only.
 """
 import base64
-import collections
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 import uuid
@@ -42,6 +40,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
+from source_checks import kill9_mid_stream  # noqa: E402
 from test_jdbc_sink_mariadb import kill_worker_sessions, q, sql  # noqa: E402
 from test_jdbc_source import b64_unscaled, envelopes, file_sink, psql, task_state  # noqa: E402
 
@@ -230,35 +229,8 @@ def check_incrementing(w, d):
     print(f"ok   incrementing: {n} rows once each (progress {prog.get('phase')!r} then done); a restart resumes after "
           "the last row (100 new rows, 0 repeats)")
 
-    stop = threading.Event()
-
-    def writer():
-        while not stop.is_set():
-            sql(f"INSERT INTO {q(t)} (v) SELECT CONCAT('w ', seq) FROM seq_1_to_1000")
-            time.sleep(0.05)
-    wt = threading.Thread(target=writer)
-    wt.start()
-    try:
-        wait_until(lambda: len(ids()) >= n + 100 + 5000, 60, "the new rows streaming")
-        at_kill = len(ids())
-        w.kill9()
-        time.sleep(1)
-    finally:
-        stop.set()
-        wt.join()
-    total = int(sql(f"SELECT COUNT(*) FROM {q(t)}")[0][0])
-    if at_kill >= total:
-        raise AssertionError("the kill -9 came after everything was read: not mid-stream")
-    w.start()
-    every = set(table_ids())
-    wait_until(lambda: set(ids()) >= every, 120, f"all {len(every)} rows after the kill -9")
-    got = ids()
-    repeats = len(got) - len(set(got))
-    if any(i in first_rows for i, c in collections.Counter(got).items() if c > 1):
-        raise AssertionError(f"{repeats} repeats, some of rows read before the restart")
-    print(f"ok   kill -9 at {at_kill} of {total} rows: every row arrived; {repeats} repeats, all after the last "
-          "committed position")
-
+    kill9_mid_stream(w, ids, table_ids, lambda: sql(f"INSERT INTO {q(t)} (v) SELECT CONCAT('w ', seq) FROM seq_1_to_1000"),
+                     first_rows, n + 100 + 5000)
 
 def check_timestamps_and_bulk(w, d):
     t = f"my_src_ts_{RUN}"

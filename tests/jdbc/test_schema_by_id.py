@@ -99,12 +99,7 @@ def main():
         raise AssertionError(f"the backbone holds an envelope, not the plain payload: {first}")
 
     def copied(t):
-        def check():
-            try:
-                return len(table_rows(t)) == N
-            except AssertionError:
-                return False
-        return check
+        return copied_n(t, N)
     wait_until(copied(copy1), 60, f"{N} rows copied by JdbcSink")
     want_types = {"id": "bigint", "price": "numeric", "at": "timestamp without time zone", "u": "uuid",
                   "doc": "jsonb", "note": "text"}
