@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/json_read.h"
 #include "ferry/config.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
@@ -19,10 +20,10 @@ namespace ferry::transforms {
 
 using Json = nlohmann::ordered_json;
 
-// The parsed document, or nullopt when `text` is not one JSON value.
-std::optional<Json> parseJson(std::string_view text);
-// True when `text` is one valid JSON value (no document is built).
-bool isJson(std::string_view text);
+// The parsed document, or nullopt when `text` is not one JSON value; whether `text` is one valid
+// JSON value (core/json_read.h: simdjson first).
+using core::isJson;
+using core::parseJson;
 // The parser's message for invalid `text` (empty when it is valid).
 std::string jsonError(std::string_view text);
 // Compact text; invalid UTF-8 in strings is replaced by U+FFFD rather than failing.

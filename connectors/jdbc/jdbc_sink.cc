@@ -12,7 +12,7 @@
 #include "connectors/jdbc/mariadb_client.h"
 #include "connectors/jdbc/pg_client.h"
 #include "core/logging.h"
-#include "transforms/json_util.h"
+#include "core/json_read.h"
 
 namespace ferry::connectors {
 namespace {
@@ -564,7 +564,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     if (r.key.isNull() || !r.keySchema)
       return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
                                      "with schemas.enable=true)");
-    auto parsedKey = transforms::parseJson(r.key.view());
+    auto parsedKey = core::parseJson(r.key.view());
     if (!parsedKey) return Status::invalidArgument("the key is not JSON");
     const Json& key = *parsedKey;
     if (r.keySchema->type() != SchemaType::kStruct) {
@@ -599,7 +599,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     const Schema& vs = *r.valueSchema;
     if (vs.type() != SchemaType::kStruct)
       return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
-    auto parsed = transforms::parseJson(r.value.view());  // simdjson, several times nlohmann's lexer
+    auto parsed = core::parseJson(r.value.view());  // simdjson, several times nlohmann's lexer
     if (!parsed || !parsed->is_object()) return Status::invalidArgument("the value is not a JSON object");
     const Json& value = *parsed;
     switch (pkMode_) {
