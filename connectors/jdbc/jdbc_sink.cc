@@ -536,7 +536,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   using Out = std::optional<Row>;
   Row row;
   row.record = &r;
-  // Table and column names are quoted once per connection's life (the same few for every row).
+  // Table and column names are quoted once (the quoting never changes; the same few for every row).
   if (auto it = tableNames_.find(r.topic); it != tableNames_.end()) {
     row.table = it->second;
   } else {

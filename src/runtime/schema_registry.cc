@@ -42,53 +42,57 @@ Status SchemaRegistry::refreshLocked() {
         continue;
       }
       std::string id = (*j)["id"].get<std::string>();
-      if (byId_.count(id)) continue;  // the first entry of an id wins
       auto schema = transforms::readConnectSchema((*j)["schema"]);
       if (!schema.isOk() || idText((*schema)->fingerprint()) != id) {
         core::logger("runtime")->warn("schema topic {}: entry {} (id {}) holds no schema of that id; skipped", topic_,
                                       e.offset, id.substr(0, 32));
         continue;
       }
-      byId_.emplace(std::move(id), std::move(*schema));
+      std::lock_guard lock(mu_);
+      byId_.emplace(std::move(id), std::move(*schema));  // the first entry of an id wins
     }
   }
   return Status::ok();
 }
 
+Result<SchemaPtr> SchemaRegistry::cached(const std::string& id, const Schema* expected) {
+  std::lock_guard lock(mu_);
+  auto it = byId_.find(id);
+  if (it == byId_.end()) return SchemaPtr();
+  if (expected && !(*it->second == *expected))
+    return Status::failedPrecondition("schema topic " + topic_ + ": id " + id +
+                                      " is taken by another schema (a fingerprint collision): this schema cannot "
+                                      "travel by id; use schemas.enable=true");
+  return it->second;
+}
+
 Result<std::string> SchemaRegistry::idOf(const SchemaPtr& schema) {
   std::string id = idText(schema->fingerprint());
-  std::lock_guard lock(mu_);
-  auto known = [&]() -> Result<bool> {
-    auto it = byId_.find(id);
-    if (it == byId_.end()) return false;
-    if (!(*it->second == *schema))
-      return Status::failedPrecondition("schema topic " + topic_ + ": id " + id +
-                                        " is taken by another schema (a fingerprint collision): this schema cannot "
-                                        "travel by id; use schemas.enable=true");
-    return true;
-  };
-  FERRY_ASSIGN_OR_RETURN(bool found, known());
-  if (found) return id;
+  FERRY_ASSIGN_OR_RETURN(auto known, cached(id, schema.get()));
+  if (known) return id;
+  std::lock_guard io(ioMu_);
   FERRY_RETURN_IF_ERROR(refreshLocked());
-  FERRY_ASSIGN_OR_RETURN(found, known());
-  if (found) return id;
+  FERRY_ASSIGN_OR_RETURN(known, cached(id, schema.get()));
+  if (known) return id;
   std::string entry = "{\"id\":\"" + id + "\",\"schema\":" + transforms::connectSchemaJson(*schema) + "}";
   auto at = log_->append(Bytes(std::move(entry)), std::chrono::seconds(30));
   if (!at.isOk()) return at.status().withContext("schema topic " + topic_);
   // Read back through the log (another worker may have appended the same id first: its entry wins).
   FERRY_RETURN_IF_ERROR(refreshLocked());
-  FERRY_ASSIGN_OR_RETURN(found, known());
-  if (!found) return Status::internal("schema topic " + topic_ + ": the schema appended at " + std::to_string(*at) +
+  FERRY_ASSIGN_OR_RETURN(known, cached(id, schema.get()));
+  if (!known) return Status::internal("schema topic " + topic_ + ": the schema appended at " + std::to_string(*at) +
                                       " was not read back");
   return id;
 }
 
 Result<SchemaPtr> SchemaRegistry::schemaOf(std::string_view id) {
-  std::lock_guard lock(mu_);
-  std::string key(id);
-  if (auto it = byId_.find(key); it != byId_.end()) return it->second;
+  const std::string key(id);
+  FERRY_ASSIGN_OR_RETURN(auto known, cached(key, nullptr));
+  if (known) return known;
+  std::lock_guard io(ioMu_);
   FERRY_RETURN_IF_ERROR(refreshLocked());
-  if (auto it = byId_.find(key); it != byId_.end()) return it->second;
+  FERRY_ASSIGN_OR_RETURN(known, cached(key, nullptr));
+  if (known) return known;
   return Status::notFound("schema topic " + topic_ + " holds no schema with id '" + key.substr(0, 32) + "'");
 }
 

@@ -17,7 +17,9 @@
 // 64-bit fingerprint collision, or a hostile entry) is refused to the writer (FailedPrecondition),
 // never written under another schema's id.
 //
-// Thread-safe: every task of a worker shares one registry.
+// Thread-safe: every task of a worker shares one registry. Lookups of known ids take a short
+// lock on the cache only; reading or appending the topic (a miss) is serialised on a lock of its
+// own, so a slow broker holds up the tasks that miss, not those that hit.
 #pragma once
 
 #include <cstdint>
@@ -50,15 +52,20 @@ class SchemaRegistry {
   static std::string idText(std::uint64_t fingerprint);
 
  private:
+  // With ioMu_ held: opens the log, and reads the entries appended since the last read (by
+  // anyone) into byId_.
   Status openLocked();
-  // Reads the entries appended since the last read (by anyone).
   Status refreshLocked();
+  // The cached schema of `id` (null: none); FailedPrecondition when the id holds another schema
+  // than `expected`.
+  Result<SchemaPtr> cached(const std::string& id, const Schema* expected);
 
   backbone::Backbone& backbone_;
   const std::string topic_;
-  std::mutex mu_;
+  std::mutex ioMu_;  // the log, next_
   std::unique_ptr<backbone::SharedLog> log_;
   std::int64_t next_ = 0;
+  std::mutex mu_;  // byId_ only; never held across I/O
   std::unordered_map<std::string, SchemaPtr> byId_;
 };
 

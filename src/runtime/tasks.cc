@@ -606,21 +606,28 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     }
     return true;
   }
-  // Puts the schema of `id` on the record's key or value, its data checked against it.
+  // Puts the schema of `id` on the record's key or value, its data checked against it. The last
+  // id of each side is kept here: the records of one table name the same id, so the shared
+  // registry is asked once per change, not per record.
   Status schemaById(Record& r, bool isKey, std::string_view id) {
     const std::string what = std::string(isKey ? "key" : "value") + " of topic '" + r.topic + "'";
-    auto schema = schemas_->schemaOf(id);
-    if (!schema.isOk()) return schema.status().withContext("the " + what + " names its schema by id");
+    LastId& last = lastId_[isKey ? 1 : 0];
+    if (!last.schema || last.id != id) {
+      auto found = schemas_->schemaOf(id);
+      if (!found.isOk()) return found.status().withContext("the " + what + " names its schema by id");
+      last = {std::string(id), std::move(*found)};
+    }
+    const Schema& schema = *last.schema;
     Bytes& data = isKey ? r.key : r.value;
     if (data.isNull()) {
-      if (!(*schema)->optional() && !(*schema)->defaultJson())
-        return Status::invalidArgument("the " + what + " is null for a required " + (*schema)->describe());
+      if (!schema.optional() && !schema.defaultJson())
+        return Status::invalidArgument("the " + what + " is null for a required " + schema.describe());
     } else {
       bool defaultsApply = false, json = true;
-      Status st = transforms::checkPayloadText(**schema, data.view(), defaultsApply, json);
+      Status st = transforms::checkPayloadText(schema, data.view(), defaultsApply, json);
       if (!st.isOk()) return st.withContext("the " + what + " does not match the schema its header names");
     }
-    (isKey ? r.keySchema : r.valueSchema) = std::move(*schema);
+    (isKey ? r.keySchema : r.valueSchema) = last.schema;
     return Status::ok();
   }
   void close() override {
@@ -640,6 +647,11 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
   TaskLoop& loop_;
   TaskConverters converters_;
   SchemaRegistry* schemas_ = nullptr;  // schemas by id (null: not read)
+  struct LastId {
+    std::string id;
+    SchemaPtr schema;
+  };
+  LastId lastId_[2];  // [0] value, [1] key: the last id read on that side and its schema
   OffsetCommitter* committer_ = nullptr;
   SinkTask* task_ = nullptr;
   std::unique_ptr<backbone::Consumer> consumer_;

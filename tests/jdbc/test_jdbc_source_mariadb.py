@@ -41,14 +41,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
 from source_checks import kill9_mid_stream  # noqa: E402
-from test_jdbc_sink_mariadb import kill_worker_sessions, q, sql  # noqa: E402
-from test_jdbc_source import b64_unscaled, envelopes, file_sink, psql, task_state  # noqa: E402
+from test_jdbc_sink_mariadb import PASSWORD, SERVER_URL, U, kill_worker_sessions, q, sql  # noqa: E402
+from test_jdbc_source import PG_URL, b64_unscaled, envelopes, file_sink, psql, task_state  # noqa: E402
 
-MY_URL = os.environ.get("FERRY_MARIADB_URL", "mysql://ferry:ferry-test-pw@127.0.0.1:13306/ferry")
-U = urllib.parse.urlparse(MY_URL)
-SERVER_URL = f"mysql://{U.hostname}:{U.port}{U.path}"
-PASSWORD = urllib.parse.unquote(U.password or "")
-PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
 P = urllib.parse.urlparse(PG_URL)
 RUN = uuid.uuid4().hex[:8]
 
