@@ -14,6 +14,9 @@ the value):
   ferry        a standalone worker: FileStreamSource reads the envelopes from a file into the
                embedded backbone and JdbcSink (JsonConverter, auto.create, batch.size 3000) writes
                them; both connectors inside the timed window;
+  ferry_sink   the same, with the FileStreamSource run to its end before the window: the window holds
+               JdbcSink alone reading the embedded backbone (as COPY's holds only the load of a file
+               written beforehand);
   ferry_kafka  a standalone worker on the kafka backbone (backbone=kafka, same broker): JdbcSink
                alone reads the Kafka topic the peer reads (produced beforehand);
   peer         Debezium's io.debezium.connector.jdbc.JdbcSinkConnector (PEER_VERSION, fetched with
@@ -43,7 +46,7 @@ COPY beforehand):
 
   ratio: ferry_vs_copy_to. There is no JVM peer for the source side here.
 
-ratio: ferry_vs_copy; with the peer also ferry_kafka_vs_peer (rows/s, same input),
+ratio: ferry_vs_copy, ferry_sink_vs_copy; with the peer also ferry_kafka_vs_peer (rows/s, same input),
 ferry_kafka_vs_peer_per_core (rows per CPU-second: the peer's CPU per row / ferry's),
 ferry_kafka_vs_peer_first_to_last, ferry_vs_peer and ferry_vs_peer_per_core (ferry from its file),
 peer_vs_ferry_kafka_rss. The peer is skipped with bench/run --no-peers; a failed peer is reported
@@ -198,13 +201,14 @@ def sink_figures(n, t0, waited, cpu, scpu, hwm, who):
     return out
 
 
-def ferry_run(n, size, d, src, mode="insert", broker=None, topic=None):
+def ferry_run(n, size, d, src, mode="insert", broker=None, topic=None, preload=False):
     """ferry's JdbcSink. Without `broker`: a FileStreamSource reads `src` into the embedded backbone
-    inside the timed window. With `broker` (backbone=kafka on that broker): the sink alone reads
-    `topic`, produced beforehand, as the peer does."""
+    inside the timed window, or with `preload` before it (the window then holds the sink alone, as
+    COPY's holds a file written beforehand). With `broker` (backbone=kafka on that broker): the sink
+    alone reads `topic`, produced beforehand, as the peer does."""
     u = urllib.parse.urlparse(PG_URL)
     table = f"bench_ferry{'k' if broker else ''}_{uuid.uuid4().hex[:8]}"
-    wd = os.path.join(d, f"w-{size}-{mode}-{'kafka' if broker else 'embedded'}")
+    wd = os.path.join(d, f"w-{size}-{mode}-{'kafka' if broker else 'preloaded' if preload else 'embedded'}")
     os.makedirs(wd, exist_ok=True)
     extra = {"file.allowed.dirs": d}
     if broker:
@@ -214,9 +218,15 @@ def ferry_run(n, size, d, src, mode="insert", broker=None, topic=None):
     w.start()
     try:
         pid = w.proc.pid
+        if not broker and preload:
+            topic = table
+            w.ok("POST", "/connectors", {"name": "src", "config": {
+                "connector.class": "FileStreamSource", "file": src, "topic": topic}})
+            wait_until(lambda: records_out(w, "src") >= n, PEER_TIMEOUT_S, f"{n} records in the backbone",
+                       interval=0.1)
         c0, s0 = rrep.cpu_s(pid), server_cpu()
         t0 = time.time()
-        if not broker:
+        if not broker and not preload:
             topic = table
             w.ok("POST", "/connectors", {"name": "src", "config": {
                 "connector.class": "FileStreamSource", "file": src, "topic": topic}})
@@ -234,6 +244,16 @@ def ferry_run(n, size, d, src, mode="insert", broker=None, topic=None):
     finally:
         w.stop()
         psql(f'DROP TABLE IF EXISTS "{table}"')
+
+
+def records_out(w, connector):
+    """Task 0's ferry_task_records_out_total (for a source: records the backbone acknowledged)."""
+    line = f'ferry_task_records_out_total{{connector="{connector}",task="0"}} '
+    _, m = w.rest("GET", "/metrics")
+    for ln in (m or "").splitlines():
+        if ln.startswith(line):
+            return float(ln[len(line):])
+    return 0
 
 
 def source_run(n, size, d):
@@ -263,15 +283,7 @@ def source_run(n, size, d):
             "topic.prefix": "", "batch.max.rows": "5000",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": SOURCE_SCHEMAS}})
-        line = 'ferry_task_records_out_total{connector="jdbc-src",task="0"} '
-
-        def out():
-            _, m = w.rest("GET", "/metrics")
-            for ln in (m or "").splitlines():
-                if ln.startswith(line):
-                    return float(ln[len(line):])
-            return 0
-        wait_until(lambda: out() >= n, PEER_TIMEOUT_S, f"{n} source records acknowledged", interval=0.2)
+        wait_until(lambda: records_out(w, "jdbc-src") >= n, PEER_TIMEOUT_S, f"{n} source records acknowledged", interval=0.2)
         secs = time.time() - t0
         cpu, scpu = rrep.cpu_s(pid) - c0, server_cpu() - s0
         f = {"seconds": round(secs, 3), "rows_per_s": round(n / secs),
@@ -442,8 +454,13 @@ def scenario(n=200_000, sizes=(100, 1024), peers=None, modes=None):
                 c = copy_run(n, size, d)
             log(f"{n} rows of {size} B, insert.mode={mode}: ferry (file -> embedded backbone -> JdbcSink)")
             f = ferry_run(n, size, d, src, mode)
+            log(f"{n} rows of {size} B, insert.mode={mode}: ferry_sink (JdbcSink alone, the embedded backbone "
+                "loaded beforehand)")
+            fs = ferry_run(n, size, d, src, mode, preload=True)
             out = {"scenario": SCENARIO, "row_bytes": size, "rows": n, "insert_mode": mode, "copy": c,
-                   "ferry": f, "ratio": {"ferry_vs_copy": round(f["rows_per_s"] / c["rows_per_s"], 3)}}
+                   "ferry": f, "ferry_sink": fs,
+                   "ratio": {"ferry_vs_copy": round(f["rows_per_s"] / c["rows_per_s"], 3),
+                             "ferry_sink_vs_copy": round(fs["rows_per_s"] / c["rows_per_s"], 3)}}
             if peers:
                 if peer_error:
                     out["peer"] = {"name": PEER, "error": peer_error}

@@ -178,6 +178,16 @@ class JdbcSinkTask::Dialect {
   // Writes `group` (rows of one shape, all deletes or none) in `mode`, inside the caller's
   // transaction.
   virtual Status write(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) = 0;
+  // As write() for a group that is a whole batch, outside a transaction: the statement is sent
+  // and commits by itself (all its rows or none), its answer collected by settle(), so the server
+  // works while the task converts the next batch. False when the dialect cannot (nothing sent).
+  virtual Result<bool> send(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
+    (void)group;
+    (void)mode;
+    return false;
+  }
+  // The answer of the statement send() sent: OK when none is outstanding.
+  virtual Status settle() { return Status::ok(); }
 
   // ALTER TABLE ... ADD COLUMN for column `i` of `row`, nullable.
   Result<std::string> addColumnSql(const JdbcSinkTask::Row& row, std::size_t i) const {
@@ -270,11 +280,19 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
     return out;
   }
   Status exec(const std::string& sql) override { return db_->exec(sql); }
+  Result<bool> send(const std::vector<const Row*>& group, InsertMode mode) override {
+    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
+    FERRY_RETURN_IF_ERROR(writeGroup(group, mode, true));
+    return true;
+  }
+  Status settle() override { return db_ ? db_->finish() : Status::ok(); }
   const char* beginSql() const override { return "BEGIN"; }
   std::size_t maxRows(std::size_t columns) const override {
     return std::max<std::size_t>(1, kMaxParams / std::max<std::size_t>(1, columns));
   }
-  Status write(const std::vector<const Row*>& group, InsertMode mode) override;
+  Status write(const std::vector<const Row*>& group, InsertMode mode) override {
+    return writeGroup(group, mode, false);
+  }
 
  protected:
   Result<std::string> columnType(const Schema& s, const std::string& column, bool) const override {
@@ -282,10 +300,12 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
   }
 
  private:
+  // write(), or with `deferred` send() (inserts and upserts only).
+  Status writeGroup(const std::vector<const Row*>& group, InsertMode mode, bool deferred);
   std::unique_ptr<jdbc::PgConnection> db_;
 };
 
-Status PostgresDialect::write(const std::vector<const Row*>& group, InsertMode mode) {
+Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertMode mode, bool deferred) {
   const Row& first = *group.front();
   const std::size_t n = first.columns.size();
   std::vector<std::optional<std::string>> params;
@@ -325,8 +345,18 @@ Status PostgresDialect::write(const std::vector<const Row*>& group, InsertMode m
   }
   if (mode == InsertMode::kInsert) {
     // COPY ... FROM STDIN: the server's bulk path (one row of bad data fails it; the caller then
-    // writes the rows one by one and reports the bad ones).
+    // writes the rows one by one and reports the bad ones). A value is escaped only where it holds
+    // one of COPY's four special characters; most hold none and are copied whole.
+    static constexpr auto kSpecial = [] {
+      std::array<bool, 256> t{};
+      for (unsigned char c : {'\\', '\t', '\n', '\r'}) t[c] = true;
+      return t;
+    }();
+    std::size_t size = 0;
+    for (const Row* row : group)
+      for (const auto& v : row->values) size += v ? v->size() + 1 : 3;
     std::string data;
+    data.reserve(size + size / 8);
     for (const Row* row : group) {
       for (std::size_t i = 0; i < n; ++i) {
         if (i) data.push_back('\t');
@@ -334,19 +364,23 @@ Status PostgresDialect::write(const std::vector<const Row*>& group, InsertMode m
           data += "\\N";
           continue;
         }
-        for (char c : *row->values[i]) {
-          switch (c) {
-            case '\\': data += "\\\\"; break;
-            case '\t': data += "\\t"; break;
-            case '\n': data += "\\n"; break;
-            case '\r': data += "\\r"; break;
-            default: data.push_back(c);
-          }
+        const std::string& v = *row->values[i];
+        const char* run = v.data();
+        const char* const end = run + v.size();
+        for (const char* p = run; p < end; ++p) {
+          if (!kSpecial[static_cast<unsigned char>(*p)]) continue;
+          data.append(run, p);
+          const char c = *p;
+          data.push_back('\\');
+          data.push_back(c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\');
+          run = p + 1;
         }
+        data.append(run, end);
       }
       data.push_back('\n');
     }
-    return db_->copyIn("COPY " + first.table + " (" + columnList(first) + ") FROM STDIN", data);
+    const std::string copy = "COPY " + first.table + " (" + columnList(first) + ") FROM STDIN";
+    return deferred ? db_->copyInSend(copy, data) : db_->copyIn(copy, data);
   }
   const std::vector<const Row*> rows = lastOfEachKey(group);
   sql = "INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ";
@@ -355,7 +389,7 @@ Status PostgresDialect::write(const std::vector<const Row*>& group, InsertMode m
   for (std::size_t i = first.pkCount; i < n; ++i)
     set += (i > first.pkCount ? ", " : "") + first.columns[i] + " = EXCLUDED." + first.columns[i];
   sql += " ON CONFLICT (" + pk + ") " + (set.empty() ? std::string("DO NOTHING") : "DO UPDATE SET " + set);
-  return db_->exec(sql, params);
+  return deferred ? db_->sendParams(sql, params) : db_->exec(sql, params);
 }
 
 // MySQL/MariaDB: values are SQL literals (values.h mysqlLiteral), statements are sized to stay
@@ -526,10 +560,6 @@ Status JdbcSinkTask::connect() {
   tableColumns_.clear();
   evolvedShapes_.clear();
   return dialect_->connect(url_, user_, password_);
-}
-
-void JdbcSinkTask::stop() {
-  if (dialect_) dialect_->disconnect();
 }
 
 Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
@@ -762,33 +792,99 @@ Status JdbcSinkTask::writeOneByOne(const std::vector<Row>& rows) {
 
 Status JdbcSinkTask::put(std::vector<Record>& records) {
   if (records.empty()) return Status::ok();
-  FERRY_RETURN_IF_ERROR(connect().withContext("JdbcSink"));
+  // The records become rows first, without the database: meanwhile the server still works on
+  // the batch sent last.
+  // Bad records are reported once the database answered (a put() that fails before is retried
+  // with the same records, and they would be reported again).
   std::vector<Row> rows;
   rows.reserve(records.size());
+  std::vector<std::pair<const Record*, Status>> bad;
   for (const Record& r : records) {
     auto row = rowOf(r);
-    if (!row.isOk()) {
-      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, row.status().withContext("JdbcSink")));
-      continue;
-    }
-    if (!*row) continue;
-    if (Status st = ensureTable(**row); !st.isOk()) {
+    if (!row.isOk()) bad.emplace_back(&r, row.status().withContext("JdbcSink"));
+    else if (*row) rows.push_back(std::move(**row));
+  }
+  FERRY_RETURN_IF_ERROR(settle());
+  FERRY_RETURN_IF_ERROR(connect().withContext("JdbcSink"));
+  for (const auto& [r, why] : bad) FERRY_RETURN_IF_ERROR(context_->reportBadRecord(*r, why));
+  std::size_t kept = 0;
+  for (Row& row : rows) {
+    if (Status st = ensureTable(row); !st.isOk()) {
       if (st.code() == StatusCode::kNotFound) continue;  // a tombstone for a table that is not there
       if (st.code() == StatusCode::kUnavailable) dialect_->disconnect();
       if (dataError(st)) {  // a schema that has no table form
-        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(r, st.withContext("JdbcSink")));
+        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(*row.record, st.withContext("JdbcSink")));
         continue;
       }
       return st.withContext("JdbcSink");
     }
-    rows.push_back(std::move(**row));
+    if (&rows[kept] != &row) rows[kept] = std::move(row);
+    ++kept;
   }
+  rows.resize(kept);
   if (rows.empty()) return Status::ok();
-  Status st = writeAll(rows);
-  if (st.isOk()) return st;
+  // A batch that is one statement is sent without waiting for its answer (settle() collects it
+  // at the next put() or flush); the records stay with it for a bad-record report.
+  Status st;
+  if (std::vector<const Row*> group = oneStatement(rows); !group.empty()) {
+    auto sent = dialect_->send(group, insertMode_);
+    if (sent.isOk() && *sent) {
+      pending_.emplace(Pending{std::move(records), std::move(rows)});  // the rows' record pointers stay valid
+      return Status::ok();
+    }
+    st = sent.status();
+  }
+  if (st.isOk()) st = writeAll(rows);
   if (dataError(st)) st = writeOneByOne(rows);
   if (!st.isOk() && st.code() == StatusCode::kUnavailable) dialect_->disconnect();  // reconnect on the retry
   return st.isOk() ? st : st.withContext("JdbcSink");
+}
+
+std::vector<const JdbcSinkTask::Row*> JdbcSinkTask::oneStatement(const std::vector<Row>& rows) const {
+  const Row& first = rows.front();
+  if (rows.size() > std::min(batchSize_, dialect_->maxRows(first.columns.size()))) return {};
+  std::vector<const Row*> group;
+  group.reserve(rows.size());
+  for (const Row& row : rows) {
+    if (row.shape != first.shape || row.remove != first.remove) return {};
+    group.push_back(&row);
+  }
+  return group;
+}
+
+Status JdbcSinkTask::settle() {
+  if (!pending_) return Status::ok();
+  Status st = dialect_->settle();
+  if (!st.isOk()) {
+    // The statement wrote all of its rows or none: they are written again now, row by row after a
+    // data error (the bad rows reported), else whole on a working connection.
+    core::logger("jdbc")->warn("JdbcSink: writing {} rows again: {}", pending_->rows.size(), st.message());
+    if (st.code() == StatusCode::kUnavailable) dialect_->disconnect();
+    const bool rowByRow = dataError(st);
+    st = connect();
+    if (st.isOk()) st = rowByRow ? writeOneByOne(pending_->rows) : writeAll(pending_->rows);
+    if (!rowByRow && dataError(st)) st = writeOneByOne(pending_->rows);
+    if (!st.isOk() && st.code() == StatusCode::kUnavailable) dialect_->disconnect();
+  }
+  if (st.isOk()) pending_.reset();
+  return st.isOk() ? st : st.withContext("JdbcSink");
+}
+
+Result<OffsetMap> JdbcSinkTask::preCommit(const OffsetMap& current) {
+  Status st = settle();
+  if (st.isOk()) return current;
+  if (st.code() != StatusCode::kUnavailable) return st;
+  // The database is away: nothing new is committed; the next put() writes the batch again (and
+  // says Unavailable, which the runtime retries) before taking more.
+  core::logger("jdbc")->warn("JdbcSink: no offsets committed while the last batch is not written: {}", st.message());
+  return OffsetMap{};
+}
+
+void JdbcSinkTask::stop() {
+  // A batch still unanswered is left to the server (it commits or not on its own); its offsets
+  // were not committed, so it is read again after a restart.
+  pending_.reset();
+  if (dialect_) dialect_->disconnect();
 }
 
 }  // namespace ferry::connectors

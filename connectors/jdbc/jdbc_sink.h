@@ -8,13 +8,16 @@
 //   gives one from the backbone); a record without one is a bad record (errors.tolerance).
 // - Each put() is one transaction: its rows are written in bulk (PostgreSQL: COPY ... FROM STDIN for
 //   inserts, multi-row INSERT ... ON CONFLICT DO UPDATE for upserts; MySQL/MariaDB: multi-row
-//   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones), committed before put()
-//   returns, so the offsets the runtime commits after it never run ahead of the table. A batch
-//   whose statement fails on a row's data (SQLSTATE 22/23) is rolled back and written again row
-//   by row under savepoints: the bad rows are reported (errors.tolerance, dead letters with the
-//   database's message), the good ones kept. A lost connection or a server restart is retriable:
-//   put() says Unavailable and the runtime retries the same batch on a new connection (upserts
-//   make the replay exact).
+//   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones). On
+//   PostgreSQL a put() whose rows make one statement (one shape, within batch.size) sends it
+//   without waiting: the statement commits by itself, the server works on it while the task turns
+//   the next batch into rows, and its answer is collected at the next put(), flush() or
+//   preCommit(). The runtime commits offsets only after flush()/preCommit(), so they never run
+//   ahead of the table. A statement that fails on a row's data (SQLSTATE 22/23) wrote nothing and
+//   is written again row by row under savepoints: the bad rows are reported (errors.tolerance,
+//   dead letters with the database's message), the good ones kept. A lost connection or a server
+//   restart is retriable: put() says Unavailable and the runtime retries on a new connection
+//   (preCommit() then commits nothing new); upserts make the replay exact.
 //
 // Threading: the connector and its task are called from their owner thread only.
 #pragma once
@@ -55,7 +58,8 @@ class JdbcSinkTask final : public SinkTask {
   std::string version() const override;
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
-  Status flush() override { return Status::ok(); }  // every put() committed its transaction
+  Status flush() override { return settle(); }
+  Result<OffsetMap> preCommit(const OffsetMap& current) override;
   void stop() override;
 
   enum class InsertMode { kInsert, kUpsert, kUpdate };
@@ -83,8 +87,21 @@ class JdbcSinkTask final : public SinkTask {
   Status connect();
   Status writeAll(const std::vector<Row>& rows);
   Status writeOneByOne(const std::vector<Row>& rows);
+  // `rows` as one statement's group (one shape, within batch.size and the dialect's limit), or
+  // empty when they take more.
+  std::vector<const Row*> oneStatement(const std::vector<Row>& rows) const;
+  // Collects the answer of the batch sent without waiting; when it failed, writes that batch
+  // again at once (row by row after a data error). OK when none is outstanding.
+  Status settle();
 
   SinkTaskContext* context_ = nullptr;
+  // The batch sent last without waiting for the server's answer (Dialect::send): its records and
+  // rows, kept until settle() saw it written.
+  struct Pending {
+    std::vector<Record> records;
+    std::vector<Row> rows;  // Row::record points into `records`
+  };
+  std::optional<Pending> pending_;
   std::unique_ptr<Dialect> dialect_;  // made by start() from the URL; owns the connection
   std::string url_, user_, password_;
   InsertMode insertMode_ = InsertMode::kInsert;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 namespace ferry::connectors::jdbc {
 namespace {
@@ -76,6 +77,7 @@ std::string PgConnection::serverVersion() const {
 }
 
 Result<PGresult*> PgConnection::run(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+  if (outstanding_) return Status::internal("PostgreSQL: a statement's answer was not collected");
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
@@ -129,27 +131,56 @@ Status PgConnection::exec(const std::string& sql, const std::vector<std::optiona
 }
 
 Status PgConnection::copyIn(const std::string& copySql, std::string_view data) {
-  auto failed = [&](PGresult* r) {
-    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-    return classify(state ? state : "", "PostgreSQL: " + trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(c_)));
-  };
+  FERRY_RETURN_IF_ERROR(copyInSend(copySql, data));
+  return finish();
+}
+
+Status PgConnection::copyInSend(const std::string& copySql, std::string_view data) {
+  if (outstanding_) return Status::internal("PostgreSQL: a statement's answer was not collected");
   {
     ResultPtr r(PQexec(c_, copySql.c_str()));
-    if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failed(r.get());
+    if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failedResult(r.get());
   }
-  // Blocking connection: PQputCopyData queues and sends; 1 = done, -1 = failed.
+  // Blocking connection: PQputCopyData queues and sends; 1 = done, -1 = failed. After
+  // PQputCopyEnd the server answers with the COPY's result (collected by finish()), also when
+  // sending failed: libpq then reports the broken connection there.
+  outstanding_ = true;
   constexpr std::size_t kChunk = 1 << 20;
   for (std::size_t at = 0; at < data.size(); at += kChunk) {
     const auto n = std::min(kChunk, data.size() - at);
     if (PQputCopyData(c_, data.data() + at, static_cast<int>(n)) != 1) break;
   }
-  Status out;
-  if (PQputCopyEnd(c_, nullptr) != 1) out = classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
+  if (PQputCopyEnd(c_, nullptr) != 1) sendError_ = classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
+  return Status::ok();
+}
+
+Status PgConnection::sendParams(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
+  if (outstanding_) return Status::internal("PostgreSQL: a statement's answer was not collected");
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  if (PQsendQueryParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr,
+                        0) != 1)
+    return classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
+  outstanding_ = true;
+  return Status::ok();
+}
+
+Status PgConnection::finish() {
+  if (!outstanding_) return Status::ok();
+  outstanding_ = false;
+  Status out = std::exchange(sendError_, Status::ok());
   while (PGresult* raw = PQgetResult(c_)) {
     ResultPtr r(raw);
-    if (out.isOk() && PQresultStatus(r.get()) != PGRES_COMMAND_OK) out = failed(r.get());
+    const auto st = PQresultStatus(r.get());
+    if (out.isOk() && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) out = failedResult(r.get());
   }
   return out;
+}
+
+Status PgConnection::failedResult(pg_result* r) const {
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  return classify(state ? state : "", "PostgreSQL: " + trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(c_)));
 }
 
 bool isPostgresUrl(std::string_view url) {

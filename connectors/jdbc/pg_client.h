@@ -67,6 +67,16 @@ class PgConnection {
   // format) as its input; the error of the COPY, classified as above, when it fails.
   Status copyIn(const std::string& copySql, std::string_view data);
 
+  // The same two without waiting for the statement's answer: the server works on it while the
+  // caller goes on; finish() collects the answer. One at a time, and nothing else may run on the
+  // connection before finish(). Outside a transaction the statement commits by itself. An error
+  // returned here (the statement was not sent, or COPY did not start) leaves nothing outstanding.
+  Status copyInSend(const std::string& copySql, std::string_view data);
+  Status sendParams(const std::string& sql, const std::vector<std::optional<std::string>>& params);
+  // The answer of the statement sent last (classified as above); OK when nothing is outstanding.
+  Status finish();
+  bool outstanding() const { return outstanding_; }
+
   // False once the connection broke (reconnect).
   bool healthy() const;
   std::string serverVersion() const;
@@ -75,7 +85,11 @@ class PgConnection {
   explicit PgConnection(pg_conn* c) : c_(c) {}
   // The result of `sql`, or its error classified.
   Result<pg_result*> run(const std::string& sql, const std::vector<std::optional<std::string>>& params);
+  // A failed result's error, classified (the connection's message when there is no result).
+  Status failedResult(pg_result* r) const;
   pg_conn* c_;
+  bool outstanding_ = false;  // a statement sent whose answer finish() has not collected
+  Status sendError_;          // sending it failed: finish() reports this first
 };
 
 // Whether `url` names a PostgreSQL server: postgresql:// or postgres://, after an optional "jdbc:".

@@ -2,6 +2,7 @@
 #include "connectors/jdbc/values.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -10,6 +11,14 @@
 
 namespace ferry::connectors::jdbc {
 namespace {
+
+// An integer's decimal text (what nlohmann's dump() writes, without its serializer's cost).
+std::string integerText(const Json& v) {
+  char buf[24];
+  const auto r = v.is_number_unsigned() ? std::to_chars(buf, buf + sizeof buf, v.get<std::uint64_t>())
+                                        : std::to_chars(buf, buf + sizeof buf, v.get<std::int64_t>());
+  return std::string(buf, r.ptr);
+}
 
 Status bad(const std::string& field, const std::string& what) {
   return Status::invalidArgument("field '" + field + "': " + what);
@@ -182,7 +191,7 @@ Result<std::optional<std::string>> valueText(const Schema& s, const Json& v, con
     case SchemaType::kInt32:
     case SchemaType::kInt64:
       if (!v.is_number_integer()) return bad(field, "expected an integer for " + s.describe());
-      return Out(v.dump());
+      return Out(integerText(v));
     case SchemaType::kFloat32:
     case SchemaType::kFloat64:
       if (!v.is_number()) return bad(field, "expected a number for " + s.describe());
