@@ -128,10 +128,35 @@ bool hasNonBmp(std::string_view text) {
 }
 }  // namespace
 
+namespace {
+
+// The deepest JSON nesting of a payload that matches `s` (a struct is an object, an array an
+// array, a map an object or an array of [key, value] pairs); bounded by `cap` (schemas parsed
+// from outside are bounded too, this only stops the count early).
+int payloadDepth(const Schema& s, int cap) {
+  if (cap <= 0) return 0;
+  switch (s.type()) {
+    case SchemaType::kStruct: {
+      int deepest = 0;
+      for (const auto& f : s.fields()) deepest = std::max(deepest, payloadDepth(*f.schema, cap - 1));
+      return 1 + deepest;
+    }
+    case SchemaType::kArray:
+      return 1 + (s.valueSchema() ? payloadDepth(*s.valueSchema(), cap - 1) : 0);
+    case SchemaType::kMap:
+      return 2 + std::max(s.keySchema() ? payloadDepth(*s.keySchema(), cap - 2) : 0,
+                          s.valueSchema() ? payloadDepth(*s.valueSchema(), cap - 2) : 0);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
 const JsonConverter::Written& JsonConverter::written(const SchemaPtr& schema) {
   if (auto it = writeCache_.find(schema.get()); it != writeCache_.end()) return it->second;
   if (writeCache_.size() >= std::max<std::size_t>(cacheSize_, 1)) writeCache_.clear();
-  Written w{schema, connectSchemaJson(*schema)};
+  Written w{schema, connectSchemaJson(*schema), payloadDepth(*schema, core::kRecordJsonLimits.maxDepth + 1)};
   return writeCache_.emplace(schema.get(), std::move(w)).first->second;
 }
 
@@ -146,9 +171,11 @@ Result<Bytes> JsonConverter::fromRecordWithSchema(const std::string& topic, cons
     if (!isJson(data.view())) return notJson(topic, data, "for");
     if (!schemasEnable_) return data;
   }
-  // The envelope adds a level: a value at the record bound could not be read back.
+  // The envelope adds a level: a value at the record bound could not be read back. A payload that
+  // matches a schema is no deeper than the schema allows: the scan is left out where that is
+  // within the bound (a payload that does not match is refused below).
   const int limit = core::kRecordJsonLimits.maxDepth;
-  if (core::jsonNesting(data.view(), limit) >= limit)
+  if ((!schema || written(schema).depth >= limit) && core::jsonNesting(data.view(), limit) >= limit)
     return Status::invalidArgument("JsonConverter: the " + role_ + " for topic '" + topic +
                                    "' is nested " + std::to_string(limit) +
                                    " levels deep; with schemas.enable=true at most " +

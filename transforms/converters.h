@@ -63,6 +63,7 @@ class JsonConverter final : public Converter {
   struct Written {
     SchemaPtr schema;  // keeps the key of writeCache_ alive
     std::string json;
+    int depth = 0;  // the deepest nesting of a payload that matches the schema
   };
   Status notJson(const std::string& topic, const Bytes& data, const char* direction) const;
   Status badData(const std::string& topic, const char* direction, const Status& why) const;

@@ -48,11 +48,22 @@ std::string escapeNonBmp(std::string_view json) {
 }
 
 void appendJsonString(std::string& out, std::string_view text) {
+  // Runs of characters that need no escape (nearly all of them) are appended whole.
+  out.reserve(out.size() + text.size() + 2);
   out.push_back('"');
+  std::size_t run = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0xf0 && appendSurrogates(out, text, i)) {
-      i += 3;
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0xf0) continue;
+    out.append(text.data() + run, i - run);
+    run = i + 1;
+    if (c >= 0xf0) {
+      if (appendSurrogates(out, text, i)) {
+        i += 3;
+        run = i + 1;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
       continue;
     }
     switch (c) {
@@ -63,14 +74,10 @@ void appendJsonString(std::string& out, std::string_view text) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          appendU16(out, c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+      default: appendU16(out, c);
     }
   }
+  out.append(text.data() + run, text.size() - run);
   out.push_back('"');
 }
 

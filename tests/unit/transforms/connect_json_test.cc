@@ -76,6 +76,10 @@ TEST(ConnectJson, EscapesStringsAsJacksonDoes) {
   out.clear();
   appendJsonString(out, "\xF0\x9F");
   EXPECT_EQ(out, "\"\xF0\x9F\"");
+  // Escapes at both ends, next to each other, and a broken sequence inside a run of plain text.
+  out = "[";
+  appendJsonString(out, "\nab\xF0" "cd\"\"\xF0\x9F\x98\x80");
+  EXPECT_EQ(out, "[\"\\nab\xF0" "cd\\\"\\\"\\uD83D\\uDE00\"");
   EXPECT_EQ(escapeNonBmp("[\"\xF0\x9F\x98\x80\",1]"), "[\"\\uD83D\\uDE00\",1]");
 }
 
@@ -314,6 +318,37 @@ TEST(JsonConverterSchemas, RefusesDataThatDoesNotMatchAndHostileEnvelopes) {
   // The converter refuses decimal.format=NUMERIC rather than writing what Kafka would not read.
   auto numeric = create<Converter>("JsonConverter");
   EXPECT_FALSE(numeric->configure({{"decimal.format", "NUMERIC"}}, false).isOk());
+}
+
+TEST(JsonConverterSchemas, PayloadsTooDeepForTheEnvelopeAreRefusedWhateverTheSchema) {
+  // The nesting scan is left out when the schema bounds a matching payload below the limit (128):
+  // a deep payload under a shallow schema is refused by the schema check instead.
+  auto c = jsonConverter();
+  auto shallow = built(SchemaBuilder::structure().field("id", built(SchemaBuilder::int32())));
+  const std::string deep = R"({"id":)" + std::string(1000, '[') + std::string(1000, ']') + "}";
+  auto r = c->fromRecordWithSchema("t", shallow, Bytes(deep));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), HasSubstr("nesting deeper than 128 levels"));
+  // A schema as deep as the limit: a payload that matches it is refused for its depth.
+  SchemaPtr s = built(SchemaBuilder::int32());
+  std::string payload = "1";
+  for (int i = 0; i < 128; ++i) {
+    s = built(SchemaBuilder::array(s));
+    payload = "[" + payload + "]";
+  }
+  auto at = c->fromRecordWithSchema("t", s, Bytes(payload));
+  ASSERT_FALSE(at.isOk());
+  EXPECT_THAT(at.status().message(), HasSubstr("nested 128 levels deep"));
+  // One level less fits.
+  SchemaPtr fits = built(SchemaBuilder::int32());
+  std::string under = "1";
+  for (int i = 0; i < 127; ++i) {
+    fits = built(SchemaBuilder::array(fits));
+    under = "[" + under + "]";
+  }
+  auto ok = c->fromRecordWithSchema("t", fits, Bytes(under));
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_THAT(ok->str(), HasSubstr(R"("payload":)" + under + "}"));
 }
 
 TEST(JsonConverterSchemas, RepeatedSchemaTextsGiveTheSameAnswers) {
