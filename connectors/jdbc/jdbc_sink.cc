@@ -178,15 +178,19 @@ class JdbcSinkTask::Dialect {
   // Writes `group` (rows of one shape, all deletes or none) in `mode`, inside the caller's
   // transaction.
   virtual Status write(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) = 0;
-  // As write() for a group that is a whole batch, outside a transaction: the statement is sent
-  // and commits by itself (all its rows or none), its answer collected by settle(), so the server
-  // works while the task converts the next batch. False when the dialect cannot (nothing sent).
+  // As write() for a group that is a whole batch: opens a transaction and sends the statement
+  // without waiting for its answer, so the server works while the task converts the next batch;
+  // settle() collects the answer and commits. A worker that dies meanwhile leaves nothing of it
+  // (the server rolls the transaction back), so the statement cannot land after the replay of its
+  // records. False when the dialect cannot (nothing sent, no transaction open); an error leaves no
+  // transaction open.
   virtual Result<bool> send(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
     (void)group;
     (void)mode;
     return false;
   }
-  // The answer of the statement send() sent: OK when none is outstanding.
+  // The answer of the statement send() sent, then COMMIT (ROLLBACK when it failed): OK when none
+  // is outstanding.
   virtual Status settle() { return Status::ok(); }
 
   // ALTER TABLE ... ADD COLUMN for column `i` of `row`, nullable.
@@ -282,10 +286,20 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
   Status exec(const std::string& sql) override { return db_->exec(sql); }
   Result<bool> send(const std::vector<const Row*>& group, InsertMode mode) override {
     if (group.front()->remove || mode == InsertMode::kUpdate) return false;
-    FERRY_RETURN_IF_ERROR(writeGroup(group, mode, true));
+    FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
+    if (Status st = writeGroup(group, mode, true); !st.isOk()) {
+      if (db_->healthy()) (void)db_->exec("ROLLBACK");
+      return st;
+    }
     return true;
   }
-  Status settle() override { return db_ ? db_->finish() : Status::ok(); }
+  Status settle() override {
+    if (!db_ || !db_->outstanding()) return Status::ok();
+    Status st = db_->finish();
+    if (st.isOk()) st = db_->exec("COMMIT");
+    if (!st.isOk() && db_->healthy()) (void)db_->exec("ROLLBACK");
+    return st;
+  }
   const char* beginSql() const override { return "BEGIN"; }
   std::size_t maxRows(std::size_t columns) const override {
     return std::max<std::size_t>(1, kMaxParams / std::max<std::size_t>(1, columns));
@@ -437,6 +451,33 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
   const char* beginSql() const override { return "START TRANSACTION"; }
   std::size_t maxRows(std::size_t) const override { return std::numeric_limits<std::size_t>::max(); }
   Status write(const std::vector<const Row*>& group, InsertMode mode) override;
+  Result<bool> send(const std::vector<const Row*>& group, InsertMode mode) override {
+    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
+    std::string head, tail;
+    std::vector<std::string> tuples;
+    insertParts(group, mode, head, tuples, tail);
+    std::size_t size = head.size() + tail.size();
+    for (const auto& t : tuples) size += t.size() + 2;
+    if (size > maxStatement_) return false;  // more than one statement: written at once
+    std::string sql;
+    sql.reserve(size);
+    sql += head;
+    for (std::size_t i = 0; i < tuples.size(); ++i) (i ? sql += ", " : sql) += tuples[i];
+    sql += tail;
+    FERRY_RETURN_IF_ERROR(db_->exec("START TRANSACTION"));
+    if (Status st = db_->send(sql); !st.isOk()) {
+      if (db_->healthy()) (void)db_->exec("ROLLBACK");
+      return st;
+    }
+    return true;
+  }
+  Status settle() override {
+    if (!db_ || !db_->outstanding()) return Status::ok();
+    Status st = db_->finish();
+    if (st.isOk()) st = db_->exec("COMMIT");
+    if (!st.isOk() && db_->healthy()) (void)db_->exec("ROLLBACK");
+    return st;
+  }
 
  protected:
   Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const override {
@@ -448,6 +489,9 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
   // Sends `head` + the tuples + `tail` in as few statements as fit under maxStatement_. A tuple
   // that cannot fit even alone is that row's data error (InvalidArgument), not a lost connection.
   Status inStatements(const std::string& head, const std::vector<std::string>& tuples, const std::string& tail);
+  // An insert or upsert group's INSERT head, row tuples and ON DUPLICATE KEY tail.
+  static void insertParts(const std::vector<const Row*>& group, InsertMode mode, std::string& head,
+                          std::vector<std::string>& tuples, std::string& tail);
   static std::string tuple(const Row& row, std::size_t from, std::size_t to) {
     std::string out = "(";
     for (std::size_t i = from; i < to; ++i) out += (i > from ? ", " : "") + row.values[i].value_or("NULL");
@@ -503,10 +547,18 @@ Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mo
     }
     return Status::ok();
   }
+  std::string head, tail;
+  insertParts(group, mode, head, tuples, tail);
+  return inStatements(head, tuples, tail);
+}
+
+void MariaDbDialect::insertParts(const std::vector<const Row*>& group, InsertMode mode, std::string& head,
+                                 std::vector<std::string>& tuples, std::string& tail) {
+  const Row& first = *group.front();
+  const std::size_t n = first.columns.size();
   const std::vector<const Row*> rows = mode == InsertMode::kUpsert ? lastOfEachKey(group) : group;
   tuples.reserve(rows.size());
   for (const Row* row : rows) tuples.push_back(tuple(*row, 0, n));
-  std::string tail;
   if (mode == InsertMode::kUpsert) {
     // VALUES(c): the value the statement's row would have inserted (MariaDB; MySQL 8 accepts it
     // with a deprecation warning). Without value columns a duplicate changes nothing.
@@ -515,7 +567,7 @@ Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mo
     if (tail.empty()) tail = first.columns[0] + " = " + first.columns[0];
     tail = " ON DUPLICATE KEY UPDATE " + tail;
   }
-  return inStatements("INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ", tuples, tail);
+  head = "INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ";
 }
 
 }  // namespace

@@ -8,11 +8,12 @@
 //   gives one from the backbone); a record without one is a bad record (errors.tolerance).
 // - Each put() is one transaction: its rows are written in bulk (PostgreSQL: COPY ... FROM STDIN for
 //   inserts, multi-row INSERT ... ON CONFLICT DO UPDATE for upserts; MySQL/MariaDB: multi-row
-//   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones). On
-//   PostgreSQL a put() whose rows make one statement (one shape, within batch.size) sends it
-//   without waiting: the statement commits by itself, the server works on it while the task turns
-//   the next batch into rows, and its answer is collected at the next put(), flush() or
-//   preCommit(). The runtime commits offsets only after flush()/preCommit(), so they never run
+//   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones). A
+//   put() whose rows make one insert or upsert statement (one shape, within batch.size and, on
+//   MySQL/MariaDB, max_allowed_packet) opens its transaction and sends it without waiting: the
+//   server works on it while the task turns the next batch into rows; its answer and the COMMIT
+//   come at the next put(), flush() or preCommit() (a worker killed before leaves nothing of it,
+//   so it cannot land after the replay of its own records). The runtime commits offsets only after flush()/preCommit(), so they never run
 //   ahead of the table. A statement that fails on a row's data (SQLSTATE 22/23) wrote nothing and
 //   is written again row by row under savepoints: the bad rows are reported (errors.tolerance,
 //   dead letters with the database's message), the good ones kept. A lost connection or a server

@@ -279,6 +279,7 @@ std::size_t readRows(MYSQL_RES* res, std::vector<MariaDbConnection::Row>& out, s
 Result<MariaDbConnection::QueryResult> MariaDbConnection::query(std::string_view sql) {
   if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
   if (stream_) return Status::internal("MariaDB: a statement while a stream is being read");
+  if (outstanding_) return Status::internal("MariaDB: a statement's answer was not read");
   if (mysql_real_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
   QueryResult out;
   MYSQL_RES* res = mysql_store_result(c_);
@@ -293,9 +294,26 @@ Result<MariaDbConnection::QueryResult> MariaDbConnection::query(std::string_view
   return out;
 }
 
+Status MariaDbConnection::send(std::string_view sql) {
+  if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
+  if (stream_ || outstanding_) return Status::internal("MariaDB: a statement while another is being answered");
+  if (mysql_send_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
+  outstanding_ = true;
+  return Status::ok();
+}
+
+Status MariaDbConnection::finish() {
+  if (!outstanding_) return Status::ok();
+  outstanding_ = false;
+  if (mysql_read_query_result(c_) != 0) return lastError("query failed");
+  if (MYSQL_RES* res = mysql_store_result(c_)) mysql_free_result(res);  // none for an INSERT
+  return Status::ok();
+}
+
 Status MariaDbConnection::stream(std::string_view sql) {
   if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
   if (stream_) return Status::internal("MariaDB: a second stream on one connection");
+  if (outstanding_) return Status::internal("MariaDB: a statement's answer was not read");
   if (mysql_real_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
   stream_ = mysql_use_result(c_);
   if (stream_ == nullptr) return lastError("reading the result failed");

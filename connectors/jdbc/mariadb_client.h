@@ -97,6 +97,15 @@ class MariaDbConnection {
   // Rows changed by the last statement (mysql_affected_rows).
   std::uint64_t affectedRows() const;
 
+  // Sends one statement without reading its answer (mysql_send_query): the server runs it while
+  // the caller goes on; finish() reads the answer. Nothing else may run on the connection before
+  // finish().
+  Status send(std::string_view sql);
+  // The answer of the statement sent last (an error classified as query()'s); OK when none is
+  // outstanding.
+  Status finish();
+  bool outstanding() const { return outstanding_; }
+
   // `text` escaped for the inside of a '...' literal, for this connection's character set
   // (mysql_real_escape_string).
   std::string escape(std::string_view text) const;
@@ -113,6 +122,7 @@ class MariaDbConnection {
   explicit MariaDbConnection(st_mysql* c) : c_(c) {}
   Status lastError(std::string_view what);
   st_mysql* c_;
+  bool outstanding_ = false;  // a statement sent whose answer finish() has not read
   st_mysql_res* stream_ = nullptr;
   bool broken_ = false;
   std::size_t maxPacket_ = 4u << 20;

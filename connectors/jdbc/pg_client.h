@@ -69,8 +69,8 @@ class PgConnection {
 
   // The same two without waiting for the statement's answer: the server works on it while the
   // caller goes on; finish() collects the answer. One at a time, and nothing else may run on the
-  // connection before finish(). Outside a transaction the statement commits by itself. An error
-  // returned here (the statement was not sent, or COPY did not start) leaves nothing outstanding.
+  // connection before finish(). An error returned here (the statement was not sent, or COPY did
+  // not start) leaves nothing outstanding.
   Status copyInSend(const std::string& copySql, std::string_view data);
   Status sendParams(const std::string& sql, const std::vector<std::optional<std::string>>& params);
   // The answer of the statement sent last (classified as above); OK when nothing is outstanding.
