@@ -60,6 +60,149 @@ Result<std::int32_t> fixedOffset(std::string_view s) {
   return s[0] == '-' ? -off : off;
 }
 
+// Days since 1970-01-01 of a civil date (Howard Hinnant's days_from_civil).
+std::int64_t daysFromCivil(std::int64_t y, int m, int d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const std::int64_t yoe = y - era * 400;
+  const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+bool leapYear(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+// The POSIX TZ string of a TZif footer (RFC 8536 3.3, POSIX TZ with its extensions):
+// "STD offset [DST [offset] [,start[/time],end[/time]]]". Offsets count west of UTC there; kept
+// here east of UTC, as the file's types are.
+struct PosixTz {
+  struct Date {
+    char kind = 'M';  // 'J': Julian day 1..365 without Feb 29; 'N': day 0..365; 'M': month.week.day
+    int n = 0, month = 0, week = 0, weekday = 0;
+    std::int32_t time = 7200;  // local seconds after midnight (-167..167 hours)
+  };
+  std::int32_t stdOff = 0, dstOff = 0;
+  bool dst = false;
+  Date start, end;
+};
+
+class PosixParser {
+ public:
+  explicit PosixParser(std::string_view s) : s_(s) {}
+  bool parse(PosixTz& tz) {
+    std::int32_t west = 0;
+    if (!name() || !offset(west, 24)) return false;
+    tz.stdOff = -west;
+    if (done()) return true;
+    tz.dst = true;
+    if (!name()) return false;
+    tz.dstOff = tz.stdOff + 3600;
+    if (!done() && peek() != ',') {
+      if (!offset(west, 24)) return false;
+      tz.dstOff = -west;
+    }
+    if (done()) {  // no rule given: POSIX leaves it to the implementation; the US rule, as glibc
+      tz.start = {'M', 0, 3, 2, 0, 7200};
+      tz.end = {'M', 0, 11, 1, 0, 7200};
+      return true;
+    }
+    return eat(',') && date(tz.start) && eat(',') && date(tz.end) && done();
+  }
+
+ private:
+  bool done() const { return i_ >= s_.size(); }
+  char peek() const { return done() ? '\0' : s_[i_]; }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  static bool alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+  bool name() {
+    const std::size_t from = i_;
+    if (eat('<')) {
+      while (!done() && (alpha(peek()) || digit(peek()) || peek() == '+' || peek() == '-')) ++i_;
+      return i_ - from >= 4 && eat('>');
+    }
+    while (alpha(peek())) ++i_;
+    return i_ - from >= 3;
+  }
+  bool number(int& out, int max) {
+    if (!digit(peek())) return false;
+    out = 0;
+    while (digit(peek())) {
+      out = out * 10 + (s_[i_++] - '0');
+      if (out > max) return false;
+    }
+    return true;
+  }
+  // [+|-]hh[:mm[:ss]], hours at most `maxHours`.
+  bool offset(std::int32_t& out, int maxHours) {
+    const bool negative = eat('-');
+    if (!negative) eat('+');
+    int h = 0, m = 0, sec = 0;
+    if (!number(h, maxHours)) return false;
+    if (eat(':')) {
+      if (!number(m, 59)) return false;
+      if (eat(':') && !number(sec, 59)) return false;
+    }
+    out = (h * 3600 + m * 60 + sec) * (negative ? -1 : 1);
+    return true;
+  }
+  bool date(PosixTz::Date& d) {
+    if (eat('J')) {
+      d.kind = 'J';
+      if (!number(d.n, 365) || d.n < 1) return false;
+    } else if (eat('M')) {
+      d.kind = 'M';
+      if (!number(d.month, 12) || d.month < 1 || !eat('.') || !number(d.week, 5) || d.week < 1 || !eat('.') ||
+          !number(d.weekday, 6))
+        return false;
+    } else {
+      d.kind = 'N';
+      if (!number(d.n, 365)) return false;
+    }
+    d.time = 7200;
+    if (eat('/') && !offset(d.time, 167)) return false;
+    return true;
+  }
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// Local seconds (the zone's wall clock as if it were UTC) of a rule date in `year`.
+std::int64_t localSecondsOf(const PosixTz::Date& d, std::int64_t year) {
+  std::int64_t day = 0;
+  if (d.kind == 'J') {
+    day = daysFromCivil(year, 1, 1) + d.n - 1 + (leapYear(year) && d.n >= 60 ? 1 : 0);
+  } else if (d.kind == 'N') {
+    day = daysFromCivil(year, 1, 1) + d.n;
+  } else {
+    static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const std::int64_t first = daysFromCivil(year, d.month, 1);
+    const int weekdayOfFirst = static_cast<int>(((first % 7) + 7 + 4) % 7);  // 1970-01-01 was a Thursday
+    const int length = kDays[d.month - 1] + (d.month == 2 && leapYear(year) ? 1 : 0);
+    int dom = 1 + (d.weekday - weekdayOfFirst + 7) % 7 + 7 * (d.week - 1);
+    while (dom > length) dom -= 7;  // week 5: the last such day of the month
+    day = first + dom - 1;
+  }
+  return day * 86400 + d.time;
+}
+
+// The year (proleptic Gregorian) of a UTC instant.
+std::int64_t yearOf(std::int64_t seconds) {
+  std::int64_t days = seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0);
+  // civil_from_days, the year only.
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const std::int64_t doe = days - era * 146097;
+  const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const std::int64_t mp = (5 * doy + 2) / 153;
+  return yoe + era * 400 + (mp >= 10 ? 1 : 0);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const TimeZone>> TimeZone::fromTzif(std::string name, std::string_view b) {
@@ -94,6 +237,36 @@ Result<std::shared_ptr<const TimeZone>> TimeZone::fromTzif(std::string name, std
   z->transitions_ = std::move(times);
   z->after_.reserve(h.time);
   for (std::uint32_t i = 0; i < h.time; ++i) z->after_.push_back(utoff[index[i]]);
+  // The footer's rule for the years after the last transition (RFC 8536 3.3): its transitions
+  // through kLastRuleYear are added to the table; a footer that does not parse is refused.
+  at = second + 44 + blockSize(h, 8);
+  if (at < b.size() && b[at] == '\n') {
+    const std::size_t close = b.find('\n', at + 1);
+    if (close == std::string_view::npos || close - at - 1 > 255) return bad("a footer without its end");
+    const std::string_view footer = b.substr(at + 1, close - at - 1);
+    PosixTz tz;
+    if (!footer.empty() && !PosixParser(footer).parse(tz)) return bad("a footer rule that does not parse");
+    if (tz.dst) {
+      if (tz.stdOff < -25 * 3600 || tz.stdOff > 26 * 3600 || tz.dstOff < -25 * 3600 || tz.dstOff > 26 * 3600)
+        return bad("an offset beyond a day");
+      const std::int64_t from = z->transitions_.empty() ? 1970 : yearOf(z->transitions_.back());
+      for (std::int64_t y = from; y <= kLastRuleYear; ++y) {
+        std::pair<std::int64_t, std::int32_t> change[2] = {
+            {localSecondsOf(tz.start, y) - tz.stdOff, tz.dstOff},  // into DST, from standard time
+            {localSecondsOf(tz.end, y) - tz.dstOff, tz.stdOff}};   // back, from DST
+        if (change[1].first < change[0].first) std::swap(change[0], change[1]);  // southern zones
+        for (const auto& [t, off] : change) {
+          if (!z->transitions_.empty() && t < z->transitions_.back()) continue;
+          if (!z->transitions_.empty() && t == z->transitions_.back()) {
+            z->after_.back() = off;  // DST all year: the change back and the next one meet
+            continue;
+          }
+          z->transitions_.push_back(t);
+          z->after_.push_back(off);
+        }
+      }
+    }
+  }
   return std::shared_ptr<const TimeZone>(std::move(z));
 }
 

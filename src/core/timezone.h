@@ -6,9 +6,9 @@
 // std::chrono::tzdb yet. A zone file (TZif, RFC 8536) is a small table of transitions; this reads
 // its 64-bit part (version 2+).
 //
-// Limits: after a zone's last listed transition (2037 in Debian's files) its last offset holds
-// (the file's POSIX rule for later years is not evaluated). Leap-second files (right/...) are
-// read as their civil offsets.
+// After a zone's last listed transition (2037 in Debian's files) the file's POSIX rule (its
+// footer, e.g. "CET-1CEST,M3.5.0,M10.5.0/3") gives the changes, computed through kLastRuleYear;
+// after that the last offset holds. Leap-second files (right/...) are read as their civil offsets.
 //
 // Thread-safety: a loaded TimeZone is immutable.
 #pragma once
@@ -25,6 +25,7 @@ namespace ferry::core {
 
 class TimeZone {
  public:
+  static constexpr std::int64_t kLastRuleYear = 2200;
   // "UTC" (also "Z", "GMT", "Etc/UTC"), a fixed offset "+HH:MM" / "-HH:MM", or a zone name of the
   // database ("Europe/Paris") read from $TZDIR or /usr/share/zoneinfo. A name that is not a plain
   // relative path of letters, digits, '_', '-', '+' and '/' (no "..", no leading '/'), a file that
