@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "transforms/mqtt_topic.h"
+#include "transforms/schema_update.h"
 
 namespace ferry::transforms {
 namespace {
@@ -90,6 +91,17 @@ Status HeaderFrom::configure(const StringMap& config) {
 }
 
 Result<bool> HeaderFrom::applyJson(Record& record, JsonCache& cache) {
+  // With a schema, moved fields leave the schema too (Kafka's HeaderFrom in its schema'd mode).
+  if (move_) {
+    FERRY_RETURN_IF_ERROR(updateSchema(record, [&](const Schema& old) -> Result<SchemaPtr> {
+      FERRY_RETURN_IF_ERROR(needStruct(old, name_, side()));
+      return rebuildStruct(old, [&](SchemaBuilder& b) -> Status {
+        for (const auto& f : old.fields())
+          if (std::find(fields_.begin(), fields_.end(), f.name) == fields_.end()) b.field(f.name, f.schema);
+        return Status::ok();
+      });
+    }));
+  }
   Bytes& b = target(record);
   if (b.isNull()) return true;
   FERRY_ASSIGN_OR_RETURN(Json * doc, objectOf(record, cache));

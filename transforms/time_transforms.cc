@@ -223,7 +223,8 @@ const ConfigDef& TimestampConverter::definition() {
              "The top-level field holding the timestamp; empty: the whole key/value is the timestamp.");
     d.define("target.type", ConfigType::kString, std::nullopt, Importance::kHigh,
              "The output: string, unix, or Date, Time, Timestamp (epoch milliseconds: the UTC day, the "
-             "time within the UTC day, the instant).",
+             "time within the UTC day, the instant; on a record with a schema, Kafka Connect's Date, Time and "
+             "Timestamp types, and the field's schema changes with it).",
              validators::oneOf({"string", "unix", "Date", "Time", "Timestamp"}, /*caseInsensitive=*/false));
     d.define("format", ConfigType::kString, "", Importance::kMedium,
              "SimpleDateFormat pattern (letters y M d H m s S, 'quoted' text; UTC) to parse string input "
@@ -243,7 +244,7 @@ const ConfigDef& TimestampConverter::definition() {
              validators::oneOf({"seconds", "milliseconds", "microseconds", "nanoseconds"}, false));
     d.define("replace.null.with.default", ConfigType::kBool, "true", Importance::kLow,
              "Kafka's switch for schema defaults of null fields; accepted for compatibility, no effect "
-             "(ferry records have no schemas, a null stays null).");
+             "(a null stays null).");
     return d;
   }();
   return def;
@@ -308,12 +309,22 @@ Result<std::int64_t> TimestampConverter::toMillis(const Json& in) const {
                                  " is not a timestamp (expected a number or a string)");
 }
 
-Result<Json> TimestampConverter::convert(const Json& in) const {
-  FERRY_ASSIGN_OR_RETURN(auto ms, toMillis(in));
+Result<Json> TimestampConverter::convert(const Json& in, const Schema* inSchema, bool typed) const {
+  std::int64_t ms = 0;
+  const std::string_view logicalIn = inSchema ? inSchema->logicalName() : std::string_view();
+  if (logicalIn == logical::kDate || logicalIn == logical::kTime || logicalIn == logical::kTimestamp) {
+    if (!in.is_number_integer()) return Status::invalidArgument("a " + inSchema->describe() + " that is not an integer");
+    const std::int64_t v = in.get<std::int64_t>();
+    if (logicalIn == logical::kDate && (v > kMax / kDayMs || v < -kMax / kDayMs))
+      return Status::invalidArgument("a Date out of range");
+    ms = logicalIn == logical::kDate ? v * kDayMs : v;
+  } else {
+    FERRY_ASSIGN_OR_RETURN(ms, toMillis(in));
+  }
   switch (target_) {
     case Target::kString: return Json(TimestampRouter::format(tokens_, ms));
     case Target::kTimestamp: return Json(ms);
-    case Target::kDate: return Json(floorDiv(ms, kDayMs) * kDayMs);
+    case Target::kDate: return typed ? Json(floorDiv(ms, kDayMs)) : Json(floorDiv(ms, kDayMs) * kDayMs);
     case Target::kTime: return Json(ms - floorDiv(ms, kDayMs) * kDayMs);
     case Target::kUnix:
       switch (precision_) {
@@ -332,11 +343,54 @@ Result<Json> TimestampConverter::convert(const Json& in) const {
   return Status::internal("unknown target type");
 }
 
+Result<SchemaPtr> TimestampConverter::outputSchema(const Schema& in) const {
+  SchemaBuilder b = target_ == Target::kString ? SchemaBuilder::string()
+                    : target_ == Target::kUnix ? SchemaBuilder::int64()
+                    : target_ == Target::kDate ? logical::date()
+                    : target_ == Target::kTime ? logical::time()
+                                               : logical::timestamp();
+  return b.optional(in.optional()).build();
+}
+
 Result<bool> TimestampConverter::applyJson(Record& record, JsonCache& cache) {
   const Side target = onKey_ ? Side::kKey : Side::kValue;
   Bytes& b = onKey_ ? record.key : record.value;
-  if (b.isNull()) return true;
   const char* side = onKey_ ? "key" : "value";
+  // A record with a schema: the converted field's (or the whole side's) schema becomes the
+  // target type's, as Kafka's TimestampConverter does in its schema'd mode, nulls included.
+  SchemaPtr& schema = onKey_ ? record.keySchema : record.valueSchema;
+  const Schema* inSchema = nullptr;
+  if (schema) {
+    if (!field_.empty()) {
+      FERRY_RETURN_IF_ERROR(needStruct(*schema, name_, side));
+      const SchemaField* f = schema->field(field_);
+      if (!f)
+        return Status::invalidArgument(name_ + ": the " + side + "'s schema has no field '" + field_ + "' (topic '" +
+                                       record.topic + "')");
+      inSchema = f->schema.get();
+    } else {
+      inSchema = schema.get();
+    }
+  }
+  const SchemaPtr keepIn = schema;  // the input schema stays alive while `inSchema` is read
+  if (schema) {
+    FERRY_ASSIGN_OR_RETURN(schema, memo_.get(schema, [&](const Schema& old) -> Result<SchemaPtr> {
+      if (field_.empty()) return outputSchema(old);
+      return rebuildStruct(old, [&](SchemaBuilder& sb) -> Status {
+        for (const auto& f : old.fields()) {
+          if (f.name != field_) {
+            sb.field(f.name, f.schema);
+            continue;
+          }
+          FERRY_ASSIGN_OR_RETURN(auto out, outputSchema(*f.schema));
+          sb.field(f.name, out);
+        }
+        return Status::ok();
+      });
+    }));
+  }
+  const bool typed = keepIn != nullptr;
+  if (b.isNull()) return true;
   auto fail = [&](const std::string& where, const Status& why) -> Status {
     return Status::invalidArgument(name_ + ": cannot convert " + where + " of a record in topic '" + record.topic +
                                    "': " + why.message());
@@ -347,7 +401,7 @@ Result<bool> TimestampConverter::applyJson(Record& record, JsonCache& cache) {
     const bool quoted = doc && doc->is_string();
     const Json in = doc ? *doc : Json(b.str());
     if (in.is_null()) return true;
-    auto out = convert(in);
+    auto out = convert(in, inSchema, typed);
     if (!out.isOk()) return fail(std::string("the ") + side, out.status());
     if (out->is_string() && !quoted) cache.setBytes(record, target, Bytes(out->get<std::string>()));
     else cache.set(record, target, std::move(*out));
@@ -360,7 +414,7 @@ Result<bool> TimestampConverter::applyJson(Record& record, JsonCache& cache) {
                                    "); field '" + field_ + "' needs one");
   auto it = doc->find(field_);
   if (it == doc->end() || it->is_null()) return true;  // Kafka would add a null; we invent no field
-  auto out = convert(*it);
+  auto out = convert(*it, inSchema, typed);
   if (!out.isOk()) return fail("field '" + field_ + "' of the " + side, out.status());
   *it = std::move(*out);
   cache.changed(target);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ferry/transform.h"
+#include "transforms/schema_update.h"
 #include "transforms/json_cache.h"
 #include "transforms/record_transforms.h"
 
@@ -49,9 +50,14 @@ class TimestampConverter : public JsonTransform {
   enum class Target { kString, kUnix, kDate, kTime, kTimestamp };
   enum class Precision { kSeconds, kMillis, kMicros, kNanos };
 
-  // `in` (a JSON number or string) converted to the target; the error says why not.
-  Result<Json> convert(const Json& in) const;
+  // `in` (a JSON number or string) converted to the target; the error says why not. With
+  // `typed`, the payload of a record with a schema: `in` read as `inSchema` says (a Date's days,
+  // a Time's or Timestamp's milliseconds), and a Date or Time written as Kafka Connect's payload
+  // (days; milliseconds of the day) rather than epoch milliseconds.
+  Result<Json> convert(const Json& in, const Schema* inSchema = nullptr, bool typed = false) const;
   Result<std::int64_t> toMillis(const Json& in) const;
+  // The schema of a converted value whose input had schema `in` (its optional kept).
+  Result<SchemaPtr> outputSchema(const Schema& in) const;
 
   bool onKey_;
   std::string name_;
@@ -60,6 +66,7 @@ class TimestampConverter : public JsonTransform {
   Precision precision_ = Precision::kMillis;
   std::string pattern_;                           // empty: ISO-8601
   std::vector<TimestampRouter::Token> tokens_;    // compiled pattern_ (or the ISO output form)
+  SchemaMemo memo_;                               // the output schema per input schema
 };
 
 }  // namespace ferry::transforms

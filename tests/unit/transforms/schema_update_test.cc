@@ -183,6 +183,66 @@ TEST(SchemaUpdate, SetSchemaMetadataRenamesTheRecordsSchema) {
   EXPECT_EQ(r.value.str(), kOrder);
 }
 
+TEST(SchemaUpdate, TimestampConverterTypesTheFieldItConverts) {
+  auto schema = built(SchemaBuilder::structure()
+                          .field("id", built(SchemaBuilder::int64()))
+                          .field("at", built(SchemaBuilder::string().optional())));
+  const char* value = R"({"id":1,"at":"2026-12-06T10:00:00.000Z"})";
+  // string -> Timestamp: epoch milliseconds, the field's schema Timestamp (still optional).
+  auto toTs = transform("TimestampConverter$Value", {{"field", "at"}, {"target.type", "Timestamp"}});
+  Record r = typed(schema, value);
+  run(*toTs, r);
+  const Schema& at = *r.valueSchema->field("at")->schema;
+  EXPECT_EQ(at.logicalName(), logical::kTimestamp);
+  EXPECT_TRUE(at.optional());
+  EXPECT_EQ(r.valueSchema->field("id")->schema->type(), SchemaType::kInt64);
+  EXPECT_EQ(json(r.value)["at"], 1796551200000);
+  // Timestamp -> Date: Kafka Connect's payload is the day number, not epoch milliseconds.
+  auto toDate = transform("TimestampConverter$Value", {{"field", "at"}, {"target.type", "Date"}});
+  run(*toDate, r);
+  EXPECT_EQ(r.valueSchema->field("at")->schema->logicalName(), logical::kDate);
+  EXPECT_EQ(json(r.value)["at"], 20793);
+  // Date -> string: the day read as days.
+  auto toText = transform("TimestampConverter$Value", {{"field", "at"}, {"target.type", "string"}, {"format", "yyyy-MM-dd"}});
+  run(*toText, r);
+  EXPECT_EQ(r.valueSchema->field("at")->schema->type(), SchemaType::kString);
+  EXPECT_EQ(json(r.value)["at"], "2026-12-06");
+  // A null keeps its place and the schema still changes (Kafka does the same).
+  Record n = typed(schema, R"({"id":2,"at":null})");
+  run(*toTs, n);
+  EXPECT_EQ(n.valueSchema->field("at")->schema->logicalName(), logical::kTimestamp);
+  EXPECT_TRUE(json(n.value)["at"].is_null());
+  // The whole value, and Time: milliseconds of the day.
+  auto whole = transform("TimestampConverter$Value", {{"target.type", "Time"}});
+  Record w = typed(built(logical::timestamp()), "1796551200000");
+  run(*whole, w);
+  EXPECT_EQ(w.valueSchema->logicalName(), logical::kTime);
+  EXPECT_EQ(w.value.str(), "36000000");
+  // A field the schema does not have is refused, naming it.
+  auto missing = transform("TimestampConverter$Value", {{"field", "when"}, {"target.type", "unix"}});
+  Record m = typed(schema, value);
+  auto kept = missing->apply(m);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("schema has no field 'when'"));
+}
+
+TEST(SchemaUpdate, HeaderFromMoveTakesTheFieldsOutOfTheSchema) {
+  auto move = transform("HeaderFrom$Value", {{"fields", "name,id"}, {"headers", "n,i"}, {"operation", "move"}});
+  Record r = typed();
+  run(*move, r);
+  EXPECT_EQ(r.valueSchema->describe(), "struct{addr:struct{city:string,zip:int32}?,tags:map<string,int32>}");
+  EXPECT_EQ(*r.valueSchema->name(), "shop.Order");
+  EXPECT_EQ(r.headers.last("n")->value.str(), "ann");
+  EXPECT_EQ(r.headers.last("i")->value.str(), "7");
+  // copy leaves value and schema as they are.
+  auto copy = transform("HeaderFrom$Value", {{"fields", "name"}, {"headers", "n"}, {"operation", "copy"}});
+  Record c = typed();
+  const SchemaPtr before = c.valueSchema;
+  run(*copy, c);
+  EXPECT_EQ(c.valueSchema, before);
+  EXPECT_EQ(c.value.str(), kOrder);
+}
+
 TEST(SchemaUpdate, AStepThatNeedsAStructRefusesOtherSchemas) {
   auto t = transform("ReplaceField$Value", {{"exclude", "x"}});
   Record r = typed(built(SchemaBuilder::map(built(SchemaBuilder::string()), built(SchemaBuilder::int32()))),
