@@ -39,6 +39,9 @@ Result<StringMap> stringMap(const json& j, const char* field) {
   return m;
 }
 
+// A unit's progress text: a phase of a few words and four numbers.
+constexpr std::size_t kMaxProgressBytes = 1024;
+
 }  // namespace
 
 const char* eventTypeName(EventType t) noexcept {
@@ -58,6 +61,7 @@ std::string encode(const Event& e) {
       j["capacity"] = e.capacity;
       j["sentMs"] = e.sentMs;
       j["loads"] = e.loads;
+      if (!e.progress.empty()) j["progress"] = e.progress;
       break;
     case EventType::kLeave:
       j["worker"] = e.worker;
@@ -143,6 +147,14 @@ Result<Event> decode(std::string_view bytes) {
       for (auto it = j["loads"].begin(); it != j["loads"].end(); ++it) {
         if (!it->is_number()) return Status::invalidArgument("cluster event field 'loads." + it.key() + "' is not a number");
         e.loads[it.key()] = it->get<double>();
+      }
+      if (j.contains("progress")) {  // optional: workers of earlier versions send none
+        FERRY_RETURN_IF_ERROR(need(j, "progress", V::object));
+        for (auto it = j["progress"].begin(); it != j["progress"].end(); ++it) {
+          if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxProgressBytes)
+            return Status::invalidArgument("cluster event field 'progress." + it.key() + "' is not a short string");
+          e.progress[it.key()] = it->get<std::string>();
+        }
       }
       break;
     }

@@ -36,6 +36,9 @@ struct Event {
   double capacity = 1.0;
   std::int64_t sentMs = 0;                  // heartbeat: the sender's monotonic clock, for its lease
   std::map<std::string, double> loads;      // heartbeat: measured cost per unit it runs ("c-0")
+  // heartbeat: the progress of long work in the units it runs ("c-0" -> {"phase","done",
+  // "estimated","unit","rate"} as JSON text), so that every worker's status shows it.
+  std::map<std::string, std::string> progress;
   std::string connector;
   StringMap config;
   std::string target;                       // STARTED, PAUSED, STOPPED

@@ -86,6 +86,7 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
       if (m.capacity != e.capacity || (options_.strategy == "load-weighted" && m.loads != e.loads)) dirty_ = true;
       m.capacity = e.capacity > 0 ? e.capacity : 1.0;
       m.loads = e.loads;
+      m.progress = e.progress;
       break;
     }
     case EventType::kLeave: {

@@ -33,6 +33,7 @@ struct Member {
   std::int64_t lastSeenLogMs = 0;
   std::int64_t joinedAt = 0;  // log offset of the heartbeat that made it a member
   std::map<std::string, double> loads;
+  std::map<std::string, std::string> progress;  // its last heartbeat's (not in snapshots)
 };
 
 struct ConnectorInfo {

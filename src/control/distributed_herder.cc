@@ -87,6 +87,7 @@ class HerderImpl final : public DistributedHerder {
   ~HerderImpl() override { stop(); }
 
   Status start() override {
+    member_->setProgressSource([this] { return progressOfLocalUnits(); });
     FERRY_RETURN_IF_ERROR(member_->start());
     running_ = true;
     fencer_ = core::namedThread("fencer", [this] { fenceLoop(); });
@@ -178,15 +179,67 @@ class HerderImpl final : public DistributedHerder {
       fill(Unit{name, t.id}, t.state, t.workerId, t.trace);
       out.tasks.push_back(std::move(t));
     }
-    // Progress of the tasks running here (other workers' are theirs to show).
+    // Progress: of the tasks running here as it is now, of the others as their owner's last
+    // heartbeat carried it (at most a heartbeat interval old).
     std::lock_guard lock(unitsMu_);
-    for (auto& t : out.tasks)
-      if (auto u = units_.find(Unit{name, t.id}); u != units_.end() && u->second.runner)
+    for (auto& t : out.tasks) {
+      if (auto u = units_.find(Unit{name, t.id}); u != units_.end() && u->second.runner) {
         if (auto p = u->second.runner->metrics().progress()) {
           t.progress = p->report;
           t.progressRate = p->ratePerSecond;
         }
+        continue;
+      }
+      auto a = s.assignment().find(Unit{name, t.id});
+      if (a == s.assignment().end()) continue;
+      auto m = s.members().find(a->second.owner);
+      if (m == s.members().end() || m->second.incarnation != a->second.incarnation) continue;
+      auto p = m->second.progress.find(Unit{name, t.id}.toString());
+      if (p == m->second.progress.end()) continue;
+      if (auto read = readProgress(p->second)) {
+        t.progress = read->first;
+        t.progressRate = read->second;
+      }
+    }
     return out;
+  }
+
+  // The progress of the task units this worker runs, for its heartbeats (cluster::Event::progress):
+  // at most kMaxProgressBytes in all, so a worker of thousands of such tasks keeps its heartbeats
+  // small (the rest show in this worker's own answers only).
+  std::map<std::string, std::string> progressOfLocalUnits() const {
+    static constexpr std::size_t kMaxProgressBytes = 32 * 1024;
+    std::map<std::string, std::string> out;
+    std::size_t bytes = 0;
+    std::lock_guard lock(unitsMu_);
+    for (const auto& [u, r] : units_) {
+      if (bytes >= kMaxProgressBytes) break;
+      if (!r.runner) continue;
+      auto p = r.runner->metrics().progress();
+      if (!p) continue;
+      nlohmann::json j = {{"phase", p->report.phase}, {"done", p->report.done}, {"estimated", p->report.estimated},
+                          {"unit", p->report.unit}, {"rate", p->ratePerSecond}};
+      std::string text = j.dump();
+      if (text.size() > 1024) continue;
+      bytes += text.size();
+      out.emplace(u.toString(), std::move(text));
+    }
+    return out;
+  }
+
+  // A heartbeat's progress text; nullopt when it is not what progressOfLocalUnits() writes.
+  static std::optional<std::pair<TaskProgress, double>> readProgress(const std::string& text) {
+    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("phase") || !j["phase"].is_string() || !j.contains("done") ||
+        !j["done"].is_number_integer() || !j.contains("estimated") || !j["estimated"].is_number_integer() ||
+        !j.contains("unit") || !j["unit"].is_string() || !j.contains("rate") || !j["rate"].is_number())
+      return std::nullopt;
+    TaskProgress p;
+    p.phase = j["phase"].get<std::string>();
+    p.done = j["done"].get<std::int64_t>();
+    p.estimated = j["estimated"].get<std::int64_t>();
+    p.unit = j["unit"].get<std::string>();
+    return std::pair{p, j["rate"].get<double>()};
   }
 
   Result<TaskStateInfo> taskStatus(const std::string& name, int task) const override {

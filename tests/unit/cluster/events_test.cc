@@ -16,7 +16,11 @@ TEST(ClusterEvents, EveryTypeRoundTrips) {
   hb.capacity = 2.5;
   hb.sentMs = 123456;
   hb.loads = {{"c-0", 0.5}};
+  hb.progress = {{"c-0", R"({"phase":"initial load","done":5,"estimated":10,"unit":"rows","rate":2.5})"}};
   all.push_back(hb);
+  Event quiet = hb;  // no progress: the field is left out, as workers of earlier versions send it
+  quiet.progress.clear();
+  all.push_back(quiet);
   Event leave;
   leave.type = EventType::kLeave;
   leave.worker = "w1";
@@ -74,6 +78,8 @@ TEST(ClusterEvents, EveryTypeRoundTrips) {
   auto h = decode(encode(hb));
   EXPECT_EQ(h->capacity, 2.5);
   EXPECT_EQ(h->loads.at("c-0"), 0.5);
+  EXPECT_EQ(h->progress.at("c-0"), hb.progress.at("c-0"));
+  EXPECT_EQ(encode(quiet).find("progress"), std::string::npos);
   auto t = decode(encode(tasks));
   ASSERT_EQ(t->taskConfigs.size(), 2u);
   EXPECT_EQ(t->taskConfigs[1].at("a"), "2");
@@ -95,12 +101,22 @@ TEST(ClusterEvents, MalformedRecordsAreRefusedNamingTheField) {
        "'capacity' has the wrong type"},
       {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{"a":"b"}})",
        "'loads.a'"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"progress":[]})",
+       "'progress' has the wrong type"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"progress":{"c-0":{}}})",
+       "'progress.c-0'"},
       {R"({"type":"connector","connector":"c","config":{"a":1},"target":"STARTED"})", "'config.a'"},
       {R"({"type":"connector","connector":"c","config":{},"target":"RUNNING"})", "target 'RUNNING'"},
       {R"({"type":"task-configs","connector":"c","generation":1.5,"tasks":[]})", "'generation' has the wrong type"},
       {R"({"type":"task-configs","connector":"c","generation":1,"tasks":[1]})", "non-object"},
       {R"({"type":"released","worker":"w","incarnation":"i","connector":"c","task":0})", "'epoch'"},
   };
+  // A progress text longer than any a worker writes.
+  const std::string huge = R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,)"
+                           R"("loads":{},"progress":{"c-0":")" + std::string(2000, 'x') + "\"}}";
+  auto tooLong = decode(huge);
+  ASSERT_FALSE(tooLong.isOk());
+  EXPECT_NE(tooLong.status().message().find("'progress.c-0' is not a short string"), std::string::npos);
   for (const auto& c : cases) {
     auto r = decode(c.bytes);
     ASSERT_FALSE(r.isOk()) << c.bytes;
