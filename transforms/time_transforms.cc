@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/civil_date.h"
+
 namespace ferry::transforms {
 namespace {
 
@@ -19,20 +21,11 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 const char* const kMonthNames[] = {"January", "February", "March",     "April",   "May",      "June",
                                    "July",    "August",   "September", "October", "November", "December"};
 
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t daysFromCivil(std::int64_t y, int m, int d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const std::int64_t yoe = y - era * 400;
-  const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
+using core::daysFromCivil;  // core/civil_date.h
 
 int daysInMonth(std::int64_t y, int m) {
   static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return m == 2 && leap ? 29 : kDays[m - 1];
+  return m == 2 && core::leapYear(y) ? 29 : kDays[m - 1];
 }
 
 std::int64_t floorDiv(std::int64_t a, std::int64_t b) {

@@ -178,20 +178,36 @@ class JdbcSinkTask::Dialect {
   // Writes `group` (rows of one shape, all deletes or none) in `mode`, inside the caller's
   // transaction.
   virtual Status write(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) = 0;
-  // As write() for a group that is a whole batch: opens a transaction and sends the statement
-  // without waiting for its answer, so the server works while the task converts the next batch;
-  // settle() collects the answer and commits. A worker that dies meanwhile leaves nothing of it
-  // (the server rolls the transaction back), so the statement cannot land after the replay of its
-  // records. False when the dialect cannot (nothing sent, no transaction open); an error leaves no
-  // transaction open.
-  virtual Result<bool> send(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
-    (void)group;
-    (void)mode;
-    return false;
+  // As write() for a group that is a whole batch: sends the statement without waiting for its
+  // answer, so the server works while the task converts the next batch; settle() collects the
+  // answer. An upsert runs in a transaction settle() commits: a worker that dies meanwhile leaves
+  // nothing of it (the server rolls it back), so it cannot land after the replay of its records
+  // and undo newer versions of a row. A plain insert commits by itself (one statement, all rows or
+  // none), saving the commit's round trip: one that lands after its worker died only repeats rows,
+  // which insert mode does after any crash before the offsets' commit. False when the dialect
+  // cannot (nothing sent, no transaction open); an error leaves no transaction open.
+  Result<bool> send(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
+    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
+    FERRY_ASSIGN_OR_RETURN(bool one, prepareSend(group, mode));
+    if (!one) return false;
+    inTxn_ = mode != InsertMode::kInsert;
+    if (inTxn_) FERRY_RETURN_IF_ERROR(exec(beginSql()));
+    if (Status st = sendPrepared(group, mode); !st.isOk()) {
+      if (inTxn_ && connected()) (void)exec("ROLLBACK");
+      return st;
+    }
+    return true;
   }
-  // The answer of the statement send() sent, then COMMIT (ROLLBACK when it failed): OK when none
-  // is outstanding.
-  virtual Status settle() { return Status::ok(); }
+  // The answer of the statement send() sent, then an upsert's COMMIT (ROLLBACK when it failed):
+  // OK when none is outstanding.
+  Status settle() {
+    if (!outstanding()) return Status::ok();
+    Status st = finishSent();
+    if (!inTxn_) return st;
+    if (st.isOk()) st = exec("COMMIT");
+    if (!st.isOk() && connected()) (void)exec("ROLLBACK");
+    return st;
+  }
 
   // ALTER TABLE ... ADD COLUMN for column `i` of `row`, nullable.
   Result<std::string> addColumnSql(const JdbcSinkTask::Row& row, std::size_t i) const {
@@ -212,6 +228,21 @@ class JdbcSinkTask::Dialect {
   }
 
  protected:
+  // send()'s parts, for a dialect that sends without waiting: whether `group` (inserts or upserts)
+  // goes in one statement (and that statement made ready), sending it, whether an answer is
+  // outstanding, and collecting it. The defaults: never.
+  virtual Result<bool> prepareSend(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
+    (void)group;
+    (void)mode;
+    return false;
+  }
+  virtual Status sendPrepared(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
+    (void)group;
+    (void)mode;
+    return Status::internal("this dialect sends nothing without waiting");
+  }
+  virtual bool outstanding() const { return false; }
+  virtual Status finishSent() { return Status::ok(); }
   using Row = JdbcSinkTask::Row;
   virtual Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const = 0;
   virtual std::string tableOptions() const { return ""; }
@@ -241,6 +272,9 @@ class JdbcSinkTask::Dialect {
       if (last[keys[k]] == k) rows.push_back(group[k]);
     return rows;
   }
+
+ private:
+  bool inTxn_ = false;  // what send() sent runs in a transaction settle() commits
 };
 
 namespace {
@@ -284,22 +318,6 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
     return out;
   }
   Status exec(const std::string& sql) override { return db_->exec(sql); }
-  Result<bool> send(const std::vector<const Row*>& group, InsertMode mode) override {
-    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
-    FERRY_RETURN_IF_ERROR(db_->exec("BEGIN"));
-    if (Status st = writeGroup(group, mode, true); !st.isOk()) {
-      if (db_->healthy()) (void)db_->exec("ROLLBACK");
-      return st;
-    }
-    return true;
-  }
-  Status settle() override {
-    if (!db_ || !db_->outstanding()) return Status::ok();
-    Status st = db_->finish();
-    if (st.isOk()) st = db_->exec("COMMIT");
-    if (!st.isOk() && db_->healthy()) (void)db_->exec("ROLLBACK");
-    return st;
-  }
   const char* beginSql() const override { return "BEGIN"; }
   std::size_t maxRows(std::size_t columns) const override {
     return std::max<std::size_t>(1, kMaxParams / std::max<std::size_t>(1, columns));
@@ -309,6 +327,12 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
   }
 
  protected:
+  Result<bool> prepareSend(const std::vector<const Row*>&, InsertMode) override { return true; }
+  Status sendPrepared(const std::vector<const Row*>& group, InsertMode mode) override {
+    return writeGroup(group, mode, true);
+  }
+  bool outstanding() const override { return db_ && db_->outstanding(); }
+  Status finishSent() override { return db_->finish(); }
   Result<std::string> columnType(const Schema& s, const std::string& column, bool) const override {
     return jdbc::postgresType(s, column);
   }
@@ -451,38 +475,32 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
   const char* beginSql() const override { return "START TRANSACTION"; }
   std::size_t maxRows(std::size_t) const override { return std::numeric_limits<std::size_t>::max(); }
   Status write(const std::vector<const Row*>& group, InsertMode mode) override;
-  Result<bool> send(const std::vector<const Row*>& group, InsertMode mode) override {
-    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
+
+ protected:
+  Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const override {
+    return jdbc::mysqlType(s, column, key);
+  }
+  Result<bool> prepareSend(const std::vector<const Row*>& group, InsertMode mode) override {
     std::string head, tail;
     std::vector<std::string> tuples;
     insertParts(group, mode, head, tuples, tail);
     std::size_t size = head.size() + tail.size();
     for (const auto& t : tuples) size += t.size() + 2;
     if (size > maxStatement_) return false;  // more than one statement: written at once
-    std::string sql;
-    sql.reserve(size);
-    sql += head;
-    for (std::size_t i = 0; i < tuples.size(); ++i) (i ? sql += ", " : sql) += tuples[i];
-    sql += tail;
-    FERRY_RETURN_IF_ERROR(db_->exec("START TRANSACTION"));
-    if (Status st = db_->send(sql); !st.isOk()) {
-      if (db_->healthy()) (void)db_->exec("ROLLBACK");
-      return st;
-    }
+    prepared_.clear();
+    prepared_.reserve(size);
+    prepared_ += head;
+    for (std::size_t i = 0; i < tuples.size(); ++i) (i ? prepared_ += ", " : prepared_) += tuples[i];
+    prepared_ += tail;
     return true;
   }
-  Status settle() override {
-    if (!db_ || !db_->outstanding()) return Status::ok();
-    Status st = db_->finish();
-    if (st.isOk()) st = db_->exec("COMMIT");
-    if (!st.isOk() && db_->healthy()) (void)db_->exec("ROLLBACK");
+  Status sendPrepared(const std::vector<const Row*>&, InsertMode) override {
+    Status st = db_->send(prepared_);
+    prepared_.clear();
     return st;
   }
-
- protected:
-  Result<std::string> columnType(const Schema& s, const std::string& column, bool key) const override {
-    return jdbc::mysqlType(s, column, key);
-  }
+  bool outstanding() const override { return db_ && db_->outstanding(); }
+  Status finishSent() override { return db_->finish(); }
   std::string tableOptions() const override { return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"; }
 
  private:
@@ -492,6 +510,7 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
   // An insert or upsert group's INSERT head, row tuples and ON DUPLICATE KEY tail.
   static void insertParts(const std::vector<const Row*>& group, InsertMode mode, std::string& head,
                           std::vector<std::string>& tuples, std::string& tail);
+  std::string prepared_;  // prepareSend()'s statement, for sendPrepared()
   static std::string tuple(const Row& row, std::size_t from, std::size_t to) {
     std::string out = "(";
     for (std::size_t i = from; i < to; ++i) out += (i > from ? ", " : "") + row.values[i].value_or("NULL");
@@ -906,18 +925,23 @@ std::vector<const JdbcSinkTask::Row*> JdbcSinkTask::oneStatement(const std::vect
 
 Status JdbcSinkTask::settle() {
   if (!pending_) return Status::ok();
-  Status st = dialect_->settle();
-  if (!st.isOk()) {
-    // The statement wrote all of its rows or none: they are written again now, row by row after a
-    // data error (the bad rows reported), else whole on a working connection.
+  if (!pending_->failed) {
+    Status st = dialect_->settle();
+    if (st.isOk()) {
+      pending_.reset();
+      return st;
+    }
+    // The statement wrote all of its rows or none: they are written again, now and on every retry
+    // until that passes (the statement's answer is gone with the failure; nothing is outstanding).
     core::logger("jdbc")->warn("JdbcSink: writing {} rows again: {}", pending_->rows.size(), st.message());
+    pending_->failed = true;
+    pending_->rowByRow = dataError(st);
     if (st.code() == StatusCode::kUnavailable) dialect_->disconnect();
-    const bool rowByRow = dataError(st);
-    st = connect();
-    if (st.isOk()) st = rowByRow ? writeOneByOne(pending_->rows) : writeAll(pending_->rows);
-    if (!rowByRow && dataError(st)) st = writeOneByOne(pending_->rows);
-    if (!st.isOk() && st.code() == StatusCode::kUnavailable) dialect_->disconnect();
   }
+  Status st = connect();
+  if (st.isOk()) st = pending_->rowByRow ? writeOneByOne(pending_->rows) : writeAll(pending_->rows);
+  if (!pending_->rowByRow && dataError(st)) st = writeOneByOne(pending_->rows);
+  if (!st.isOk() && st.code() == StatusCode::kUnavailable) dialect_->disconnect();
   if (st.isOk()) pending_.reset();
   return st.isOk() ? st : st.withContext("JdbcSink");
 }

@@ -10,10 +10,10 @@
 //   inserts, multi-row INSERT ... ON CONFLICT DO UPDATE for upserts; MySQL/MariaDB: multi-row
 //   INSERT [... ON DUPLICATE KEY UPDATE] within max_allowed_packet; DELETE for tombstones). A
 //   put() whose rows make one insert or upsert statement (one shape, within batch.size and, on
-//   MySQL/MariaDB, max_allowed_packet) opens its transaction and sends it without waiting: the
-//   server works on it while the task turns the next batch into rows; its answer and the COMMIT
-//   come at the next put(), flush() or preCommit() (a worker killed before leaves nothing of it,
-//   so it cannot land after the replay of its own records). The runtime commits offsets only after flush()/preCommit(), so they never run
+//   MySQL/MariaDB, max_allowed_packet) sends it without waiting: the server works on it while the
+//   task turns the next batch into rows; its answer (and an upsert's COMMIT: a worker killed
+//   before leaves nothing of it, so it cannot land after the replay of its own records) comes at
+//   the next put(), flush() or preCommit(); an insert commits by itself. The runtime commits offsets only after flush()/preCommit(), so they never run
 //   ahead of the table. A statement that fails on a row's data (SQLSTATE 22/23) wrote nothing and
 //   is written again row by row under savepoints: the bad rows are reported (errors.tolerance,
 //   dead letters with the database's message), the good ones kept. A lost connection or a server
@@ -101,6 +101,8 @@ class JdbcSinkTask final : public SinkTask {
   struct Pending {
     std::vector<Record> records;
     std::vector<Row> rows;  // Row::record points into `records`
+    bool failed = false;    // its statement failed: written again by settle() until that passes
+    bool rowByRow = false;  // it failed on a row's data: written again row by row
   };
   std::optional<Pending> pending_;
   std::unique_ptr<Dialect> dialect_;  // made by start() from the URL; owns the connection

@@ -209,8 +209,10 @@ Result<std::unique_ptr<MariaDbConnection>> MariaDbConnection::connect(const std:
     const unsigned e = mysql_errno(m);
     return classifyMariaDbError(e, std::string("MariaDB: ") + mysql_error(m));
   }
-  FERRY_RETURN_IF_ERROR(
-      conn->exec("SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'"));
+  // autocommit: a statement outside START TRANSACTION commits by itself, whatever the server's
+  // default (JdbcSink's inserts sent without waiting rely on it).
+  FERRY_RETURN_IF_ERROR(conn->exec(
+      "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1"));
   FERRY_ASSIGN_OR_RETURN(auto packet, conn->query("SELECT @@max_allowed_packet"));
   if (!packet.rows.empty() && packet.rows[0].size() == 1 && packet.rows[0][0]) {
     std::size_t n = 0;

@@ -2,6 +2,7 @@
 #include "connectors/jdbc/pg_client.h"
 
 #include <libpq-fe.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <string_view>
@@ -62,6 +63,12 @@ Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& u
       return Status::failedPrecondition("PostgreSQL: " + why);
     return Status::unavailable("PostgreSQL: " + why);
   }
+  // A send buffer that takes a whole batch's COPY data: PQputCopyData then returns at once and the
+  // server reads the rows while the task prepares the next batch, where a small buffer held the
+  // task until the server had read all but the last few kilobytes. The kernel caps it
+  // (net.core.wmem_max).
+  const int sndbuf = 8 << 20;
+  (void)setsockopt(PQsocket(c), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
   return std::unique_ptr<PgConnection>(new PgConnection(c));
 }
 

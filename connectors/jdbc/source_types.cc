@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/base64.h"
+#include "core/civil_date.h"
 #include "core/json_text.h"
 
 namespace ferry::connectors::jdbc {
@@ -65,15 +66,7 @@ std::optional<std::int64_t> digits(std::string_view s, std::size_t at, std::size
   return v;
 }
 
-// Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC).
-std::int64_t daysFromCivil(std::int64_t y, std::int64_t m, std::int64_t d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const std::int64_t yoe = y - era * 400;
-  const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
+using core::daysFromCivil;  // core/civil_date.h
 
 // "YYYY-MM-DD" (4 or more year digits) at the start of `s`; how many bytes it took.
 std::optional<std::int64_t> dateAt(std::string_view s, std::size_t& used) {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/civil_date.h"
+
 namespace ferry::core {
 namespace {
 
@@ -59,18 +61,6 @@ Result<std::int32_t> fixedOffset(std::string_view s) {
   const std::int32_t off = hh * 3600 + mm * 60;
   return s[0] == '-' ? -off : off;
 }
-
-// Days since 1970-01-01 of a civil date (Howard Hinnant's days_from_civil).
-std::int64_t daysFromCivil(std::int64_t y, int m, int d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const std::int64_t yoe = y - era * 400;
-  const std::int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-bool leapYear(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 // The POSIX TZ string of a TZif footer (RFC 8536 3.3, POSIX TZ with its extensions):
 // "STD offset [DST [offset] [,start[/time],end[/time]]]". Offsets count west of UTC there; kept
@@ -191,17 +181,7 @@ std::int64_t localSecondsOf(const PosixTz::Date& d, std::int64_t year) {
 }
 
 // The year (proleptic Gregorian) of a UTC instant.
-std::int64_t yearOf(std::int64_t seconds) {
-  std::int64_t days = seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0);
-  // civil_from_days, the year only.
-  days += 719468;
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const std::int64_t doe = days - era * 146097;
-  const std::int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const std::int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const std::int64_t mp = (5 * doy + 2) / 153;
-  return yoe + era * 400 + (mp >= 10 ? 1 : 0);
-}
+std::int64_t yearOf(std::int64_t seconds) { return yearOfDays(seconds / 86400 - (seconds % 86400 < 0 ? 1 : 0)); }
 
 }  // namespace
 

@@ -24,8 +24,10 @@ reads them with value.converter=JsonConverter, so its records are typed, and wri
      RUNNING and retries; the database started again, the worker kill -9ed once rows arrive and
      restarted: the table ends with all 60,000 rows, each once, values exact (upserts absorb the
      replay);
-  7. the database stopped and started again while the sink writes 100,000 rows: every row ends in
-     the table with its value, the task RUNNING throughout.
+  7. the database stopped and started again while the sink writes 100,000 rows, twice: with
+     batch.size 200, and with batches sent without waiting for their answer (the stop breaks one
+     whose answer is still to come; the retries must write it again): every row ends in the
+     table with its value, the task RUNNING throughout.
 
 FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server
 (postgresql://user:password@host:port/db). Standard library only.
@@ -347,40 +349,47 @@ def main():
     print(f"ok   database down at start (task kept RUNNING, retrying), then kill -9 of the worker at {at_kill} of {n} rows: "
           f"{n} rows, each once, values exact")
 
-    # 7. the database restarted while the sink writes
-    restart = f"jdbc_restart_{RUN}"
+    # 7. the database restarted while the sink writes: with batch.size 200 (each put() written in
+    # one transaction before it returns), and with the default (a put() of 2,000 rows sent without
+    # waiting: the stop breaks a statement whose answer is still to come, the reconnect fails while
+    # the server is down, and the retries must write that batch again, not forget it).
     n7 = 100000
-    src9 = os.path.join(d, "restart.jsonl")
-    with open(src9, "w") as f:
-        for i in range(n7):
-            f.write(envelope(schema, {"id": i, "qty": i + 1}) + "\n")
-    w.ok("POST", "/connectors", {"name": "restart-src", "config": {
-        "connector.class": "FileStreamSource", "file": src9, "topic": restart}})
-    w.ok("POST", "/connectors", {"name": "restart-sink", "config": sink_config(
-        restart, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true",
-                    "batch.size": "200"})})
-    wait_until(lambda: table_exists(restart) and int(rows(f'SELECT count(*) FROM "{restart}"')[0][0]) > 0, 60,
-               "the first rows")
-    subprocess.run([service, "stop"], check=True, capture_output=True, timeout=60)
-    try:
-        # What was committed before the stop (read after the restart: the server is down now).
-        time.sleep(2)
-    finally:
-        subprocess.run([service, "start"], check=True, capture_output=True, timeout=120)
-    at_stop = int(rows(f'SELECT count(*) FROM "{restart}"')[0][0])
-    if at_stop >= n7:
-        raise AssertionError(f"the restart came after the sink had written everything ({at_stop} rows)")
+    restarts = []
+    for label, extra in (("batch.size 200", {"batch.size": "200"}), ("sent without waiting", {})):
+        restart = f"jdbc_restart_{len(restarts)}_{RUN}"
+        restarts.append(restart)
+        src9 = os.path.join(d, f"{restart}.jsonl")
+        with open(src9, "w") as f:
+            for i in range(n7):
+                f.write(envelope(schema, {"id": i, "qty": i + 1}) + "\n")
+        w.ok("POST", "/connectors", {"name": f"{restart}-src", "config": {
+            "connector.class": "FileStreamSource", "file": src9, "topic": restart}})
+        w.ok("POST", "/connectors", {"name": f"{restart}-sink", "config": sink_config(
+            restart, **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "auto.create": "true",
+                        **extra})})
+        wait_until(lambda: table_exists(restart) and int(rows(f'SELECT count(*) FROM "{restart}"')[0][0]) > 0, 60,
+                   "the first rows")
+        subprocess.run([service, "stop"], check=True, capture_output=True, timeout=60)
+        try:
+            # What was committed before the stop (read after the restart: the server is down now).
+            time.sleep(2)
+        finally:
+            subprocess.run([service, "start"], check=True, capture_output=True, timeout=120)
+        at_stop = int(rows(f'SELECT count(*) FROM "{restart}"')[0][0])
+        if at_stop >= n7:
+            raise AssertionError(f"the restart came after the sink had written everything ({at_stop} rows)")
 
-    def restarted_complete():
-        got = rows(f'SELECT count(*), coalesce(sum(qty), 0) FROM "{restart}"')[0]
-        return got == [str(n7), str(sum(i + 1 for i in range(n7)))]
-    wait_until(restarted_complete, 180, f"all {n7} rows after the database restart")
-    state = task_trace(w, "restart-sink").get("state")
-    if state != "RUNNING":
-        raise AssertionError(f"restart-sink task {state} after the database restart")
-    print(f"ok   database restarted mid-stream (at {at_stop} of {n7} rows committed): all {n7} rows, values exact, task RUNNING")
+        def restarted_complete(restart=restart):
+            got = rows(f'SELECT count(*), coalesce(sum(qty), 0) FROM "{restart}"')[0]
+            return got == [str(n7), str(sum(i + 1 for i in range(n7)))]
+        wait_until(restarted_complete, 180, f"all {n7} rows after the database restart ({label})")
+        state = task_trace(w, f"{restart}-sink").get("state")
+        if state != "RUNNING":
+            raise AssertionError(f"{restart}-sink task {state} after the database restart")
+        print(f"ok   database restarted mid-stream ({label}; at {at_stop} of {n7} rows committed): all {n7} rows, "
+              f"values exact, task RUNNING")
 
-    for t in (table, checked, checked2, plain, victim, outage, kaf, upd, restart):
+    for t in (table, checked, checked2, plain, victim, outage, kaf, upd, *restarts):
         psql(f'DROP TABLE IF EXISTS "{t}"')
     psql(f"DROP TABLE IF EXISTS \"{literal.replace(chr(39) * 2, chr(39)).replace(chr(34), chr(34) * 2)}\"")
     w.stop()
