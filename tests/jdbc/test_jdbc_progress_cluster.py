@@ -12,7 +12,6 @@ FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server. Stand
 """
 import os
 import socket
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -21,21 +20,14 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, HERE)
 from harness import run, start_cluster, tmpdir, wait_until  # noqa: E402
+from test_jdbc_source import PG_URL, psql  # noqa: E402
 
-PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
 U = urllib.parse.urlparse(PG_URL)
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 RUN = uuid.uuid4().hex[:8]
 ROWS = 400_000
-
-
-def psql(sql):
-    p = subprocess.run(["psql", PG_URL, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql], capture_output=True, text=True,
-                       timeout=120)
-    if p.returncode != 0:
-        raise AssertionError(f"psql failed: {p.stderr}")
-    return p.stdout
 
 
 def task0(w, name):
