@@ -946,16 +946,6 @@ Status JdbcSinkTask::settle() {
   return st.isOk() ? st : st.withContext("JdbcSink");
 }
 
-Result<OffsetMap> JdbcSinkTask::preCommit(const OffsetMap& current) {
-  Status st = settle();
-  if (st.isOk()) return current;
-  if (st.code() != StatusCode::kUnavailable) return st;
-  // The database is away: nothing new is committed; the next put() writes the batch again (and
-  // says Unavailable, which the runtime retries) before taking more.
-  core::logger("jdbc")->warn("JdbcSink: no offsets committed while the last batch is not written: {}", st.message());
-  return OffsetMap{};
-}
-
 void JdbcSinkTask::stop() {
   // A batch still unanswered is left to the server (it commits or not on its own); its offsets
   // were not committed, so it is read again after a restart.

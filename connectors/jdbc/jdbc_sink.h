@@ -17,8 +17,8 @@
 //   ahead of the table. A statement that fails on a row's data (SQLSTATE 22/23) wrote nothing and
 //   is written again row by row under savepoints: the bad rows are reported (errors.tolerance,
 //   dead letters with the database's message), the good ones kept. A lost connection or a server
-//   restart is retriable: put() says Unavailable and the runtime retries on a new connection
-//   (preCommit() then commits nothing new); upserts make the replay exact.
+//   restart is retriable: put() or flush() says Unavailable and the runtime retries on a new
+//   connection (committing no offsets meanwhile); upserts make the replay exact.
 //
 // Threading: the connector and its task are called from their owner thread only.
 #pragma once
@@ -59,8 +59,9 @@ class JdbcSinkTask final : public SinkTask {
   std::string version() const override;
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
+  // The batch sent without waiting, answered (or written again). Unavailable while the server is
+  // away: the runtime then commits nothing and flushes again at the next commit.
   Status flush() override { return settle(); }
-  Result<OffsetMap> preCommit(const OffsetMap& current) override;
   void stop() override;
 
   enum class InsertMode { kInsert, kUpsert, kUpdate };

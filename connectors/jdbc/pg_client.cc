@@ -32,6 +32,14 @@ Status classify(const std::string& state, const std::string& message) {
   return Status::failedPrecondition(text);
 }
 
+// The parameters as libpq takes them: texts, nullptr for NULL (pointing into `params`).
+std::vector<const char*> textParams(const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  return values;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PgConnection>> PgConnection::connect(const std::string& url, const std::string& user,
@@ -85,17 +93,11 @@ std::string PgConnection::serverVersion() const {
 
 Result<PGresult*> PgConnection::run(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
   if (outstanding_) return Status::internal("PostgreSQL: a statement's answer was not collected");
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  const std::vector<const char*> values = textParams(params);
   ResultPtr r(PQexecParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                            nullptr, 0));
-  if (!r) return classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));
-  const auto st = PQresultStatus(r.get());
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
-    return classify(state ? state : "", "PostgreSQL: " + trimmed(PQresultErrorMessage(r.get())));
-  }
+  const auto st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return failedResult(r.get());
   return r.release();
 }
 
@@ -163,9 +165,7 @@ Status PgConnection::copyInSend(const std::string& copySql, std::string_view dat
 
 Status PgConnection::sendParams(const std::string& sql, const std::vector<std::optional<std::string>>& params) {
   if (outstanding_) return Status::internal("PostgreSQL: a statement's answer was not collected");
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  const std::vector<const char*> values = textParams(params);
   if (PQsendQueryParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr,
                         0) != 1)
     return classify("", "PostgreSQL: " + trimmed(PQerrorMessage(c_)));

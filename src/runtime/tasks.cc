@@ -1592,14 +1592,19 @@ class OffsetCommitter final : public Committer {
   void releaseAll() override {}
 
   // preCommit (flushes the sink) and commits what it returns to the backbone group. With
-  // `retryLater` a commit the backbone refuses retriably (a broker busy or gone for a moment) is
-  // logged and made again at the next commit (the offsets stay uncommitted), as Kafka Connect's
-  // sink tasks do; the task goes on. The final commit at the stop returns the failure.
+  // `retryLater` a sink that cannot flush for now (a retriable error: its outside system away for
+  // a moment) or a commit the backbone refuses retriably is logged and made again at the next
+  // commit (the offsets stay uncommitted), as Kafka Connect's sink tasks do; the task goes on.
+  // The final commit at the stop returns the failure.
   Status commitOffsets(const OffsetMap& offsets, bool retryLater = false) {
     if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
     if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
     auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_.preCommit(offsets); });
+    if (!safe.isOk() && retryLater && safe.status().isRetriable()) {
+      retryAtNextCommit(loop_, "flushing the sink", safe.status());  // the offsets stay uncommitted
+      return Status::ok();
+    }
     if (!safe.isOk()) return safe.status().withContext("flush");
     return commitSafe(*safe, uncommitted_, retryLater);
   }

@@ -416,11 +416,28 @@ class GatedSink : public CollectSink {
   std::unique_ptr<SinkTask> createTask() override { return std::make_unique<GatedSinkTask>(); }
 };
 
+// A sink whose flush() fails retriably `flakyFlushes` times (its peer away for a moment), then
+// flushes as CollectSink does.
+std::atomic<int> flakyFlushes{0};
+class FlakyFlushSinkTask : public CollectSinkTask {
+ public:
+  Status flush() override {
+    if (flakyFlushes.fetch_sub(1) > 0) return Status::unavailable("the peer is away for a moment");
+    return CollectSinkTask::flush();
+  }
+};
+class FlakyFlushSink : public CollectSink {
+ public:
+  std::unique_ptr<SinkTask> createTask() override { return std::make_unique<FlakyFlushSinkTask>(); }
+};
+
 const PluginEntry kEntries[] = {
     {"GatedSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<GatedSink, SinkConnector>,
      &pluginDestroy<SinkConnector>},
     {"AsyncCollectSink", nullptr, PluginKind::kSinkConnector, "1", "test",
      &pluginCreate<AsyncCollectSink, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"FlakyFlushSink", nullptr, PluginKind::kSinkConnector, "1", "test",
+     &pluginCreate<FlakyFlushSink, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"DownSink", nullptr, PluginKind::kSinkConnector, "1", "test", &pluginCreate<DownSink, SinkConnector>,
      &pluginDestroy<SinkConnector>},
     {"NotifySource", nullptr, PluginKind::kSourceConnector, "1", "test",
@@ -765,6 +782,32 @@ TEST_F(ExecutorTest, SinkCommitsAgainAfterARetriableCommitFailure) {
   EXPECT_GE(runner->metrics().retries.load(), 2u);
   std::lock_guard l(collector().mu);
   EXPECT_EQ(collector().put, (std::vector<std::string>{"m0", "m1", "m2"}));
+}
+
+// A sink task whose flush fails retriably (its outside system away for a moment) goes on: no
+// offsets are committed then, and the next interval flushes again and commits them, as Kafka
+// Connect's sink tasks do. It used to fail the task, and a sink that answered "nothing safe yet"
+// with no offsets had its records counted as committed (JdbcSink's last batch then waited for
+// the next record to be written again).
+TEST_F(ExecutorTest, SinkFlushesAgainAfterARetriableFlushFailure) {
+  flakyFlushes = 3;
+  auto st = std::make_shared<ListConsumerState>();
+  backbone_.consumer = st;
+  worker_.offsetFlushIntervalMs = 10;
+  auto runner = TaskRunner::create(env(ConnectorShape::kSink, {{"connector.class", "FlakyFlushSink"}, {"topics", "t"}}));
+  runner->start();
+  {
+    std::unique_lock l(st->mu);
+    EXPECT_TRUE(st->cv.wait_for(l, 20s, [&] { return st->committed[TopicQueue{"t", 0}] == 3; })) << trace_;
+  }
+  EXPECT_LE(flakyFlushes.load(), 0) << "committed before the sink's flush passed";
+  EXPECT_FALSE(runner->finished()) << trace_;
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  EXPECT_GE(runner->metrics().retries.load(), 3u);
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().flushedCount, 3u);
 }
 
 // A sink task whose sink flushes asynchronously is not held up by the flush: the offsets current
