@@ -758,6 +758,24 @@ void retryAtNextCommit(TaskLoop& loop, std::string_view what, const Status& s) {
                                 loop.taskEnv().taskId, what, s.toString());
 }
 
+// Dead-letter sends are answered before the offsets of the records they stand for are committed
+// (a skipped record is never lost). Sends still unanswered within offset.flush.timeout.ms, or a
+// retriable failure, leave this commit for the next one - the records stay uncommitted, and a stop
+// leaves them to be read again - as Kafka Connect does when its producer's flush times out at a
+// commit; any other failure is the task's. False: do not commit now.
+Result<bool> deadLettersAnswered(TaskLoop& loop) {
+  Status s = loop.errors().flush(std::chrono::milliseconds(loop.taskEnv().worker->offsetFlushTimeoutMs));
+  if (s.isOk()) return true;
+  if (!s.isRetriable()) return s.withContext("dead-letter topic");
+  if (loop.stopping())
+    core::logger("runtime")->warn("{}-{}: dead-letter sends unanswered at stop ({}); what they cover is not committed "
+                                  "(read again on the next start)",
+                                  loop.taskEnv().connector, loop.taskEnv().taskId, s.toString());
+  else
+    retryAtNextCommit(loop, "waiting for dead-letter sends", s);
+  return false;
+}
+
 // Source positions of records the backbone acknowledged, in poll order: a position becomes
 // committable only when its record and every record taken in before it are safe. The producer's
 // callbacks settle entries; the loop drains the safe prefix (commitRecord, positions) and commits
@@ -831,7 +849,8 @@ class AckedPositions final : public Committer {
   // durable: only then the task hears commit(). One commit is in flight at a time.
   Status commit() override {
     if (uncommitted_ == 0 || committing_) return Status::ok();
-    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
+    if (!answered) return Status::ok();
     // The records behind these positions reach the backbone's disk first, where an acknowledgement
     // did not already mean that (embedded fsync=interval): a position never runs ahead of them.
     if (producer_) FERRY_RETURN_IF_ERROR(producer_->sync().withContext("syncing the backbone before committing positions"));
@@ -1200,7 +1219,8 @@ class Transaction final : public Output, public Committer {
   // that its records are safe.
   Status commit() override {
     if (held_.records.empty()) return Status::ok();
-    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
+    if (!answered) return Status::ok();
     FERRY_RETURN_IF_ERROR(begin());
     PositionBuffer buffer;
     for (const auto& r : held_.records) buffer.add(r.position);
@@ -1439,7 +1459,8 @@ class FlushedPositions final : public Committer {
     if (flushing_) return Status::ok();
     if (held_.records.empty()) return positions_.empty() ? Status::ok() : complete(held_);  // an earlier write failed
     if (loop_.cancelled()) return TaskLoop::cancelledError();
-    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
+    if (!answered) return Status::ok();
     if (async_) {
       inFlush_ = std::move(held_);
       held_ = HeldRecords{};
@@ -1563,8 +1584,8 @@ class OffsetCommitter final : public Committer {
     if (flushing_) return Status::ok();
     if (async_ && uncommitted_ > 0 && input_.consumer() != nullptr) {
       if (loop_.cancelled()) return TaskLoop::cancelledError();
-      FERRY_RETURN_IF_ERROR(
-          loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+      FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
+      if (!answered) return Status::ok();
       FERRY_ASSIGN_OR_RETURN(const bool started, flush_.start(task_));
       if (started) {
         flushing_ = true;
@@ -1599,7 +1620,8 @@ class OffsetCommitter final : public Committer {
   Status commitOffsets(const OffsetMap& offsets, bool retryLater = false) {
     if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
     if (loop_.cancelled()) return TaskLoop::cancelledError();
-    FERRY_RETURN_IF_ERROR(loop_.errors().flush(std::chrono::milliseconds(loop_.taskEnv().worker->offsetFlushTimeoutMs)));
+    FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
+    if (!answered) return Status::ok();
     auto safe = guarded("preCommit", [&]() -> Result<OffsetMap> { return task_.preCommit(offsets); });
     if (!safe.isOk() && retryLater && safe.status().isRetriable()) {
       retryAtNextCommit(loop_, "flushing the sink", safe.status());  // the offsets stay uncommitted

@@ -922,6 +922,36 @@ TEST_F(ExecutorTest, DeadLettersCarryTheRecordsSchema) {
   }
 }
 
+// Dead-letter sends still unanswered at an interval commit leave the commit for the next one: the
+// task keeps running and commits once they are answered. (Until 2026-12-07 the commit's DLQ flush
+// timing out - offset.flush.timeout.ms, 0 here - failed the task.)
+TEST_F(ExecutorTest, SourceCommitsLaterWhileDeadLetterSendsAreUnanswered) {
+  auto runner = TaskRunner::create(
+      env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "2"}, {"typed", "1"},
+                                    {"value.converter", "org.apache.kafka.connect.converters.IntegerConverter"},
+                                    {"errors.tolerance", "all"}, {"errors.deadletterqueue.topic.name", "dlq"}}));
+  runner->start();
+  {
+    std::unique_lock l(backbone_.producer.mu);
+    ASSERT_TRUE(backbone_.producer.cv.wait_for(l, 20s, [&] { return backbone_.producer.held.size() == 2; }));
+  }
+  // Commits come every millisecond and find the dead letters unanswered.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (runner->metrics().retries.load() < 2 && !runner->finished() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_FALSE(runner->finished()) << trace_;
+  EXPECT_GE(runner->metrics().retries.load(), 2u);
+  EXPECT_FALSE(committed().has_value()) << "committed before the dead letters were answered";
+  backbone_.producer.ack(0);
+  backbone_.producer.ack(1);
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  auto c = committed();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->at("n"), "2");
+}
+
 // Backbone -> sink: the converter reads the schema back onto the record the sink task gets; a
 // message whose data does not match its schema is a VALUE_CONVERTER error (tolerated here).
 TEST_F(ExecutorTest, SinkGetsTheValueSchemaTheConverterRead) {
