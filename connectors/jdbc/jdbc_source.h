@@ -101,11 +101,20 @@ class JdbcSourceTask final : public SourceTask {
     int incrementingIndex = -1;
     std::vector<int> timestampIndexes;
     bool localTimestamps = false;  // the timestamp columns have no zone and db.timezone is not UTC
+    std::size_t prefetchedLimit = 0;  // the next read was sent with this limit (0: none was)
   };
 
   Status connect();
   Status readTable(Table& t, std::vector<Record>& out, std::size_t max);
   Result<std::unique_ptr<jdbc::SourceRows>> query(Table& t, std::size_t limit);
+  // The statement reading the `limit` rows after the position (`incrementing`, `timestampMicros`)
+  // in the timestamp and incrementing modes.
+  struct Statement {
+    std::string sql;
+    jdbc::SourceDb::Params params;
+  };
+  Result<Statement> statement(Table& t, std::size_t limit, const std::optional<std::string>& incrementing,
+                              const std::optional<std::int64_t>& timestampMicros);
   Status describe(Table& t, const jdbc::SourceRows& rows);
   // db.timezone other than UTC with timestamp modes: the table's columns are described before
   // its first read, so positions are compared in the timestamp columns' own zone.

@@ -185,6 +185,22 @@ Status PgConnection::finish() {
   return out;
 }
 
+Result<std::unique_ptr<PgRows>> PgConnection::finishSelect() {
+  if (!outstanding_) return Status::internal("PostgreSQL: no statement was sent");
+  outstanding_ = false;
+  Status out = std::exchange(sendError_, Status::ok());
+  std::unique_ptr<PgRows> rows;
+  while (PGresult* raw = PQgetResult(c_)) {
+    ResultPtr r(raw);
+    if (!out.isOk() || rows) continue;  // read to the end: the connection is free only then
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) out = failedResult(r.get());
+    else rows.reset(new PgRows(r.release()));
+  }
+  if (!out.isOk()) return out;
+  if (!rows) return failedResult(nullptr);
+  return rows;
+}
+
 Status PgConnection::failedResult(pg_result* r) const {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   return classify(state ? state : "", "PostgreSQL: " + trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(c_)));

@@ -75,6 +75,8 @@ class PgConnection {
   Status sendParams(const std::string& sql, const std::vector<std::optional<std::string>>& params);
   // The answer of the statement sent last (classified as above); OK when nothing is outstanding.
   Status finish();
+  // The rows of the query sent last with sendParams() (its error when it failed).
+  Result<std::unique_ptr<PgRows>> finishSelect();
   bool outstanding() const { return outstanding_; }
 
   // False once the connection broke (reconnect).

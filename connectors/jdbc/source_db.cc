@@ -59,18 +59,28 @@ class PgSourceDb final : public SourceDb {
     return "$" + std::to_string(params.size());
   }
   Result<std::unique_ptr<SourceRows>> select(const std::string& sql, const Params& params) override {
-    FERRY_ASSIGN_OR_RETURN(auto rows, db_->select(sql, params));
+    FERRY_ASSIGN_OR_RETURN(auto rows, conn().select(sql, params));
+    return std::unique_ptr<SourceRows>(new PgSourceRows(std::move(rows)));
+  }
+  void prefetch(const std::string& sql, const Params& params) override {
+    // Not sent: the next read sends it again and reports its error.
+    prefetched_ = conn().sendParams(sql, params).isOk();
+  }
+  Result<std::unique_ptr<SourceRows>> takePrefetched() override {
+    if (!prefetched_) return std::unique_ptr<SourceRows>();
+    prefetched_ = false;
+    FERRY_ASSIGN_OR_RETURN(auto rows, db_->finishSelect());
     return std::unique_ptr<SourceRows>(new PgSourceRows(std::move(rows)));
   }
 
   Status openBulk(const std::string& from) override {
-    FERRY_RETURN_IF_ERROR(db_->exec("BEGIN READ ONLY"));
-    return db_->exec("DECLARE ferry_bulk NO SCROLL CURSOR FOR SELECT * FROM " + from);
+    FERRY_RETURN_IF_ERROR(conn().exec("BEGIN READ ONLY"));
+    return conn().exec("DECLARE ferry_bulk NO SCROLL CURSOR FOR SELECT * FROM " + from);
   }
   Result<std::unique_ptr<SourceRows>> fetchBulk(std::size_t n) override {
     return select("FETCH " + std::to_string(n) + " FROM ferry_bulk", {});
   }
-  Status closeBulk() override { return db_->exec("COMMIT"); }
+  Status closeBulk() override { return conn().exec("COMMIT"); }
 
   Result<std::vector<Relation>> listTables(const std::vector<std::string>& types, const std::string& schema) override {
     std::string kinds = "{";
@@ -81,7 +91,7 @@ class PgSourceDb final : public SourceDb {
     kinds += '}';
     FERRY_ASSIGN_OR_RETURN(
         auto rows,
-        db_->query("SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
+        conn().query("SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON "
                    "n.oid = c.relnamespace WHERE c.relkind::text = ANY($1::text[]) AND n.nspname NOT IN "
                    "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%' AND "
                    "n.nspname NOT LIKE 'pg\\_temp%' AND ($2 = '' OR n.nspname = $2) AND "
@@ -97,7 +107,7 @@ class PgSourceDb final : public SourceDb {
     // timestamps from its start on. (Visible with pg_read_all_stats or for the user's own.)
     FERRY_ASSIGN_OR_RETURN(
         auto rows,
-        db_->query("SELECT to_char(LEAST(clock_timestamp() - make_interval(secs => $1::double precision / 1000), "
+        conn().query("SELECT to_char(LEAST(clock_timestamp() - make_interval(secs => $1::double precision / 1000), "
                    "(SELECT min(xact_start) FROM pg_stat_activity WHERE xact_start IS NOT NULL AND pid <> "
                    "pg_backend_pid() AND backend_type = 'client backend')) AT TIME ZONE 'UTC', "
                    "'YYYY-MM-DD HH24:MI:SS.US')",
@@ -108,9 +118,9 @@ class PgSourceDb final : public SourceDb {
 
   std::int64_t estimateRows(const Relation& table, const std::string& from) override {
     if (table.table.empty()) return -1;
-    auto r = db_->query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", {from});
+    auto r = conn().query("SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass", {from});
     if (r.isOk() && r->size() == 1 && (*r)[0][0] && *(*r)[0][0] != "-1") return toInt64((*r)[0][0], -1);
-    auto c = db_->query("SELECT count(*) FROM " + from);  // never analysed: count them (once per load)
+    auto c = conn().query("SELECT count(*) FROM " + from);  // never analysed: count them (once per load)
     if (c.isOk() && c->size() == 1) return toInt64((*c)[0][0], -1);
     return -1;
   }
@@ -138,7 +148,7 @@ class PgSourceDb final : public SourceDb {
       oids += std::to_string(pg.typeOid(c));
     }
     oids += '}';
-    FERRY_ASSIGN_OR_RETURN(auto types, db_->query("SELECT oid::text, typtype, typcategory, typelem::text FROM pg_type "
+    FERRY_ASSIGN_OR_RETURN(auto types, conn().query("SELECT oid::text, typtype, typcategory, typelem::text FROM pg_type "
                                                    "WHERE oid = ANY($1::oid[]) OR oid IN (SELECT typelem FROM pg_type "
                                                    "WHERE oid = ANY($1::oid[]))",
                                                    {oids}));
@@ -152,7 +162,7 @@ class PgSourceDb final : public SourceDb {
     // Which columns may be NULL: the table's NOT NULL constraints (a query's columns all may).
     std::set<std::string> notNull;
     if (!table.table.empty()) {
-      FERRY_ASSIGN_OR_RETURN(auto attrs, db_->query("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass "
+      FERRY_ASSIGN_OR_RETURN(auto attrs, conn().query("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass "
                                                     "AND attnum > 0 AND NOT attisdropped AND attnotnull",
                                                     {from}));
       for (const auto& r : attrs)
@@ -170,6 +180,15 @@ class PgSourceDb final : public SourceDb {
   }
 
  private:
+  // The connection, free for a statement: a prefetched query's rows are read and dropped first.
+  PgConnection& conn() {
+    if (prefetched_) {
+      prefetched_ = false;
+      (void)db_->finish();
+    }
+    return *db_;
+  }
+  bool prefetched_ = false;
   std::unique_ptr<PgConnection> db_;
   std::map<unsigned, PgTypeInfo> types_;  // pg_type rows of the oids seen
 };

@@ -1,5 +1,6 @@
 #include "backbone/shared_producer.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <string>
 #include <thread>
@@ -27,10 +28,7 @@ class ProducerView final : public Producer {
       ~Counted() { n.fetch_sub(1); }
     } counted(gate_->sending);
     if (gate_->fenced.load()) return fencedError();
-    {
-      std::lock_guard lock(state_->mu);
-      ++state_->outstanding;
-    }
+    state_->outstanding.fetch_add(1);
     Status s = shared_->send(std::move(message), [state = state_, cb = std::move(cb)](
                                                      const Status& st, std::int32_t queue, std::int64_t offset) {
       if (cb) cb(st, queue, offset);
@@ -42,8 +40,9 @@ class ProducerView final : public Producer {
 
   Status flush(std::chrono::milliseconds timeout) override {
     std::unique_lock lock(state_->mu);
-    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->outstanding == 0; }))
-      return Status::timeout(std::to_string(state_->outstanding) + " message(s) not yet acknowledged by the backbone");
+    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->outstanding.load() == 0; }))
+      return Status::timeout(std::to_string(state_->outstanding.load()) +
+                             " message(s) not yet acknowledged by the backbone");
     return Status::ok();
   }
 
@@ -56,13 +55,16 @@ class ProducerView final : public Producer {
   Status purge() override { return shared_->purge(); }
 
  private:
+  // Sends under way: counted without the mutex (as the embedded producer's, embedded.cc); the
+  // last acknowledgement takes it to wake a flush().
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    std::int64_t outstanding = 0;
+    std::atomic<std::int64_t> outstanding{0};
     void done() {
+      if (outstanding.fetch_sub(1) != 1) return;
       std::lock_guard lock(mu);
-      if (--outstanding == 0) cv.notify_all();
+      cv.notify_all();
     }
   };
   std::shared_ptr<Producer> shared_;

@@ -1471,21 +1471,16 @@ class EmbeddedProducer final : public Producer {
       }
     }
     if (m.timestampMs == 0) m.timestampMs = core::nowMs();
-    {
-      std::lock_guard lock(state_->mu);
-      ++state_->outstanding;
-    }
+    state_->outstanding.fetch_add(1);
     auto state = state_;
     const auto pending =
         t->queues[static_cast<std::size_t>(q)]->append(m, [state, cb = std::move(cb)](const Status& s, std::int32_t qq,
                                                                                    std::int64_t off) {
           if (cb) cb(s, qq, off);
-          std::lock_guard lock(state->mu);
-          if (--state->outstanding == 0) state->cv.notify_all();
+          state->done();
         });
     if (!pending) {  // the backbone closed meanwhile: refused, the callback will not run
-      std::lock_guard lock(state_->mu);
-      if (--state_->outstanding == 0) state_->cv.notify_all();
+      state_->done();
       return Status::unavailable("backbone closed");
     }
     b_.notePending(*pending);
@@ -1494,18 +1489,27 @@ class EmbeddedProducer final : public Producer {
 
   Status flush(std::chrono::milliseconds timeout) override {
     std::unique_lock lock(state_->mu);
-    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->outstanding == 0; }))
-      return Status::timeout(std::to_string(state_->outstanding) + " message(s) not yet acknowledged");
+    if (!state_->cv.wait_for(lock, timeout, [&] { return state_->outstanding.load() == 0; }))
+      return Status::timeout(std::to_string(state_->outstanding.load()) + " message(s) not yet acknowledged");
     return Status::ok();
   }
 
   Status sync() override { return b_.syncAcknowledged(); }
 
  private:
+  // Sends under way. A counter, not a locked one: a send and its acknowledgement (the flusher's
+  // thread) took the same mutex per message, and the two threads woke each other on it. Only the
+  // last acknowledgement takes the mutex, to wake a flush(): a flush that saw the count above zero
+  // holds the mutex until it waits, so that notify cannot come between its look and its wait.
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    std::int64_t outstanding = 0;
+    std::atomic<std::int64_t> outstanding{0};
+    void done() {
+      if (outstanding.fetch_sub(1) != 1) return;
+      std::lock_guard lock(mu);
+      cv.notify_all();
+    }
   };
   EmbeddedBackbone& b_;
   std::shared_ptr<State> state_;
