@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/json_bounds.h"
+#include "core/json_text.h"
 #include "transforms/connect_json.h"
 #include "transforms/json_util.h"
 
@@ -121,11 +122,6 @@ Status JsonConverter::badData(const std::string& topic, const char* direction, c
 
 namespace {
 // A byte that starts a 4-byte UTF-8 sequence: a character outside the BMP (Jackson escapes them).
-bool hasNonBmp(std::string_view text) {
-  for (unsigned char c : text)
-    if (c >= 0xf0) return true;
-  return false;
-}
 }  // namespace
 
 namespace {
@@ -210,7 +206,7 @@ Result<Bytes> JsonConverter::fromRecordWithSchema(const std::string& topic, cons
       FERRY_RETURN_IF_ERROR(applyDefaults(*schema, *j));
       appendJackson(payloadText, *j);
       payload = payloadText;
-    } else if (hasNonBmp(data.view())) {
+    } else if (core::hasNonBmp(data.view())) {
       payloadText = escapeNonBmp(data.view());
       payload = payloadText;
     } else {

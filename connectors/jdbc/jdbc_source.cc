@@ -645,9 +645,10 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
     }
   }
   const std::int64_t nowMs = core::nowMs();
-  std::string value;
+  std::size_t lastSize = 64;
   for (int r = 0; r < n; ++r) {
-    value.clear();
+    std::string value;  // moved into the record: written once, not copied
+    value.reserve(lastSize + lastSize / 8);
     value.push_back('{');
     for (int c = 0; c < rows->columns(); ++c) {
       value += t.fieldPrefixes[c];
@@ -661,7 +662,8 @@ Status JdbcSourceTask::readTable(Table& t, std::vector<Record>& out, std::size_t
     value.push_back('}');
     Record& rec = out.emplace_back();
     rec.topic = t.topic;
-    rec.value = Bytes(value);
+    lastSize = value.size();
+    rec.value = Bytes(std::move(value));
     rec.valueSchema = t.schema;
     rec.timestampMs = nowMs;
     if (mode_ == Mode::kBulk) continue;  // bulk rows have no position: every pass reads them all

@@ -1,8 +1,30 @@
 // JSON text written by hand (json_text.h).
 #include "core/json_text.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace ferry::core {
 namespace {
+
+// Eight bytes at a time (SWAR): a word holding none of the bytes the loops below stop at is
+// skipped whole. Each test is exact as a whole-word answer (it may mark a byte wrongly only above
+// a byte it marks rightly).
+constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+constexpr std::uint64_t zeroByte(std::uint64_t x) { return (x - kOnes) & ~x & kHighs; }
+// A byte >= 0xF0: the lead byte of a 4-byte UTF-8 sequence.
+constexpr std::uint64_t leadOf4(std::uint64_t v) { return zeroByte((v & (kOnes * 0xf0)) ^ (kOnes * 0xf0)); }
+// A byte a JSON string escapes ('"', '\\', below 0x20) or a lead of 4.
+constexpr std::uint64_t special(std::uint64_t v) {
+  return ((v - kOnes * 0x20) & ~v & kHighs) | zeroByte(v ^ (kOnes * '"')) | zeroByte(v ^ (kOnes * '\\')) |
+         leadOf4(v);
+}
+std::uint64_t word(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
@@ -34,6 +56,15 @@ bool appendSurrogates(std::string& out, std::string_view text, std::size_t i) {
 
 }  // namespace
 
+bool hasNonBmp(std::string_view text) {
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8)
+    if (leadOf4(word(text.data() + i)) != 0) return true;
+  for (; i < text.size(); ++i)
+    if (static_cast<unsigned char>(text[i]) >= 0xf0) return true;
+  return false;
+}
+
 std::string escapeNonBmp(std::string_view json) {
   std::string out;
   out.reserve(json.size() + 16);
@@ -53,6 +84,8 @@ void appendJsonString(std::string& out, std::string_view text) {
   out.push_back('"');
   std::size_t run = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
+    while (i + 8 <= text.size() && special(word(text.data() + i)) == 0) i += 8;
+    if (i >= text.size()) break;
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0xf0) continue;
     out.append(text.data() + run, i - run);

@@ -15,6 +15,9 @@ namespace ferry::core {
 // them. Other bytes are copied as they are.
 void appendJsonString(std::string& out, std::string_view text);
 
+// Whether `text` holds a byte that starts a 4-byte UTF-8 sequence (a character outside the BMP).
+bool hasNonBmp(std::string_view text);
+
 // `json` (valid JSON text) with every character outside the BMP written as surrogate escapes:
 // such characters only occur inside strings, so no parse is needed.
 std::string escapeNonBmp(std::string_view json);
