@@ -126,6 +126,10 @@ class JdbcSinkTask final : public SinkTask {
   // Quoted names by topic (the table) and by field (the column): the dialect's quoting is fixed,
   // so these never go stale; bounded.
   std::unordered_map<std::string, std::string> tableNames_, columnNames_;
+  // Reads a row's fields straight from simdjson's DOM, without building the value's whole
+  // nlohmann document (jdbc_sink.cc).
+  struct Fields;
+  std::unique_ptr<Fields> fields_;
 };
 
 }  // namespace ferry::connectors
