@@ -279,10 +279,14 @@ std::size_t readRows(MYSQL_RES* res, std::vector<MariaDbConnection::Row>& out, s
 }  // namespace
 
 Result<MariaDbConnection::QueryResult> MariaDbConnection::query(std::string_view sql) {
-  if (!healthy()) return Status::unavailable("MariaDB: the connection is closed");
-  if (stream_) return Status::internal("MariaDB: a statement while a stream is being read");
-  if (outstanding_) return Status::internal("MariaDB: a statement's answer was not read");
-  if (mysql_real_query(c_, sql.data(), static_cast<unsigned long>(sql.size())) != 0) return lastError("query failed");
+  FERRY_RETURN_IF_ERROR(send(sql));
+  return finishQuery();
+}
+
+Result<MariaDbConnection::QueryResult> MariaDbConnection::finishQuery() {
+  if (!outstanding_) return Status::internal("MariaDB: no statement was sent");
+  outstanding_ = false;
+  if (mysql_read_query_result(c_) != 0) return lastError("query failed");
   QueryResult out;
   MYSQL_RES* res = mysql_store_result(c_);
   if (res == nullptr) {

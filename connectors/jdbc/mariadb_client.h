@@ -104,6 +104,8 @@ class MariaDbConnection {
   // The answer of the statement sent last (an error classified as query()'s); OK when none is
   // outstanding.
   Status finish();
+  // The rows of the query sent last with send() (its error when it failed).
+  Result<QueryResult> finishQuery();
   bool outstanding() const { return outstanding_; }
 
   // `text` escaped for the inside of a '...' literal, for this connection's character set

@@ -227,17 +227,27 @@ class MySourceDb final : public SourceDb {
     return "'" + db_->escape(value) + "'";
   }
   Result<std::unique_ptr<SourceRows>> select(const std::string& sql, const Params&) override {
-    FERRY_ASSIGN_OR_RETURN(auto rows, db_->query(sql));
+    FERRY_ASSIGN_OR_RETURN(auto rows, conn().query(sql));
+    return std::unique_ptr<SourceRows>(new MySourceRows(std::move(rows)));
+  }
+  void prefetch(const std::string& sql, const Params&) override {
+    // Not sent: the next read sends it again and reports its error.
+    prefetched_ = conn().send(sql).isOk();
+  }
+  Result<std::unique_ptr<SourceRows>> takePrefetched() override {
+    if (!prefetched_) return std::unique_ptr<SourceRows>();
+    prefetched_ = false;
+    FERRY_ASSIGN_OR_RETURN(auto rows, db_->finishQuery());
     return std::unique_ptr<SourceRows>(new MySourceRows(std::move(rows)));
   }
 
-  Status openBulk(const std::string& from) override { return db_->stream("SELECT * FROM " + from); }
+  Status openBulk(const std::string& from) override { return conn().stream("SELECT * FROM " + from); }
   Result<std::unique_ptr<SourceRows>> fetchBulk(std::size_t n) override {
-    FERRY_ASSIGN_OR_RETURN(auto rows, db_->fetch(n));
+    FERRY_ASSIGN_OR_RETURN(auto rows, conn().fetch(n));
     return std::unique_ptr<SourceRows>(new MySourceRows(std::move(rows)));
   }
   Status closeBulk() override {
-    db_->endStream();
+    conn().endStream();
     return Status::ok();
   }
 
@@ -256,7 +266,7 @@ class MySourceDb final : public SourceDb {
         ") AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')";
     if (!db.empty()) sql += " AND TABLE_SCHEMA = '" + db_->escape(db) + "'";
     sql += " ORDER BY 1, 2";
-    FERRY_ASSIGN_OR_RETURN(auto rows, db_->query(sql));
+    FERRY_ASSIGN_OR_RETURN(auto rows, conn().query(sql));
     std::vector<Relation> out;
     for (const auto& r : rows.rows) out.push_back({r[0].value_or(""), r[1].value_or("")});
     return out;
@@ -270,7 +280,7 @@ class MySourceDb final : public SourceDb {
     const std::string now = "NOW(6) - INTERVAL " + std::to_string(delayMs * 1000) + " MICROSECOND";
     const std::string fmt = "'%Y-%m-%d %H:%i:%s.%f'";
     if (trxVisible_) {
-      auto r = db_->query("SELECT DATE_FORMAT(LEAST(" + now +
+      auto r = conn().query("SELECT DATE_FORMAT(LEAST(" + now +
                           ", COALESCE((SELECT MIN(trx_started) - INTERVAL 1 SECOND FROM information_schema.INNODB_TRX "
                           "WHERE trx_mysql_thread_id <> CONNECTION_ID()), NOW(6))), " + fmt + ")");
       if (r.isOk() && r->rows.size() == 1 && r->rows[0].size() == 1 && r->rows[0][0]) return *r->rows[0][0];
@@ -280,7 +290,7 @@ class MySourceDb final : public SourceDb {
           "JdbcSource: the user may not read information_schema.INNODB_TRX (PROCESS privilege): the timestamp "
           "modes are guarded by timestamp.delay.interval.ms alone against rows of transactions that commit late");
     }
-    FERRY_ASSIGN_OR_RETURN(auto r, db_->query("SELECT DATE_FORMAT(" + now + ", " + fmt + ")"));
+    FERRY_ASSIGN_OR_RETURN(auto r, conn().query("SELECT DATE_FORMAT(" + now + ", " + fmt + ")"));
     if (r.rows.size() != 1 || r.rows[0].size() != 1 || !r.rows[0][0])
       return Status::internal("JdbcSource: the server gave no time");
     return *r.rows[0][0];
@@ -288,10 +298,10 @@ class MySourceDb final : public SourceDb {
 
   std::int64_t estimateRows(const Relation& table, const std::string& from) override {
     if (table.table.empty()) return -1;
-    auto r = db_->query("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" +
+    auto r = conn().query("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" +
                         db_->escape(table.schema) + "' AND TABLE_NAME = '" + db_->escape(table.table) + "'");
     if (r.isOk() && r->rows.size() == 1 && r->rows[0][0]) return toInt64(r->rows[0][0], -1);
-    auto c = db_->query("SELECT COUNT(*) FROM " + from);
+    auto c = conn().query("SELECT COUNT(*) FROM " + from);
     if (c.isOk() && c->rows.size() == 1) return toInt64(c->rows[0][0], -1);
     return -1;
   }
@@ -320,6 +330,15 @@ class MySourceDb final : public SourceDb {
   }
 
  private:
+  // The connection, free for a statement: a prefetched query's rows are read and dropped first.
+  MariaDbConnection& conn() {
+    if (prefetched_) {
+      prefetched_ = false;
+      (void)db_->finish();
+    }
+    return *db_;
+  }
+  bool prefetched_ = false;
   std::unique_ptr<MariaDbConnection> db_;
   std::string database_;  // the URL's, may be empty
   bool trxVisible_ = true;

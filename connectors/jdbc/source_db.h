@@ -51,15 +51,12 @@ class SourceDb {
   // (PostgreSQL), or a literal (MySQL: an integer as it is, anything else quoted and escaped).
   virtual std::string param(Params& params, const std::string& value) const = 0;
   virtual Result<std::unique_ptr<SourceRows>> select(const std::string& sql, const Params& params) = 0;
-  // Sends the query `sql` without waiting: the server runs it while the caller works, and
-  // takePrefetched() returns its rows (or its error). Any other statement on the connection first
-  // reads and drops them. A server this does not know runs nothing here (PostgreSQL does; MySQL
-  // and MariaDB not yet), and takePrefetched() then answers null, as it does after a drop.
-  virtual void prefetch(const std::string& sql, const Params& params) {
-    (void)sql;
-    (void)params;
-  }
-  virtual Result<std::unique_ptr<SourceRows>> takePrefetched() { return std::unique_ptr<SourceRows>(); }
+  // Sends the query `sql` without waiting (libpq's PQsendQueryParams, Connector/C's
+  // mysql_send_query): the server runs it while the caller works, and takePrefetched() returns its
+  // rows (or its error). Any other statement on the connection first reads and drops them; then,
+  // or when the send failed, takePrefetched() answers null.
+  virtual void prefetch(const std::string& sql, const Params& params) = 0;
+  virtual Result<std::unique_ptr<SourceRows>> takePrefetched() = 0;
 
   // Every row of `from`, read `n` at a time from one snapshot (a cursor in a read-only
   // transaction; a streamed result). No other statement runs until the last piece (fewer than n
