@@ -126,11 +126,48 @@ Status JsonPathExtract::configure(const StringMap& config) {
   return Status::ok();
 }
 
+Result<SchemaPtr> JsonPathExtract::resultSchema(const SchemaPtr& in) const {
+  const char* side = onKey_ ? "key" : "value";
+  SchemaPtr cur = in;
+  bool mayMiss = false;  // the path may select nothing in data that matches the schema
+  for (std::size_t n = 0; n < steps_.size(); ++n) {
+    const Step& s = steps_[n];
+    mayMiss = mayMiss || cur->optional();  // a null part: nothing below it
+    const std::string where = prefixOf(steps_, n);
+    if (s.index) {
+      if (cur->type() != SchemaType::kArray)
+        return Status::invalidArgument(name_ + ": path '" + path_ + "': " + where + " is " + cur->describe() +
+                                       " in the " + side + "'s schema, not an array");
+      cur = cur->valueSchema();
+      mayMiss = true;  // an index past the end
+    } else {
+      if (cur->type() != SchemaType::kStruct)
+        return Status::invalidArgument(name_ + ": path '" + path_ + "': " + where + " is " + cur->describe() +
+                                       " in the " + side + "'s schema, not a struct");
+      const SchemaField* f = cur->field(s.name);
+      if (!f)
+        return Status::invalidArgument(name_ + ": path '" + path_ + "': the " + side + "'s schema has no field '" +
+                                       s.name + "' at " + where);
+      cur = f->schema;
+    }
+  }
+  if (mayMiss && missing_ == Missing::kNull && !cur->optional()) {
+    FERRY_ASSIGN_OR_RETURN(cur, asOptional(*cur));
+  }
+  if (field_.empty()) return cur;
+  return SchemaBuilder::structure().field(field_, cur).build();
+}
+
 Result<bool> JsonPathExtract::applyJson(Record& record, JsonCache& cache) {
   const Side target = onKey_ ? Side::kKey : Side::kValue;
   Bytes& b = onKey_ ? record.key : record.value;
   if (b.isNull()) return true;
   const char* side = onKey_ ? "key" : "value";
+  SchemaPtr& schema = onKey_ ? record.keySchema : record.valueSchema;
+  const bool typed = schema != nullptr;
+  if (typed && (!steps_.empty() || !field_.empty())) {
+    FERRY_ASSIGN_OR_RETURN(schema, memo_.get(schema, [&](const Schema&) { return resultSchema(schema); }));
+  }
   Json* doc = cache.get(record, target);
   if (!doc)
     return Status::invalidArgument(name_ + ": the " + side + " of a record in topic '" + record.topic +
@@ -176,7 +213,7 @@ Result<bool> JsonPathExtract::applyJson(Record& record, JsonCache& cache) {
     cache.set(record, target, std::move(out));
   } else if (cur->is_null()) {
     cache.setBytes(record, target, Bytes());  // as ExtractField: a null result is a null value
-  } else if (cur->is_string()) {
+  } else if (cur->is_string() && !typed) {
     cache.setBytes(record, target, Bytes(cur->get<std::string>()));
   } else {
     Json out = std::move(*cur);

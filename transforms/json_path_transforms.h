@@ -12,6 +12,12 @@
 // number, ...), `missing` decides: null (the key/value becomes null, or {"<field>": null}), drop
 // (the record is dropped), fail (the record fails). A null key/value passes unchanged; one that is
 // not JSON fails the record. Errors name the transform, the path and the topic.
+// With a schema on that side (Record::valueSchema / keySchema): the result takes the schema the
+// path selects (struct fields by name, array elements by index; optional where the path can
+// select nothing and `missing` is null), wrapped as struct{<field>: ...} with `field`, and a string
+// result stays a JSON string (a payload, as ExtractField's). A path the schema cannot follow
+// (a name a struct lacks, a name into a map, an index into a non-array) fails the record naming
+// where; the schema is derived once per input schema.
 //
 // Threading: one instance per task, called from that task's thread only.
 #pragma once
@@ -22,6 +28,7 @@
 
 #include "ferry/transform.h"
 #include "transforms/json_cache.h"
+#include "transforms/schema_update.h"
 
 namespace ferry::transforms {
 
@@ -44,6 +51,8 @@ class JsonPathExtract : public JsonTransform {
 
  private:
   enum class Missing { kNull, kDrop, kFail };
+  // The result's schema for a side whose schema is `in` (see above).
+  Result<SchemaPtr> resultSchema(const SchemaPtr& in) const;
 
   bool onKey_;
   std::string name_;
@@ -51,6 +60,7 @@ class JsonPathExtract : public JsonTransform {
   std::vector<Step> steps_;
   std::string field_;
   Missing missing_ = Missing::kNull;
+  SchemaMemo memo_;
 };
 
 }  // namespace ferry::transforms

@@ -243,6 +243,58 @@ TEST(SchemaUpdate, HeaderFromMoveTakesTheFieldsOutOfTheSchema) {
   EXPECT_EQ(c.value.str(), kOrder);
 }
 
+// JsonPathExtract takes the schema its path selects; a string stays a payload (quoted). (Until
+// 2026-12-07 it kept the input schema, and the converter refused the record after it.)
+TEST(SchemaUpdate, JsonPathExtractTakesTheSchemaThePathSelects) {
+  auto city = transform("JsonPathExtract$Value", {{"path", "$.addr.city"}});
+  Record r = typed();
+  run(*city, r);
+  EXPECT_EQ(r.valueSchema->describe(), "string?");  // under the optional addr: may select nothing
+  EXPECT_EQ(r.value.str(), "\"Oslo\"");
+  // missing=fail: nothing selected fails the record, so a required field stays required.
+  auto id = transform("JsonPathExtract$Value", {{"path", "id"}, {"missing", "fail"}});
+  Record i = typed();
+  run(*id, i);
+  EXPECT_EQ(i.valueSchema->describe(), "int64");
+  EXPECT_EQ(i.value.str(), "7");
+  // With `field`: struct{<field>: ...}.
+  auto zip = transform("JsonPathExtract$Value", {{"path", "addr.zip"}, {"field", "z"}});
+  Record z = typed();
+  run(*zip, z);
+  EXPECT_EQ(z.valueSchema->describe(), "struct{z:int32?}");
+  EXPECT_EQ(json(z.value), nlohmann::json::parse(R"({"z":150})"));
+  // Array elements by index; an index past the end gives null under an optional schema.
+  auto xs = built(SchemaBuilder::structure().field("xs", built(SchemaBuilder::array(built(SchemaBuilder::int32())))));
+  auto second = transform("JsonPathExtract$Value", {{"path", "xs[1]"}});
+  Record a = typed(xs, R"({"xs":[4,5]})");
+  run(*second, a);
+  EXPECT_EQ(a.valueSchema->describe(), "int32?");
+  EXPECT_EQ(a.value.str(), "5");
+  Record past = typed(xs, R"({"xs":[4]})");
+  run(*second, past);
+  EXPECT_TRUE(past.value.isNull());
+  // The records of one schema share one derived schema.
+  auto shared = order();
+  Record s1 = typed(shared), s2 = typed(shared);
+  run(*city, s1);
+  run(*city, s2);
+  EXPECT_EQ(s1.valueSchema.get(), s2.valueSchema.get());
+  // Paths the schema cannot follow fail the record, naming where.
+  for (auto [path, why] : {std::pair{"tags.a", "$.tags is map<string,int32> in the value's schema, not a struct"},
+                           std::pair{"nope", "the value's schema has no field 'nope' at $"},
+                           std::pair{"id[0]", "$.id is int64 in the value's schema, not an array"}}) {
+    auto bad = transform("JsonPathExtract$Value", {{"path", path}});
+    Record b = typed();
+    auto kept = bad->apply(b);
+    ASSERT_FALSE(kept.isOk()) << path;
+    EXPECT_THAT(kept.status().message(), HasSubstr(why)) << path;
+  }
+  // Schemaless records are as before: a string as its raw text.
+  Record plain = record("orders", std::string(kOrder));
+  run(*city, plain);
+  EXPECT_EQ(plain.value.str(), "Oslo");
+}
+
 TEST(SchemaUpdate, AStepThatNeedsAStructRefusesOtherSchemas) {
   auto t = transform("ReplaceField$Value", {{"exclude", "x"}});
   Record r = typed(built(SchemaBuilder::map(built(SchemaBuilder::string()), built(SchemaBuilder::int32()))),
