@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/base64.h"
 #include "core/clock.h"
+#include "core/json_read.h"
 #include "transforms/mqtt_topic.h"
 #include "transforms/schema_update.h"
 
@@ -139,11 +141,42 @@ Result<bool> DecodePayload::applyJson(Record& record, JsonCache& cache) {
   FERRY_RETURN_IF_ERROR(cache.flush(record));  // decodes the current bytes
   Bytes& b = target(record);
   if (b.isNull()) return true;
-  auto d = hex_ ? decodeHex(b.view()) : decodeBase64(b.view());
+  // With a schema the data is a payload: a string's text is inside a JSON string, and bytes are
+  // base64 in one (of the encoded text). The decoded bytes take the schema bytes (optional kept)
+  // and are written as bytes' payload, base64 in a JSON string.
+  SchemaPtr& schema = targetSchema(record);
+  std::string encoded;
+  std::string_view in = b.view();
+  if (schema) {
+    if (schema->type() != SchemaType::kString && schema->type() != SchemaType::kBytes)
+      return Status::invalidArgument(name_ + ": the " + side() + "'s schema is " + schema->describe() +
+                                     ", not a string or bytes");
+    auto text = core::parseJson(in);
+    if (!text || !text->is_string())
+      return Status::invalidArgument(name_ + ": the " + side() + " of a record in topic '" + record.topic +
+                                     "' is not the JSON string its schema says");
+    encoded = text->get<std::string>();
+    if (schema->type() == SchemaType::kBytes) {
+      auto raw = decodeBase64(encoded);
+      if (!raw.isOk())
+        return Status::invalidArgument(name_ + ": the " + side() + " of a record in topic '" + record.topic +
+                                       "' is not base64 as its bytes schema says");
+      encoded = std::move(*raw);
+    }
+    in = encoded;
+  }
+  auto d = hex_ ? decodeHex(in) : decodeBase64(in);
   if (!d.isOk())
     return Status::invalidArgument(name_ + ": the " + side() + " of a record in topic '" + record.topic +
                                    "' is " + d.status().message());
-  b = Bytes(std::move(*d));
+  if (!schema) {
+    b = Bytes(std::move(*d));
+    return true;
+  }
+  FERRY_ASSIGN_OR_RETURN(schema, memo_.get(schema, [](const Schema& old) -> Result<SchemaPtr> {
+    return SchemaBuilder::bytes().optional(old.optional()).build();
+  }));
+  b = Bytes("\"" + core::base64Encode(*d) + "\"");
   return true;
 }
 

@@ -55,6 +55,10 @@ Result<bool> RuleTransform::applyJson(Record& record, JsonCache& cache) {
   if (!out->fromMatched) return !dropUnmatched_;
   if (!out->matched) return false;  // WHERE failed: the rule filters it out
   if (keepValue_) return true;
+  // The rule's result is a new JSON value that the value's schema (if any) does not describe: the
+  // record goes on without one (JsonConverter writes "schema": null) rather than with a schema
+  // its data does not match.
+  record.valueSchema = nullptr;
   if (rule_->isForeach()) {
     if (out->rows.empty()) return false;
     Json arr = Json::array();

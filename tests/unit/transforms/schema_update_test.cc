@@ -295,6 +295,53 @@ TEST(SchemaUpdate, JsonPathExtractTakesTheSchemaThePathSelects) {
   EXPECT_EQ(plain.value.str(), "Oslo");
 }
 
+// DecodePayload on a string or bytes payload: the decoded bytes, schema bytes, written as bytes'
+// payload (base64 in a JSON string). (Until 2026-12-07 it decoded the payload's quotes too and
+// failed every such record.)
+TEST(SchemaUpdate, DecodePayloadTypesTheDecodedBytes) {
+  auto b64 = transform("DecodePayload$Value", {{"encoding", "base64"}});
+  Record s = typed(built(SchemaBuilder::string().optional()), R"("aGVsbG8_")");  // URL-safe, unpadded
+  run(*b64, s);
+  EXPECT_EQ(s.valueSchema->describe(), "bytes?");
+  EXPECT_EQ(s.value.str(), R"("aGVsbG8/")");  // "hello?" as Kafka Connect's bytes payload
+  auto hex = transform("DecodePayload$Value", {{"encoding", "hex"}});
+  Record h = typed(built(SchemaBuilder::string()), R"("68656c6c6f")");
+  run(*hex, h);
+  EXPECT_EQ(h.valueSchema->describe(), "bytes");
+  EXPECT_EQ(h.value.str(), R"("aGVsbG8=")");
+  // bytes whose content is the hex text "68656c6c6f" (base64 "Njg2NTZjNmM2Zg==").
+  Record raw = typed(built(SchemaBuilder::bytes()), R"("Njg2NTZjNmM2Zg==")");
+  run(*hex, raw);
+  EXPECT_EQ(raw.value.str(), R"("aGVsbG8=")");
+  // Schemaless: the bytes as they are decoded (as before).
+  Record plain = record("t", std::string("68656c6c6f"));
+  run(*hex, plain);
+  EXPECT_EQ(plain.value.str(), "hello");
+  // Another schema, or data that is not the schema's JSON string, fails the record.
+  Record other = typed();
+  auto kept = hex->apply(other);
+  ASSERT_FALSE(kept.isOk());
+  EXPECT_THAT(kept.status().message(), HasSubstr("not a string or bytes"));
+  Record unquoted = typed(built(SchemaBuilder::string()), "68656c6c6f");
+  EXPECT_FALSE(hex->apply(unquoted).isOk());
+}
+
+// A Rule that writes a new value takes the schema off the record (its result is JSON the old
+// schema does not describe); output=unchanged keeps it.
+TEST(SchemaUpdate, RuleDropsTheSchemaOfAValueItReplaces) {
+  auto select = transform("Rule", {{"sql", R"(SELECT payload.id AS order_id FROM "orders")"}});
+  Record r = typed();
+  run(*select, r);
+  EXPECT_EQ(r.valueSchema, nullptr);
+  EXPECT_EQ(json(r.value), nlohmann::json::parse(R"({"order_id":7})"));
+  auto filter = transform("Rule", {{"sql", R"(SELECT * FROM "orders" WHERE payload.id = 7)"}, {"output", "unchanged"}});
+  Record f = typed();
+  const SchemaPtr before = f.valueSchema;
+  run(*filter, f);
+  EXPECT_EQ(f.valueSchema, before);
+  EXPECT_EQ(f.value.str(), kOrder);
+}
+
 TEST(SchemaUpdate, AStepThatNeedsAStructRefusesOtherSchemas) {
   auto t = transform("ReplaceField$Value", {{"exclude", "x"}});
   Record r = typed(built(SchemaBuilder::map(built(SchemaBuilder::string()), built(SchemaBuilder::int32()))),
