@@ -96,8 +96,8 @@ const ConfigDef& JdbcSinkConnector::definition() {
     d.define("fields.whitelist", ConfigType::kList, "", Importance::kMedium,
              "Value fields written as columns; empty = all.");
     d.define("table.name.format", ConfigType::kString, "${topic}", Importance::kMedium,
-             "The table of a record: ${topic} is replaced by its topic; schema.table (PostgreSQL) or "
-             "database.table (MySQL/MariaDB) is split at the first dot.",
+             "The table of a record: ${topic} is replaced by its topic; schema.table() (PostgreSQL) or "
+             "database.table() (MySQL/MariaDB) is split at the first dot.",
              validators::nonEmptyString());
     d.define("auto.create", ConfigType::kBool, "false", Importance::kMedium,
              "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
@@ -212,19 +212,19 @@ class JdbcSinkTask::Dialect {
 
   // ALTER TABLE ... ADD COLUMN for column `i` of `row`, nullable.
   Result<std::string> addColumnSql(const JdbcSinkTask::Row& row, std::size_t i) const {
-    FERRY_ASSIGN_OR_RETURN(auto type, columnType(*row.schemas[i], row.columns[i], false));
-    return "ALTER TABLE " + row.table + " ADD COLUMN " + row.columns[i] + " " + type;
+    FERRY_ASSIGN_OR_RETURN(auto type, columnType(*row.schemas()[i], row.columns()[i], false));
+    return "ALTER TABLE " + row.table() + " ADD COLUMN " + row.columns()[i] + " " + type;
   }
 
   // CREATE TABLE IF NOT EXISTS for `row`'s columns: the key and required fields NOT NULL.
   Result<std::string> createTableSql(const JdbcSinkTask::Row& row) const {
-    std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table + " (";
-    for (std::size_t i = 0; i < row.columns.size(); ++i) {
-      const Schema& schema = *row.schemas[i];
-      FERRY_ASSIGN_OR_RETURN(auto type, columnType(schema, row.columns[i], i < row.pkCount));
-      sql += (i ? ", " : "") + row.columns[i] + " " + type + (i >= row.pkCount && schema.optional() ? "" : " NOT NULL");
+    std::string sql = "CREATE TABLE IF NOT EXISTS " + row.table() + " (";
+    for (std::size_t i = 0; i < row.columns().size(); ++i) {
+      const Schema& schema = *row.schemas()[i];
+      FERRY_ASSIGN_OR_RETURN(auto type, columnType(schema, row.columns()[i], i < row.pkCount()));
+      sql += (i ? ", " : "") + row.columns()[i] + " " + type + (i >= row.pkCount() && schema.optional() ? "" : " NOT NULL");
     }
-    if (row.pkCount > 0) sql += ", PRIMARY KEY (" + pkList(row) + ")";
+    if (row.pkCount() > 0) sql += ", PRIMARY KEY (" + pkList(row) + ")";
     return sql + ")" + tableOptions();
   }
 
@@ -250,12 +250,12 @@ class JdbcSinkTask::Dialect {
 
   static std::string pkList(const Row& row) {
     std::string out;
-    for (std::size_t i = 0; i < row.pkCount; ++i) out += (i ? ", " : "") + row.columns[i];
+    for (std::size_t i = 0; i < row.pkCount(); ++i) out += (i ? ", " : "") + row.columns()[i];
     return out;
   }
   static std::string columnList(const Row& row) {
     std::string out;
-    for (std::size_t i = 0; i < row.columns.size(); ++i) out += (i ? ", " : "") + row.columns[i];
+    for (std::size_t i = 0; i < row.columns().size(); ++i) out += (i ? ", " : "") + row.columns()[i];
     return out;
   }
   // The last row of each key, in order: an upsert statement then touches a row once (PostgreSQL
@@ -264,7 +264,7 @@ class JdbcSinkTask::Dialect {
     std::vector<std::string> keys(group.size());
     std::unordered_map<std::string_view, std::size_t> last;
     for (std::size_t k = 0; k < group.size(); ++k) {
-      for (std::size_t i = 0; i < group[k]->pkCount; ++i)
+      for (std::size_t i = 0; i < group[k]->pkCount(); ++i)
         keys[k].append(group[k]->values[i].value_or("\x01null")).append(1, '\0');
       last[keys[k]] = k;
     }
@@ -346,7 +346,7 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
 
 Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertMode mode, bool deferred) {
   const Row& first = *group.front();
-  const std::size_t n = first.columns.size();
+  const std::size_t n = first.columns().size();
   std::vector<std::optional<std::string>> params;
   std::string sql;
   auto placeholders = [&](const Row& row, std::size_t from, std::size_t to) {
@@ -359,8 +359,8 @@ Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertM
   };
   const std::string pk = pkList(first);
   if (first.remove) {
-    sql = "DELETE FROM " + first.table + " WHERE (" + pk + ") IN (";
-    for (std::size_t k = 0; k < group.size(); ++k) sql += (k ? ", " : "") + placeholders(*group[k], 0, first.pkCount);
+    sql = "DELETE FROM " + first.table() + " WHERE (" + pk + ") IN (";
+    for (std::size_t k = 0; k < group.size(); ++k) sql += (k ? ", " : "") + placeholders(*group[k], 0, first.pkCount());
     sql += ")";
     return db_->exec(sql, params);
   }
@@ -368,17 +368,17 @@ Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertM
     for (const Row* row : group) {
       params.clear();
       std::string set;
-      for (std::size_t i = first.pkCount; i < n; ++i) {
+      for (std::size_t i = first.pkCount(); i < n; ++i) {
         params.push_back(row->values[i]);
-        set += (i > first.pkCount ? ", " : "") + row->columns[i] + " = $" + std::to_string(params.size());
+        set += (i > first.pkCount() ? ", " : "") + row->columns()[i] + " = $" + std::to_string(params.size());
       }
       if (set.empty()) continue;
       std::string where;
-      for (std::size_t i = 0; i < first.pkCount; ++i) {
+      for (std::size_t i = 0; i < first.pkCount(); ++i) {
         params.push_back(row->values[i]);
-        where += (i ? " AND " : "") + row->columns[i] + " = $" + std::to_string(params.size());
+        where += (i ? " AND " : "") + row->columns()[i] + " = $" + std::to_string(params.size());
       }
-      FERRY_RETURN_IF_ERROR(db_->exec("UPDATE " + first.table + " SET " + set + " WHERE " + where, params));
+      FERRY_RETURN_IF_ERROR(db_->exec("UPDATE " + first.table() + " SET " + set + " WHERE " + where, params));
     }
     return Status::ok();
   }
@@ -418,15 +418,15 @@ Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertM
       }
       data.push_back('\n');
     }
-    const std::string copy = "COPY " + first.table + " (" + columnList(first) + ") FROM STDIN";
+    const std::string copy = "COPY " + first.table() + " (" + columnList(first) + ") FROM STDIN";
     return deferred ? db_->copyInSend(copy, data) : db_->copyIn(copy, data);
   }
   const std::vector<const Row*> rows = lastOfEachKey(group);
-  sql = "INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ";
+  sql = "INSERT INTO " + first.table() + " (" + columnList(first) + ") VALUES ";
   for (std::size_t k = 0; k < rows.size(); ++k) sql += (k ? ", " : "") + placeholders(*rows[k], 0, n);
   std::string set;
-  for (std::size_t i = first.pkCount; i < n; ++i)
-    set += (i > first.pkCount ? ", " : "") + first.columns[i] + " = EXCLUDED." + first.columns[i];
+  for (std::size_t i = first.pkCount(); i < n; ++i)
+    set += (i > first.pkCount() ? ", " : "") + first.columns()[i] + " = EXCLUDED." + first.columns()[i];
   sql += " ON CONFLICT (" + pk + ") " + (set.empty() ? std::string("DO NOTHING") : "DO UPDATE SET " + set);
   return deferred ? db_->sendParams(sql, params) : db_->exec(sql, params);
 }
@@ -545,21 +545,21 @@ Status MariaDbDialect::inStatements(const std::string& head, const std::vector<s
 
 Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mode) {
   const Row& first = *group.front();
-  const std::size_t n = first.columns.size();
+  const std::size_t n = first.columns().size();
   std::vector<std::string> tuples;
   if (first.remove) {
-    for (const Row* row : group) tuples.push_back(tuple(*row, 0, first.pkCount));
-    return inStatements("DELETE FROM " + first.table + " WHERE (" + pkList(first) + ") IN (", tuples, ")");
+    for (const Row* row : group) tuples.push_back(tuple(*row, 0, first.pkCount()));
+    return inStatements("DELETE FROM " + first.table() + " WHERE (" + pkList(first) + ") IN (", tuples, ")");
   }
   if (mode == InsertMode::kUpdate) {
     for (const Row* row : group) {
       std::string set, where;
-      for (std::size_t i = first.pkCount; i < n; ++i)
-        set += (i > first.pkCount ? ", " : "") + row->columns[i] + " = " + row->values[i].value_or("NULL");
+      for (std::size_t i = first.pkCount(); i < n; ++i)
+        set += (i > first.pkCount() ? ", " : "") + row->columns()[i] + " = " + row->values[i].value_or("NULL");
       if (set.empty()) continue;
-      for (std::size_t i = 0; i < first.pkCount; ++i)
-        where += (i ? " AND " : "") + row->columns[i] + " = " + row->values[i].value_or("NULL");
-      const std::string sql = "UPDATE " + first.table + " SET " + set + " WHERE " + where;
+      for (std::size_t i = 0; i < first.pkCount(); ++i)
+        where += (i ? " AND " : "") + row->columns()[i] + " = " + row->values[i].value_or("NULL");
+      const std::string sql = "UPDATE " + first.table() + " SET " + set + " WHERE " + where;
       if (sql.size() > maxStatement_)
         return Status::invalidArgument("an UPDATE of " + std::to_string(sql.size()) +
                                        " bytes does not fit under the server's max_allowed_packet");
@@ -575,19 +575,19 @@ Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mo
 void MariaDbDialect::insertParts(const std::vector<const Row*>& group, InsertMode mode, std::string& head,
                                  std::vector<std::string>& tuples, std::string& tail) {
   const Row& first = *group.front();
-  const std::size_t n = first.columns.size();
+  const std::size_t n = first.columns().size();
   const std::vector<const Row*> rows = mode == InsertMode::kUpsert ? lastOfEachKey(group) : group;
   tuples.reserve(rows.size());
   for (const Row* row : rows) tuples.push_back(tuple(*row, 0, n));
   if (mode == InsertMode::kUpsert) {
     // VALUES(c): the value the statement's row would have inserted (MariaDB; MySQL 8 accepts it
     // with a deprecation warning). Without value columns a duplicate changes nothing.
-    for (std::size_t i = first.pkCount; i < n; ++i)
-      tail += (i > first.pkCount ? ", " : "") + first.columns[i] + " = VALUES(" + first.columns[i] + ")";
-    if (tail.empty()) tail = first.columns[0] + " = " + first.columns[0];
+    for (std::size_t i = first.pkCount(); i < n; ++i)
+      tail += (i > first.pkCount() ? ", " : "") + first.columns()[i] + " = VALUES(" + first.columns()[i] + ")";
+    if (tail.empty()) tail = first.columns()[0] + " = " + first.columns()[0];
     tail = " ON DUPLICATE KEY UPDATE " + tail;
   }
-  head = "INSERT INTO " + first.table + " (" + columnList(first) + ") VALUES ";
+  head = "INSERT INTO " + first.table() + " (" + columnList(first) + ") VALUES ";
 }
 
 }  // namespace
@@ -686,28 +686,38 @@ Status JdbcSinkTask::connect() {
   return dialect_->connect(url_, user_, password_);
 }
 
-Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
-  using Out = std::optional<Row>;
-  Row row;
-  row.record = &r;
+Result<std::shared_ptr<const JdbcSinkTask::Layout>> JdbcSinkTask::layoutOf(const Record& r, bool remove) {
+  const Schema* ks = r.keySchema.get();
+  const Schema* vs = r.valueSchema.get();
+  if (lastLayout_ && lastLayout_->topic == r.topic && lastLayout_->keySchema.get() == ks &&
+      lastLayout_->valueSchema.get() == vs && lastLayout_->remove == remove)
+    return lastLayout_;
+  auto cached = layouts_.find(LayoutKey{r.topic, ks, vs, remove});
+  if (cached != layouts_.end()) return lastLayout_ = cached->second;
+
+  auto layout = std::make_shared<Layout>();
+  layout->topic = r.topic;
+  layout->keySchema = r.keySchema;
+  layout->valueSchema = r.valueSchema;
+  layout->remove = remove;
   // Table and column names are quoted once (the quoting never changes; the same few for every row).
   if (auto it = tableNames_.find(r.topic); it != tableNames_.end()) {
-    row.table = it->second;
+    layout->table = it->second;
   } else {
-    FERRY_ASSIGN_OR_RETURN(row.table, dialect_->table(tableFormat_, r.topic, quote_));
+    FERRY_ASSIGN_OR_RETURN(layout->table, dialect_->table(tableFormat_, r.topic, quote_));
     if (tableNames_.size() > 10000) tableNames_.clear();
-    tableNames_.emplace(r.topic, row.table);
+    tableNames_.emplace(r.topic, layout->table);
   }
-  auto add = [&](const std::string& name, std::optional<std::string> value, const Schema& schema) -> Status {
+  auto add = [&](Layout::From from, const std::string& name, const Schema& schema) -> Status {
     auto it = columnNames_.find(name);
     if (it == columnNames_.end()) {
       FERRY_ASSIGN_OR_RETURN(auto col, dialect_->column(name, quote_));
       if (columnNames_.size() > 10000) columnNames_.clear();
       it = columnNames_.emplace(name, std::move(col)).first;
     }
-    row.columns.push_back(it->second);
-    row.values.push_back(std::move(value));
-    row.schemas.push_back(&schema);
+    layout->columns.push_back(it->second);
+    layout->schemas.push_back(&schema);
+    layout->sources.push_back({from, name});
     return Status::ok();
   };
   // The primary key's column names: a value field of the same name is not written again (its
@@ -715,17 +725,13 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   std::set<std::string> pkNames;
   // The key's columns (record_key), for rows and tombstones alike.
   auto keyColumns = [&]() -> Status {
-    if (r.key.isNull() || !r.keySchema)
+    if (!r.keySchema)
       return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter=JsonConverter "
                                      "with schemas.enable=true)");
-    auto parsedKey = core::parseJson(r.key.view());
-    if (!parsedKey) return Status::invalidArgument("the key is not JSON");
-    const Json& key = *parsedKey;
     if (r.keySchema->type() != SchemaType::kStruct) {
       const std::string name = pkFields_.empty() ? "__connect_key" : pkFields_.front();
-      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*r.keySchema, key, name));
       pkNames.insert(name);
-      return add(name, std::move(v), *r.keySchema);
+      return add(Layout::From::kKey, name, *r.keySchema);
     }
     std::vector<std::string> names = pkFields_;
     if (names.empty())
@@ -733,70 +739,113 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
     for (const auto& name : names) {
       const SchemaField* f = r.keySchema->field(name);
       if (!f) return Status::invalidArgument("pk.fields: the key has no field '" + name + "'");
-      auto it = key.find(name);
-      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f->schema, it == key.end() ? Json() : *it, name));
-      FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
+      FERRY_RETURN_IF_ERROR(add(Layout::From::kKeyField, name, *f->schema));
       pkNames.insert(name);
     }
     return Status::ok();
   };
-  if (r.value.isNull()) {
-    if (!deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
-    row.remove = true;
+  if (remove) {
     FERRY_RETURN_IF_ERROR(keyColumns());
-    row.pkCount = row.columns.size();
   } else {
     if (!r.valueSchema)
       return Status::invalidArgument("a record without a value schema: JdbcSink writes typed records "
                                      "(value.converter=org.apache.kafka.connect.json.JsonConverter with "
                                      "schemas.enable=true, or a source that gives schemas)");
-    const Schema& vs = *r.valueSchema;
-    if (vs.type() != SchemaType::kStruct)
-      return Status::invalidArgument("the value's schema is " + vs.describe() + ", not a struct (one column per field)");
-    Fields& value = *fields_;
-    if (!value.read(r.valueSchema, r.value.view())) return Status::invalidArgument("the value is not a JSON object");
+    const Schema& v = *r.valueSchema;
+    if (v.type() != SchemaType::kStruct)
+      return Status::invalidArgument("the value's schema is " + v.describe() + ", not a struct (one column per field)");
     switch (pkMode_) {
       case PkMode::kNone: break;
-      case PkMode::kKafka: {
+      case PkMode::kKafka:
         // The coordinates go through the dialect's value text like any value: for MySQL/MariaDB
         // a literal, so a topic name is never SQL.
-        const Json coordinates[] = {Json(r.topic), Json(r.queue.value_or(-1)), Json(r.offset)};
         for (std::size_t i = 0; i < 3; ++i) {
           const std::string name = pkFields_.size() == 3 ? pkFields_[i] : kKafkaPk[i];
-          FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*kafkaSchemas()[i], coordinates[i], name));
-          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *kafkaSchemas()[i]));
+          FERRY_RETURN_IF_ERROR(add(static_cast<Layout::From>(static_cast<int>(Layout::From::kTopic) + static_cast<int>(i)),
+                                    name, *kafkaSchemas()[i]));
         }
         break;
-      }
       case PkMode::kRecordKey:
         FERRY_RETURN_IF_ERROR(keyColumns());
         break;
       case PkMode::kRecordValue: {
         std::vector<std::string> names = pkFields_;
         if (names.empty())
-          for (const auto& f : vs.fields()) names.push_back(f.name);
+          for (const auto& f : v.fields()) names.push_back(f.name);
         for (const auto& name : names) {
-          const SchemaField* f = vs.field(name);
+          const SchemaField* f = v.field(name);
           if (!f) return Status::invalidArgument("pk.fields: the value has no field '" + name + "'");
-          FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f->schema, value[name], name));
-          FERRY_RETURN_IF_ERROR(add(name, std::move(v), *f->schema));
+          FERRY_RETURN_IF_ERROR(add(Layout::From::kValueField, name, *f->schema));
           pkNames.insert(name);
         }
         break;
       }
     }
-    row.pkCount = row.columns.size();
-    for (const auto& f : vs.fields()) {
+  }
+  layout->pkCount = layout->columns.size();
+  if (!remove) {
+    for (const auto& f : r.valueSchema->fields()) {
       if (pkNames.count(f.name) || (!fieldsWhitelist_.empty() && !fieldsWhitelist_.count(f.name))) continue;
-      FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*f.schema, value[f.name], f.name));
-      FERRY_RETURN_IF_ERROR(add(f.name, std::move(v), *f.schema));
+      FERRY_RETURN_IF_ERROR(add(Layout::From::kValueField, f.name, *f.schema));
     }
   }
-  row.shape = row.table;
-  for (const auto& c : row.columns) row.shape.append(1, '\0').append(c);
-  return Out(std::move(row));
+  layout->shape = layout->table;
+  for (const auto& c : layout->columns) layout->shape.append(1, '\0').append(c);
+  if (layouts_.size() >= 1000) layouts_.clear();
+  layouts_.emplace(LayoutKey{r.topic, ks, vs, remove}, layout);
+  return lastLayout_ = std::move(layout);
 }
 
+Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
+  using Out = std::optional<Row>;
+  const bool remove = r.value.isNull();
+  if (remove && !deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
+  Row row;
+  row.record = &r;
+  row.remove = remove;
+  FERRY_ASSIGN_OR_RETURN(row.layout, layoutOf(r, remove));
+  const Layout& layout = *row.layout;
+  // The row's data: the value's fields (read from simdjson's DOM), the key's, the coordinates.
+  bool valueRead = false;
+  std::optional<Json> key;
+  row.values.reserve(layout.sources.size());
+  for (std::size_t i = 0; i < layout.sources.size(); ++i) {
+    const auto& [from, name] = layout.sources[i];
+    Json data;
+    switch (from) {
+      case Layout::From::kTopic: data = Json(r.topic); break;
+      case Layout::From::kQueue: data = Json(r.queue.value_or(-1)); break;
+      case Layout::From::kOffset: data = Json(r.offset); break;
+      case Layout::From::kKey:
+      case Layout::From::kKeyField: {
+        if (!key) {
+          if (r.key.isNull())
+            return Status::invalidArgument("pk.mode=record_key needs a key with a schema (key.converter="
+                                           "JsonConverter with schemas.enable=true)");
+          key = core::parseJson(r.key.view());
+          if (!key) return Status::invalidArgument("the key is not JSON");
+        }
+        if (from == Layout::From::kKey) {
+          data = *key;
+        } else if (auto it = key->find(name); it != key->end()) {
+          data = *it;
+        }
+        break;
+      }
+      case Layout::From::kValueField:
+        if (!valueRead) {
+          if (!fields_->read(r.valueSchema, r.value.view()))
+            return Status::invalidArgument("the value is not a JSON object");
+          valueRead = true;
+        }
+        data = (*fields_)[name];
+        break;
+    }
+    FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*layout.schemas[i], data, name));
+    row.values.push_back(std::move(v));
+  }
+  return Out(std::move(row));
+}
 
 Result<std::optional<std::string>> JdbcSinkTask::valueOf(const Schema& s, const Json& v, const std::string& field) {
   if (!zone_ || s.logicalName() != logical::kTimestamp || !v.is_number_integer()) return dialect_->value(s, v, field);
@@ -810,19 +859,19 @@ Result<std::optional<std::string>> JdbcSinkTask::valueOf(const Schema& s, const 
 }
 
 Status JdbcSinkTask::ensureTable(const Row& row) {
-  if (!knownTables_.count(row.table)) {
-    FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table));
+  if (!knownTables_.count(row.table())) {
+    FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table()));
     if (!found) {
-      if (row.remove) return Status::notFound("table " + row.table + " does not exist: nothing to delete");
-      if (!autoCreate_) return Status::failedPrecondition("table " + row.table + " does not exist (auto.create=false)");
+      if (row.remove) return Status::notFound("table " + row.table() + " does not exist: nothing to delete");
+      if (!autoCreate_) return Status::failedPrecondition("table " + row.table() + " does not exist (auto.create=false)");
       FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->createTableSql(row));
       FERRY_RETURN_IF_ERROR(dialect_->exec(sql));
     }
-    knownTables_.insert(row.table);
+    knownTables_.insert(row.table());
   }
-  if (!autoEvolve_ || row.remove || evolvedShapes_.count(row.shape)) return Status::ok();
+  if (!autoEvolve_ || row.remove || evolvedShapes_.count(row.shape())) return Status::ok();
   FERRY_RETURN_IF_ERROR(evolveTable(row));
-  evolvedShapes_.insert(row.shape);  // rows of this shape have every column now
+  evolvedShapes_.insert(row.shape());  // rows of this shape have every column now
   return Status::ok();
 }
 
@@ -834,8 +883,8 @@ Status JdbcSinkTask::evolveTable(const Row& row) {
     return name;
   };
   auto load = [&]() -> Status {
-    FERRY_ASSIGN_OR_RETURN(auto names, dialect_->tableColumns(row.table));
-    auto& known = tableColumns_[row.table];
+    FERRY_ASSIGN_OR_RETURN(auto names, dialect_->tableColumns(row.table()));
+    auto& known = tableColumns_[row.table()];
     known.clear();
     for (const auto& n : names) {
       FERRY_ASSIGN_OR_RETURN(auto quoted, dialect_->column(n, true));
@@ -843,20 +892,20 @@ Status JdbcSinkTask::evolveTable(const Row& row) {
     }
     return Status::ok();
   };
-  if (!tableColumns_.count(row.table)) FERRY_RETURN_IF_ERROR(load());
+  if (!tableColumns_.count(row.table())) FERRY_RETURN_IF_ERROR(load());
   // Row columns are quoted as quote.sql.identifiers says; compare in the always-quoted form.
   auto has = [&](std::size_t i) -> Result<bool> {
-    std::string name = row.columns[i];
+    std::string name = row.columns()[i];
     if (!quote_) {
       FERRY_ASSIGN_OR_RETURN(name, dialect_->column(name, true));
     }
-    return tableColumns_[row.table].count(key(name)) > 0;
+    return tableColumns_[row.table()].count(key(name)) > 0;
   };
-  for (std::size_t i = row.pkCount; i < row.columns.size(); ++i) {
+  for (std::size_t i = row.pkCount(); i < row.columns().size(); ++i) {
     FERRY_ASSIGN_OR_RETURN(bool present, has(i));
     if (present) continue;
-    if (!row.schemas[i]->optional() && !row.schemas[i]->defaultJson())
-      return Status::failedPrecondition("auto.evolve: table " + row.table + " has no column " + row.columns[i] +
+    if (!row.schemas()[i]->optional() && !row.schemas()[i]->defaultJson())
+      return Status::failedPrecondition("auto.evolve: table " + row.table() + " has no column " + row.columns()[i] +
                                         " and its field is required without a default: a column added now would be "
                                         "NULL in the existing rows; add it yourself");
     FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->addColumnSql(row, i));
@@ -865,7 +914,7 @@ Status JdbcSinkTask::evolveTable(const Row& row) {
     FERRY_RETURN_IF_ERROR(load());
     FERRY_ASSIGN_OR_RETURN(present, has(i));
     if (!present) return st.isOk() ? Status::internal("auto.evolve: " + sql + " added no column") : st;
-    core::logger("jdbc")->info("JdbcSink: auto.evolve added column {} to {}", row.columns[i], row.table);
+    core::logger("jdbc")->info("JdbcSink: auto.evolve added column {} to {}", row.columns()[i], row.table());
   }
   return Status::ok();
 }
@@ -876,10 +925,11 @@ Status JdbcSinkTask::writeAll(const std::vector<Row>& rows) {
   Status st;
   while (i < rows.size() && st.isOk()) {
     const Row& first = rows[i];
-    const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, dialect_->maxRows(first.columns.size())));
+    const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, dialect_->maxRows(first.columns().size())));
     std::vector<const Row*> group{&first};
     std::size_t j = i + 1;
-    while (j < rows.size() && group.size() < maxRows && rows[j].shape == first.shape && rows[j].remove == first.remove)
+    while (j < rows.size() && group.size() < maxRows && (rows[j].layout == first.layout || rows[j].shape() == first.shape()) &&
+           rows[j].remove == first.remove)
       group.push_back(&rows[j++]);
     st = dialect_->write(group, insertMode_);
     i = j;
@@ -898,7 +948,7 @@ Status JdbcSinkTask::writeOneByOne(const std::vector<Row>& rows) {
     if (st.isOk()) continue;
     if (dataError(st)) {
       Status back = dialect_->exec("ROLLBACK TO SAVEPOINT ferry_row");
-      Status reported = back.isOk() ? context_->reportBadRecord(*row.record, st.withContext("JdbcSink: table " + row.table))
+      Status reported = back.isOk() ? context_->reportBadRecord(*row.record, st.withContext("JdbcSink: table " + row.table()))
                                     : back;
       if (reported.isOk()) continue;
       st = reported;
@@ -963,11 +1013,11 @@ Status JdbcSinkTask::put(std::vector<Record>& records) {
 
 std::vector<const JdbcSinkTask::Row*> JdbcSinkTask::oneStatement(const std::vector<Row>& rows) const {
   const Row& first = rows.front();
-  if (rows.size() > std::min(batchSize_, dialect_->maxRows(first.columns.size()))) return {};
+  if (rows.size() > std::min(batchSize_, dialect_->maxRows(first.columns().size()))) return {};
   std::vector<const Row*> group;
   group.reserve(rows.size());
   for (const Row& row : rows) {
-    if (row.shape != first.shape || row.remove != first.remove) return {};
+    if ((row.layout != first.layout && row.shape() != first.shape()) || row.remove != first.remove) return {};
     group.push_back(&row);
   }
   return group;
