@@ -96,8 +96,8 @@ const ConfigDef& JdbcSinkConnector::definition() {
     d.define("fields.whitelist", ConfigType::kList, "", Importance::kMedium,
              "Value fields written as columns; empty = all.");
     d.define("table.name.format", ConfigType::kString, "${topic}", Importance::kMedium,
-             "The table of a record: ${topic} is replaced by its topic; schema.table() (PostgreSQL) or "
-             "database.table() (MySQL/MariaDB) is split at the first dot.",
+             "The table of a record: ${topic} is replaced by its topic; schema.table (PostgreSQL) or "
+             "database.table (MySQL/MariaDB) is split at the first dot.",
              validators::nonEmptyString());
     d.define("auto.create", ConfigType::kBool, "false", Importance::kMedium,
              "Create a missing table from the record's schema (CREATE TABLE IF NOT EXISTS, with the "
@@ -188,7 +188,7 @@ class JdbcSinkTask::Dialect {
   // which insert mode does after any crash before the offsets' commit. False when the dialect
   // cannot (nothing sent, no transaction open); an error leaves no transaction open.
   Result<bool> send(const std::vector<const JdbcSinkTask::Row*>& group, InsertMode mode) {
-    if (group.front()->remove || mode == InsertMode::kUpdate) return false;
+    if (group.front()->remove() || mode == InsertMode::kUpdate) return false;
     FERRY_ASSIGN_OR_RETURN(bool one, prepareSend(group, mode));
     if (!one) return false;
     inTxn_ = mode != InsertMode::kInsert;
@@ -358,7 +358,7 @@ Status PostgresDialect::writeGroup(const std::vector<const Row*>& group, InsertM
     return out + ")";
   };
   const std::string pk = pkList(first);
-  if (first.remove) {
+  if (first.remove()) {
     sql = "DELETE FROM " + first.table() + " WHERE (" + pk + ") IN (";
     for (std::size_t k = 0; k < group.size(); ++k) sql += (k ? ", " : "") + placeholders(*group[k], 0, first.pkCount());
     sql += ")";
@@ -547,7 +547,7 @@ Status MariaDbDialect::write(const std::vector<const Row*>& group, InsertMode mo
   const Row& first = *group.front();
   const std::size_t n = first.columns().size();
   std::vector<std::string> tuples;
-  if (first.remove) {
+  if (first.remove()) {
     for (const Row* row : group) tuples.push_back(tuple(*row, 0, first.pkCount()));
     return inStatements("DELETE FROM " + first.table() + " WHERE (" + pkList(first) + ") IN (", tuples, ")");
   }
@@ -760,9 +760,9 @@ Result<std::shared_ptr<const JdbcSinkTask::Layout>> JdbcSinkTask::layoutOf(const
         // The coordinates go through the dialect's value text like any value: for MySQL/MariaDB
         // a literal, so a topic name is never SQL.
         for (std::size_t i = 0; i < 3; ++i) {
+          static constexpr Layout::From kFrom[] = {Layout::From::kTopic, Layout::From::kQueue, Layout::From::kOffset};
           const std::string name = pkFields_.size() == 3 ? pkFields_[i] : kKafkaPk[i];
-          FERRY_RETURN_IF_ERROR(add(static_cast<Layout::From>(static_cast<int>(Layout::From::kTopic) + static_cast<int>(i)),
-                                    name, *kafkaSchemas()[i]));
+          FERRY_RETURN_IF_ERROR(add(kFrom[i], name, *kafkaSchemas()[i]));
         }
         break;
       case PkMode::kRecordKey:
@@ -802,7 +802,6 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   if (remove && !deleteEnabled_) return Out();  // a tombstone without delete.enabled: nothing to write
   Row row;
   row.record = &r;
-  row.remove = remove;
   FERRY_ASSIGN_OR_RETURN(row.layout, layoutOf(r, remove));
   const Layout& layout = *row.layout;
   // The row's data: the value's fields (read from simdjson's DOM), the key's, the coordinates.
@@ -862,14 +861,14 @@ Status JdbcSinkTask::ensureTable(const Row& row) {
   if (!knownTables_.count(row.table())) {
     FERRY_ASSIGN_OR_RETURN(bool found, dialect_->tableExists(row.table()));
     if (!found) {
-      if (row.remove) return Status::notFound("table " + row.table() + " does not exist: nothing to delete");
+      if (row.remove()) return Status::notFound("table " + row.table() + " does not exist: nothing to delete");
       if (!autoCreate_) return Status::failedPrecondition("table " + row.table() + " does not exist (auto.create=false)");
       FERRY_ASSIGN_OR_RETURN(auto sql, dialect_->createTableSql(row));
       FERRY_RETURN_IF_ERROR(dialect_->exec(sql));
     }
     knownTables_.insert(row.table());
   }
-  if (!autoEvolve_ || row.remove || evolvedShapes_.count(row.shape())) return Status::ok();
+  if (!autoEvolve_ || row.remove() || evolvedShapes_.count(row.shape())) return Status::ok();
   FERRY_RETURN_IF_ERROR(evolveTable(row));
   evolvedShapes_.insert(row.shape());  // rows of this shape have every column now
   return Status::ok();
@@ -928,8 +927,7 @@ Status JdbcSinkTask::writeAll(const std::vector<Row>& rows) {
     const std::size_t maxRows = std::max<std::size_t>(1, std::min(batchSize_, dialect_->maxRows(first.columns().size())));
     std::vector<const Row*> group{&first};
     std::size_t j = i + 1;
-    while (j < rows.size() && group.size() < maxRows && (rows[j].layout == first.layout || rows[j].shape() == first.shape()) &&
-           rows[j].remove == first.remove)
+    while (j < rows.size() && group.size() < maxRows && rows[j].sameStatement(first))
       group.push_back(&rows[j++]);
     st = dialect_->write(group, insertMode_);
     i = j;
@@ -1017,7 +1015,7 @@ std::vector<const JdbcSinkTask::Row*> JdbcSinkTask::oneStatement(const std::vect
   std::vector<const Row*> group;
   group.reserve(rows.size());
   for (const Row& row : rows) {
-    if ((row.layout != first.layout && row.shape() != first.shape()) || row.remove != first.remove) return {};
+    if (!row.sameStatement(first)) return {};
     group.push_back(&row);
   }
   return group;

@@ -92,7 +92,6 @@ class JdbcSinkTask final : public SinkTask {
   // One row to write: its layout, its values, and the record it came from (for bad-record reports).
   struct Row {
     std::shared_ptr<const Layout> layout;
-    bool remove = false;  // a tombstone with delete.enabled
     std::vector<std::optional<std::string>> values;  // the dialect's text (PostgreSQL) or literal (MySQL)
     const Record* record = nullptr;
     const std::string& table() const { return layout->table; }
@@ -100,6 +99,12 @@ class JdbcSinkTask final : public SinkTask {
     const std::vector<const Schema*>& schemas() const { return layout->schemas; }
     std::size_t pkCount() const { return layout->pkCount; }
     const std::string& shape() const { return layout->shape; }
+    bool remove() const { return layout->remove; }  // a tombstone with delete.enabled
+    // Whether `o` can go into the same statement: the same columns of the same table, and both
+    // deletes or neither.
+    bool sameStatement(const Row& o) const {
+      return layout == o.layout || (remove() == o.remove() && shape() == o.shape());
+    }
   };
   Result<std::shared_ptr<const Layout>> layoutOf(const Record& r, bool remove);
   Result<std::optional<Row>> rowOf(const Record& r);
