@@ -2,6 +2,7 @@
 #include "transforms/connect_json.h"
 
 #include "core/json_bounds.h"
+#include "core/json_text.h"
 #include "transforms/json_fast.h"
 
 #include <cstdint>
@@ -480,7 +481,136 @@ Result<SchemaPtr> readConnectSchema(const Json& j) { return read(j, "schema", 0)
 
 Status checkPayload(const Schema& s, const Json& payload) { return check(s, payload, "payload"); }
 
+namespace {
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// An integer token at t[i] (-?(0|[1-9][0-9]*), at most 18 digits, not followed by a fraction or
+// an exponent, not -0, which simdjson reads as a double) within [lo, hi].
+bool flatInteger(std::string_view t, std::size_t& i, std::int64_t lo, std::int64_t hi) {
+  const bool negative = i < t.size() && t[i] == '-';
+  if (negative) ++i;
+  const std::size_t start = i;
+  if (i >= t.size() || !digit(t[i]) || (t[i] == '0' && negative)) return false;
+  std::int64_t v = 0;
+  if (t[i] == '0') {
+    ++i;
+  } else {
+    while (i < t.size() && digit(t[i])) {
+      if (i - start == 18) return false;
+      v = v * 10 + (t[i] - '0');
+      ++i;
+    }
+  }
+  if (i < t.size() && (t[i] == '.' || t[i] == 'e' || t[i] == 'E' || digit(t[i]))) return false;
+  if (negative) v = -v;
+  return v >= lo && v <= hi;
+}
+
+// A number token at t[i] for a float field: an integer of at most 18 digits with an optional
+// fraction, no exponent (one that overflows a double is left to the full check).
+bool flatDecimal(std::string_view t, std::size_t& i) {
+  if (i < t.size() && t[i] == '-') ++i;
+  const std::size_t start = i;
+  if (i >= t.size() || !digit(t[i])) return false;
+  if (t[i] == '0') {
+    ++i;
+  } else {
+    while (i < t.size() && digit(t[i])) ++i;
+    if (i - start > 18) return false;
+  }
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    const std::size_t fraction = i;
+    while (i < t.size() && digit(t[i])) ++i;
+    if (i == fraction) return false;
+  }
+  return !(i < t.size() && (t[i] == 'e' || t[i] == 'E' || digit(t[i])));
+}
+
+// A string token at t[i] whose escapes are the two-character ones (a \u escape is left to the
+// full check, which knows about surrogates). UTF-8 was validated for the whole text.
+bool flatString(std::string_view t, std::size_t& i) {
+  if (i >= t.size() || t[i] != '"') return false;
+  for (++i; i < t.size(); ++i) {
+    i += core::plainJsonStringBytes(t.substr(i));
+    if (i >= t.size()) break;
+    const auto c = static_cast<unsigned char>(t[i]);
+    if (c == '"') {
+      ++i;
+      return true;
+    }
+    if (c < 0x20) return false;
+    if (c == '\\') {
+      if (++i >= t.size()) return false;
+      switch (t[i]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': break;
+        default: return false;
+      }
+    }
+  }
+  return false;
+}
+
+bool flatLiteral(std::string_view t, std::size_t& i, std::string_view word) {
+  if (t.substr(i, word.size()) != word) return false;
+  i += word.size();
+  return true;
+}
+
+// One field's value at t[i]: a scalar of the field's schema, or a null where the full check would
+// accept it without a default.
+bool flatValue(const Schema& s, std::string_view t, std::size_t& i) {
+  if (i < t.size() && t[i] == 'n') return !s.defaultJson() && s.optional() && flatLiteral(t, i, "null");
+  switch (s.type()) {
+    case SchemaType::kInt8: return flatInteger(t, i, -128, 127);
+    case SchemaType::kInt16: return flatInteger(t, i, -32768, 32767);
+    case SchemaType::kInt32:
+      return flatInteger(t, i, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+    case SchemaType::kInt64:
+      return flatInteger(t, i, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+    case SchemaType::kFloat32:
+    case SchemaType::kFloat64: return flatDecimal(t, i);
+    case SchemaType::kBoolean: return flatLiteral(t, i, "true") || flatLiteral(t, i, "false");
+    case SchemaType::kString: return flatString(t, i);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool flatStructMatches(const Schema& s, std::string_view t) {
+  if (s.type() != SchemaType::kStruct || t.size() < 2 || t.front() != '{') return false;
+  if (!simdjson::validate_utf8(t.data(), t.size())) return false;
+  const auto& fields = s.fields();
+  std::size_t i = 1;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if (f > 0) {
+      if (i >= t.size() || t[i] != ',') return false;
+      ++i;
+    }
+    // The key: the field's name as it is, which is its JSON text only when the name holds no
+    // quote, backslash or control character.
+    const std::string& name = fields[f].name;
+    for (const char c : name)
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+    if (i >= t.size() || t[i] != '"' || t.size() - i < name.size() + 3 || t.compare(i + 1, name.size(), name) != 0 ||
+        t[i + 1 + name.size()] != '"' || t[i + 2 + name.size()] != ':')
+      return false;
+    i += name.size() + 3;
+    if (!flatValue(*fields[f].schema, t, i)) return false;
+  }
+  return i + 1 == t.size() && t[i] == '}';
+}
+
 Status checkPayloadText(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson) {
+  defaultsApply = false;
+  isJson = true;
+  if (flatStructMatches(s, json)) return Status::ok();
+  return checkPayloadTextInFull(s, json, defaultsApply, isJson);
+}
+
+Status checkPayloadTextInFull(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson) {
   defaultsApply = false;
   isJson = true;
   const Path root;

@@ -48,6 +48,16 @@ Status checkPayload(const Schema& s, const Json& payload);
 // caller then fills them in with applyDefaults on a parsed document).
 Status checkPayloadText(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson);
 
+// checkPayloadText's fast path: payloads written as sources write them - one compact object with
+// every field of a flat struct schema in the schema's order, each a scalar (integers in range,
+// numbers without exponent, booleans, strings without \u escapes, null where the field is optional
+// and has no default) - are matched by one scan of the text, without a document. It only says yes
+// where the full check says OK with no defaults to apply; anything else (whitespace, a missing,
+// extra or reordered field, nested values, bytes, ...) answers false and is checked in full.
+// Exposed for its test and fuzz target (tests/fuzz/payload_check), as is the full check.
+bool flatStructMatches(const Schema& s, std::string_view json);
+Status checkPayloadTextInFull(const Schema& s, std::string_view json, bool& defaultsApply, bool& isJson);
+
 // The raw texts of an envelope's two members, without parsing them: `text` must be one object
 // with exactly the members "schema" and "payload" (in either order, JSON whitespace allowed).
 // The slices are not validated: the caller parses them. InvalidArgument otherwise.

@@ -52,6 +52,10 @@ class Producer {
   // refused before being queued (unknown topic, closed producer). The callback fires once the
   // message is durable according to the backbone's policy.
   virtual Status send(Message message, SendCallback cb) = 0;
+  // The same for a message the caller keeps (to send it again after a retriable failure): a
+  // backbone that encodes a message while sending it (the embedded log) reads it in place; the
+  // default sends a copy.
+  virtual Status sendFrom(const Message& message, SendCallback cb) { return send(Message(message), std::move(cb)); }
   // Waits until every message sent so far got its callback, or the timeout passes.
   virtual Status flush(std::chrono::milliseconds timeout) = 0;
   // Makes every message acknowledged so far durable on the backbone's storage, where its

@@ -17,25 +17,11 @@ class ProducerView final : public Producer {
   ~ProducerView() override = default;  // callbacks still in flight hold state_, not this
 
   Status send(Message message, SendCallback cb) override {
-    // Refused before it is counted: writers refused again and again (tasks that have not stopped
-    // yet) must not keep the count of sends under way above zero, which fence() waits for. The
-    // second look, after counting, pairs with fence()'s store-then-read of `sending` (both
-    // sequentially consistent): a send that counted itself either sees the fence or is waited for.
-    if (gate_->fenced.load()) return fencedError();
-    struct Counted {
-      std::atomic<int>& n;
-      explicit Counted(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
-      ~Counted() { n.fetch_sub(1); }
-    } counted(gate_->sending);
-    if (gate_->fenced.load()) return fencedError();
-    state_->outstanding.fetch_add(1);
-    Status s = shared_->send(std::move(message), [state = state_, cb = std::move(cb)](
-                                                     const Status& st, std::int32_t queue, std::int64_t offset) {
-      if (cb) cb(st, queue, offset);
-      state->done();
-    });
-    if (!s.isOk()) state_->done();  // refused before queuing: no callback comes
-    return s;
+    return sendVia([&](SendCallback wrapped) { return shared_->send(std::move(message), std::move(wrapped)); },
+                   std::move(cb));
+  }
+  Status sendFrom(const Message& message, SendCallback cb) override {
+    return sendVia([&](SendCallback wrapped) { return shared_->sendFrom(message, std::move(wrapped)); }, std::move(cb));
   }
 
   Status flush(std::chrono::milliseconds timeout) override {
@@ -55,6 +41,28 @@ class ProducerView final : public Producer {
   Status purge() override { return shared_->purge(); }
 
  private:
+  template <typename Send>
+  Status sendVia(Send&& send, SendCallback cb) {
+    // Refused before it is counted: writers refused again and again (tasks that have not stopped
+    // yet) must not keep the count of sends under way above zero, which fence() waits for. The
+    // second look, after counting, pairs with fence()'s store-then-read of `sending` (both
+    // sequentially consistent): a send that counted itself either sees the fence or is waited for.
+    if (gate_->fenced.load()) return fencedError();
+    struct Counted {
+      std::atomic<int>& n;
+      explicit Counted(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+      ~Counted() { n.fetch_sub(1); }
+    } counted(gate_->sending);
+    if (gate_->fenced.load()) return fencedError();
+    state_->outstanding.fetch_add(1);
+    Status s = send([state = state_, cb = std::move(cb)](const Status& st, std::int32_t queue, std::int64_t offset) {
+      if (cb) cb(st, queue, offset);
+      state->done();
+    });
+    if (!s.isOk()) state_->done();  // refused before queuing: no callback comes
+    return s;
+  }
+
   // Sends under way: counted without the mutex (as the embedded producer's, embedded.cc); the
   // last acknowledgement takes it to wake a flush().
   struct State {

@@ -15,11 +15,12 @@ constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
 constexpr std::uint64_t zeroByte(std::uint64_t x) { return (x - kOnes) & ~x & kHighs; }
 // A byte >= 0xF0: the lead byte of a 4-byte UTF-8 sequence.
 constexpr std::uint64_t leadOf4(std::uint64_t v) { return zeroByte((v & (kOnes * 0xf0)) ^ (kOnes * 0xf0)); }
-// A byte a JSON string escapes ('"', '\\', below 0x20) or a lead of 4.
-constexpr std::uint64_t special(std::uint64_t v) {
-  return ((v - kOnes * 0x20) & ~v & kHighs) | zeroByte(v ^ (kOnes * '"')) | zeroByte(v ^ (kOnes * '\\')) |
-         leadOf4(v);
+// A byte a JSON string escapes ('"', '\\', below 0x20).
+constexpr std::uint64_t escaped(std::uint64_t v) {
+  return ((v - kOnes * 0x20) & ~v & kHighs) | zeroByte(v ^ (kOnes * '"')) | zeroByte(v ^ (kOnes * '\\'));
 }
+// The same or a lead of 4.
+constexpr std::uint64_t special(std::uint64_t v) { return escaped(v) | leadOf4(v); }
 std::uint64_t word(const char* p) {
   std::uint64_t v;
   std::memcpy(&v, p, sizeof v);
@@ -55,6 +56,17 @@ bool appendSurrogates(std::string& out, std::string_view text, std::size_t i) {
 }
 
 }  // namespace
+
+std::size_t plainJsonStringBytes(std::string_view text) {
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8)
+    if (escaped(word(text.data() + i)) != 0) break;
+  for (; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\' || c < 0x20) break;
+  }
+  return i;
+}
 
 bool hasNonBmp(std::string_view text) {
   std::size_t i = 0;

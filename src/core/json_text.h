@@ -15,6 +15,10 @@ namespace ferry::core {
 // them. Other bytes are copied as they are.
 void appendJsonString(std::string& out, std::string_view text);
 
+// How many bytes at the start of `text` a JSON string holds as they are: the length of the run
+// before the first '"', '\\' or control character (text.size() when there is none).
+std::size_t plainJsonStringBytes(std::string_view text);
+
 // Whether `text` holds a byte that starts a 4-byte UTF-8 sequence (a character outside the BMP).
 bool hasNonBmp(std::string_view text);
 

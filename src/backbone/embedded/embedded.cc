@@ -1441,6 +1441,13 @@ class EmbeddedProducer final : public Producer {
   ~EmbeddedProducer() override { flush(5000ms).isOk(); }
 
   Status send(Message m, SendCallback cb) override {
+    if (m.timestampMs == 0) m.timestampMs = core::nowMs();
+    return sendFrom(m, std::move(cb));
+  }
+  // Encodes `m` into its queue's write buffer at once: nothing of it is kept, so the caller's copy
+  // is read in place.
+  Status sendFrom(const Message& m, SendCallback cb) override {
+    if (m.timestampMs == 0) return send(Message(m), std::move(cb));  // stamped on a copy
     if (b_.closed()) return Status::unavailable("backbone closed");
     if (const std::size_t size = segment::encodedSize(m); size > b_.maxRecordBytes())
       return Status::invalidArgument("a record of " + std::to_string(size) + " bytes for topic " + m.topic +
@@ -1470,7 +1477,6 @@ class EmbeddedProducer final : public Producer {
         q = static_cast<std::int32_t>(t->roundRobin.fetch_add(1, std::memory_order_relaxed) % n);
       }
     }
-    if (m.timestampMs == 0) m.timestampMs = core::nowMs();
     state_->outstanding.fetch_add(1);
     auto state = state_;
     const auto pending =

@@ -1,5 +1,5 @@
-// JSON strings written by hand (src/core/json_text.h): the eight-bytes-at-a-time scan must
-// escape exactly what a byte-by-byte writer escapes, wherever in a word the byte falls.
+// JSON strings written by hand (src/core/json_text.h): the eight-bytes-at-a-time scans must
+// escape (and stop at) exactly what a byte-by-byte writer does, wherever in a word the byte falls.
 #include "core/json_text.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +70,10 @@ TEST(JsonText, EscapesTheSameAsByteByByteAtEveryPositionOfAWord) {
           std::string text = base;
           text.insert(at, ins);
           ASSERT_EQ(written(text), reference(text)) << "len " << len << " at " << at;
+          const std::size_t plain = text.find_first_of(std::string("\"\\\0\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r"
+                                                                   "\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f", 34));
+          ASSERT_EQ(plainJsonStringBytes(text), plain == std::string::npos ? text.size() : plain)
+              << "len " << len << " at " << at;
           EXPECT_EQ(hasNonBmp(text), text.find_first_of(std::string("\xf0\xf1\xf2\xf3\xf4\xf5\xf6\xf7\xf8\xf9\xfa\xfb\xfc\xfd\xfe\xff", 16)) != std::string::npos);
         }
     }

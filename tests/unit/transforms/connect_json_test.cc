@@ -402,5 +402,70 @@ TEST(JsonConverterSchemas, OtherConvertersDropTheSchema) {
   EXPECT_EQ(c->toRecordWithSchema("t", Bytes(std::string("x")))->schema, nullptr);
 }
 
+// The fast path of checkPayloadText says yes only where the full check says OK with no defaults to
+// apply, and takes the compact, in-order payloads sources write.
+TEST(ConnectJson, FlatStructPathAgreesWithTheFullCheck) {
+  auto s = built(SchemaBuilder::structure()
+                     .field("id", built(SchemaBuilder::int64()))
+                     .field("at", built(logical::timestamp()))
+                     .field("q", built(SchemaBuilder::int8()))
+                     .field("f", built(SchemaBuilder::float64()))
+                     .field("ok", built(SchemaBuilder::boolean().optional()))
+                     .field("note", built(SchemaBuilder::string().optional()))
+                     .field("d", built(SchemaBuilder::int32().optional().defaultJson("7"))));
+  const auto agrees = [&](const std::string& text, bool fast) {
+    bool defaults = true;
+    bool json = false;
+    Status full = checkPayloadTextInFull(*s, text, defaults, json);
+    EXPECT_EQ(flatStructMatches(*s, text), fast) << text;
+    if (fast) {
+      EXPECT_TRUE(full.isOk() && !defaults && json) << text << ": " << full.toString();
+    }
+    bool defaults2 = true;
+    bool json2 = false;
+    Status both = checkPayloadText(*s, text, defaults2, json2);  // the same answer either way
+    EXPECT_EQ(both.toString(), full.toString()) << text;
+    EXPECT_EQ(defaults2, defaults) << text;
+    EXPECT_EQ(json2, json) << text;
+  };
+  // Taken by the fast path.
+  agrees(R"({"id":1,"at":1700000000000,"q":-128,"f":-0.5,"ok":true,"note":"a\"\\\/\b\f\n\r\tü","d":3})", true);
+  agrees(R"({"id":-999999999999999999,"at":0,"q":127,"f":12,"ok":null,"note":null,"d":-2147483648})", true);
+  agrees(R"({"id":0,"at":0,"q":0,"f":-0,"ok":false,"note":"","d":2147483647})", true);
+  // Left to the full check (which may accept or refuse them).
+  for (const char* text : {
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"","d":null})",        // the default applies
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":""})",                 // d missing
+           R"({"at":0,"id":1,"q":0,"f":0,"ok":true,"note":"","d":1})",           // reordered
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1,"x":1})",     // extra
+           R"({"id":1, "at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",          // whitespace
+           R"({"id":-0,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",          // -0 reads as a double
+           R"({"id":1234567890123456789,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",  // 19 digits
+           R"({"id":01,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",          // not JSON
+           R"({"id":1.0,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",         // a double for an integer
+           R"({"id":1,"at":0,"q":128,"f":0,"ok":true,"note":"","d":1})",         // out of range
+           R"({"id":1,"at":0,"q":0,"f":1e3,"ok":true,"note":"","d":1})",         // an exponent
+           R"({"id":1,"at":0,"q":0,"f":1.,"ok":true,"note":"","d":1})",          // not JSON
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":1,"note":"","d":1})",              // not a boolean
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"\u00fc","d":1})",     // a \u escape
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"\x","d":1})",         // a bad escape
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"a)" "\x01" R"(","d":1})",  // a control character
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":")" "\xff" R"(","d":1})",   // not UTF-8
+           R"({"id":null,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",        // null for a required field
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1}x)",          // trailing bytes
+           R"({"id":1,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1)",            // not closed
+           R"({"i\u0064":1,"at":0,"q":0,"f":0,"ok":true,"note":"","d":1})",      // an escaped key
+           "null", "[]", ""})
+    agrees(text, false);
+  // A field name that is not its own JSON text is never matched raw.
+  auto odd = built(SchemaBuilder::structure().field("a\\nb", built(SchemaBuilder::int32().optional())));
+  EXPECT_FALSE(flatStructMatches(*odd, R"({"a\nb":1})"));
+  bool defaults = false;
+  bool json = false;
+  EXPECT_TRUE(checkPayloadText(*odd, R"({"a\nb":1})", defaults, json).isOk());  // a\nb decodes to another name
+  EXPECT_FALSE(flatStructMatches(*built(SchemaBuilder::int32()), "1"));        // not a struct
+  EXPECT_TRUE(flatStructMatches(*built(SchemaBuilder::structure()), "{}"));
+}
+
 }  // namespace
 }  // namespace ferry::transforms
