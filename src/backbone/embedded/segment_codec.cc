@@ -6,26 +6,6 @@
 namespace ferry::backbone::segment {
 namespace {
 
-void putU32(std::string& out, std::uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out.append(b, 4);
-}
-void putI64(std::string& out, std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((u >> (8 * i)) & 0xff);
-  out.append(b, 8);
-}
-void putBytes(std::string& out, const Bytes& b) {
-  if (b.isNull()) {
-    putU32(out, 0xffffffffu);
-    return;
-  }
-  putU32(out, static_cast<std::uint32_t>(b.size()));
-  out.append(b.data(), b.size());
-}
-
 std::uint32_t getU32(const char* p) {
   std::uint32_t v = 0;
   for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
@@ -77,19 +57,40 @@ std::size_t encodedSize(const Message& m) {
 }
 
 void encode(const Message& m, std::int64_t offset, std::string& out) {
+  // Sized once and written in place: an append per field cost more than the bytes it copied.
   const std::size_t start = out.size();
-  out.append(kFrameHeader, '\0');
-  putI64(out, offset);
-  putI64(out, m.timestampMs);
-  putBytes(out, m.key);
-  putBytes(out, m.value);
-  putU32(out, static_cast<std::uint32_t>(m.headers.size()));
+  out.resize(start + encodedSize(m));
+  char* p = out.data() + start + kFrameHeader;
+  const auto u32 = [&p](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) *p++ = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  const auto i64 = [&p](std::int64_t v) {
+    const auto u = static_cast<std::uint64_t>(v);
+    for (int i = 0; i < 8; ++i) *p++ = static_cast<char>((u >> (8 * i)) & 0xff);
+  };
+  const auto raw = [&p](const char* data, std::size_t n) {
+    if (n != 0) std::memcpy(p, data, n);
+    p += n;
+  };
+  const auto bytes = [&](const Bytes& b) {
+    if (b.isNull()) {
+      u32(0xffffffffu);
+      return;
+    }
+    u32(static_cast<std::uint32_t>(b.size()));
+    raw(b.data(), b.size());
+  };
+  i64(offset);
+  i64(m.timestampMs);
+  bytes(m.key);
+  bytes(m.value);
+  u32(static_cast<std::uint32_t>(m.headers.size()));
   for (const auto& h : m.headers) {
-    putU32(out, static_cast<std::uint32_t>(h.key.size()));
-    out.append(h.key);
-    putBytes(out, h.value);
+    u32(static_cast<std::uint32_t>(h.key.size()));
+    raw(h.key.data(), h.key.size());
+    bytes(h.value);
   }
-  const std::size_t payload = out.size() - start - kFrameHeader;
+  const std::size_t payload = static_cast<std::size_t>(p - (out.data() + start + kFrameHeader));
   const std::uint32_t crc = crc32c(std::string_view(out).substr(start + kFrameHeader, payload));
   for (int i = 0; i < 4; ++i) {
     out[start + i] = static_cast<char>((payload >> (8 * i)) & 0xff);
