@@ -160,6 +160,9 @@ class JdbcSinkTask::Dialect {
   virtual void disconnect() = 0;
 
   virtual Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const = 0;
+  // value() for a field as simdjson read it, where that is quick (jdbc::quickText); nullopt: take
+  // value() on its Json.
+  virtual std::optional<std::string> quickValue(const Schema& s, const simdjson::dom::element& v) const = 0;
   // A Timestamp written as the wall clock `localText` ("YYYY-MM-DD HH:MM:SS.mmm") of a zone
   // `offsetSeconds` east of UTC at that instant (db.timezone).
   virtual std::string zonedTimestamp(const std::string& localText, std::int32_t offsetSeconds) const = 0;
@@ -293,6 +296,9 @@ class PostgresDialect final : public JdbcSinkTask::Dialect {
 
   Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
     return jdbc::postgresText(s, v, field);
+  }
+  std::optional<std::string> quickValue(const Schema& s, const simdjson::dom::element& v) const override {
+    return jdbc::quickText(s, v, false);
   }
   // With its offset: a timestamp column keeps the wall clock (PostgreSQL ignores the offset), a
   // timestamptz column gets the instant.
@@ -447,6 +453,9 @@ class MariaDbDialect final : public JdbcSinkTask::Dialect {
 
   Result<std::optional<std::string>> value(const Schema& s, const Json& v, const std::string& field) const override {
     return jdbc::mysqlLiteral(s, v, field);
+  }
+  std::optional<std::string> quickValue(const Schema& s, const simdjson::dom::element& v) const override {
+    return jdbc::quickText(s, v, true);
   }
   // The wall clock alone: a DATETIME column keeps it; a TIMESTAMP column would read it in the
   // session's zone (UTC), so db.timezone is for DATETIME columns (README).
@@ -622,13 +631,28 @@ struct JdbcSinkTask::Fields {
     }
     simdjson::dom::object object;
     if (doc.value_unsafe().get_object().get(object)) return false;
+    const auto& fields = s->fields();
+    std::size_t next = 0;  // members in the schema's order (as writers write them) are found without a lookup
     for (auto field : object) {
-      auto it = index.find(field.key);
-      if (it == index.end()) continue;
-      at[it->second] = field.value;
-      present[it->second] = 1;
+      std::size_t i;
+      if (next < fields.size() && fields[next].name == field.key) {
+        i = next;
+      } else {
+        auto it = index.find(field.key);
+        if (it == index.end()) continue;
+        i = it->second;
+      }
+      at[i] = field.value;  // a repeated key: the last one wins
+      present[i] = 1;
+      next = i + 1;
     }
     return true;
+  }
+  // The element of the schema's field `i` as simdjson read it; null when the row has none or the
+  // text was read by the fallback.
+  const simdjson::dom::element* element(std::size_t i) const {
+    if (slow || i >= present.size() || !present[i]) return nullptr;
+    return &at[i];
   }
   // The field's value (null when the row has none).
   Json operator[](const std::string& name) const {
@@ -717,7 +741,10 @@ Result<std::shared_ptr<const JdbcSinkTask::Layout>> JdbcSinkTask::layoutOf(const
     }
     layout->columns.push_back(it->second);
     layout->schemas.push_back(&schema);
-    layout->sources.push_back({from, name});
+    std::size_t field = 0;
+    if (from == Layout::From::kValueField)
+      while (field < r.valueSchema->fields().size() && r.valueSchema->fields()[field].name != name) ++field;
+    layout->sources.push_back({from, name, field});
     return Status::ok();
   };
   // The primary key's column names: a value field of the same name is not written again (its
@@ -809,7 +836,7 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
   std::optional<Json> key;
   row.values.reserve(layout.sources.size());
   for (std::size_t i = 0; i < layout.sources.size(); ++i) {
-    const auto& [from, name] = layout.sources[i];
+    const auto& [from, name, field] = layout.sources[i];
     Json data;
     switch (from) {
       case Layout::From::kTopic: data = Json(r.topic); break;
@@ -831,14 +858,22 @@ Result<std::optional<JdbcSinkTask::Row>> JdbcSinkTask::rowOf(const Record& r) {
         }
         break;
       }
-      case Layout::From::kValueField:
+      case Layout::From::kValueField: {
         if (!valueRead) {
           if (!fields_->read(r.valueSchema, r.value.view()))
             return Status::invalidArgument("the value is not a JSON object");
           valueRead = true;
         }
+        const Schema& schema = *layout.schemas[i];
+        if (const auto* e = fields_->element(field); e && !(zone_ && schema.logicalName() == logical::kTimestamp)) {
+          if (auto text = dialect_->quickValue(schema, *e)) {
+            row.values.emplace_back(std::move(*text));
+            continue;
+          }
+        }
         data = (*fields_)[name];
         break;
+      }
     }
     FERRY_ASSIGN_OR_RETURN(auto v, valueOf(*layout.schemas[i], data, name));
     row.values.push_back(std::move(v));

@@ -86,6 +86,7 @@ class JdbcSinkTask final : public SinkTask {
     struct Source {
       From from;
       std::string name;  // the field (kKeyField, kValueField) and the name errors give
+      std::size_t field = 0;  // kValueField: its position in the value schema's fields
     };
     std::vector<Source> sources;  // one per column
   };

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "core/base64.h"
 
 namespace ferry::connectors::jdbc {
@@ -255,6 +257,47 @@ Result<std::string> qualifiedName(const std::string& format, const std::string& 
 }
 
 }  // namespace
+
+std::optional<std::string> quickText(const Schema& s, const simdjson::dom::element& v, bool mysql) {
+  const auto l = s.logicalName();
+  const auto type = v.type();
+  const bool integer = type == simdjson::dom::element_type::INT64 || type == simdjson::dom::element_type::UINT64;
+  if (l == logical::kTimestamp) {
+    if (type != simdjson::dom::element_type::INT64) return std::nullopt;  // (an unsigned above int64: the Json path)
+    std::string t = timestampText(v.get_int64().value_unsafe());
+    return mysql ? mysqlQuoted(t) : t;
+  }
+  if (!l.empty()) return std::nullopt;
+  switch (s.type()) {
+    case SchemaType::kInt8:
+    case SchemaType::kInt16:
+    case SchemaType::kInt32:
+    case SchemaType::kInt64: {
+      if (!integer) return std::nullopt;
+      char buf[24];
+      const auto r = type == simdjson::dom::element_type::UINT64
+                         ? std::to_chars(buf, buf + sizeof buf, v.get_uint64().value_unsafe())
+                         : std::to_chars(buf, buf + sizeof buf, v.get_int64().value_unsafe());
+      return std::string(buf, r.ptr);
+    }
+    case SchemaType::kBoolean:
+      if (type != simdjson::dom::element_type::BOOL) return std::nullopt;
+      if (mysql) return std::string(v.get_bool().value_unsafe() ? "TRUE" : "FALSE");
+      return std::string(v.get_bool().value_unsafe() ? "true" : "false");
+    case SchemaType::kString: {
+      if (type != simdjson::dom::element_type::STRING) return std::nullopt;
+      const std::string_view str = v.get_string().value_unsafe();
+      if (mysql) {
+        if (!validUtf8(str)) return std::nullopt;
+        return mysqlQuoted(str);
+      }
+      if (str.find('\0') != std::string_view::npos) return std::nullopt;
+      return std::string(str);
+    }
+    default:
+      return std::nullopt;
+  }
+}
 
 Result<std::optional<std::string>> postgresText(const Schema& s, const Json& v, const std::string& field) {
   return valueText(s, v, field, Target::kPostgres);

@@ -15,6 +15,10 @@
 #include "ferry/result.h"
 #include "ferry/schema.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace ferry::connectors::jdbc {
 
 using Json = nlohmann::ordered_json;
@@ -61,6 +65,13 @@ Result<std::string> mysqlType(const Schema& s, const std::string& field, bool pr
 // Date, Time and Timestamp as postgresText writes them, quoted. InvalidArgument naming the field
 // when `v` is not that type.
 Result<std::optional<std::string>> mysqlLiteral(const Schema& s, const Json& v, const std::string& field);
+
+// postgresText (or, with `mysql`, mysqlLiteral) for a value as simdjson read it, without a Json
+// document, where that is quick: an integer of an integer schema or of a Timestamp, a boolean, a
+// string of a string schema without a logical type. nullopt where it is not (null, floats,
+// bytes, the other logical types, a value of another type, a string PostgreSQL cannot hold):
+// the caller then takes the Json path, which gives the same text or the error.
+std::optional<std::string> quickText(const Schema& s, const simdjson::dom::element& v, bool mysql);
 
 // 'text' with NUL, ', ", \, newline, carriage return and Ctrl-Z backslash-escaped: what
 // mysql_real_escape_string gives for utf8mb4, without a connection. Any byte string is one

@@ -7,6 +7,8 @@
 
 #include "core/base64.h"
 
+#include <simdjson.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -237,6 +239,50 @@ TEST(MariaDbClient, ErrorsAreClassifiedByNumber) {
   EXPECT_EQ(s.message(), "MariaDB: Duplicate entry '1' for key 'PRIMARY' [errno 1062]");
   EXPECT_EQ(mariaDbErrno(s), 1062u);
   EXPECT_EQ(mariaDbErrno(Status::ok()), 0u);
+}
+
+
+// The quick path (a value as simdjson read it) writes exactly what the Json path writes, for
+// PostgreSQL and MySQL, or leaves the value to it.
+TEST(JdbcValues, QuickTextIsTheJsonPathsTextOrNothing) {
+  const SchemaBuilder schemas[] = {SchemaBuilder::int8(), SchemaBuilder::int32(), SchemaBuilder::int64(),
+                                   SchemaBuilder::boolean(), SchemaBuilder::string(), SchemaBuilder::float64(),
+                                   SchemaBuilder::bytes(), logical::timestamp(), logical::date(), logical::uuid(),
+                                   SchemaBuilder::string().optional().defaultJson("\"d\"")};
+  const char* values[] = {"0", "-1", "127", "9223372036854775807", "-9223372036854775808", "18446744073709551615",
+                          "1.5", "true", "false", "null", "\"\"", "\"a'b\\\"c\\\\d\\n\\r\\u001a\"", "\"\\u0000\"",
+                          "\"\\u00e9\\ud83d\\ude00\"", "\"AA==\"", "\"123e4567-e89b-12d3-a456-426614174000\"",
+                          "1700000000123", "-1", "[1]", "{}"};
+  simdjson::dom::parser parser;
+  int quick = 0;
+  for (const auto& b : schemas) {
+    const SchemaPtr s = built(b);
+    for (const char* v : values) {
+      simdjson::dom::element e;
+      ASSERT_FALSE(parser.parse(std::string(v)).get(e)) << v;
+      for (const bool mysql : {false, true}) {
+        const auto fast = quickText(*s, e, mysql);
+        if (!fast) continue;
+        ++quick;
+        const auto slow = mysql ? mysqlLiteral(*s, Json::parse(v), "f") : postgresText(*s, Json::parse(v), "f");
+        ASSERT_TRUE(slow.isOk()) << s->describe() << " " << v << ": " << slow.status().toString();
+        EXPECT_EQ(*slow, fast) << s->describe() << " " << v << (mysql ? " (mysql)" : "");
+      }
+    }
+  }
+  EXPECT_GE(quick, 30);  // integers, booleans, strings and timestamps take it
+  // Left to the Json path: null (defaults), floats, bytes, other logical types, a NUL for PostgreSQL.
+  simdjson::dom::element e;
+  ASSERT_FALSE(parser.parse(std::string("null")).get(e));
+  EXPECT_FALSE(quickText(*built(SchemaBuilder::string().optional()), e, false));
+  ASSERT_FALSE(parser.parse(std::string("1.5")).get(e));
+  EXPECT_FALSE(quickText(*built(SchemaBuilder::float64()), e, false));
+  ASSERT_FALSE(parser.parse(std::string("\"\\u0000\"")).get(e));
+  EXPECT_FALSE(quickText(*built(SchemaBuilder::string()), e, false));
+  EXPECT_TRUE(quickText(*built(SchemaBuilder::string()), e, true));  // MySQL escapes it
+  ASSERT_FALSE(parser.parse(std::string("1")).get(e));
+  EXPECT_FALSE(quickText(*built(logical::date()), e, false));
+  EXPECT_FALSE(quickText(*built(SchemaBuilder::string()), e, false));  // a number for a string: the error's path
 }
 
 }  // namespace
