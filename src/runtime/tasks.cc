@@ -794,15 +794,14 @@ Result<bool> deadLettersAnswered(TaskLoop& loop) {
 // callbacks settle entries; the loop drains the safe prefix (commitRecord, positions) and commits
 // positions every interval, after the backbone synced what they cover.
 //
-// No lock per record: the deque of pending entries belongs to the loop's thread, and a producer
-// callback touches only the entry it settles, through a pointer (a deque keeps its elements in
-// place while it grows at the back and shrinks at the front), writing the error and then
-// publishing the state (the loop reads it with acquire). The loop pops an entry only
-// after its state says settled, and resends one only after that, so no callback is left pointing
-// at a popped entry. (A lock per record here cost a futex wake-up and wait per record against the
-// backbone's acknowledging thread: ~10 % of a JdbcSource task thread's samples.) Entries are
-// reused: a popped one goes to a free list (one entry is larger than a deque block, so a deque
-// of entries allocated and freed one per record).
+// No lock per record: the queue of pending entries belongs to the loop's thread, and a producer
+// callback touches only the entry it settles, through a pointer (each entry lives on the heap, the
+// queue holds pointers), writing the error and then publishing the state (the loop reads it with
+// acquire). The loop pops an entry only after its state says settled, and resends one only after
+// that, so no callback is left pointing at a popped entry. (A lock per record here cost a futex
+// wake-up and wait per record against the backbone's acknowledging thread: ~10 % of a JdbcSource
+// task thread's samples.) Entries are reused: a popped one goes to a free list (a deque of the
+// entries themselves, each larger than a deque block, allocated and freed one per record).
 class AckedPositions final : public Committer {
  public:
   struct Pending {

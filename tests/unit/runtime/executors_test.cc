@@ -477,6 +477,16 @@ class HeldProducer : public backbone::Producer {
     }
     cb(Status::ok(), 0, static_cast<std::int64_t>(i));
   }
+  // Answers send `i` with `error` (as a broker's refusal reaches a producer's callback).
+  void fail(std::size_t i, const Status& error) {
+    backbone::SendCallback cb;
+    {
+      std::lock_guard l(mu);
+      cb = held.at(i);
+      ++acked;
+    }
+    cb(error, 0, -1);
+  }
   std::mutex mu;
   std::condition_variable cv;
   std::vector<backbone::SendCallback> held;
@@ -722,6 +732,44 @@ TEST_F(ExecutorTest, SourceWritesPositionsAgainAfterARetriableStoreFailure) {
   EXPECT_FALSE(runner->finished()) << trace_;
   ASSERT_TRUE(pos.has_value()) << trace_;
   EXPECT_EQ(pos->at("n"), "3");
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+}
+
+// A send the backbone refuses retriably (its callback says so) is sent again, the same message,
+// after a back-off; meanwhile no position passes it, although the record after it was
+// acknowledged. Then the positions reach the end. (The committer settles entries in place,
+// without a lock, and reuses them: this is the path where an entry is settled twice.)
+TEST_F(ExecutorTest, SourceResendsARetriablyRefusedSendAndNoPositionPassesIt) {
+  auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));
+  runner->start();
+  auto& producer = backbone_.producer;
+  {
+    std::unique_lock l(producer.mu);
+    ASSERT_TRUE(producer.cv.wait_for(l, 20s, [&] { return producer.held.size() == 3; })) << trace_;
+  }
+  producer.ack(0);
+  producer.fail(1, Status::unavailable("broker busy"));
+  producer.ack(2);
+  {
+    std::unique_lock l(producer.mu);
+    ASSERT_TRUE(producer.cv.wait_for(l, 20s, [&] { return producer.held.size() == 4; })) << trace_;
+    EXPECT_EQ(producer.sent[3].value, producer.sent[1].value);
+    EXPECT_EQ(producer.sent[3].topic, producer.sent[1].topic);
+  }
+  // Commits run every 1 ms: record 0's position is written, never one past record 1.
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!committed().has_value() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(committed().has_value()) << trace_;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(committed()->at("n"), "1");
+  producer.ack(3);
+  while (committed()->at("n") != "3" && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(committed()->at("n"), "3") << trace_;
+  EXPECT_GE(runner->metrics().retries.load(), 1u);
+  EXPECT_EQ(runner->metrics().recordsOut.load(), 3u);
   runner->requestStop();
   runner->join();
   EXPECT_FALSE(runner->failed()) << trace_;
