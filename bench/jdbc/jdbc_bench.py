@@ -418,12 +418,20 @@ def per_core(a, b, a_key, b_key):
 
 def scenario(n=200_000, sizes=(100, 1024), peers=None, modes=None):
     """One object per (mode, size). `peers` None: on unless bench/run was given --no-peers.
-    `modes`: insert and upsert ($FERRY_BENCH_JDBC_MODES overrides, e.g. "insert")."""
+    `modes`: insert and upsert ($FERRY_BENCH_JDBC_MODES overrides, e.g. "insert"). The run's
+    folder (row files, workers' data: ~6 GB for a million rows of both sizes) is removed at the end."""
+    d = tmpdir("bench-jdbc")
+    try:
+        yield from runs(d, n, sizes, peers, modes)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def runs(d, n, sizes, peers, modes):
     if peers is None:
         peers = "--no-peers" not in sys.argv
     modes = modes or [m for m in os.environ.get("FERRY_BENCH_JDBC_MODES", "insert,upsert").split(",") if m]
     psql("SELECT 1")
-    d = tmpdir("bench-jdbc")
     broker, plugins, peer_error = None, None, None
     if peers:
         try:
