@@ -44,6 +44,9 @@
 #include "core/properties.h"
 #include "credentials.h"
 #include "ctl.h"
+#if FERRY_CONSOLE_TABLE
+#include "web/console_assets.h"
+#endif
 #include "rest/rest_server.h"
 #include "runtime/plugins.h"
 #include "runtime/tasks.h"
@@ -154,6 +157,12 @@ ferry::rest::RestOptions restOptionsFor(const ferry::runtime::WorkerConfig& work
   ropts.version = FERRY_VERSION;
   ropts.commit = FERRY_GIT_COMMIT;
   ropts.webRoot = worker.webRoot;
+#if FERRY_CONSOLE_TABLE
+  ropts.console = ferry::web::consoleAssets();
+  ropts.consoleMissing = std::string(ferry::web::consoleMissingReason());
+#else
+  ropts.consoleMissing = "this program was built without web/";
+#endif
   ropts.rocketmqCompat = worker.restRocketmqCompat;
   ropts.listeners = worker.restListeners;
   auto& t = ropts.transport;
@@ -212,7 +221,11 @@ int serve(ferry::control::Herder& herder, ferry::backbone::Backbone& backbone, c
   using namespace ferry;
   auto log = core::logger("worker");
   core::registerPrivateFolder(worker.dataDir);  // error answers name files relative to it
-  rest::RestServer server(herder, restOptionsFor(worker));
+  auto ropts = restOptionsFor(worker);
+  ropts.mode = mode;
+  // Kafka Connect answers GET / with the Kafka cluster's id; a ferry cluster's is its name.
+  if (ropts.mode == "distributed") ropts.clusterId = worker.clusterName;
+  rest::RestServer server(herder, std::move(ropts));
   if (auto s = server.start(); !s.isOk()) {
     (void)stopHerder();
     backbone.close();

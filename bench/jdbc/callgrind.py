@@ -16,7 +16,8 @@ One JSON object per binary on stdout: the program's total instructions and, per 
 instructions of the functions that make up the task's path (the task loop's step for the source;
 put, poll and decode for the sink). The total holds start-up and connections; the source's task
 loop step holds the task's start too (its PostgreSQL login, ~140 million instructions: compare
-two builds at the same --rows).
+two builds at the same --rows). FERRY_CALLGRIND_KEEP=FILE keeps the (last) callgrind output there,
+for callgrind_annotate.
 """
 import argparse
 import json
@@ -109,6 +110,9 @@ def run(binary, side, rows, size, d):
         w.stop()
         jb.psql(f'DROP TABLE IF EXISTS "{table}"')
     total, found = inclusive(out_file, funcs)
+    if os.environ.get("FERRY_CALLGRIND_KEEP"):
+        import shutil
+        shutil.copy(out_file, os.environ["FERRY_CALLGRIND_KEEP"])
     return {"tool": "callgrind", "side": side, "binary": binary, "rows": rows, "row_bytes": size,
             "instructions_total": total,
             "instructions_per_row": {k: round(v / rows) for k, v in sorted(found.items())}}

@@ -279,7 +279,7 @@ Verdict RequestPolicy::admit(const AuthRequest& r, Role required) {
     }
     if (!outcome.principal) {
       logFailure(r, outcome.claimedUser, outcome.problem);
-      v.headers.emplace_back("WWW-Authenticate", "Basic realm=\"ferry\", charset=\"UTF-8\"");
+      if (!r.scripted) v.headers.emplace_back("WWW-Authenticate", "Basic realm=\"ferry\", charset=\"UTF-8\"");
       v.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"ferry\"");
       return refuse(401, outcome.problem + ": send HTTP basic credentials of a user in rest.auth.users.file "
                                            "or a bearer token from rest.auth.tokens.file");

@@ -35,6 +35,9 @@ struct AuthRequest {
   bool hasBody = false;       // a non-empty body, a Content-Length above 0 or a Transfer-Encoding
   std::string remoteAddr;
   std::string peerName;  // the verified TLS client certificate's subject CN, "" when none
+  // X-Requested-With: XMLHttpRequest (a script such as the web console): a 401 then carries no
+  // Basic challenge, so the browser shows no login prompt of its own over the page's.
+  bool scripted = false;
 };
 
 struct PolicySettings {

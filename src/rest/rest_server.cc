@@ -126,6 +126,9 @@ AuthRequest authRequestOf(const Request& req, const std::string& path) {
   a.hasBody = !req.body.empty() || req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
   a.remoteAddr = req.remote_addr;
   a.peerName = req.peer_name;
+  std::string with = req.get_header_value("X-Requested-With");
+  for (auto& c : with) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  a.scripted = with == "xmlhttprequest";
   return a;
 }
 
@@ -142,6 +145,7 @@ class RestServer::Routes {
       : herder_(herder), options_(options), policy_(policy) {
     add("GET", "", &Routes::root, Role::kViewer);
     add("GET", "health", &Routes::health, Role::kOpen);
+    add("GET", "whoami", &Routes::whoami, Role::kViewer);
     add("GET", "metrics", &Routes::metrics, Role::kViewer);
     add("GET", "cluster", &Routes::cluster, Role::kViewer);
     add("GET", "connectors", &Routes::listConnectors, Role::kViewer);
@@ -261,6 +265,10 @@ class RestServer::Routes {
       return;
     }
     try {
+      currentVerdict_ = &verdict;
+      struct Reset {
+        ~Reset() { currentVerdict_ = nullptr; }
+      } reset;
       (this->*(best->handler))(req, res, bestParams);
     } catch (const std::exception& e) {
       sendError(res, 500, internalError(req.method + " " + path, e.what()));
@@ -302,18 +310,29 @@ class RestServer::Routes {
 
   // --- root, health, metrics
 
-  void root(const Request& req, Response& res, const Params&) {
-    if (!options_.webRoot.empty() &&
-        req.get_header_value("Accept").find("text/html") != std::string::npos) {
-      res.set_redirect("/ui/");
-      return;
-    }
+  void root(const Request&, Response& res, const Params&) {
     sendJson(res, 200,
              {{"version", options_.version},
               {"commit", options_.commit},
               {"kafka_cluster_id", options_.clusterId},
               {"worker_id", herder_.workerId()},
+              {"mode", options_.mode},
               {"product", "ferry"}});
+  }
+
+  // Who the caller is, as the console needs it to show only the controls its role may use.
+  void whoami(const Request&, Response& res, const Params&) {
+    const Verdict* v = currentVerdict_;
+    const bool auth = policy_.authEnabled();
+    if (auth && v != nullptr && v->principal) {
+      sendJson(res, 200, {{"authentication", true},
+                          {"user", v->principal->name},
+                          {"role", roleName(v->principal->role)},
+                          {"via", v->principal->via}});
+      return;
+    }
+    // Authentication off: every caller may do everything.
+    sendJson(res, 200, {{"authentication", auth}, {"user", nullptr}, {"role", roleName(Role::kAdmin)}});
   }
 
   void health(const Request&, Response& res, const Params&) {
@@ -979,6 +998,8 @@ class RestServer::Routes {
   const RestOptions& options_;
   RequestPolicy& policy_;
   std::vector<Route> routes_;
+  // The admitted request's verdict while its handler runs on this thread (whoami reads it).
+  static inline thread_local const Verdict* currentVerdict_ = nullptr;
   // The worker's plugins, read once (the registry is read-only after start-up).
   mutable std::mutex pluginsMu_;
   mutable std::vector<runtime::PluginInfo> plugins_;
@@ -1046,9 +1067,27 @@ Status RestServer::start() {
     core::logger("rest")->warn("web console folder {} does not exist; /ui is not served", webRoot);
     webRoot.clear();
   }
+  const bool console = !webRoot.empty() || !options_.console.empty();
+  if (webRoot.empty() && options_.console.empty())
+    core::logger("rest")->info("the web console is not included: {}", options_.consoleMissing);
   auto server = std::make_unique<http::HttpServer>(
-      std::move(so), [this, webRoot](const Request& req, Response& res) {
-        if (!webRoot.empty() && http::serveStatic(webRoot, "/ui", req, res)) return;
+      std::move(so), [this, webRoot, console](const Request& req, Response& res) {
+        if (!webRoot.empty()) {
+          if (http::serveStatic(webRoot, "/ui", req, res)) {
+            addConsoleSecurityHeaders(res);
+            return;
+          }
+        } else if (serveConsole(options_.console, options_.consoleMissing, req, res)) {
+          return;
+        }
+        // A browser asking for / lands on the console (public pages; the console then asks for
+        // credentials where authentication is on). API clients (Accept without text/html) get
+        // Kafka Connect's answer.
+        if (console && req.path == "/" && (req.method == "GET" || req.method == "HEAD") &&
+            req.get_header_value("Accept").find("text/html") != std::string::npos) {
+          res.set_redirect("/ui/");
+          return;
+        }
         routes_->dispatch(req, res);
       });
   if (auto s = server->start(); !s.isOk()) return s;

@@ -17,10 +17,12 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "control/herder.h"
 #include "ferry/status.h"
+#include "rest/console.h"
 #include "rest/http_server.h"
 #include "rest/request_policy.h"
 
@@ -32,7 +34,12 @@ struct RestOptions {
   std::string version;
   std::string commit;
   std::string clusterId = "standalone";
-  std::string webRoot;  // optional: static files served under /ui/ (GET / from a browser redirects)
+  std::string mode = "standalone";  // or "distributed": GET / says which
+  std::string webRoot;  // optional: static files served under /ui/ instead of `console` (development)
+  // The web console compiled into the binary (web/console_assets.h), served under /ui/; empty in a
+  // build without it, and then /ui/ answers 404 with `consoleMissing` (why it is not included).
+  std::span<const ConsoleAsset> console;
+  std::string consoleMissing = "this program was built without it";
   // RocketMQ Connect's dialect with writes (worker key rest.rocketmq.compat.enabled): GET-verb
   // stop/pause/resume/restart, bulk */all, POST /connectors/{name}, /plugin/config[/validate].
   bool rocketmqCompat = false;

@@ -11,6 +11,7 @@ namespace ferry::rest {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class ManualClock : public core::Clock {
  public:
@@ -278,6 +279,14 @@ TEST_F(AuthPolicyTest, MissingOrWrongCredentialsAre401WithChallenges) {
   AuthRequest wrong = get("/connectors");
   wrong.authorization = "Basic " + base64Encode("admin-user:nope");
   EXPECT_EQ(policy_->admit(wrong, Role::kViewer).status, 401);
+  // A script's request (the web console's) gets no Basic challenge: browsers would answer it with
+  // their own login prompt over the page's. The Bearer one stays; it is still a 401.
+  AuthRequest scripted = get("/connectors");
+  scripted.scripted = true;
+  auto v = policy_->admit(scripted, Role::kViewer);
+  EXPECT_EQ(v.status, 401);
+  EXPECT_THAT(header(v, "WWW-Authenticate"), Not(HasSubstr("Basic")));
+  EXPECT_THAT(header(v, "WWW-Authenticate"), HasSubstr("Bearer realm=\"ferry\""));
   EXPECT_TRUE(policy_->admit(get("/health"), Role::kOpen).proceed);  // probes need nothing
   AuthRequest options = get("/connectors");
   options.method = "OPTIONS";

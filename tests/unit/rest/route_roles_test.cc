@@ -24,6 +24,7 @@ const std::map<std::string, Role>& expectedRoles() {
   static const std::map<std::string, Role> roles = {
       {"GET /", Role::kViewer},
       {"GET /health", Role::kOpen},
+      {"GET /whoami", Role::kViewer},
       {"GET /metrics", Role::kViewer},
       {"GET /cluster", Role::kViewer},
       {"GET /connectors", Role::kViewer},

@@ -1,0 +1,150 @@
+import { useMemo, useRef, useState } from "react";
+import { get, type Expanded, type ConnectorStatus } from "../api";
+import { usePoll } from "../hooks";
+import { parseTotals, rates, formatRate, type Rates, type Totals } from "../metrics";
+import { href } from "../route";
+import { Dialog, ErrorText, StateBadge } from "../components";
+
+interface Snapshot {
+  connectors: Expanded;
+  rates: Map<string, Rates>;
+  at: number;
+}
+
+function taskSummary(s?: ConnectorStatus) {
+  if (!s) return { running: 0, failed: 0, total: 0 };
+  return {
+    running: s.tasks.filter((t) => t.state === "RUNNING").length,
+    failed: s.tasks.filter((t) => t.state === "FAILED").length,
+    total: s.tasks.length,
+  };
+}
+
+export function Overview() {
+  const prev = useRef<{ totals: Map<string, Totals>; at: number } | null>(null);
+  const { data, error } = usePoll<Snapshot>(async () => {
+    const [connectors, metrics] = await Promise.all([
+      get<Expanded>("/connectors?expand=status&expand=info"),
+      get<string>("/metrics").catch(() => ""),
+    ]);
+    const at = Date.now();
+    const totals = parseTotals(metrics);
+    const r = rates(prev.current?.totals ?? null, totals, prev.current ? (at - prev.current.at) / 1000 : 0);
+    prev.current = { totals, at };
+    return { connectors, rates: r, at };
+  }, 2000);
+  const [filter, setFilter] = useState("");
+  const [trace, setTrace] = useState<{ title: string; text: string } | null>(null);
+
+  const rows = useMemo(() => {
+    if (!data) return [];
+    const f = filter.trim().toLowerCase();
+    return Object.entries(data.connectors)
+      .filter(([name, c]) => !f || name.toLowerCase().includes(f) || (c.info?.config["connector.class"] || "").toLowerCase().includes(f))
+      .sort(([a], [b]) => a.localeCompare(b));
+  }, [data, filter]);
+
+  const counts = useMemo(() => {
+    const c = { total: 0, running: 0, failed: 0, paused: 0, stopped: 0 };
+    if (!data) return c;
+    for (const x of Object.values(data.connectors)) {
+      c.total++;
+      const st = x.status?.connector.state;
+      const failedTask = x.status?.tasks.some((t) => t.state === "FAILED");
+      if (st === "FAILED" || failedTask) c.failed++;
+      else if (st === "RUNNING") c.running++;
+      else if (st === "PAUSED") c.paused++;
+      else if (st === "STOPPED") c.stopped++;
+    }
+    return c;
+  }, [data]);
+
+  return (
+    <section aria-labelledby="overview-title">
+      <div className="row">
+        <h1 id="overview-title">Overview</h1>
+        <span className="spacer" />
+        <a className="button" href={href("builder")}>New pipeline</a>
+      </div>
+      <ErrorText error={error} />
+      <div className="stats" role="list" aria-label="Connector counts">
+        <div role="listitem" className="stat"><b data-testid="count-total">{counts.total}</b> connectors</div>
+        <div role="listitem" className="stat ok"><b>{counts.running}</b> running</div>
+        <div role="listitem" className="stat bad"><b data-testid="count-failed">{counts.failed}</b> failed</div>
+        <div role="listitem" className="stat"><b>{counts.paused}</b> paused</div>
+        <div role="listitem" className="stat"><b>{counts.stopped}</b> stopped</div>
+      </div>
+      <label className="filter">
+        Filter
+        <input type="search" value={filter} onChange={(e) => setFilter(e.target.value)} placeholder="name or class" />
+      </label>
+      {!data && !error && <p>Loading…</p>}
+      {data && (
+        <table className="grid" aria-label="Connectors">
+          <thead>
+            <tr>
+              <th scope="col">Connector</th>
+              <th scope="col">Class</th>
+              <th scope="col">Kind</th>
+              <th scope="col">State</th>
+              <th scope="col">Tasks</th>
+              <th scope="col" className="num">In</th>
+              <th scope="col" className="num">Out</th>
+              <th scope="col" className="num">Errors</th>
+              <th scope="col" className="num">Lag</th>
+              <th scope="col">Worker</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map(([name, c]) => {
+              const s = c.status;
+              const t = taskSummary(s);
+              const r = data.rates.get(name);
+              const failed = s?.tasks.find((x) => x.state === "FAILED" && x.trace) ?? (s?.connector.trace ? s.connector : null);
+              const pipeline = c.info?.config["pipeline"];
+              return (
+                <tr key={name} data-connector={name}>
+                  <td>
+                    <a href={href("connectors", name)}>{name}</a>
+                    {pipeline && (
+                      <div className="muted small">
+                        pipeline <a href={href("builder", "pipeline", pipeline)}>{pipeline}</a>
+                      </div>
+                    )}
+                  </td>
+                  <td className="small">{c.info?.config["connector.class"]}</td>
+                  <td>{s?.ferry_type ?? s?.type ?? c.info?.type}</td>
+                  <td>
+                    {s ? <StateBadge state={s.connector.state} /> : "—"}
+                    {failed && (
+                      <button
+                        className="link small"
+                        onClick={() => setTrace({ title: `${name}: ${"id" in failed ? `task ${failed.id}` : "connector"} trace`, text: failed.trace || "" })}
+                      >
+                        trace
+                      </button>
+                    )}
+                  </td>
+                  <td>
+                    <span data-testid="tasks">{t.running}/{t.total}</span>
+                    {t.failed > 0 && <span className="badge state-failed">{t.failed} failed</span>}
+                  </td>
+                  <td className="num">{r ? formatRate(r.inPerSec) : "—"}</td>
+                  <td className="num">{r ? formatRate(r.outPerSec) : "—"}</td>
+                  <td className="num">{r ? r.errors : "—"}</td>
+                  <td className="num">{r ? r.lag : "—"}</td>
+                  <td className="small">{s?.connector.worker_id}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {data && rows.length === 0 && <p className="muted">No connectors{filter ? " match" : " yet"}.</p>}
+      <Dialog title={trace?.title ?? ""} open={trace !== null} onClose={() => setTrace(null)}>
+        <pre className="trace">{trace?.text}</pre>
+        <div className="actions"><button onClick={() => setTrace(null)}>Close</button></div>
+      </Dialog>
+    </section>
+  );
+}

@@ -1,0 +1,62 @@
+// Pause, resume, stop, restart and delete from the console change what the REST API reports; a
+// config edit shows its diff before it is applied.
+import { test, expect } from "@playwright/test";
+import { connectorState, rest, shot, watchErrors } from "./helpers";
+
+test("pause, resume, stop, restart and delete from the connector page", async ({ page, request }) => {
+  const errors = watchErrors(page);
+  await page.goto("/ui/#/overview");
+  const row = page.locator('tr[data-connector="demo"]');
+  await expect(row.locator(".badge").first()).toHaveText("RUNNING");
+  // Records flow: the overview's rate of the demo connector becomes non-zero.
+  await expect(row.locator("td.num").nth(1)).not.toHaveText(/^(—|0\.0\/s)$/, { timeout: 20_000 });
+  await row.getByRole("link", { name: "demo" }).click();
+  await expect(page.getByRole("heading", { name: "demo" })).toBeVisible();
+  const actions = page.getByRole("toolbar", { name: "Connector actions" });
+
+  await actions.getByRole("button", { name: "Pause" }).click();
+  await expect.poll(() => connectorState(request, "demo")).toBe("PAUSED");
+  await expect(page.locator("h1 + .badge")).toHaveText("PAUSED");
+  await shot(page, "operate-paused");
+
+  await actions.getByRole("button", { name: "Resume" }).click();
+  await expect.poll(() => connectorState(request, "demo")).toBe("RUNNING");
+
+  await actions.getByRole("button", { name: "Stop" }).click();
+  await expect.poll(() => connectorState(request, "demo"), { timeout: 30_000 }).toBe("STOPPED");
+  await expect(page.locator("h1 + .badge")).toHaveText("STOPPED");
+  // Offsets of a stopped connector: shown, and reset is offered.
+  await page.getByRole("button", { name: "Show offsets" }).click();
+  await expect(page.getByLabel("Offsets")).toBeVisible();
+  await expect(page.getByRole("button", { name: "Reset offsets" })).toBeEnabled();
+
+  await actions.getByRole("button", { name: "Resume" }).click();
+  await expect.poll(() => connectorState(request, "demo"), { timeout: 30_000 }).toBe("RUNNING");
+  await actions.getByRole("button", { name: "Restart", exact: true }).click();
+  await expect.poll(() => connectorState(request, "demo"), { timeout: 30_000 }).toBe("RUNNING");
+
+  // Edit the config: the diff shows the one changed line, then it is applied.
+  await page.getByRole("button", { name: "Edit" }).click();
+  const editor = page.getByLabel(/Configuration \(JSON object/);
+  const text = await editor.inputValue();
+  await editor.fill(text.replace('"rate": "20"', '"rate": "7"'));
+  await page.getByRole("button", { name: "Review changes" }).click();
+  const diff = page.getByLabel("Changes");
+  await expect(diff.locator(".del")).toHaveText(['-   "rate": "20",']);
+  await expect(diff.locator(".add")).toHaveText(['+   "rate": "7",']);
+  await shot(page, "operate-diff");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect.poll(async () => (await rest(request, "GET", "/connectors/demo/config")).json.rate).toBe("7");
+
+  // Delete asks first; Cancel keeps it.
+  await actions.getByRole("button", { name: "Delete" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
+  expect((await rest(request, "GET", "/connectors/demo")).status).toBe(200);
+  await actions.getByRole("button", { name: "Delete" }).click();
+  await shot(page, "operate-delete-confirm");
+  await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+  await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
+  await expect.poll(async () => (await rest(request, "GET", "/connectors/demo")).status).toBe(404);
+  await expect(page.locator('tr[data-connector="demo"]')).toHaveCount(0);
+  errors.check();
+});
