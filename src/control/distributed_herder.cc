@@ -119,6 +119,7 @@ class HerderImpl final : public DistributedHerder {
     return {};
   }
 
+  runtime::TapHub* taps() override { return &host_.taps(); }
   std::optional<std::int64_t> stateAgeMs() const override {
     const std::int64_t age = member_->stateAgeMs();
     return age < 0 ? std::nullopt : std::optional<std::int64_t>(age);

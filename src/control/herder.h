@@ -24,6 +24,10 @@
 #include "runtime/transform_chain.h"
 #include "store/store.h"
 
+namespace ferry::runtime {
+class TapHub;
+}
+
 namespace ferry::control {
 
 enum class ConnectorType { kSource, kSink, kDirect, kUnknown };
@@ -168,6 +172,10 @@ class Herder {
   // they answer at once from the applied state, and this says how old it is. nullopt on a
   // standalone worker (its state is its own, never stale).
   virtual std::optional<std::int64_t> stateAgeMs() const { return std::nullopt; }
+
+  // The taps on the tasks running on this worker (runtime/tap.h; POST /connectors/{name}/tap).
+  // Null: this herder has none.
+  virtual runtime::TapHub* taps() { return nullptr; }
 };
 
 }  // namespace ferry::control

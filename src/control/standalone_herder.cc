@@ -116,6 +116,7 @@ class HerderImpl final : public StandaloneHerder {
                         o_.worker.refuseUnknownConnectorKeys, o_.worker.clientOverridePolicy, &o_.worker};
   }
   std::size_t abandonedTasksRunning() const override { return host_.stopper().abandonedRunning(); }
+  runtime::TapHub* taps() override { return &host_.taps(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";

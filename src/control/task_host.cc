@@ -55,6 +55,7 @@ std::unique_ptr<runtime::TaskRunner> TaskHost::start(const std::string& connecto
   env.mayRun = std::move(hooks.mayRun);
   env.leaseValid = std::move(hooks.leaseValid);
   env.mayCommit = std::move(hooks.mayCommit);
+  env.tap = taps_.point(connector);
   auto runner = runtime::TaskRunner::create(std::move(env));
   runner->setPaused(paused);
   runner->start();

@@ -99,9 +99,12 @@ class TaskHost {
   // distributed herder when the lease ends.
   backbone::SharedProducer* producers() { return producers_.get(); }
   const runtime::Executor& executor() const { return *executor_; }
+  // The taps on this worker's tasks (runtime/tap.h).
+  runtime::TapHub& taps() { return taps_; }
 
  private:
   TaskHostOptions o_;
+  runtime::TapHub taps_;  // before the executor: tasks hold its points
   // The shared threads every task's loop runs on (runtime/executor.h; task.threads). Declared
   // first: destroyed last, after every runner is gone.
   std::unique_ptr<runtime::Executor> executor_;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <exception>
 
+#include "core/base64.h"
 #include "core/json_bounds.h"
 #include "core/private_paths.h"
 
@@ -418,6 +419,71 @@ int httpStatusFor(StatusCode code) noexcept {
     default:
       return 500;
   }
+}
+
+Result<runtime::TapOptions> parseTapOptions(std::string_view body) {
+  runtime::TapOptions o;
+  bool blank = true;
+  for (char c : body) blank = blank && (c == ' ' || c == '\t' || c == '\r' || c == '\n');
+  if (blank) return o;
+  FERRY_ASSIGN_OR_RETURN(Json j, parseObject(body, "the tap's options"));
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number())
+      return Status::invalidArgument("'" + key.substr(0, 64) + "' must be a number, not " + describe(value));
+    const double v = value.get<double>();
+    if (key == "max_records_per_second") {
+      o.recordsPerSecond = v;
+    } else if (key == "buffer") {
+      if (v < 1 || v > static_cast<double>(runtime::kMaxTapCapacity) || v != static_cast<double>(static_cast<std::int64_t>(v)))
+        return Status::invalidArgument("buffer must be a whole number between 1 and " + std::to_string(runtime::kMaxTapCapacity));
+      o.capacity = static_cast<std::size_t>(v);
+    } else if (key == "idle_timeout_ms") {
+      if (!(v >= 1000 && v <= 300000)) return Status::invalidArgument("idle_timeout_ms must be between 1000 and 300000");
+      o.idleMs = static_cast<std::int64_t>(v);
+    } else {
+      return Status::invalidArgument("unknown tap option '" + key.substr(0, 64) +
+                                     "' (max_records_per_second, buffer, idle_timeout_ms)");
+    }
+  }
+  return o;
+}
+
+namespace {
+void putBytes(Json& out, const std::string& name, const Bytes& b, bool isNull, std::size_t size, bool truncated) {
+  if (isNull) {
+    out[name] = nullptr;
+    return;
+  }
+  if (runtime::tapValidUtf8(b.view())) {
+    out[name] = std::string(b.view());
+    out[name + "_encoding"] = "utf8";
+  } else {
+    out[name] = core::base64Encode(b.view());
+    out[name + "_encoding"] = "base64";
+  }
+  out[name + "_size"] = size;
+  if (truncated) out[name + "_truncated"] = true;
+}
+}  // namespace
+
+Json tapBatchJson(const runtime::TapBatch& b) {
+  Json records = Json::array();
+  for (const auto& r : b.records) {
+    Json j = {{"task", r.task}, {"topic", runtime::tapValidUtf8(r.topic) ? r.topic : core::base64Encode(r.topic)},
+              {"timestamp", r.timestampMs}, {"tapped_at", r.tappedAtMs}};
+    putBytes(j, "key", r.key, r.keyNull, r.keySize, r.keyTruncated);
+    putBytes(j, "value", r.value, r.valueNull, r.valueSize, r.valueTruncated);
+    Json headers = Json::array();
+    for (const auto& h : r.headers) {
+      Json hj = {{"key", runtime::tapValidUtf8(h.key) ? h.key : core::base64Encode(h.key)}};
+      putBytes(hj, "value", h.value, h.value.isNull(), h.value.size(), false);
+      headers.push_back(std::move(hj));
+    }
+    j["headers"] = std::move(headers);
+    records.push_back(std::move(j));
+  }
+  return {{"connector", b.connector}, {"records", std::move(records)}, {"sampled_out", b.sampledOut},
+          {"overflowed", b.overflowed}};
 }
 
 }  // namespace ferry::rest

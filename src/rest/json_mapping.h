@@ -26,6 +26,7 @@
 #include "control/herder.h"
 #include "ferry/config.h"
 #include "ferry/result.h"
+#include "runtime/tap.h"
 
 namespace ferry::rest {
 
@@ -119,5 +120,13 @@ std::string dumpJson(const Json& j, int indent = -1);
 // The HTTP status for a Status code, as herder.h specifies: InvalidArgument 400, NotFound 404,
 // AlreadyExists and FailedPrecondition 409, everything else 500.
 int httpStatusFor(StatusCode code) noexcept;
+
+// POST /connectors/{name}/tap's body: empty, or {"max_records_per_second": n, "buffer": n,
+// "idle_timeout_ms": n} (each optional, numbers; others refused by name).
+Result<runtime::TapOptions> parseTapOptions(std::string_view body);
+// GET /taps/{id}: {"connector", "records": [{task, topic, key, key_encoding, key_size,
+// key_truncated, value, ..., headers: [{key, value, encoding}], timestamp, tapped_at}],
+// "sampled_out", "overflowed"}. Text that is valid UTF-8 is a string ("utf8"), other bytes base64.
+Json tapBatchJson(const runtime::TapBatch& batch);
 
 }  // namespace ferry::rest

@@ -174,6 +174,10 @@ class RestServer::Routes {
     add("PUT", "pipelines/*", &Routes::putPipeline, Role::kAdmin);
     add("DELETE", "pipelines/*", &Routes::deletePipeline, Role::kAdmin);
     add("POST", "rules/test", &Routes::testRules, Role::kAdmin);
+    // Taps show record contents: operators', as the data itself is more than status (viewers).
+    add("POST", "connectors/*/tap", &Routes::openTap, Role::kOperator);
+    add("GET", "taps/*", &Routes::readTap, Role::kOperator);
+    add("DELETE", "taps/*", &Routes::closeTap, Role::kOperator);
     add("GET", "connector-plugins", &Routes::plugins, Role::kViewer);
     add("GET", "connector-plugins/*/config", &Routes::pluginConfig, Role::kViewer);
     add("PUT", "connector-plugins/*/config/validate", &Routes::validate, Role::kAdmin);
@@ -863,6 +867,51 @@ class RestServer::Routes {
     std::vector<std::vector<runtime::TransformChain::StepTrace>> traces;
     for (auto& r : trial->records) traces.push_back((*chain)->trace(r));
     sendJson(res, 200, ruleTrialJson(traces, trial->records));
+  }
+
+  // --- taps (runtime/tap.h)
+
+  void openTap(const Request& req, Response& res, const Params& p) {
+    runtime::TapHub* hub = herder_.taps();
+    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    auto options = parseTapOptions(req.body);
+    if (!options.isOk()) return sendStatus(res, options.status());
+    auto status = herder_.connectorStatus(p[0]);
+    if (!status.isOk()) return sendStatus(res, status.status());
+    auto random = randomBytes(16);
+    if (!random.isOk()) return sendStatus(res, random.status());
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id;
+    for (unsigned char c : *random) {
+      id += kHex[c >> 4];
+      id += kHex[c & 15];
+    }
+    if (auto s = hub->open(id, p[0], *options); !s.isOk())
+      return sendError(res, s.code() == StatusCode::kResourceExhausted ? 429 : 400, s.message());
+    // In a cluster a tap sees the connector's tasks running on this worker only.
+    int here = 0;
+    for (const auto& t : status->tasks) here += t.workerId == herder_.workerId();
+    sendJson(res, 201, {{"id", id},
+                        {"connector", p[0]},
+                        {"worker_id", herder_.workerId()},
+                        {"tasks_on_this_worker", here},
+                        {"max_records_per_second", options->recordsPerSecond},
+                        {"buffer", options->capacity},
+                        {"idle_timeout_ms", options->idleMs}});
+  }
+
+  void readTap(const Request&, Response& res, const Params& p) {
+    runtime::TapHub* hub = herder_.taps();
+    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    auto batch = hub->read(p[0]);
+    if (!batch.isOk()) return sendStatus(res, batch.status());
+    sendJson(res, 200, tapBatchJson(*batch));
+  }
+
+  void closeTap(const Request&, Response& res, const Params& p) {
+    runtime::TapHub* hub = herder_.taps();
+    if (hub == nullptr || !hub->close(p[0])) return sendError(res, 404, "no tap " + p[0].substr(0, 64));
+    res.status = 204;
   }
 
   // --- loggers

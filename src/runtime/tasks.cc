@@ -1996,6 +1996,7 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
         continue;
       }
     }
+    if (env_.tap) env_.tap->offer(env_.taskId, r);  // one relaxed load unless a tap is open
     if (Status s = output_->accept(std::move(r), ticket); !s.isOk()) return finish(s);
   }
   batch_.clear();

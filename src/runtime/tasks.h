@@ -53,6 +53,7 @@
 #include "core/histogram.h"
 #include "ferry/connector.h"
 #include "ferry/record.h"
+#include "runtime/tap.h"
 #include "runtime/connector_config.h"
 #include "runtime/executor.h"
 #include "runtime/plugins.h"
@@ -164,6 +165,8 @@ struct TaskEnv {
   // nothing more: no final flush, no position, offset or transaction commit; what it polled is
   // read again by the next owner. Null: always.
   std::function<bool()> mayCommit;
+  // The connector's tapping point (tap.h): each record handed on is offered to it. Null: none.
+  std::shared_ptr<TapPoint> tap;
 };
 
 class TaskRunner {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "control/herder.h"
+#include "runtime/tap.h"
 
 namespace ferry::rest::testing {
 
@@ -21,6 +22,8 @@ class FakeHerder : public control::Herder {
   };
 
   std::string workerId() const override { return "w1"; }
+  runtime::TapHub* taps() override { return &tapHub; }
+  runtime::TapHub tapHub;  // a test offers records to it as a task would
   std::string healthProblem() const override {
     std::lock_guard l(mu_);
     return healthProblem_;

@@ -638,6 +638,73 @@ TEST(RestServerWebRoot, BrowserIsRedirectedToTheConsoleAndFilesAreServed) {
   std::filesystem::remove_all(dir);
 }
 
+// Taps (POST /connectors/{name}/tap, GET and DELETE /taps/{id}): what a task offers is read once,
+// binary as base64; bad options and unknown names are refused by name; the worker's limit is a 429.
+TEST(RestServerTaps, OpenReadCloseAndRefusals) {
+  testing::FakeHerder herder;
+  ASSERT_TRUE(herder.createConnector("c", {{"connector.class", "FileStreamSource"}, {"file", "/in"}, {"topic", "t"}},
+                                     std::nullopt)
+                  .isOk());
+  RestOptions o;
+  o.port = 0;
+  RestServer server(herder, o);
+  ASSERT_TRUE(server.start().isOk());
+  auto post = [&](const std::string& path, const std::string& body) {
+    return testing::httpRequest(server.port(), "POST", path, body,
+                                body.empty() ? "" : "Content-Type: application/json\r\n");
+  };
+  auto opened = post("/connectors/c/tap", R"({"max_records_per_second": 50, "buffer": 10})");
+  ASSERT_EQ(opened.status, 201) << opened.body;
+  auto j = Json::parse(opened.body);
+  const std::string id = j["id"];
+  EXPECT_EQ(id.size(), 32u);
+  EXPECT_EQ(j["tasks_on_this_worker"], 1);
+  EXPECT_EQ(j["buffer"], 10);
+  auto point = herder.tapHub.point("c");
+  Record r;
+  r.topic = "t";
+  r.key = Bytes(std::string("k\xff\x00", 3));  // not UTF-8: base64
+  r.value = Bytes(std::string(R"({"seq":1})"));
+  r.headers.add("h", std::string_view("v"));
+  point->offer(0, r);
+  auto read = testing::httpRequest(server.port(), "GET", "/taps/" + id);
+  ASSERT_EQ(read.status, 200) << read.body;
+  auto b = Json::parse(read.body);
+  ASSERT_EQ(b["records"].size(), 1u);
+  EXPECT_EQ(b["records"][0]["value"], R"({"seq":1})");
+  EXPECT_EQ(b["records"][0]["value_encoding"], "utf8");
+  EXPECT_EQ(b["records"][0]["key"], "a/8A");
+  EXPECT_EQ(b["records"][0]["key_encoding"], "base64");
+  EXPECT_EQ(b["records"][0]["headers"][0]["key"], "h");
+  EXPECT_EQ(Json::parse(testing::httpRequest(server.port(), "GET", "/taps/" + id).body)["records"].size(), 0u);
+  EXPECT_EQ(testing::httpRequest(server.port(), "DELETE", "/taps/" + id).status, 204);
+  EXPECT_EQ(testing::httpRequest(server.port(), "GET", "/taps/" + id).status, 404);
+  EXPECT_EQ(testing::httpRequest(server.port(), "DELETE", "/taps/" + id).status, 404);
+  EXPECT_EQ(testing::httpRequest(server.port(), "GET", "/taps/" + std::string(5000, 'z')).status, 404);
+  // Refusals, each naming what is wrong.
+  EXPECT_EQ(post("/connectors/nope/tap", "").status, 404);
+  for (const auto& [body, words] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"buffer": 0})", "buffer"},
+           {R"({"buffer": 2.5})", "buffer"},
+           {R"({"buffer": 1e300})", "buffer"},
+           {R"({"max_records_per_second": -1})", "max_records_per_second"},
+           {R"({"max_records_per_second": "fast"})", "must be a number"},
+           {R"({"idle_timeout_ms": 1})", "idle_timeout_ms"},
+           {R"({"evil": 1})", "unknown tap option 'evil'"},
+           {R"([1,2])", "JSON object"},
+           {std::string(200, '[') + std::string(200, ']'), ""},
+           {R"({"buffer": )", ""}}) {
+    auto res = post("/connectors/c/tap", body);
+    EXPECT_EQ(res.status, 400) << body;
+    EXPECT_THAT(res.body, ::testing::HasSubstr(words)) << body;
+  }
+  for (std::size_t i = 0; i < runtime::kMaxTaps; ++i) ASSERT_EQ(post("/connectors/c/tap", "").status, 201);
+  auto full = post("/connectors/c/tap", "");
+  EXPECT_EQ(full.status, 429);
+  EXPECT_THAT(full.body, ::testing::HasSubstr("taps are open"));
+  server.stop();
+}
+
 }  // namespace
 }  // namespace ferry::rest
 

@@ -63,6 +63,20 @@ test("a pipeline built by drag and drop runs and its rule keeps the even records
   const row = page.locator('tr[data-connector="ui-even"]');
   await expect(row.locator(".badge").first()).toHaveText("RUNNING");
   await shot(page, "overview-running");
+
+  // The tap on the connector's page shows the rule's output as it flows; leaving the page closes it.
+  await row.getByRole("link", { name: "ui-even" }).first().click();
+  const opened = page.waitForResponse((r) => r.url().endsWith("/connectors/ui-even/tap") && r.request().method() === "POST");
+  await page.getByRole("button", { name: "Watch records" }).click();
+  const tapId = (await (await opened).json()).id as string;
+  const tapped = page.getByRole("table", { name: "Live records" }).locator("tr[data-tap-record]");
+  await expect(tapped.first()).toBeVisible({ timeout: 15_000 });
+  await expect.poll(() => tapped.count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+  for (const text of await tapped.locator(".tap-value code").allTextContents())
+    expect(JSON.parse(text).seq % 2, `tapped value ${text}`).toBe(0);
+  await shot(page, "connector-tap");
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Overview" }).click();
+  await expect.poll(async () => (await rest(request, "GET", `/taps/${tapId}`)).status).toBe(404);
   // The row links the connector and, below it, its pipeline: the pipeline opens on the canvas.
   await row.getByRole("link", { name: "ui-even" }).last().click();
   await expect(page.getByRole("heading", { name: "Pipeline ui-even" })).toBeVisible();

@@ -4,6 +4,7 @@ import { usePoll } from "../hooks";
 import { href, go } from "../route";
 import { Confirm, Dialog, ErrorText, StateBadge, diffLines } from "../components";
 import { useSession } from "../App";
+import { TapView } from "./Tap";
 
 interface Offsets {
   offsets: { partition: Record<string, unknown>; offset: Record<string, unknown> }[];
@@ -85,6 +86,10 @@ export function ConnectorPage({ name }: { name: string }) {
           ))}
         </tbody>
       </table>
+
+      {canOperate ? <TapView connector={name} /> : (
+        <section aria-labelledby="tap-title"><h2 id="tap-title">Live records</h2><p className="muted">Watching records needs the operator role.</p></section>
+      )}
 
       <h2>Configuration</h2>
       {editing === null ? (
