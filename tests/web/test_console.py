@@ -88,7 +88,7 @@ def prepare(spec, w, d, auth=None):
     def post(body):
         status, answer = call(w, "POST", "/connectors", body, auth)
         assert status == 201, f"POST /connectors {body['name']}: {status} {answer}"
-    if spec in ("operate", "a11y", "auth"):
+    if spec in ("operate", "a11y", "auth", "rules"):
         post(datagen("demo", d))
         wait_until(lambda: (call(w, "GET", "/connectors/demo/status", auth=auth)[1] or {})
                    .get("connector", {}).get("state") == "RUNNING", 30, "demo RUNNING")

@@ -1,10 +1,13 @@
-import { createContext, useContext, useEffect, useState } from "react";
+import { Suspense, createContext, lazy, useContext, useEffect, useState } from "react";
 import { ApiError, get, logout, onUnauthorized, type Whoami } from "./api";
 import { useRoute, href } from "./route";
 import { Login } from "./pages/Login";
 import { Overview } from "./pages/Overview";
 import { ConnectorPage } from "./pages/Connector";
-import { Builder } from "./pages/Builder";
+// The canvas and the rule editor carry the largest libraries (xyflow, CodeMirror): loaded when
+// first opened, so the overview comes up with the least to fetch and parse.
+const Builder = lazy(() => import("./pages/Builder").then((m) => ({ default: m.Builder })));
+const Rules = lazy(() => import("./pages/Rules").then((m) => ({ default: m.Rules })));
 import { Cluster } from "./pages/Cluster";
 
 export interface Session {
@@ -59,6 +62,7 @@ export function App() {
   if (page === "connectors" && route[1]) content = <ConnectorPage name={route[1]} />;
   else if (page === "builder") content = <Builder kind={route[1]} name={route[2]} />;
   else if (page === "cluster") content = <Cluster />;
+  else if (page === "rules") content = <Rules />;
   else content = <Overview />;
 
   const nav = (id: string, label: string) => (
@@ -73,6 +77,7 @@ export function App() {
         <nav aria-label="Main">
           {nav("overview", "Overview")}
           {nav("builder", "Pipeline builder")}
+          {nav("rules", "Rules")}
           {nav("cluster", "Cluster")}
         </nav>
         <span className="spacer" />
@@ -96,7 +101,9 @@ export function App() {
           </button>
         )}
       </header>
-      <main>{content}</main>
+      <main>
+        <Suspense fallback={<p>Loading…</p>}>{content}</Suspense>
+      </main>
     </SessionContext.Provider>
   );
 }

@@ -37,6 +37,9 @@ test("no serious or critical axe violation on any page", async ({ page }) => {
   await page.locator(".react-flow__node", { hasText: "MQTTSource" }).click();
   await expect(page.locator("#f-mqtt\\.topics")).toBeVisible();
   await axe(page, "the pipeline builder");
+  await page.goto("/ui/#/rules");
+  await expect(page.getByTestId("rule-editor").locator(".cm-content")).toBeVisible();
+  await axe(page, "the rules page");
   await page.goto("/ui/#/cluster");
   await expect(page.getByText("runs standalone")).toBeVisible();
   await axe(page, "the cluster page");
