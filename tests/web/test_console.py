@@ -12,6 +12,7 @@ built without the console, Chromium is missing, or web/console's packages are no
 import concurrent.futures
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,26 @@ def datagen(name, d, rate="20", state=None):
     return body
 
 
+def start_cluster_workers(d):
+    """Three `ferry distributed` workers on the Kafka service (scripts/services/kafka, cluster A),
+    as tests/integration/test_cluster.py runs them; returns them, w1 first."""
+    run_id = random.randrange(1 << 30)
+    base = {"backbone": "kafka", "cluster.name": f"web{run_id}", "cluster.session.timeout.ms": "2000",
+            "cluster.heartbeat.interval.ms": "300", "cluster.lease.margin.ms": "500",
+            "offset.flush.interval.ms": "500",
+            "backbone.kafka.bootstrap.servers": os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")}
+    workers = []
+    for i in range(3):
+        wd = os.path.join(d, f"w{i + 1}")
+        os.makedirs(wd)
+        workers.append(Worker(wd, dict(base, **{"worker.id": f"w{i + 1}", "file.allowed.dirs": d}), mode="distributed"))
+    for w in workers:
+        w.start(timeout=60)
+    wait_until(lambda: all(len((call(w, "GET", "/cluster")[1] or {}).get("workers", [])) == 3 for w in workers),
+               60, "three members everywhere", 0.2)
+    return workers
+
+
 def start_worker(spec, d):
     extra = {}
     if spec == "auth":
@@ -112,8 +133,22 @@ def main():
     shutil.rmtree(artifacts, ignore_errors=True)
     os.makedirs(artifacts, exist_ok=True)
     d = tmpdir(f"web-{spec}-")
-    w = start_worker(spec, d)
-    preflight(w)
+    extra_env = {}
+    if spec == "cluster":
+        workers = start_cluster_workers(d)
+        w = workers[0]
+        preflight(w)
+        status, answer = call(w, "POST", "/connectors", {"name": "spread", "config": {
+            "connector.class": "DatagenSource", "topic": "spread", "rate": "5", "tasks.max": "6",
+            "sink.connector.class": "BlackholeSink"}})
+        assert status == 201, f"{status} {answer}"
+        wait_until(lambda: len({t["worker_id"] for t in (call(w, "GET", "/connectors/spread/status")[1] or {})
+                                .get("tasks", []) if t["state"] == "RUNNING"}) == 3, 60, "tasks on all three workers")
+        # The browser test kills w3 itself (kill -9), while it watches.
+        extra_env = {"FERRY_WEB_VICTIM_PID": str(workers[2].proc.pid), "FERRY_WEB_VICTIM": "w3"}
+    else:
+        w = start_worker(spec, d)
+        preflight(w)
     auth = None
     if spec == "auth":
         import base64
@@ -121,7 +156,8 @@ def main():
         auth = "Basic " + base64.b64encode(f"ada:{role_pw}".encode()).decode()
     prepare(spec, w, d, auth)
     env = {**os.environ, "FERRY_URL": w.url, "FERRY_WEB_DIR": d, "FERRY_WEB_ARTIFACTS": artifacts,
-           "FERRY_CHROMIUM": CHROMIUM, "FERRY_WEB_USERS": json.dumps(USERS), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
+           "FERRY_CHROMIUM": CHROMIUM, "FERRY_WEB_USERS": json.dumps(USERS), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+           **extra_env}
     npx = shutil.which("npx")
     assert npx, "npx (Node.js) is missing: scripts/deps web"
     p = subprocess.run([npx, "playwright", "test", f"tests/{spec}.spec.ts"], cwd=CONSOLE, env=env, timeout=900)
