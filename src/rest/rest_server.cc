@@ -167,6 +167,7 @@ class RestServer::Routes {
     add("PATCH", "connectors/*/offsets", &Routes::alterOffsets, Role::kAdmin);
     add("DELETE", "connectors/*/offsets", &Routes::resetOffsets, Role::kAdmin);
     add("GET", "connectors/*/topics", &Routes::topics, Role::kViewer);
+    add("GET", "connectors/*/metrics/history", &Routes::metricsHistory, Role::kViewer);
     add("PUT", "connectors/*/topics/reset", &Routes::resetTopics, Role::kAdmin);
     add("GET", "pipelines", &Routes::listPipelines, Role::kViewer);
     add("POST", "pipelines", &Routes::createPipeline, Role::kAdmin);
@@ -213,6 +214,8 @@ class RestServer::Routes {
       add("POST", "plugin/reload", &Routes::pluginReload, Role::kAdmin);
     }
   }
+
+  void setHistory(MetricsHistory* history) { history_ = history; }
 
   std::vector<RouteSpec> table() const {
     std::vector<RouteSpec> out;
@@ -869,6 +872,24 @@ class RestServer::Routes {
     sendJson(res, 200, ruleTrialJson(traces, trial->records));
   }
 
+  // --- per-connector history (metrics_history.h)
+
+  void metricsHistory(const Request&, Response& res, const Params& p) {
+    if (auto s = herder_.connectorInfo(p[0]); !s.isOk()) return sendStatus(res, s.status());
+    Json points = Json::array();
+    if (auto h = history_ ? history_->history(p[0]) : std::nullopt)
+      for (const auto& x : *h)
+        points.push_back({{"time", x.timeMs},
+                          {"records_in_per_second", x.recordsInPerSecond},
+                          {"records_out_per_second", x.recordsOutPerSecond},
+                          {"errors_per_second", x.errorsPerSecond},
+                          {"commit_lag_records", x.commitLagRecords}});
+    sendJson(res, 200, {{"connector", p[0]},
+                        {"worker_id", herder_.workerId()},
+                        {"interval_ms", options_.historyInterval.count()},
+                        {"points", std::move(points)}});
+  }
+
   // --- taps (runtime/tap.h)
 
   void openTap(const Request& req, Response& res, const Params& p) {
@@ -1047,6 +1068,7 @@ class RestServer::Routes {
   const RestOptions& options_;
   RequestPolicy& policy_;
   std::vector<Route> routes_;
+  MetricsHistory* history_ = nullptr;  // set by RestServer
   // The admitted request's verdict while its handler runs on this thread (whoami reads it).
   static inline thread_local const Verdict* currentVerdict_ = nullptr;
   // The worker's plugins, read once (the registry is read-only after start-up).
@@ -1081,6 +1103,8 @@ RestServer::RestServer(control::Herder& herder, RestOptions options)
   options_.security.auth.clientCertRequired = clientCertsRequired(options_);
   policy_ = std::make_unique<RequestPolicy>(options_.security);
   routes_ = std::make_unique<Routes>(herder_, options_, *policy_);
+  history_ = std::make_unique<MetricsHistory>(options_.historyPoints);
+  routes_->setHistory(history_.get());
 }
 
 std::vector<RouteSpec> RestServer::routeTable() const { return routes_->table(); }
@@ -1143,6 +1167,19 @@ Status RestServer::start() {
   ports_ = server->ports();
   server_ = std::move(server);
   routes_->transport_ = server_.get();
+  {
+    std::lock_guard lock(samplerMu_);
+    samplerStop_ = false;
+  }
+  sampler_ = std::thread([this] {
+    std::unique_lock lock(samplerMu_);
+    while (!samplerStop_) {
+      lock.unlock();
+      history_->sample(herder_.metrics(), core::nowMs());
+      lock.lock();
+      samplerWake_.wait_for(lock, options_.historyInterval, [this] { return samplerStop_; });
+    }
+  });
   std::string where;
   for (std::size_t i = 0; i < ports_.size() && i < listeners.size(); ++i)
     where += (where.empty() ? "" : ", ") + std::string(listeners[i].tls ? "https://" : "http://") +
@@ -1152,6 +1189,14 @@ Status RestServer::start() {
 }
 
 void RestServer::stop() {
+  if (sampler_.joinable()) {
+    {
+      std::lock_guard lock(samplerMu_);
+      samplerStop_ = true;
+    }
+    samplerWake_.notify_all();
+    sampler_.join();
+  }
   if (!server_) return;
   server_->stop();
   routes_->transport_ = nullptr;

@@ -17,12 +17,16 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <span>
 #include <vector>
 
 #include "control/herder.h"
 #include "ferry/status.h"
 #include "rest/console.h"
+#include "rest/metrics_history.h"
 #include "rest/http_server.h"
 #include "rest/request_policy.h"
 
@@ -35,6 +39,10 @@ struct RestOptions {
   std::string commit;
   std::string clusterId = "standalone";
   std::string mode = "standalone";  // or "distributed": GET / says which
+  // How often the per-connector history (GET /connectors/{name}/metrics/history) is sampled, and
+  // how many samples it keeps (metrics_history.h).
+  std::chrono::milliseconds historyInterval{5000};
+  std::size_t historyPoints = 120;
   std::string webRoot;  // optional: static files served under /ui/ instead of `console` (development)
   // The web console compiled into the binary (web/console_assets.h), served under /ui/; empty in a
   // build without it, and then /ui/ answers 404 with `consoleMissing` (why it is not included).
@@ -104,6 +112,12 @@ class RestServer {
   std::unique_ptr<Routes> routes_;
   std::unique_ptr<http::HttpServer> server_;
   std::vector<int> ports_;
+  std::unique_ptr<MetricsHistory> history_;
+  // Samples the herder's metrics into history_ every options_.historyInterval until stop().
+  std::thread sampler_;
+  std::mutex samplerMu_;
+  std::condition_variable samplerWake_;
+  bool samplerStop_ = false;
 };
 
 }  // namespace ferry::rest

@@ -25,6 +25,7 @@ const std::map<std::string, Role>& expectedRoles() {
       {"GET /", Role::kViewer},
       {"GET /health", Role::kOpen},
       {"GET /whoami", Role::kViewer},
+      {"GET /connectors/*/metrics/history", Role::kViewer},
       {"POST /connectors/*/tap", Role::kOperator},
       {"GET /taps/*", Role::kOperator},
       {"DELETE /taps/*", Role::kOperator},

@@ -9,6 +9,7 @@ import { ConnectorPage } from "./pages/Connector";
 const Builder = lazy(() => import("./pages/Builder").then((m) => ({ default: m.Builder })));
 const Rules = lazy(() => import("./pages/Rules").then((m) => ({ default: m.Rules })));
 import { Cluster } from "./pages/Cluster";
+import { Loggers } from "./pages/Loggers";
 
 export interface Session {
   who: Whoami;
@@ -63,6 +64,7 @@ export function App() {
   else if (page === "builder") content = <Builder kind={route[1]} name={route[2]} />;
   else if (page === "cluster") content = <Cluster />;
   else if (page === "rules") content = <Rules />;
+  else if (page === "loggers") content = <Loggers />;
   else content = <Overview />;
 
   const nav = (id: string, label: string) => (
@@ -79,6 +81,7 @@ export function App() {
           {nav("builder", "Pipeline builder")}
           {nav("rules", "Rules")}
           {nav("cluster", "Cluster")}
+          {nav("loggers", "Log levels")}
         </nav>
         <span className="spacer" />
         {root && (

@@ -40,6 +40,12 @@ test("no serious or critical axe violation on any page", async ({ page }) => {
   await page.goto("/ui/#/rules");
   await expect(page.getByTestId("rule-editor").locator(".cm-content")).toBeVisible();
   await axe(page, "the rules page");
+  await page.goto("/ui/#/loggers");
+  await expect(page.getByRole("table", { name: "Loggers" })).toBeVisible();
+  await axe(page, "the log levels page");
+  await page.goto("/ui/#/connectors/demo");
+  await expect.poll(async () => Number(await page.getByTestId("charts").getAttribute("data-points")), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+  await axe(page, "a connector's page with its charts");
   await page.goto("/ui/#/cluster");
   await expect(page.getByText("runs standalone")).toBeVisible();
   await axe(page, "the cluster page");

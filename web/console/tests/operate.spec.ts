@@ -14,6 +14,18 @@ test("pause, resume, stop, restart and delete from the connector page", async ({
   await expect(page.getByRole("heading", { name: "demo" })).toBeVisible();
   const actions = page.getByRole("toolbar", { name: "Connector actions" });
 
+  // The charts of the last minutes (the worker samples every 5 s): the demo's rate (20/s) shows.
+  const charts = page.getByTestId("charts");
+  await expect.poll(async () => Number(await charts.getAttribute("data-points")), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+  const throughput = charts.getByRole("img", { name: /^Records per second/ });
+  await expect(throughput).toBeVisible();
+  await expect(throughput.locator("polyline")).toHaveCount(2);
+  const label = (await throughput.getAttribute("aria-label")) || "";
+  const now = Number(/out now ([\d.]+)\/s/.exec(label)?.[1]);
+  expect(now, label).toBeGreaterThan(10);
+  expect(now, label).toBeLessThan(30);
+  await shot(page, "operate-charts");
+
   await actions.getByRole("button", { name: "Pause" }).click();
   await expect.poll(() => connectorState(request, "demo")).toBe("PAUSED");
   await expect(page.locator("h1 + .badge")).toHaveText("PAUSED");
@@ -58,5 +70,13 @@ test("pause, resume, stop, restart and delete from the connector page", async ({
   await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
   await expect.poll(async () => (await rest(request, "GET", "/connectors/demo")).status).toBe(404);
   await expect(page.locator('tr[data-connector="demo"]')).toHaveCount(0);
+
+  // Log levels: a change in the page is the worker's level.
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Log levels" }).click();
+  await page.getByLabel("Level of rest").selectOption("DEBUG");
+  await expect.poll(async () => (await rest(request, "GET", "/admin/loggers/rest")).json.level).toBe("DEBUG");
+  await expect(page.locator('tr[data-logger="rest"] td').nth(2)).not.toHaveText("—");
+  await page.getByLabel("Level of rest").selectOption("INFO");
+  await expect.poll(async () => (await rest(request, "GET", "/admin/loggers/rest")).json.level).toBe("INFO");
   errors.check();
 });

@@ -5,6 +5,7 @@ import { href, go } from "../route";
 import { Confirm, Dialog, ErrorText, StateBadge, diffLines } from "../components";
 import { useSession } from "../App";
 import { TapView } from "./Tap";
+import { Charts } from "./Charts";
 
 interface Offsets {
   offsets: { partition: Record<string, unknown>; offset: Record<string, unknown> }[];
@@ -86,6 +87,8 @@ export function ConnectorPage({ name }: { name: string }) {
           ))}
         </tbody>
       </table>
+
+      <Charts connector={name} />
 
       {canOperate ? <TapView connector={name} /> : (
         <section aria-labelledby="tap-title"><h2 id="tap-title">Live records</h2><p className="muted">Watching records needs the operator role.</p></section>

@@ -1,0 +1,52 @@
+// The recent history of each connector's throughput on this worker, for charts (the web
+// console's, GET /connectors/{name}/metrics/history): every `interval` the worker's task metrics
+// are summed per connector and the rates since the previous sample kept, `points` samples per
+// connector (default 120 x 5 s = the last 10 minutes). Pure: the REST server feeds it from a
+// sampler thread; tests feed it samples and times.
+//
+// Thread-safety: sample() and history() may be called from any thread (one mutex).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "control/herder.h"
+
+namespace ferry::rest {
+
+struct HistoryPoint {
+  std::int64_t timeMs = 0;
+  double recordsInPerSecond = 0;
+  double recordsOutPerSecond = 0;
+  double errorsPerSecond = 0;
+  double commitLagRecords = 0;  // the gauge's sum over the connector's tasks at that time
+};
+
+class MetricsHistory {
+ public:
+  explicit MetricsHistory(std::size_t points = 120) : points_(points) {}
+  // One sample of the worker's metrics (control::Herder::metrics()) taken at wall time `nowMs`.
+  void sample(const std::vector<control::MetricSample>& samples, std::int64_t nowMs);
+  // The connector's points, oldest first; nullopt when none was sampled (no task of it ran here).
+  std::optional<std::vector<HistoryPoint>> history(const std::string& connector) const;
+
+ private:
+  struct Totals {
+    double in = 0, out = 0, errors = 0, lag = 0;
+  };
+  struct Series {
+    Totals last;
+    std::int64_t lastMs = 0;
+    std::deque<HistoryPoint> points;
+  };
+  const std::size_t points_;
+  mutable std::mutex mu_;
+  std::map<std::string, Series> series_;
+};
+
+}  // namespace ferry::rest
