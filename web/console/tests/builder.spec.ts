@@ -62,6 +62,9 @@ test("a pipeline built by drag and drop runs and its rule keeps the even records
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Overview" }).click();
   const row = page.locator('tr[data-connector="ui-even"]');
   await expect(row.locator(".badge").first()).toHaveText("RUNNING");
+  await expect(page.locator('[data-pipeline="ui-even"] .badge')).toHaveText("RUNNING");
+  await expect(page.getByRole("heading", { name: "Worker (standalone)" })).toBeVisible();
+  await expect(page.locator(".card.worker")).toHaveCount(1);
   await shot(page, "overview-running");
 
   // The tap on the connector's page shows the rule's output as it flows; leaving the page closes it.

@@ -36,5 +36,10 @@ test("a worker killed with kill -9 leaves the cluster page and its units move", 
   // The far end agrees: the REST API's status has every task RUNNING on the two live workers.
   const st = await rest(request, "GET", "/connectors/spread/status");
   expect(st.json.tasks.every((t: { state: string; worker_id: string }) => t.state === "RUNNING" && !t.worker_id.includes(victim))).toBe(true);
+  // The overview lists the two live members.
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Overview" }).click();
+  await expect(page.getByRole("heading", { name: "Workers (2, distributed)" })).toBeVisible();
+  await expect(page.locator(`[data-worker="${victim}"]`)).toHaveCount(0);
+  await shot(page, "cluster-overview");
   errors.check();
 });

@@ -47,6 +47,15 @@ test("pause, resume, stop, restart and delete from the connector page", async ({
   await actions.getByRole("button", { name: "Restart", exact: true }).click();
   await expect.poll(() => connectorState(request, "demo"), { timeout: 30_000 }).toBe("RUNNING");
 
+  // A plain connector opens on the canvas too (read only there): a direct task is source + sink.
+  await page.getByRole("link", { name: "Open on the canvas" }).click();
+  await expect(page.getByRole("heading", { name: "Connector demo" })).toBeVisible();
+  await expect(page.locator(".react-flow__node")).toHaveCount(2);
+  await expect(page.locator(".react-flow__edge")).toHaveCount(1);
+  await expect(page.getByRole("button", { name: "Deploy" })).toHaveCount(0);
+  await page.goBack();
+  await expect(page.getByRole("heading", { name: "Tasks" })).toBeVisible();
+
   // Edit the config: the diff shows the one changed line, then it is applied.
   await page.getByRole("button", { name: "Edit" }).click();
   const editor = page.getByLabel(/Configuration \(JSON object/);

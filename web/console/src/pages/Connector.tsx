@@ -53,7 +53,11 @@ export function ConnectorPage({ name }: { name: string }) {
         <StateBadge state={state} />
         <span className="muted">{status.ferry_type ?? status.type} · {info.config["connector.class"]} · worker {status.connector.worker_id}</span>
       </div>
-      {pipeline && <p>Part of pipeline <a href={href("builder", "pipeline", pipeline)}>{pipeline}</a>.</p>}
+      {pipeline ? (
+        <p>Part of pipeline <a href={href("builder", "pipeline", pipeline)}>{pipeline}</a>.</p>
+      ) : (
+        <p><a href={href("builder", "connector", name)}>Open on the canvas</a></p>
+      )}
       {canOperate && (
         <div className="toolbar" role="toolbar" aria-label="Connector actions">
           <button disabled={busy || state === "PAUSED"} onClick={() => act("pause", "PUT", `${base}/pause`)}>Pause</button>

@@ -1,14 +1,44 @@
-import { useMemo, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { get, type Expanded, type ConnectorStatus } from "../api";
 import { usePoll } from "../hooks";
 import { parseTotals, rates, formatRate, type Rates, type Totals } from "../metrics";
 import { href } from "../route";
 import { Dialog, ErrorText, StateBadge } from "../components";
 
+interface Member {
+  id: string;
+  url?: string;
+  units?: number;
+  capacity?: number;
+  last_heartbeat_log_ms?: number;
+}
+
+interface Workers {
+  mode: string;
+  health: string;
+  answeredBy: string;
+  lease?: boolean;
+  members: Member[];
+}
+
 interface Snapshot {
   connectors: Expanded;
   rates: Map<string, Rates>;
+  workers: Workers | null;
   at: number;
+}
+
+// The workers: this one (standalone), or the cluster's members (GET /cluster).
+async function loadWorkers(): Promise<Workers | null> {
+  try {
+    const root = await get<{ worker_id: string; mode?: string }>("/");
+    const health = await get<{ status: string }>("/health").then((h) => h.status, (e) => `unhealthy: ${(e as Error).message}`);
+    if (root.mode !== "distributed") return { mode: "standalone", health, answeredBy: root.worker_id, members: [{ id: root.worker_id }] };
+    const c = await get<{ worker: string; lease: boolean; workers: Member[] }>("/cluster");
+    return { mode: "distributed", health, answeredBy: c.worker, lease: c.lease, members: c.workers };
+  } catch {
+    return null;
+  }
 }
 
 function taskSummary(s?: ConnectorStatus) {
@@ -23,15 +53,16 @@ function taskSummary(s?: ConnectorStatus) {
 export function Overview() {
   const prev = useRef<{ totals: Map<string, Totals>; at: number } | null>(null);
   const { data, error } = usePoll<Snapshot>(async () => {
-    const [connectors, metrics] = await Promise.all([
+    const [connectors, metrics, workers] = await Promise.all([
       get<Expanded>("/connectors?expand=status&expand=info"),
       get<string>("/metrics").catch(() => ""),
+      loadWorkers(),
     ]);
     const at = Date.now();
     const totals = parseTotals(metrics);
     const r = rates(prev.current?.totals ?? null, totals, prev.current ? (at - prev.current.at) / 1000 : 0);
     prev.current = { totals, at };
-    return { connectors, rates: r, at };
+    return { connectors, rates: r, workers, at };
   }, 2000);
   const [filter, setFilter] = useState("");
   const [trace, setTrace] = useState<{ title: string; text: string } | null>(null);
@@ -43,6 +74,28 @@ export function Overview() {
       .filter(([name, c]) => !f || name.toLowerCase().includes(f) || (c.info?.config["connector.class"] || "").toLowerCase().includes(f))
       .sort(([a], [b]) => a.localeCompare(b));
   }, [data, filter]);
+
+  // Pipelines: their connectors carry pipeline=<name> (src/rest/README.md, Pipelines).
+  const pipelines = useMemo(() => {
+    const out = new Map<string, { connectors: string[]; states: string[] }>();
+    if (!data) return out;
+    for (const [name, c] of Object.entries(data.connectors)) {
+      const p = c.info?.config["pipeline"];
+      if (!p) continue;
+      const e = out.get(p) ?? { connectors: [], states: [] };
+      e.connectors.push(name);
+      const failed = c.status?.tasks.some((t) => t.state === "FAILED");
+      e.states.push(failed ? "FAILED" : c.status?.connector.state ?? "UNASSIGNED");
+      out.set(p, e);
+    }
+    return out;
+  }, [data]);
+
+  // The first render with every connector: a performance mark the browser tests read (how long
+  // from navigation until the overview shows the worker's connectors).
+  useEffect(() => {
+    if (data && performance.getEntriesByName("ferry:overview-rendered").length === 0) performance.mark("ferry:overview-rendered");
+  }, [data]);
 
   const counts = useMemo(() => {
     const c = { total: 0, running: 0, failed: 0, paused: 0, stopped: 0 };
@@ -74,6 +127,44 @@ export function Overview() {
         <div role="listitem" className="stat"><b>{counts.paused}</b> paused</div>
         <div role="listitem" className="stat"><b>{counts.stopped}</b> stopped</div>
       </div>
+      {data?.workers && (
+        <section aria-labelledby="workers-title" className="workers">
+          <h2 id="workers-title">
+            {data.workers.mode === "standalone" ? "Worker (standalone)" : `Workers (${data.workers.members.length}, distributed)`}
+          </h2>
+          <ul className="cards">
+            {data.workers.members.map((m) => (
+              <li key={m.id} className="card worker" data-worker={m.id}>
+                <b>{m.id}</b>
+                {m.id === data.workers!.answeredBy && <span className="muted small"> (this console's)</span>}
+                <div className="small">
+                  {m.id === data.workers!.answeredBy ? data.workers!.health : "member"}
+                  {m.units !== undefined && ` · ${m.units} units · capacity ${m.capacity}`}
+                  {m.id === data.workers!.answeredBy && data.workers!.lease !== undefined && ` · lease ${data.workers!.lease ? "held" : "lost"}`}
+                </div>
+                {m.url && <div className="muted small">{m.url}</div>}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {pipelines.size > 0 && (
+        <section aria-labelledby="pipelines-title">
+          <h2 id="pipelines-title">Pipelines ({pipelines.size})</h2>
+          <ul className="cards">
+            {[...pipelines.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([p, e]) => {
+              const state = e.states.includes("FAILED") ? "FAILED" : e.states.every((s) => s === e.states[0]) ? e.states[0] : "MIXED";
+              return (
+                <li key={p} className="card" data-pipeline={p}>
+                  <a href={href("builder", "pipeline", p)}>{p}</a> <StateBadge state={state} />
+                  <div className="muted small">{e.connectors.length} connector{e.connectors.length > 1 ? "s" : ""}</div>
+                </li>
+              );
+            })}
+          </ul>
+        </section>
+      )}
+      <h2>Connectors</h2>
       <label className="filter">
         Filter
         <input type="search" value={filter} onChange={(e) => setFilter(e.target.value)} placeholder="name or class" />
