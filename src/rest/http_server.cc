@@ -276,8 +276,9 @@ std::string serializeResponse(const Response& res, const std::string& requestMet
       continue;
     out += k + ": " + v + "\r\n";
   }
-  if (!noBody) out += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
-  if (!keepAlive)
+  // A stream's body ends with the connection.
+  if (!noBody && !res.stream) out += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  if (!keepAlive || res.stream)
     out += "Connection: close\r\n";
   else if (requestVersion == 10)
     out += "Connection: keep-alive\r\n";
@@ -702,11 +703,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     stopping_ = true;
     // Waiting for or reading a request, or lingering: close now. Handling or writing: the answer
     // is written first (write() sees stopping_ and closes after it).
+    if (state_ == State::kStreaming) return endStream();
     if (state_ != State::kHandling && state_ != State::kWriting) closeNow();
   }
 
  private:
-  enum class State { kReading, kHandling, kWriting, kClosing };
+  enum class State { kReading, kHandling, kWriting, kStreaming, kClosing };
 
   static Stream makeStream(tcp::socket socket, ssl::context* ctx) {
     if constexpr (kTls)
@@ -813,6 +815,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
       std::string method = request->method;
       int version = request->version;
       asio::post(self->stream_.get_executor(), [self, res = std::move(res), method, version] {
+        if (res.stream && method != "HEAD" && res.status >= 200 && res.status < 300 && res.status != 204)
+          return self->startStream(serializeResponse(res, method, false, version), res.stream);
         self->write(serializeResponse(res, method, self->keepAlive_ && !self->stopping_, version));
       });
     });
@@ -841,6 +845,66 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                         if (close) return self->lingerClose();
                         self->awaitNextRequest();
                       });
+  }
+
+  // A streamed response (EventStream): the head, then next()'s output every interval, while the
+  // connection is read so that a client going away ends it at once.
+  void startStream(std::string head, std::shared_ptr<EventStream> events) {
+    state_ = State::kStreaming;
+    keepAlive_ = false;
+    events_ = std::move(events);
+    streamEnds_ = std::chrono::steady_clock::now() + events_->maxDuration;
+    timer_.emplace(stream_.get_executor());
+    watchClient();
+    streamWrite(std::move(head));
+  }
+
+  void watchClient() {
+    lowest().async_read_some(asio::buffer(discard_), [self = this->shared_from_this()](error_code ec, std::size_t) {
+      if (self->state_ != State::kStreaming) return;
+      if (ec) return self->endStream();  // closed by the client (or the server stopping)
+      self->watchClient();  // a client has nothing to send on a stream: dropped
+    });
+  }
+
+  void streamWrite(std::string data) {
+    if (data.empty()) return streamWait();
+    out_ = std::move(data);
+    lowest().expires_after(server_.options_.writeTimeout);
+    asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this()](error_code ec, std::size_t) {
+      if (self->state_ != State::kStreaming) return;
+      if (ec) {
+        if (ec == beast::error::timeout) ++self->server_.timeouts_;
+        return self->endStream();
+      }
+      self->lowest().expires_never();  // the pending read waits for as long as the stream lasts
+      self->streamWait();
+    });
+  }
+
+  void streamWait() {
+    if (stopping_ || std::chrono::steady_clock::now() >= streamEnds_) return endStream();
+    timer_->expires_after(events_->interval);
+    timer_->async_wait([self = this->shared_from_this()](error_code ec) {
+      if (ec || self->state_ != State::kStreaming) return;
+      std::optional<std::string> chunk;
+      try {
+        chunk = self->events_->next();
+      } catch (const std::exception& e) {
+        core::logger("rest")->error("event stream to {} failed: {}", self->remote_, e.what());
+      }
+      if (!chunk) return self->endStream();
+      if (chunk->empty() && ++self->idleTicks_ >= self->events_->keepAliveEvery) *chunk = ": keep-alive\n\n";
+      if (!chunk->empty()) self->idleTicks_ = 0;
+      self->streamWrite(std::move(*chunk));
+    });
+  }
+
+  void endStream() {
+    if (state_ != State::kStreaming) return;
+    if (timer_) timer_->cancel();
+    events_.reset();  // its destructor releases what it holds
+    closeNow();
   }
 
   // An error found while reading: answer it, then close without reading the rest.
@@ -904,6 +968,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   State state_ = State::kReading;
   bool keepAlive_ = false;
   bool stopping_ = false;
+  // kStreaming: the stream, its timer, when it ends, ticks since it last sent something.
+  std::shared_ptr<EventStream> events_;
+  std::optional<asio::steady_timer> timer_;
+  std::chrono::steady_clock::time_point streamEnds_{};
+  int idleTicks_ = 0;
 };
 
 void HttpServer::Impl::maybeReloadTls() {

@@ -22,6 +22,7 @@
 // a listener or TLS setting is unusable; nothing throws out of this class.
 #pragma once
 
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -63,10 +64,29 @@ struct Request {
   std::size_t get_param_value_count(const std::string& name) const { return params.count(name); }
 };
 
+// A response that goes on after its head, for server-sent events (text/event-stream): the
+// connection's I/O thread calls next() every `interval` and writes what it returns. next() runs on
+// the I/O thread and must return at once (no waiting, no I/O): "" sends nothing this time, nullopt
+// ends the response. The response also ends when the client closes the connection (noticed at
+// once: the connection is read meanwhile), when a write does not finish within the write
+// timeout, after `maxDuration`, or when the server stops; the object is destroyed then, so its
+// destructor releases what it holds. Every `keepAliveEvery` ticks without data a comment line is
+// sent, so proxies keep the connection. The connection is closed after it (Connection: close).
+class EventStream {
+ public:
+  virtual ~EventStream() = default;
+  virtual std::optional<std::string> next() = 0;
+  std::chrono::milliseconds interval{500};
+  std::chrono::milliseconds maxDuration{std::chrono::minutes(30)};
+  int keepAliveEvery = 20;
+};
+
 struct Response {
   int status = -1;  // -1: the handler set nothing (answered 500)
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Set: the body is this stream's output instead (see EventStream); `body` is sent first.
+  std::shared_ptr<EventStream> stream;
 
   void set_content(std::string content, std::string contentType);
   // Replaces a header of the same name. CR and LF are removed from the value (no injection).

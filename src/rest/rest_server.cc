@@ -178,6 +178,7 @@ class RestServer::Routes {
     // Taps show record contents: operators', as the data itself is more than status (viewers).
     add("POST", "connectors/*/tap", &Routes::openTap, Role::kOperator);
     add("GET", "taps/*", &Routes::readTap, Role::kOperator);
+    add("GET", "taps/*/events", &Routes::tapEvents, Role::kOperator);
     add("DELETE", "taps/*", &Routes::closeTap, Role::kOperator);
     add("GET", "connector-plugins", &Routes::plugins, Role::kViewer);
     add("GET", "connector-plugins/*/config", &Routes::pluginConfig, Role::kViewer);
@@ -927,6 +928,45 @@ class RestServer::Routes {
     auto batch = hub->read(p[0]);
     if (!batch.isOk()) return sendStatus(res, batch.status());
     sendJson(res, 200, tapBatchJson(*batch));
+  }
+
+  // The tap as server-sent events: its records every 500 ms as `event: records` (the JSON of GET
+  // /taps/{id}), `event: end` when the tap is gone. The stream owns the tap: when the client
+  // goes away (a closed page), the tap is closed at once.
+  class TapEvents final : public http::EventStream {
+   public:
+    TapEvents(runtime::TapHub& hub, std::string id) : hub_(hub), id_(std::move(id)) {}
+    ~TapEvents() override { hub_.close(id_); }
+    std::optional<std::string> next() override {
+      if (ended_) return std::nullopt;
+      auto batch = hub_.read(id_);
+      if (!batch.isOk()) {
+        ended_ = true;
+        return "event: end\ndata: " + dumpJson(Json{{"message", batch.status().message()}}) + "\n\n";
+      }
+      if (batch->records.empty() && batch->sampledOut == 0 && batch->overflowed == 0) return std::string();
+      return "event: records\ndata: " + dumpJson(tapBatchJson(*batch)) + "\n\n";
+    }
+
+   private:
+    runtime::TapHub& hub_;
+    const std::string id_;
+    bool ended_ = false;
+  };
+
+  void tapEvents(const Request&, Response& res, const Params& p) {
+    runtime::TapHub* hub = herder_.taps();
+    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    auto first = hub->read(p[0]);  // also: an unknown tap is a plain 404, not an empty stream
+    if (!first.isOk()) return sendStatus(res, first.status());
+    res.status = 200;
+    res.set_header("Content-Type", "text/event-stream; charset=utf-8");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.body = "retry: 2000\n\n";
+    if (!first->records.empty() || first->sampledOut || first->overflowed)
+      res.body += "event: records\ndata: " + dumpJson(tapBatchJson(*first)) + "\n\n";
+    res.stream = std::make_shared<TapEvents>(*hub, p[0]);
   }
 
   void closeTap(const Request&, Response& res, const Params& p) {

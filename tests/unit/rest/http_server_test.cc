@@ -472,3 +472,150 @@ TEST_F(StaticFilesTest, NoListingsAndOnlyGetOrHead) {
 
 }  // namespace
 }  // namespace ferry::rest::http
+
+// ---- streamed responses (EventStream): server-sent events
+
+namespace ferry::rest::http {
+namespace {
+
+struct StreamProbe {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool destroyed = false;
+  int calls = 0;
+  bool waitDestroyed(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, limit, [&] { return destroyed; });
+  }
+};
+
+class ScriptedStream final : public EventStream {
+ public:
+  ScriptedStream(std::shared_ptr<StreamProbe> probe, std::vector<std::optional<std::string>> script)
+      : probe_(std::move(probe)), script_(std::move(script)) {
+    interval = std::chrono::milliseconds(10);
+  }
+  ~ScriptedStream() override {
+    std::lock_guard lock(probe_->mu);
+    probe_->destroyed = true;
+    probe_->cv.notify_all();
+  }
+  std::optional<std::string> next() override {
+    std::lock_guard lock(probe_->mu);
+    const int i = probe_->calls++;
+    if (i < static_cast<int>(script_.size())) return script_[i];
+    return std::string();  // nothing more to say, for ever
+  }
+
+ private:
+  std::shared_ptr<StreamProbe> probe_;
+  std::vector<std::optional<std::string>> script_;
+};
+
+// Everything the server sends on one connection until it closes it (or `limit` passes).
+std::string readUntilClosed(int fd, std::chrono::milliseconds limit) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return out;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return out;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return out + "<closed>";
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+int connectTo(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+struct StreamServer {
+  explicit StreamServer(std::function<std::shared_ptr<EventStream>()> make) {
+    ServerOptions o;
+    o.listeners.push_back(Listener{false, "127.0.0.1", 0});
+    server = std::make_unique<HttpServer>(o, [make](const Request&, Response& res) {
+      res.status = 200;
+      res.set_header("Content-Type", "text/event-stream");
+      res.body = "retry: 1\n\n";
+      res.stream = make();
+    });
+    ok = server->start().isOk();
+    port = ok ? server->ports().at(0) : 0;
+  }
+  std::unique_ptr<HttpServer> server;
+  bool ok = false;
+  int port = 0;
+};
+
+TEST(HttpServerStream, SendsTheHeadThenEachChunkAndEndsWhenTheStreamDoes) {
+  auto probe = std::make_shared<StreamProbe>();
+  StreamServer s([&] {
+    return std::make_shared<ScriptedStream>(probe, std::vector<std::optional<std::string>>{
+                                                       "data: one\n\n", "", "data: two\n\n", std::nullopt});
+  });
+  ASSERT_TRUE(s.ok);
+  int fd = connectTo(s.port);
+  ASSERT_GE(fd, 0);
+  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  std::string got = readUntilClosed(fd, 10s);
+  ::close(fd);
+  EXPECT_THAT(got, ::testing::StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(got, ::testing::HasSubstr("Connection: close\r\n"));
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr("Content-Length")));
+  EXPECT_THAT(got, ::testing::EndsWith("\r\n\r\nretry: 1\n\ndata: one\n\ndata: two\n\n<closed>"));
+  EXPECT_TRUE(probe->waitDestroyed(5s));
+  s.server->stop();
+}
+
+TEST(HttpServerStream, AClientGoingAwayEndsTheStreamAtOnce) {
+  auto probe = std::make_shared<StreamProbe>();
+  StreamServer s([&] { return std::make_shared<ScriptedStream>(probe, std::vector<std::optional<std::string>>{}); });
+  ASSERT_TRUE(s.ok);
+  int fd = connectTo(s.port);
+  ASSERT_GE(fd, 0);
+  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  char buf[256];
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_GT(::poll(&p, 1, 10000), 0);
+  ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);  // the head arrived: the stream runs
+  EXPECT_FALSE(probe->waitDestroyed(0ms));
+  ::close(fd);  // the page is closed
+  // The stream itself would go on for 30 minutes; the closed connection ends it.
+  EXPECT_TRUE(probe->waitDestroyed(5s));
+  s.server->stop();
+}
+
+TEST(HttpServerStream, StoppingTheServerEndsOpenStreams) {
+  auto probe = std::make_shared<StreamProbe>();
+  StreamServer s([&] { return std::make_shared<ScriptedStream>(probe, std::vector<std::optional<std::string>>{}); });
+  ASSERT_TRUE(s.ok);
+  int fd = connectTo(s.port);
+  ASSERT_GE(fd, 0);
+  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  char buf[256];
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_GT(::poll(&p, 1, 10000), 0);
+  ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);
+  s.server->stop();
+  EXPECT_TRUE(probe->waitDestroyed(5s));
+  EXPECT_THAT(readUntilClosed(fd, 5s), ::testing::EndsWith("<closed>"));
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace ferry::rest::http

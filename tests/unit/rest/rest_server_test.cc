@@ -681,6 +681,7 @@ TEST(RestServerTaps, OpenReadCloseAndRefusals) {
   EXPECT_EQ(testing::httpRequest(server.port(), "GET", "/taps/" + id).status, 404);
   EXPECT_EQ(testing::httpRequest(server.port(), "DELETE", "/taps/" + id).status, 404);
   EXPECT_EQ(testing::httpRequest(server.port(), "GET", "/taps/" + std::string(5000, 'z')).status, 404);
+  EXPECT_EQ(testing::httpRequest(server.port(), "GET", "/taps/" + id + "/events").status, 404);  // closed: no stream
   // Refusals, each naming what is wrong.
   EXPECT_EQ(post("/connectors/nope/tap", "").status, 404);
   for (const auto& [body, words] : std::vector<std::pair<std::string, std::string>>{

@@ -28,6 +28,7 @@ const std::map<std::string, Role>& expectedRoles() {
       {"GET /connectors/*/metrics/history", Role::kViewer},
       {"POST /connectors/*/tap", Role::kOperator},
       {"GET /taps/*", Role::kOperator},
+      {"GET /taps/*/events", Role::kOperator},
       {"DELETE /taps/*", Role::kOperator},
       {"GET /metrics", Role::kViewer},
       {"GET /cluster", Role::kViewer},

@@ -1,8 +1,10 @@
 // A live, sampled view of the records a connector hands on (after its transforms): a tap opened
-// with POST /connectors/{name}/tap and read every second (GET /taps/{id}); closed when the view
-// goes away (DELETE, also as the page unloads), and by the worker anyway when no longer read.
+// with POST /connectors/{name}/tap and followed as server-sent events (GET /taps/{id}/events,
+// read with fetch so the Authorization header goes along; EventSource cannot send it). The
+// stream owns the tap: when the view goes away (or the page closes) the connection ends and the
+// worker closes the tap at once.
 import { useEffect, useRef, useState } from "react";
-import { authorization, enc, get, request } from "../api";
+import { authorization, enc, request } from "../api";
 import { ErrorText } from "../components";
 
 interface TapRecord {
@@ -48,37 +50,45 @@ export function TapView({ connector }: { connector: string }) {
 
   useEffect(() => {
     if (!id) return;
-    let stopped = false;
-    const close = () => {
-      // keepalive: the request outlives the page.
-      const headers: Record<string, string> = { "X-Requested-With": "XMLHttpRequest" };
+    const abort = new AbortController();
+    const onBatch = (r: TapRead) => {
+      if (r.records.length)
+        setRecords((old) => [...r.records.map((x) => ({ ...x, n: ++seq.current })).reverse(), ...old].slice(0, SHOWN));
+      if (r.sampled_out || r.overflowed) setSkipped((s) => s + r.sampled_out + r.overflowed);
+    };
+    (async () => {
+      const headers: Record<string, string> = { Accept: "text/event-stream", "X-Requested-With": "XMLHttpRequest" };
       const auth = authorization();
       if (auth) headers.Authorization = auth;
-      void fetch(`/taps/${enc(id)}`, { method: "DELETE", headers, keepalive: true }).catch(() => undefined);
-    };
-    const read = async () => {
-      try {
-        const r = await get<TapRead>(`/taps/${enc(id)}`);
-        if (stopped) return;
-        if (r.records.length)
-          setRecords((old) => [...r.records.map((x) => ({ ...x, n: ++seq.current })).reverse(), ...old].slice(0, SHOWN));
-        if (r.sampled_out || r.overflowed) setSkipped((s) => s + r.sampled_out + r.overflowed);
-      } catch (e) {
-        if (!stopped) {
-          setError((e as Error).message);
-          setId(null);
+      const res = await fetch(`/taps/${enc(id)}/events`, { headers, signal: abort.signal });
+      if (!res.ok || !res.body) throw new Error(`the tap's events: HTTP ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let text = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+        let end;
+        while ((end = text.indexOf("\n\n")) >= 0) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          let event = "message";
+          let data = "";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event: ")) event = line.slice(7);
+            else if (line.startsWith("data: ")) data += line.slice(6);
+          }
+          if (event === "records" && data) onBatch(JSON.parse(data) as TapRead);
+          if (event === "end") throw new Error(data ? (JSON.parse(data) as { message: string }).message : "the tap ended");
         }
       }
-    };
-    void read();
-    const t = window.setInterval(read, 1000);
-    window.addEventListener("pagehide", close);
-    return () => {
-      stopped = true;
-      window.clearInterval(t);
-      window.removeEventListener("pagehide", close);
-      close();
-    };
+      throw new Error("the worker closed the tap's stream");
+    })().catch((e) => {
+      if (abort.signal.aborted) return;
+      setError((e as Error).message);
+      setId(null);
+    });
+    return () => abort.abort();
   }, [id]);
 
   const start = async () => {
