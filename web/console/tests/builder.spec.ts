@@ -88,12 +88,26 @@ test("a pipeline built by drag and drop runs and its rule keeps the even records
   errors.check();
 });
 
-test("a template opens on the canvas as a whole pipeline", async ({ page }) => {
+test("every template opens on the canvas whole and the worker accepts it", async ({ page, request }) => {
   const errors = watchErrors(page);
-  await page.goto("/ui/#/builder");
-  await page.getByLabel("Start from a template").selectOption({ label: "File → backbone → file" });
-  await expect(page.locator(".react-flow__node")).toHaveCount(3);
-  await expect(page.getByLabel("through the backbone")).toBeChecked();
-  await shot(page, "builder-template");
+  const titles = ["MQTT → RocketMQ bridge with rules", "RocketMQ → MQTT", "Kafka → Kafka replication", "File → backbone → file"];
+  for (const [i, title] of titles.entries()) {
+    await page.goto("/ui/#/builder");
+    await page.getByLabel("Start from a template").selectOption({ label: title });
+    await expect(page.locator(".react-flow__node")).toHaveCount(title.startsWith("Kafka") ? 2 : 3);
+    await expect(page.getByRole("list", { name: "What the canvas still needs" })).toHaveCount(0);
+    if (title.startsWith("File")) {
+      await expect(page.getByLabel("through the backbone")).toBeChecked();
+      await page.locator(".react-flow__node", { hasText: "FileStreamSource" }).click();
+      await page.locator("#f-file").fill(join(workDir(), `tpl-in-${i}.txt`));
+      await page.locator(".react-flow__node", { hasText: "FileStreamSink" }).click();
+      await page.locator("#f-file").fill(join(workDir(), `tpl-out-${i}.txt`));
+    }
+    await page.getByLabel("Name").first().fill(`tpl-${i}`);
+    await page.getByRole("button", { name: "Deploy" }).click();
+    await expect(page.getByRole("status")).toContainText("saved and deployed");
+    await shot(page, `builder-template-${i}`);
+    expect((await rest(request, "DELETE", `/pipelines/tpl-${i}`)).status).toBe(204);
+  }
   errors.check();
 });
