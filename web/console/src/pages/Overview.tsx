@@ -182,7 +182,7 @@ export function Overview() {
               <th scope="col" className="num">In</th>
               <th scope="col" className="num">Out</th>
               <th scope="col" className="num">Errors</th>
-              <th scope="col" className="num">Lag</th>
+              <th scope="col" className="num" title="Records taken in and not yet committed (ferry_task_commit_lag_records)">Commit lag</th>
               <th scope="col">Worker</th>
             </tr>
           </thead>
