@@ -165,6 +165,9 @@ export function Overview() {
         </section>
       )}
       <h2>Connectors</h2>
+      {data?.workers?.mode === "distributed" && (
+        <p className="muted small">In, out, errors and commit lag count the tasks running on {data.workers.answeredBy}, the worker this console talks to.</p>
+      )}
       <label className="filter">
         Filter
         <input type="search" value={filter} onChange={(e) => setFilter(e.target.value)} placeholder="name or class" />
