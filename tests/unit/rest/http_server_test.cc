@@ -541,6 +541,22 @@ int connectTo(int port) {
   return fd;
 }
 
+// Connects, asks for the stream and waits for the first bytes of its answer (the stream runs
+// then); the socket, or -1.
+int openStream(int port) {
+  int fd = connectTo(port);
+  if (fd < 0) return -1;
+  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  char buf[256];
+  pollfd p{fd, POLLIN, 0};
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()) ||
+      ::poll(&p, 1, 10000) <= 0 || ::recv(fd, buf, sizeof buf, 0) <= 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 struct StreamServer {
   explicit StreamServer(std::function<std::shared_ptr<EventStream>()> make) {
     ServerOptions o;
@@ -584,14 +600,8 @@ TEST(HttpServerStream, AClientGoingAwayEndsTheStreamAtOnce) {
   auto probe = std::make_shared<StreamProbe>();
   StreamServer s([&] { return std::make_shared<ScriptedStream>(probe, std::vector<std::optional<std::string>>{}); });
   ASSERT_TRUE(s.ok);
-  int fd = connectTo(s.port);
-  ASSERT_GE(fd, 0);
-  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
-  char buf[256];
-  pollfd p{fd, POLLIN, 0};
-  ASSERT_GT(::poll(&p, 1, 10000), 0);
-  ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);  // the head arrived: the stream runs
+  int fd = openStream(s.port);
+  ASSERT_GE(fd, 0);  // the head arrived: the stream runs
   EXPECT_FALSE(probe->waitDestroyed(0ms));
   ::close(fd);  // the page is closed
   // The stream itself would go on for 30 minutes; the closed connection ends it.
@@ -603,14 +613,8 @@ TEST(HttpServerStream, StoppingTheServerEndsOpenStreams) {
   auto probe = std::make_shared<StreamProbe>();
   StreamServer s([&] { return std::make_shared<ScriptedStream>(probe, std::vector<std::optional<std::string>>{}); });
   ASSERT_TRUE(s.ok);
-  int fd = connectTo(s.port);
+  int fd = openStream(s.port);
   ASSERT_GE(fd, 0);
-  const std::string req = "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
-  char buf[256];
-  pollfd p{fd, POLLIN, 0};
-  ASSERT_GT(::poll(&p, 1, 10000), 0);
-  ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);
   s.server->stop();
   EXPECT_TRUE(probe->waitDestroyed(5s));
   EXPECT_THAT(readUntilClosed(fd, 5s), ::testing::EndsWith("<closed>"));
