@@ -174,6 +174,52 @@ function connectorAsPipeline(info: ConnectorInfo): Pipeline {
   return { name: info.name, mode: "direct", source: c, transforms, sinks: sink["connector.class"] ? [sink] : [] };
 }
 
+// A plain connector's config from the canvas: a direct connector (source, transforms, its sink
+// under sink.*), a source or a sink with its transforms. Transforms in the order the edges give.
+function toConnectorConfig(nodes: PNode[], edges: Edge[]) {
+  const problems: string[] = [];
+  const sources = nodes.filter((n) => n.data.kind === "source");
+  const sinks = nodes.filter((n) => n.data.kind === "sink");
+  if (sources.length > 1) problems.push("A connector has one source.");
+  if (sinks.length > 1) problems.push("A connector has at most one sink.");
+  if (!sources.length && !sinks.length) problems.push("Add a source or a sink.");
+  const transforms = nodes.filter((n) => n.data.kind === "transform");
+  const next = (id: string) => edges.filter((e) => e.source === id).map((e) => transforms.find((t) => t.id === e.target)).find(Boolean);
+  const first = transforms.find((t) => !edges.some((e) => e.target === t.id && transforms.some((x) => x.id === e.source)));
+  const chain: PNode[] = [];
+  for (let at = sources[0] ? next(sources[0].id) : first; at && !chain.includes(at); at = next(at.id)) chain.push(at);
+  if (chain.length !== transforms.length) problems.push("Transforms form one chain.");
+  const clean = (c: Record<string, string>) => Object.entries(c).filter(([, v]) => v !== "");
+  const config: Record<string, string> = {};
+  const main = sources[0] ?? sinks[0];
+  if (main) {
+    for (const [k, v] of clean(main.data.config)) config[k] = v;
+    config["connector.class"] = main.data.cls;
+  }
+  if (chain.length) config["transforms"] = chain.map((t) => t.data.alias ?? "").join(",");
+  for (const t of chain) {
+    config[`transforms.${t.data.alias}.type`] = t.data.cls;
+    for (const [k, v] of clean(t.data.config)) config[`transforms.${t.data.alias}.${k}`] = v;
+  }
+  if (sources[0] && sinks[0]) {
+    config["sink.connector.class"] = sinks[0].data.cls;
+    for (const [k, v] of clean(sinks[0].data.config)) config[`sink.${k}`] = v;
+  }
+  return { config, problems };
+}
+
+// "... contains the following 2 errors: rate: Invalid ...; sink.file: Missing ...\n..." -> key -> messages.
+function connectorErrors(message: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  const m = /errors?: ([^\n]*)/.exec(message);
+  if (!m) return out;
+  for (const part of m[1].split("; ")) {
+    const f = /^([A-Za-z0-9_.$-]+): ([\s\S]*)$/.exec(part);
+    if (f) (out[f[1]] ||= []).push(f[2]);
+  }
+  return out;
+}
+
 function Field({ k, value, error, onChange }: { k: ConfigKey; value: string; error?: string[]; onChange: (v: string) => void }) {
   const id = `f-${k.name}`;
   const type = k.type.toUpperCase();
@@ -418,6 +464,20 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
   // Server errors by node: "source.x", "sinks[i].x", "transforms.alias.x".
   const errorsFor = (n: PNode): Record<string, string[]> => {
     const out: Record<string, string[]> = {};
+    if (connectorName) {
+      // A connector's keys: transforms.<alias>.x, sink.x (a direct connector's sink), the rest.
+      const direct = nodes.some((x) => x.data.kind === "source") && nodes.some((x) => x.data.kind === "sink");
+      for (const [field, msgs] of Object.entries(errors)) {
+        if (n.data.kind === "transform") {
+          if (field.startsWith(`transforms.${n.data.alias}.`)) out[field.slice(`transforms.${n.data.alias}.`.length)] = msgs;
+        } else if (n.data.kind === "sink" && direct) {
+          if (field.startsWith("sink.")) out[field.slice(5)] = msgs;
+        } else if (!field.startsWith("transforms.") && !(direct && field.startsWith("sink."))) {
+          out[field] = msgs;
+        }
+      }
+      return out;
+    }
     const prefix =
       n.data.kind === "source" ? "source." :
       n.data.kind === "sink" ? `sinks[${built.sinkOrder.indexOf(n.id)}].` :
@@ -429,6 +489,25 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
     const count = Object.keys(errorsFor(n)).length;
     return count === (n.data.errors ?? 0) ? n : { ...n, data: { ...n.data, errors: count } };
   });
+
+  const connectorBuilt = useMemo(() => toConnectorConfig(nodes, edges), [nodes, edges]);
+  const saveConnector = async () => {
+    if (!connectorName) return;
+    setBusy(true);
+    setErrors({});
+    setMessage(null);
+    setSaved(null);
+    try {
+      await request("PUT", `/connectors/${enc(connectorName)}/config`, connectorBuilt.config);
+      setSaved(`Connector ${connectorName} saved.`);
+    } catch (e) {
+      const msg = (e as Error).message;
+      setErrors(e instanceof ApiError && e.status === 400 ? connectorErrors(msg) : {});
+      setMessage(msg);
+    } finally {
+      setBusy(false);
+    }
+  };
 
   const save = async () => {
     setBusy(true);
@@ -472,12 +551,12 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
         <form className="pipeline-bar" aria-label="Pipeline" onSubmit={(e) => { e.preventDefault(); void save(); }}>
           <label>
             Name
-            <input value={name} onChange={(e) => setName(e.target.value)} disabled={existing} required pattern="[A-Za-z0-9._\-]+" aria-invalid={errors["name"] ? true : undefined} />
+            <input value={name} onChange={(e) => setName(e.target.value)} disabled={existing || !!connectorName} required pattern="[A-Za-z0-9._\-]+" aria-invalid={errors["name"] ? true : undefined} />
           </label>
           <fieldset className="mode">
             <legend>Mode</legend>
-            <label><input type="radio" name="mode" checked={mode === "direct"} onChange={() => setMode("direct")} disabled={existing} /> direct</label>
-            <label><input type="radio" name="mode" checked={mode === "backbone"} onChange={() => setMode("backbone")} disabled={existing} /> through the backbone</label>
+            <label><input type="radio" name="mode" checked={mode === "direct"} onChange={() => setMode("direct")} disabled={existing || !!connectorName} /> direct</label>
+            <label><input type="radio" name="mode" checked={mode === "backbone"} onChange={() => setMode("backbone")} disabled={existing || !!connectorName} /> through the backbone</label>
           </fieldset>
           {mode === "backbone" && (
             <label>
@@ -492,6 +571,9 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
           {canAdmin && !connectorName && (
             <button type="submit" disabled={busy || built.problems.length > 0 || !name}>{existing ? "Save changes" : "Deploy"}</button>
           )}
+          {canAdmin && connectorName && (
+            <button type="button" onClick={saveConnector} disabled={busy || connectorBuilt.problems.length > 0}>Save connector</button>
+          )}
           {existing && canAdmin && (
             <button type="button" className="danger" onClick={async () => {
               if (!window.confirm(`Delete pipeline ${name} and its connectors?`)) return;
@@ -499,9 +581,9 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
             }}>Delete</button>
           )}
         </form>
-        {connectorName && <p className="muted">Connector {connectorName} as a pipeline shape (read only here; edit its configuration on <a href={href("connectors", connectorName)}>its page</a>).</p>}
-        {built.problems.length > 0 && nodes.length > 0 && (
-          <ul className="problems" aria-label="What the canvas still needs">{built.problems.map((p) => <li key={p}>{p}</li>)}</ul>
+        {connectorName && <p className="muted">Connector {connectorName}: saving writes its configuration (<code>PUT /connectors/{connectorName}/config</code>); its page has the JSON and the diff.</p>}
+        {(connectorName ? connectorBuilt.problems : built.problems).length > 0 && nodes.length > 0 && (
+          <ul className="problems" aria-label="What the canvas still needs">{(connectorName ? connectorBuilt.problems : built.problems).map((p) => <li key={p}>{p}</li>)}</ul>
         )}
         {nodes.length === 0 && <p className="muted hint">Drag a source, transforms and sinks from the palette onto the canvas (or pick one and press Enter), or start from a template.</p>}
         {message && <pre role="alert" className="error server-error">{message}</pre>}
@@ -532,7 +614,7 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
             key={node.id}
             node={node}
             errors={errorsFor(node)}
-            readOnly={!canAdmin || !!connectorName}
+            readOnly={!canAdmin}
             onChange={(k, v) => update(node.id, (d) => ({ ...d, config: { ...d.config, [k]: v } }))}
             onAlias={(a) => update(node.id, (d) => ({ ...d, alias: a }))}
             onRemove={() => {
