@@ -54,6 +54,8 @@ std::string printableText(std::string_view s, std::size_t max);
 using core::base64Decode;  // core/base64.h
 using core::base64Encode;
 std::string sha256Hex(std::string_view data);
+// Lowercase hex of the bytes.
+std::string hexEncode(std::string_view bytes);
 // Compares in time that depends only on the lengths.
 bool constantTimeEquals(std::string_view a, std::string_view b);
 // `n` bytes from the OS's cryptographic random source (OpenSSL RAND_bytes).

@@ -9,13 +9,11 @@ void MetricsHistory::sample(const std::vector<control::MetricSample>& samples, s
     if (s.name.rfind("ferry_task_", 0) != 0) continue;
     auto c = s.labels.find("connector");
     if (c == s.labels.end()) continue;
-    Totals* t = nullptr;
-    auto slot = [&]() -> Totals& { return t ? *t : *(t = &now[c->second]); };
-    if (s.name == "ferry_task_records_in_total") slot().in += s.value;
-    else if (s.name == "ferry_task_records_out_total") slot().out += s.value;
-    else if (s.name == "ferry_task_errors_total") slot().errors += s.value;
-    else if (s.name == "ferry_task_commit_lag_records") slot().lag += s.value;
-    else if (s.name == "ferry_task_commits_total") slot();  // a task that has only this still counts
+    Totals& t = now[c->second];  // any task series: the connector has a task here
+    if (s.name == "ferry_task_records_in_total") t.in += s.value;
+    else if (s.name == "ferry_task_records_out_total") t.out += s.value;
+    else if (s.name == "ferry_task_errors_total") t.errors += s.value;
+    else if (s.name == "ferry_task_commit_lag_records") t.lag += s.value;
   }
   std::lock_guard lock(mu_);
   // Connectors with no task here any more are forgotten.

@@ -893,21 +893,23 @@ class RestServer::Routes {
 
   // --- taps (runtime/tap.h)
 
-  void openTap(const Request& req, Response& res, const Params& p) {
+  // The herder's taps, or a 404 answered (a herder without them).
+  runtime::TapHub* tapsOr404(Response& res) {
     runtime::TapHub* hub = herder_.taps();
-    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    if (hub == nullptr) sendError(res, 404, "this worker has no taps");
+    return hub;
+  }
+
+  void openTap(const Request& req, Response& res, const Params& p) {
+    runtime::TapHub* hub = tapsOr404(res);
+    if (hub == nullptr) return;
     auto options = parseTapOptions(req.body);
     if (!options.isOk()) return sendStatus(res, options.status());
     auto status = herder_.connectorStatus(p[0]);
     if (!status.isOk()) return sendStatus(res, status.status());
     auto random = randomBytes(16);
     if (!random.isOk()) return sendStatus(res, random.status());
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string id;
-    for (unsigned char c : *random) {
-      id += kHex[c >> 4];
-      id += kHex[c & 15];
-    }
+    const std::string id = hexEncode(*random);
     if (auto s = hub->open(id, p[0], *options); !s.isOk())
       return sendError(res, s.code() == StatusCode::kResourceExhausted ? 429 : 400, s.message());
     // In a cluster a tap sees the connector's tasks running on this worker only.
@@ -923,8 +925,8 @@ class RestServer::Routes {
   }
 
   void readTap(const Request&, Response& res, const Params& p) {
-    runtime::TapHub* hub = herder_.taps();
-    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    runtime::TapHub* hub = tapsOr404(res);
+    if (hub == nullptr) return;
     auto batch = hub->read(p[0]);
     if (!batch.isOk()) return sendStatus(res, batch.status());
     sendJson(res, 200, tapBatchJson(*batch));
@@ -955,8 +957,8 @@ class RestServer::Routes {
   };
 
   void tapEvents(const Request&, Response& res, const Params& p) {
-    runtime::TapHub* hub = herder_.taps();
-    if (hub == nullptr) return sendError(res, 404, "this worker has no taps");
+    runtime::TapHub* hub = tapsOr404(res);
+    if (hub == nullptr) return;
     auto first = hub->read(p[0]);  // also: an unknown tap is a plain 404, not an empty stream
     if (!first.isOk()) return sendStatus(res, first.status());
     res.status = 200;
@@ -970,8 +972,9 @@ class RestServer::Routes {
   }
 
   void closeTap(const Request&, Response& res, const Params& p) {
-    runtime::TapHub* hub = herder_.taps();
-    if (hub == nullptr || !hub->close(p[0])) return sendError(res, 404, "no tap " + p[0].substr(0, 64));
+    runtime::TapHub* hub = tapsOr404(res);
+    if (hub == nullptr) return;
+    if (!hub->close(p[0])) return sendError(res, 404, "no tap " + p[0].substr(0, 64));
     res.status = 204;
   }
 

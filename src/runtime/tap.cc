@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <deque>
 
+#include <simdjson.h>
+
 #include "core/clock.h"
 
 namespace ferry::runtime {
@@ -171,32 +173,6 @@ void TapHub::detachLocked(const std::string& id) {
   }
 }
 
-bool tapValidUtf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t n;
-    std::uint32_t cp;
-    if ((c & 0xE0) == 0xC0) n = 1, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) n = 2, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) n = 3, cp = c & 0x07;
-    else return false;
-    if (n >= s.size() - i) return false;  // the sequence runs past the end
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += n + 1;
-  }
-  return true;
-}
+bool tapValidUtf8(std::string_view s) { return simdjson::validate_utf8(s); }
 
 }  // namespace ferry::runtime

@@ -101,7 +101,8 @@ class TapHub {
   std::map<std::string, std::shared_ptr<Tap>> taps_;
 };
 
-// Whether `text` is valid UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
+// Whether `text` is valid UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF): simdjson's
+// validator.
 bool tapValidUtf8(std::string_view text);
 
 }  // namespace ferry::runtime

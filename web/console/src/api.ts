@@ -40,12 +40,18 @@ export function onUnauthorized(f: () => void): () => void {
   return () => listeners.delete(f);
 }
 
-export async function request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-  // X-Requested-With: the worker then sends no Basic challenge with a 401, so the browser shows
-  // no login prompt of its own; the console shows its login form.
-  const headers: Record<string, string> = { Accept: "application/json", "X-Requested-With": "XMLHttpRequest" };
+// The headers of every request the console sends. X-Requested-With: the worker then sends no
+// Basic challenge with a 401, so the browser shows no login prompt of its own; the console shows
+// its login form.
+export function requestHeaders(accept = "application/json"): Record<string, string> {
+  const headers: Record<string, string> = { Accept: accept, "X-Requested-With": "XMLHttpRequest" };
   const auth = authorization();
   if (auth) headers.Authorization = auth;
+  return headers;
+}
+
+export async function request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers = requestHeaders();
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(path, {
     method,

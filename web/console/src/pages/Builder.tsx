@@ -462,12 +462,12 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
   const built = useMemo(() => toPipeline(name, mode, topic, nodes, edges), [name, mode, topic, nodes, edges]);
 
   // Server errors by node: "source.x", "sinks[i].x", "transforms.alias.x".
-  const errorsFor = (n: PNode): Record<string, string[]> => {
+  const errorsOf = (n: PNode, errs: Record<string, string[]>): Record<string, string[]> => {
     const out: Record<string, string[]> = {};
     if (connectorName) {
       // A connector's keys: transforms.<alias>.x, sink.x (a direct connector's sink), the rest.
       const direct = nodes.some((x) => x.data.kind === "source") && nodes.some((x) => x.data.kind === "sink");
-      for (const [field, msgs] of Object.entries(errors)) {
+      for (const [field, msgs] of Object.entries(errs)) {
         if (n.data.kind === "transform") {
           if (field.startsWith(`transforms.${n.data.alias}.`)) out[field.slice(`transforms.${n.data.alias}.`.length)] = msgs;
         } else if (n.data.kind === "sink" && direct) {
@@ -482,9 +482,10 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
       n.data.kind === "source" ? "source." :
       n.data.kind === "sink" ? `sinks[${built.sinkOrder.indexOf(n.id)}].` :
       `transforms.${n.data.alias}.`;
-    for (const [field, msgs] of Object.entries(errors)) if (field.startsWith(prefix)) out[field.slice(prefix.length)] = msgs;
+    for (const [field, msgs] of Object.entries(errs)) if (field.startsWith(prefix)) out[field.slice(prefix.length)] = msgs;
     return out;
   };
+  const errorsFor = (n: PNode) => errorsOf(n, errors);
   const shownNodes = nodes.map((n) => {
     const count = Object.keys(errorsFor(n)).length;
     return count === (n.data.errors ?? 0) ? n : { ...n, data: { ...n.data, errors: count } };
@@ -530,8 +531,7 @@ function Canvas({ pipelineName, connectorName }: { pipelineName?: string; connec
       setErrors(byField);
       setMessage(msg);
       // Open the first node with an error.
-      const first = nodes.find((n) => Object.keys(byField).some((f) =>
-        f.startsWith(n.data.kind === "source" ? "source." : n.data.kind === "sink" ? `sinks[${built.sinkOrder.indexOf(n.id)}].` : `transforms.${n.data.alias}.`)));
+      const first = nodes.find((n) => Object.keys(errorsOf(n, byField)).length > 0);
       if (first) setSelected(first.id);
     } finally {
       setBusy(false);

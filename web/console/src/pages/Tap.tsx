@@ -4,7 +4,7 @@
 // stream owns the tap: when the view goes away (or the page closes) the connection ends and the
 // worker closes the tap at once.
 import { useEffect, useRef, useState } from "react";
-import { authorization, enc, request } from "../api";
+import { enc, request, requestHeaders } from "../api";
 import { ErrorText } from "../components";
 
 interface TapRecord {
@@ -57,10 +57,7 @@ export function TapView({ connector }: { connector: string }) {
       if (r.sampled_out || r.overflowed) setSkipped((s) => s + r.sampled_out + r.overflowed);
     };
     (async () => {
-      const headers: Record<string, string> = { Accept: "text/event-stream", "X-Requested-With": "XMLHttpRequest" };
-      const auth = authorization();
-      if (auth) headers.Authorization = auth;
-      const res = await fetch(`/taps/${enc(id)}/events`, { headers, signal: abort.signal });
+      const res = await fetch(`/taps/${enc(id)}/events`, { headers: requestHeaders("text/event-stream"), signal: abort.signal });
       if (!res.ok || !res.body) throw new Error(`the tap's events: HTTP ${res.status}`);
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let text = "";
