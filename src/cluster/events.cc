@@ -1,6 +1,10 @@
 // Cluster log events (see events.h).
 #include "cluster/events.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/json_bounds.h"
@@ -62,6 +66,10 @@ std::string encode(const Event& e) {
       j["sentMs"] = e.sentMs;
       j["loads"] = e.loads;
       if (!e.progress.empty()) j["progress"] = e.progress;
+      if (!e.counters.empty()) {
+        json& c = j["counters"];
+        for (const auto& [unit, n] : e.counters) c[unit] = json::array({n.recordsIn, n.recordsOut, n.errors, n.commitLag});
+      }
       break;
     case EventType::kLeave:
       j["worker"] = e.worker;
@@ -154,6 +162,21 @@ Result<Event> decode(std::string_view bytes) {
           if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxProgressBytes)
             return Status::invalidArgument("cluster event field 'progress." + it.key() + "' is not a short string");
           e.progress[it.key()] = it->get<std::string>();
+        }
+      }
+      if (j.contains("counters")) {  // optional too: [records in, records out, errors, commit lag]
+        FERRY_RETURN_IF_ERROR(need(j, "counters", V::object));
+        for (auto it = j["counters"].begin(); it != j["counters"].end(); ++it) {
+          const json& a = *it;
+          bool good = a.is_array() && a.size() == 4;
+          for (std::size_t i = 0; good && i < 4; ++i) good = a[i].is_number_unsigned();
+          if (!good)
+            return Status::invalidArgument("cluster event field 'counters." + it.key() +
+                                           "' is not four counts [records in, records out, errors, commit lag]");
+          auto n = [&](std::size_t i) {
+            return static_cast<std::int64_t>(std::min<std::uint64_t>(a[i].get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max()));
+          };
+          e.counters[it.key()] = UnitCounters{n(0), n(1), n(2), n(3)};
         }
       }
       break;

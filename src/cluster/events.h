@@ -28,6 +28,16 @@ enum class EventType {
 };
 const char* eventTypeName(EventType t) noexcept;
 
+// What a worker says about a task it runs, in its heartbeats: the task's counters as
+// runtime::TaskMetrics has them (the commit lag is a gauge, the others only grow while the task runs).
+struct UnitCounters {
+  std::int64_t recordsIn = 0;
+  std::int64_t recordsOut = 0;
+  std::int64_t errors = 0;
+  std::int64_t commitLag = 0;
+  bool operator==(const UnitCounters&) const = default;
+};
+
 struct Event {
   EventType type = EventType::kHeartbeat;
   std::string worker;
@@ -39,6 +49,9 @@ struct Event {
   // heartbeat: the progress of long work in the units it runs ("c-0" -> {"phase","done",
   // "estimated","unit","rate"} as JSON text), so that every worker's status shows it.
   std::map<std::string, std::string> progress;
+  // heartbeat: the record counters of the units it runs ("c-0" -> records in, out, errors, commit
+  // lag), so that every worker's status and charts cover the whole cluster, not only its own tasks.
+  std::map<std::string, UnitCounters> counters;
   std::string connector;
   StringMap config;
   std::string target;                       // STARTED, PAUSED, STOPPED

@@ -87,6 +87,7 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
       m.capacity = e.capacity > 0 ? e.capacity : 1.0;
       m.loads = e.loads;
       m.progress = e.progress;
+      m.counters = e.counters;
       break;
     }
     case EventType::kLeave: {

@@ -34,6 +34,7 @@ struct Member {
   std::int64_t joinedAt = 0;  // log offset of the heartbeat that made it a member
   std::map<std::string, double> loads;
   std::map<std::string, std::string> progress;  // its last heartbeat's (not in snapshots)
+  std::map<std::string, UnitCounters> counters;  // its last heartbeat's (not in snapshots)
 };
 
 struct ConnectorInfo {

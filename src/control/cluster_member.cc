@@ -366,7 +366,7 @@ void ClusterMember::heartbeatLoop() {
         std::lock_guard lock(loadsMu_);
         e.loads = loads_;
       }
-      if (progressSource_) e.progress = progressSource_();
+      if (unitReporter_) unitReporter_(e);
       if (auto r = log_.append(Bytes(cluster::encode(e)), std::chrono::milliseconds(o_.cluster.sessionTimeoutMs));
           !r.isOk())
         log()->warn("cluster: heartbeat not appended: {}", r.status().toString());

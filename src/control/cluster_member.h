@@ -82,11 +82,9 @@ class ClusterMember {
   const std::string& incarnation() const { return o_.incarnation; }
   // Measured cost per unit ("<connector>-<task>"), sent with the next heartbeats.
   void setLoads(std::map<std::string, double> loads);
-  // Called before every heartbeat for the progress of the units this worker runs (see
-  // cluster::Event::progress); set before start().
-  void setProgressSource(std::function<std::map<std::string, std::string>()> source) {
-    progressSource_ = std::move(source);
-  }
+  // Called before every heartbeat to fill in what it says about the units this worker runs (their
+  // progress and counters: cluster::Event::progress, ::counters); set before start().
+  void setUnitReporter(std::function<void(cluster::Event&)> reporter) { unitReporter_ = std::move(reporter); }
   // Test hook: stop appending heartbeats (the tailer keeps running), as if the broker were cut off.
   void pauseHeartbeats(bool paused) { heartbeatsPaused_ = paused; }
   // How many events were skipped because they did not decode.
@@ -124,7 +122,7 @@ class ClusterMember {
   std::atomic<std::int64_t> skipped_{0};
   std::mutex loadsMu_;
   std::map<std::string, double> loads_;
-  std::function<std::map<std::string, std::string>()> progressSource_;  // set before start()
+  std::function<void(cluster::Event&)> unitReporter_;  // set before start()
   // syncedState(): readers ask for the log's end through the syncer thread, so a broker that does
   // not answer holds that thread, never a REST thread beyond the lease (requests coalesce: one
   // query answers every reader that asked before it was sent).

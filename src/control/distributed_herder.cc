@@ -87,7 +87,7 @@ class HerderImpl final : public DistributedHerder {
   ~HerderImpl() override { stop(); }
 
   Status start() override {
-    member_->setProgressSource([this] { return progressOfLocalUnits(); });
+    member_->setUnitReporter([this](cluster::Event& heartbeat) { reportLocalUnits(heartbeat); });
     FERRY_RETURN_IF_ERROR(member_->start());
     running_ = true;
     fencer_ = core::namedThread("fencer", [this] { fenceLoop(); });
@@ -180,8 +180,8 @@ class HerderImpl final : public DistributedHerder {
       fill(Unit{name, t.id}, t.state, t.workerId, t.trace);
       out.tasks.push_back(std::move(t));
     }
-    // Progress: of the tasks running here as it is now, of the others as their owner's last
-    // heartbeat carried it (at most a heartbeat interval old).
+    // Progress and counters: of the tasks running here as they are now, of the others as their
+    // owner's last heartbeat carried them (at most a heartbeat interval old).
     std::lock_guard lock(unitsMu_);
     for (auto& t : out.tasks) {
       if (auto u = units_.find(Unit{name, t.id}); u != units_.end() && u->second.runner) {
@@ -189,14 +189,15 @@ class HerderImpl final : public DistributedHerder {
           t.progress = p->report;
           t.progressRate = p->ratePerSecond;
         }
+        t.counters = TaskHost::countersOf(u->second.runner->metrics());
         continue;
       }
-      auto a = s.assignment().find(Unit{name, t.id});
-      if (a == s.assignment().end()) continue;
-      auto m = s.members().find(a->second.owner);
-      if (m == s.members().end() || m->second.incarnation != a->second.incarnation) continue;
-      auto p = m->second.progress.find(Unit{name, t.id}.toString());
-      if (p == m->second.progress.end()) continue;
+      const cluster::Member* m = currentOwner(s, Unit{name, t.id});
+      if (!m) continue;
+      const std::string unit = Unit{name, t.id}.toString();
+      if (auto c = m->counters.find(unit); c != m->counters.end()) t.counters = c->second;
+      auto p = m->progress.find(unit);
+      if (p == m->progress.end()) continue;
       if (auto read = readProgress(p->second)) {
         t.progress = read->first;
         t.progressRate = read->second;
@@ -205,27 +206,65 @@ class HerderImpl final : public DistributedHerder {
     return out;
   }
 
-  // The progress of the task units this worker runs, for its heartbeats (cluster::Event::progress):
-  // at most kMaxProgressBytes in all, so a worker of thousands of such tasks keeps its heartbeats
-  // small (the rest show in this worker's own answers only).
-  std::map<std::string, std::string> progressOfLocalUnits() const {
-    static constexpr std::size_t kMaxProgressBytes = 32 * 1024;
-    std::map<std::string, std::string> out;
-    std::size_t bytes = 0;
+  static std::size_t digits(std::int64_t n) {
+    std::size_t d = 1;
+    for (; n >= 10; n /= 10) ++d;
+    return d;
+  }
+
+  // The member that runs `u` now: its owner, while it is the incarnation the unit was given to.
+  static const cluster::Member* currentOwner(const cluster::ClusterState& s, const Unit& u) {
+    auto a = s.assignment().find(u);
+    if (a == s.assignment().end()) return nullptr;
+    auto m = s.members().find(a->second.owner);
+    if (m == s.members().end() || m->second.incarnation != a->second.incarnation) return nullptr;
+    return &m->second;
+  }
+
+  std::map<std::string, TaskCounters> connectorCounters() const override {
+    std::map<std::string, TaskCounters> out;
+    auto ref = member_->state();
+    const auto& s = *ref;
+    std::lock_guard lock(unitsMu_);
+    for (const auto& [u, owner] : s.assignment()) {
+      if (u.task < 0) continue;  // the connector instance counts no records
+      if (auto l = units_.find(u); l != units_.end() && l->second.runner) {
+        addCounters(out[u.connector], TaskHost::countersOf(l->second.runner->metrics()));
+        continue;
+      }
+      const cluster::Member* m = currentOwner(s, u);
+      if (!m) continue;
+      if (auto c = m->counters.find(u.toString()); c != m->counters.end()) addCounters(out[u.connector], c->second);
+    }
+    return out;
+  }
+
+  // What this worker's heartbeats say about the task units it runs: their progress
+  // (cluster::Event::progress) and counters (::counters), each at most kMaxReportBytes in all, so
+  // a worker of thousands of tasks keeps its heartbeats small (the rest show in this worker's own
+  // answers only).
+  void reportLocalUnits(cluster::Event& heartbeat) const {
+    static constexpr std::size_t kMaxReportBytes = 32 * 1024;
+    std::size_t progressBytes = 0, counterBytes = 0;
     std::lock_guard lock(unitsMu_);
     for (const auto& [u, r] : units_) {
-      if (bytes >= kMaxProgressBytes) break;
       if (!r.runner) continue;
+      std::string unit = u.toString();
+      if (counterBytes < kMaxReportBytes) {
+        const TaskCounters c = TaskHost::countersOf(r.runner->metrics());
+        // As JSON: "unit":[in,out,errors,lag], and a comma.
+        counterBytes += unit.size() + 10 + digits(c.recordsIn) + digits(c.recordsOut) + digits(c.errors) + digits(c.commitLag);
+        heartbeat.counters.emplace(unit, c);
+      }
       auto p = r.runner->metrics().progress();
-      if (!p) continue;
+      if (!p || progressBytes >= kMaxReportBytes) continue;
       nlohmann::json j = {{"phase", p->report.phase}, {"done", p->report.done}, {"estimated", p->report.estimated},
                           {"unit", p->report.unit}, {"rate", p->ratePerSecond}};
       std::string text = j.dump();
       if (text.size() > 1024) continue;
-      bytes += text.size();
-      out.emplace(u.toString(), std::move(text));
+      progressBytes += text.size();
+      heartbeat.progress.emplace(std::move(unit), std::move(text));
     }
-    return out;
   }
 
   // A heartbeat's progress text; nullopt when it is not what progressOfLocalUnits() writes.

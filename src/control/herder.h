@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/events.h"
 #include "ferry/config.h"
 #include "ferry/connector.h"
 #include "ferry/record.h"
@@ -40,6 +41,16 @@ struct ConnectorInfo {
   ConnectorType type = ConnectorType::kUnknown;
 };
 
+// A task's record counters (runtime::TaskMetrics): records taken in, records delivered, record
+// errors, and records taken in whose position or offset is not committed yet.
+using TaskCounters = cluster::UnitCounters;
+inline void addCounters(TaskCounters& sum, const TaskCounters& c) {
+  sum.recordsIn += c.recordsIn;
+  sum.recordsOut += c.recordsOut;
+  sum.errors += c.errors;
+  sum.commitLag += c.commitLag;
+}
+
 struct TaskStateInfo {
   int id = 0;
   store::State state = store::State::kUnassigned;
@@ -52,6 +63,11 @@ struct TaskStateInfo {
   // tasks running on this worker.
   std::optional<TaskProgress> progress;
   double progressRate = 0;  // units per second, recent
+  // The task's record counters: of a task running here as they are now; in distributed mode of
+  // a task another member runs as that member's last heartbeat carried them (at most a
+  // heartbeat interval old). nullopt when not known (the task does not run, or its owner's
+  // heartbeats carry none).
+  std::optional<TaskCounters> counters;
 };
 
 struct ConnectorStateInfo {
@@ -159,6 +175,11 @@ class Herder {
 
   // Snapshot of the worker's metrics (Prometheus rendering is REST's job).
   virtual std::vector<MetricSample> metrics() const = 0;
+
+  // Every connector's record counters summed over its tasks whose counters are known (see
+  // TaskStateInfo::counters): in distributed mode over the whole cluster, for charts. A connector
+  // with no such task is left out.
+  virtual std::map<std::string, TaskCounters> connectorCounters() const = 0;
 
   // Distributed mode: the cluster as JSON (members, assignment, log position) for GET /cluster.
   // NotFound on a standalone worker.

@@ -154,6 +154,7 @@ class HerderImpl final : public StandaloneHerder {
     }
     std::map<int, std::string> dataLoss;
     std::map<int, std::optional<runtime::TaskMetrics::Progress>> progress;
+    std::map<int, TaskCounters> counters;
     {
       std::lock_guard lock(runtimeMu_);
       if (auto rt = runtimes_.find(name); rt != runtimes_.end())
@@ -161,6 +162,7 @@ class HerderImpl final : public StandaloneHerder {
           if (t) {
             dataLoss[t->env().taskId] = t->dataLossNote();
             progress[t->env().taskId] = t->metrics().progress();
+            counters[t->env().taskId] = TaskHost::countersOf(t->metrics());
           }
     }
     std::lock_guard lock(statusMu_);
@@ -178,6 +180,7 @@ class HerderImpl final : public StandaloneHerder {
           out.tasks.back().progress = p->report;
           out.tasks.back().progressRate = p->ratePerSecond;
         }
+        if (auto c = counters.find(id); c != counters.end()) out.tasks.back().counters = c->second;
       }
     }
     return out;
@@ -395,6 +398,15 @@ class HerderImpl final : public StandaloneHerder {
 
   // ---------------------------------------------------------------------------------------------
   // Metrics
+
+  std::map<std::string, TaskCounters> connectorCounters() const override {
+    std::map<std::string, TaskCounters> out;
+    std::lock_guard lock(runtimeMu_);
+    for (const auto& [name, rt] : runtimes_)
+      for (const auto& t : rt.tasks)
+        if (t) addCounters(out[name], TaskHost::countersOf(t->metrics()));
+    return out;
+  }
 
   std::vector<MetricSample> metrics() const override {
     std::vector<MetricSample> out;

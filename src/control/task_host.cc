@@ -86,6 +86,11 @@ std::int64_t TaskHost::connectorRestartDelayMs(int failures) const {
   return core::backoffDelay(o_.worker->taskRestartBackoffInitialMs, o_.worker->taskRestartBackoffMaxMs, failures);
 }
 
+TaskCounters TaskHost::countersOf(const runtime::TaskMetrics& m) {
+  auto ld = [](const auto& a) { return static_cast<std::int64_t>(a.load(std::memory_order_relaxed)); };
+  return TaskCounters{ld(m.recordsIn), ld(m.recordsOut), ld(m.errors), std::max<std::int64_t>(0, ld(m.commitLagRecords))};
+}
+
 void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::string& connector, int taskId,
                                  const runtime::TaskMetrics& m) {
   const std::map<std::string, std::string> l{{"connector", connector}, {"task", std::to_string(taskId)}};

@@ -86,6 +86,8 @@ class TaskHost {
   // The delay before the `failures`-th automatic restart of a connector instance in a row.
   std::int64_t connectorRestartDelayMs(int failures) const;
 
+  // A task's counters for status and heartbeats.
+  static TaskCounters countersOf(const runtime::TaskMetrics& m);
   // The per-task series src/runtime/README.md lists (ferry_task_*), labelled connector and task.
   static void appendTaskMetrics(std::vector<MetricSample>& out, const std::string& connector, int taskId,
                                 const runtime::TaskMetrics& m);

@@ -253,6 +253,11 @@ Json taskStatusJson(const control::TaskStateInfo& task, const std::string& versi
     }
     j["progress"] = std::move(progress);
   }
+  if (task.counters) {
+    const auto& c = *task.counters;
+    j["metrics"] = {{"records_in", c.recordsIn}, {"records_out", c.recordsOut}, {"errors", c.errors},
+                    {"commit_lag_records", c.commitLag}};
+  }
   return j;
 }
 

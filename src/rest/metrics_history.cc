@@ -3,18 +3,11 @@
 
 namespace ferry::rest {
 
-void MetricsHistory::sample(const std::vector<control::MetricSample>& samples, std::int64_t nowMs) {
+void MetricsHistory::sample(const std::map<std::string, control::TaskCounters>& counters, std::int64_t nowMs) {
   std::map<std::string, Totals> now;
-  for (const auto& s : samples) {
-    if (s.name.rfind("ferry_task_", 0) != 0) continue;
-    auto c = s.labels.find("connector");
-    if (c == s.labels.end()) continue;
-    Totals& t = now[c->second];  // any task series: the connector has a task here
-    if (s.name == "ferry_task_records_in_total") t.in += s.value;
-    else if (s.name == "ferry_task_records_out_total") t.out += s.value;
-    else if (s.name == "ferry_task_errors_total") t.errors += s.value;
-    else if (s.name == "ferry_task_commit_lag_records") t.lag += s.value;
-  }
+  for (const auto& [name, c] : counters)
+    now[name] = Totals{static_cast<double>(c.recordsIn), static_cast<double>(c.recordsOut), static_cast<double>(c.errors),
+                       static_cast<double>(c.commitLag)};
   std::lock_guard lock(mu_);
   // Connectors with no task here any more are forgotten.
   for (auto it = series_.begin(); it != series_.end();) it = now.count(it->first) ? std::next(it) : series_.erase(it);

@@ -1,6 +1,7 @@
-// The recent history of each connector's throughput on this worker, for charts (the web
-// console's, GET /connectors/{name}/metrics/history): every `interval` the worker's task metrics
-// are summed per connector and the rates since the previous sample kept, `points` samples per
+// The recent history of each connector's throughput, for charts (the web console's,
+// GET /connectors/{name}/metrics/history): every `interval` the connectors' counters (summed over
+// their tasks; in distributed mode over the whole cluster, control::Herder::connectorCounters())
+// are taken and the rates since the previous sample kept, `points` samples per
 // connector (default 120 x 5 s = the last 10 minutes). Pure: the REST server feeds it from a
 // sampler thread; tests feed it samples and times.
 //
@@ -30,9 +31,11 @@ struct HistoryPoint {
 class MetricsHistory {
  public:
   explicit MetricsHistory(std::size_t points = 120) : points_(points) {}
-  // One sample of the worker's metrics (control::Herder::metrics()) taken at wall time `nowMs`.
-  void sample(const std::vector<control::MetricSample>& samples, std::int64_t nowMs);
-  // The connector's points, oldest first; nullopt when none was sampled (no task of it ran here).
+  // One sample of the connectors' counters (control::Herder::connectorCounters()) taken at wall
+  // time `nowMs`.
+  void sample(const std::map<std::string, control::TaskCounters>& counters, std::int64_t nowMs);
+  // The connector's points, oldest first; nullopt when none was sampled (no task of it ran, or
+  // none whose counters this worker knows).
   std::optional<std::vector<HistoryPoint>> history(const std::string& connector) const;
 
  private:

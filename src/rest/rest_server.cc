@@ -1218,7 +1218,7 @@ Status RestServer::start() {
     std::unique_lock lock(samplerMu_);
     while (!samplerStop_) {
       lock.unlock();
-      history_->sample(herder_.metrics(), core::nowMs());
+      history_->sample(herder_.connectorCounters(), core::nowMs());
       lock.lock();
       samplerWake_.wait_for(lock, options_.historyInterval, [this] { return samplerStop_; });
     }

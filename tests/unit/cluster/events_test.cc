@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace ferry::cluster {
 namespace {
 
@@ -17,9 +19,11 @@ TEST(ClusterEvents, EveryTypeRoundTrips) {
   hb.sentMs = 123456;
   hb.loads = {{"c-0", 0.5}};
   hb.progress = {{"c-0", R"({"phase":"initial load","done":5,"estimated":10,"unit":"rows","rate":2.5})"}};
+  hb.counters = {{"c-0", {10, 9, 1, 2}}, {"c-1", {std::numeric_limits<std::int64_t>::max(), 0, 0, 0}}};
   all.push_back(hb);
-  Event quiet = hb;  // no progress: the field is left out, as workers of earlier versions send it
+  Event quiet = hb;  // no progress nor counters: the fields are left out, as workers of earlier versions send them
   quiet.progress.clear();
+  quiet.counters.clear();
   all.push_back(quiet);
   Event leave;
   leave.type = EventType::kLeave;
@@ -80,6 +84,9 @@ TEST(ClusterEvents, EveryTypeRoundTrips) {
   EXPECT_EQ(h->loads.at("c-0"), 0.5);
   EXPECT_EQ(h->progress.at("c-0"), hb.progress.at("c-0"));
   EXPECT_EQ(encode(quiet).find("progress"), std::string::npos);
+  EXPECT_EQ(h->counters, hb.counters);
+  EXPECT_EQ(encode(quiet).find("counters"), std::string::npos);
+  EXPECT_TRUE(decode(encode(quiet))->counters.empty());
   auto t = decode(encode(tasks));
   ASSERT_EQ(t->taskConfigs.size(), 2u);
   EXPECT_EQ(t->taskConfigs[1].at("a"), "2");
@@ -105,6 +112,16 @@ TEST(ClusterEvents, MalformedRecordsAreRefusedNamingTheField) {
        "'progress' has the wrong type"},
       {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"progress":{"c-0":{}}})",
        "'progress.c-0'"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"counters":[]})",
+       "'counters' has the wrong type"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"counters":{"c-0":[1,2,3]}})",
+       "'counters.c-0' is not four counts"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"counters":{"c-0":[1,2,3,-4]}})",
+       "'counters.c-0'"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"counters":{"c-0":[1,2,3,4.5]}})",
+       "'counters.c-0'"},
+      {R"({"type":"heartbeat","worker":"w","incarnation":"i","url":"u","capacity":1,"sentMs":1,"loads":{},"counters":{"c-0":"1,2,3,4"}})",
+       "'counters.c-0'"},
       {R"({"type":"connector","connector":"c","config":{"a":1},"target":"STARTED"})", "'config.a'"},
       {R"({"type":"connector","connector":"c","config":{},"target":"RUNNING"})", "target 'RUNNING'"},
       {R"({"type":"task-configs","connector":"c","generation":1.5,"tasks":[]})", "'generation' has the wrong type"},

@@ -72,6 +72,25 @@ std::map<std::string, int> ownerCounts(const ClusterState& s) {
   return n;
 }
 
+// A member's counters are those of its last heartbeat: replaced, not merged, so a unit it no
+// longer runs stops being reported; a heartbeat without them (an earlier version) clears them.
+TEST(ClusterState, MemberCountersAreItsLastHeartbeats) {
+  Log log;
+  Event e;
+  e.type = EventType::kHeartbeat;
+  e.worker = "a";
+  e.incarnation = "1";
+  e.counters = {{"c-0", {5, 4, 0, 1}}, {"c-1", {7, 7, 1, 0}}};
+  log.append(e);
+  EXPECT_EQ(log.state.members().at("a").counters.at("c-1"), (UnitCounters{7, 7, 1, 0}));
+  e.counters = {{"c-0", {9, 9, 0, 0}}};
+  log.append(e);
+  EXPECT_EQ(log.state.members().at("a").counters.size(), 1u);
+  EXPECT_EQ(log.state.members().at("a").counters.at("c-0").recordsOut, 9);
+  log.heartbeat("a");
+  EXPECT_TRUE(log.state.members().at("a").counters.empty());
+}
+
 TEST(ClusterState, MembersJoinAndUnitsSpread) {
   Log log;
   for (const char* w : {"a", "b", "c"}) log.heartbeat(w);

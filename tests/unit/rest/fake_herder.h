@@ -269,6 +269,7 @@ class FakeHerder : public control::Herder {
     }
     return r;
   }
+  std::map<std::string, control::TaskCounters> connectorCounters() const override { return {{"a\"b", {42, 0, 0, 0}}}; }
   std::vector<control::MetricSample> metrics() const override {
     return {{"ferry_task_records_in_total",
              {{"connector", "a\"b"}, {"task", "0"}},

@@ -208,6 +208,21 @@ TEST(Render, StatusOmitsEmptyTrace) {
   EXPECT_FALSE(j["tasks"][1].contains("trace"));
   EXPECT_EQ(j["tasks"][1]["data_loss"], "3 record(s) could not be read");
   EXPECT_EQ(j["type"], "sink");
+  EXPECT_FALSE(j["tasks"][0].contains("metrics"));  // counters not known: no field
+}
+
+TEST(Render, StatusCarriesTaskCounters) {
+  control::ConnectorStateInfo s;
+  s.name = "src";
+  s.state = store::State::kRunning;
+  control::TaskStateInfo t;
+  t.state = store::State::kRunning;
+  t.counters = control::TaskCounters{120, 118, 2, 5};
+  s.tasks.push_back(t);
+  Json j = connectorStatusJson(s);
+  EXPECT_EQ(j["tasks"][0]["metrics"],
+            Json::parse(R"({"records_in":120,"records_out":118,"errors":2,"commit_lag_records":5})"));
+  EXPECT_EQ(j["tasks"][0]["state"], "RUNNING");
 }
 
 TEST(Render, PositionsMakeKafkaNumbersNumeric) {

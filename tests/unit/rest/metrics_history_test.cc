@@ -7,15 +7,11 @@
 namespace ferry::rest {
 namespace {
 
-control::MetricSample m(const std::string& name, const std::string& connector, int task, double v) {
-  return {name, {{"connector", connector}, {"task", std::to_string(task)}}, v, "", "counter"};
-}
+using Counters = std::map<std::string, control::TaskCounters>;
 
-std::vector<control::MetricSample> tasks(double in0, double in1, double out, double errors, double lag) {
-  return {m("ferry_task_records_in_total", "c", 0, in0), m("ferry_task_records_in_total", "c", 1, in1),
-          m("ferry_task_records_out_total", "c", 0, out), m("ferry_task_errors_total", "c", 1, errors),
-          m("ferry_task_commit_lag_records", "c", 0, lag), m("ferry_worker_tasks", "", 0, 2),
-          m("ferry_task_records_in_total", "d", 0, 7)};
+// Connector c's tasks 0 and 1 summed (what Herder::connectorCounters() answers), and d's one task.
+Counters tasks(std::int64_t in0, std::int64_t in1, std::int64_t out, std::int64_t errors, std::int64_t lag) {
+  return {{"c", {in0 + in1, out, errors, lag}}, {"d", {7, 0, 0, 0}}};
 }
 
 TEST(MetricsHistoryTest, RatesPerConnectorFromSuccessiveSamples) {
@@ -45,12 +41,12 @@ TEST(MetricsHistoryTest, RatesPerConnectorFromSuccessiveSamples) {
   EXPECT_EQ(p.front().timeMs, 20'000);
   EXPECT_EQ(p.back().timeMs, 30'000);
   // A connector with no task here any more is forgotten.
-  h.sample({m("ferry_task_records_in_total", "d", 0, 9)}, 35'000);
+  h.sample(Counters{{"d", {9, 0, 0, 0}}}, 35'000);
   EXPECT_FALSE(h.history("c").has_value());
   EXPECT_TRUE(h.history("d").has_value());
   // A clock that did not move adds no point (no division by zero).
   const auto before = h.history("d")->back().timeMs;
-  h.sample({m("ferry_task_records_in_total", "d", 0, 9)}, 35'000);
+  h.sample(Counters{{"d", {9, 0, 0, 0}}}, 35'000);
   EXPECT_EQ(h.history("d")->back().timeMs, before);
   EXPECT_EQ(before, 35'000);
 }

@@ -89,6 +89,7 @@ export interface TaskStatus {
   worker_id: string;
   trace?: string;
   progress?: { phase: string; done: number; estimated?: number; percent?: number; unit: string; rate_per_second: number };
+  metrics?: { records_in: number; records_out: number; errors: number; commit_lag_records: number };
 }
 
 export interface ConnectorStatus {

@@ -1,11 +1,14 @@
-// Per-connector figures from the worker's Prometheus text (GET /metrics): totals summed over a
-// connector's tasks, and rates from two successive scrapes.
+// Per-connector figures from the status every worker answers (GET /connectors?expand=status): each
+// running task's counters (`tasks[].metrics`; in a cluster also of the tasks other workers run, as
+// their heartbeats carry them), summed per connector, and rates from the counts over the last
+// polls.
+import type { Expanded } from "./api";
 
 export interface Totals {
   recordsIn: number;
   recordsOut: number;
   errors: number;
-  lag: number; // records read or polled and not yet committed (ferry_task_commit_lag_records)
+  lag: number; // records taken in and not yet committed (commit_lag_records)
 }
 
 export interface Rates extends Totals {
@@ -13,37 +16,38 @@ export interface Rates extends Totals {
   outPerSec: number;
 }
 
-const SERIES: Record<string, keyof Totals> = {
-  ferry_task_records_in_total: "recordsIn",
-  ferry_task_records_out_total: "recordsOut",
-  ferry_task_errors_total: "errors",
-  ferry_task_commit_lag_records: "lag",
-};
-
-export function parseTotals(text: string): Map<string, Totals> {
+// Connectors without a task whose counters are known are left out (shown as "—").
+export function totalsFromStatus(connectors: Expanded): Map<string, Totals> {
   const out = new Map<string, Totals>();
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("ferry_task_")) continue;
-    const brace = line.indexOf("{");
-    if (brace < 0) continue;
-    const key = SERIES[line.slice(0, brace)];
-    if (!key) continue;
-    const m = /connector="((?:[^"\\]|\\.)*)"/.exec(line);
-    if (!m) continue;
-    const connector = m[1].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
-    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
-    if (!Number.isFinite(value)) continue;
-    let t = out.get(connector);
-    if (!t) out.set(connector, (t = { recordsIn: 0, recordsOut: 0, errors: 0, lag: 0 }));
-    t[key] += value;
+  for (const [name, c] of Object.entries(connectors)) {
+    for (const t of c.status?.tasks ?? []) {
+      const m = t.metrics;
+      if (!m) continue;
+      let sum = out.get(name);
+      if (!sum) out.set(name, (sum = { recordsIn: 0, recordsOut: 0, errors: 0, lag: 0 }));
+      sum.recordsIn += m.records_in;
+      sum.recordsOut += m.records_out;
+      sum.errors += m.errors;
+      sum.lag += m.commit_lag_records;
+    }
   }
   return out;
 }
 
-export function rates(prev: Map<string, Totals> | null, cur: Map<string, Totals>, seconds: number): Map<string, Rates> {
+export interface Sample {
+  at: number; // ms
+  totals: Map<string, Totals>;
+}
+
+// Rates over the window from the oldest of `past` (oldest first) to `cur`: counters of other
+// workers' tasks are as fresh as their last heartbeat, so a longer window than one poll evens out
+// when each arrived. A count that went down (a task restarted) gives no rate for that window.
+export function rates(past: Sample[], cur: Sample): Map<string, Rates> {
   const out = new Map<string, Rates>();
-  for (const [name, t] of cur) {
-    const p = prev?.get(name);
+  const first = past[0];
+  const seconds = first ? (cur.at - first.at) / 1000 : 0;
+  for (const [name, t] of cur.totals) {
+    const p = first?.totals.get(name);
     const per = (a: number, b: number | undefined) => (p && seconds > 0 && a >= (b ?? 0) ? (a - (b ?? 0)) / seconds : 0);
     out.set(name, { ...t, inPerSec: per(t.recordsIn, p?.recordsIn), outPerSec: per(t.recordsOut, p?.recordsOut) });
   }

@@ -8,6 +8,37 @@ test("a worker killed with kill -9 leaves the cluster page and its units move", 
   const victim = process.env.FERRY_WEB_VICTIM || "w3";
   const pid = Number(process.env.FERRY_WEB_VICTIM_PID);
   expect(pid, "FERRY_WEB_VICTIM_PID").toBeGreaterThan(0);
+
+  // Cluster-wide figures, from w1's console: the 6 tasks (2 per worker) make 6 x 5 = 30 records/s;
+  // w1's own tasks make 10/s. The overview's rate, the connector's task counters and its chart
+  // count every worker's tasks.
+  await page.goto("/ui/#/overview");
+  const row = page.locator('tr[data-connector="spread"]');
+  const cells = row.locator("td.num");
+  const rate = async () => Number((/([\d.]+)\/s/.exec((await cells.nth(1).textContent()) || "") || [])[1] ?? 0);
+  await expect.poll(rate, { timeout: 30_000, message: "the overview's out rate of spread (cluster-wide 30/s)" }).toBeGreaterThan(20);
+  expect(await rate()).toBeLessThan(40);
+  await shot(page, "cluster-overview-rates");
+  await row.getByRole("link", { name: "spread" }).click();
+  const tasks = page.getByRole("table", { name: "Tasks" }).locator("tbody tr");
+  await expect(tasks).toHaveCount(6);
+  // Every task's records out, the other workers' too (columns: task, state, worker, in, out, ...).
+  await expect.poll(async () => {
+    const outs = await tasks.evaluateAll((rows) => rows.map((r) => Number(r.querySelectorAll("td")[4]?.textContent)));
+    return outs.filter((n) => n > 0).length;
+  }, { timeout: 15_000 }).toBe(6);
+  // The tap samples w1's tasks; the page points to w2's and w3's consoles for theirs.
+  const elsewhere = page.getByRole("list", { name: "Tasks on other workers" });
+  await expect(elsewhere.locator("li")).toHaveCount(2);
+  const link = elsewhere.locator(`li[data-elsewhere="${victim}"] a`);
+  await expect(link).toHaveAttribute("href", /^http:\/\/127\.0\.0\.1:\d+\/ui\/#\/connectors\/spread$/);
+  const charts = page.getByTestId("charts");
+  await expect.poll(async () => {
+    const label = (await charts.getByRole("img", { name: /^Records per second/ }).getAttribute("aria-label")) || "";
+    return Number(/out now ([\d.]+)\/s/.exec(label)?.[1] ?? 0);
+  }, { timeout: 30_000, message: "the chart's out rate of spread (cluster-wide 30/s)" }).toBeGreaterThan(20);
+  await shot(page, "cluster-connector-figures");
+
   await page.goto("/ui/#/cluster");
   const members = page.getByRole("table", { name: "Members" }).locator("tbody tr");
   await expect(members).toHaveCount(3);

@@ -1,5 +1,5 @@
-// A connector's throughput, errors and commit lag over the last minutes on this worker
-// (GET /connectors/{name}/metrics/history, sampled by the worker every 5 s).
+// A connector's throughput, errors and commit lag over the last minutes, all its tasks summed (in
+// a cluster wherever they run; GET /connectors/{name}/metrics/history, sampled by the worker every 5 s).
 import { enc, get } from "../api";
 import { usePoll } from "../hooks";
 import { LineChart } from "../chart";

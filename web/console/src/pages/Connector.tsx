@@ -18,6 +18,14 @@ export function ConnectorPage({ name }: { name: string }) {
     const [status, info] = await Promise.all([get<ConnectorStatus>(`${base}/status`), get<ConnectorInfo>(base)]);
     return { status, info };
   }, 2000, [name]);
+  // Which worker answers, and the cluster's members' REST addresses: a tap samples the tasks of
+  // the worker it is opened on, so tasks running elsewhere are pointed to their worker's console.
+  const { data: where } = usePoll(async () => {
+    const root = await get<{ worker_id: string; mode?: string }>("/");
+    if (root.mode !== "distributed") return { here: root.worker_id, urls: new Map<string, string>() };
+    const c = await get<{ workers: { id: string; url?: string }[] }>("/cluster").catch(() => ({ workers: [] }));
+    return { here: root.worker_id, urls: new Map(c.workers.filter((w) => /^https?:\/\//.test(w.url ?? "")).map((w) => [w.id, w.url!])) };
+  }, 10000);
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
   const [confirm, setConfirm] = useState<null | "delete" | "reset">(null);
@@ -45,6 +53,10 @@ export function ConnectorPage({ name }: { name: string }) {
   const state = status.connector.state;
   const configText = JSON.stringify(sortKeys(info.config), null, 2);
   const pipeline = info.config["pipeline"];
+  const elsewhere = new Map<string, number[]>();
+  if (where)
+    for (const t of status.tasks)
+      if (t.worker_id && t.worker_id !== where.here) elsewhere.set(t.worker_id, [...(elsewhere.get(t.worker_id) ?? []), t.id]);
 
   return (
     <section aria-labelledby="connector-title">
@@ -75,13 +87,23 @@ export function ConnectorPage({ name }: { name: string }) {
 
       <h2>Tasks</h2>
       <table className="grid" aria-label="Tasks">
-        <thead><tr><th scope="col">Task</th><th scope="col">State</th><th scope="col">Worker</th><th scope="col">Progress</th><th scope="col">Actions</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">Task</th><th scope="col">State</th><th scope="col">Worker</th>
+            <th scope="col" className="num" title="Records taken in since the task started">In</th>
+            <th scope="col" className="num" title="Records delivered since the task started">Out</th>
+            <th scope="col" className="num">Errors</th><th scope="col">Progress</th><th scope="col">Actions</th>
+          </tr>
+        </thead>
         <tbody>
           {status.tasks.map((t) => (
             <tr key={t.id} data-task={t.id}>
               <td>{t.id}</td>
               <td><StateBadge state={t.state} /></td>
               <td>{t.worker_id}</td>
+              <td className="num">{t.metrics?.records_in ?? "—"}</td>
+              <td className="num">{t.metrics?.records_out ?? "—"}</td>
+              <td className="num">{t.metrics?.errors ?? "—"}</td>
               <td>{t.progress ? `${t.progress.phase} ${t.progress.done} ${t.progress.unit}${t.progress.percent !== undefined ? ` (${t.progress.percent}%)` : ""}` : ""}</td>
               <td>
                 {t.trace && <button className="link" onClick={() => setTrace(t.trace!)}>Trace</button>}
@@ -94,7 +116,13 @@ export function ConnectorPage({ name }: { name: string }) {
 
       <Charts connector={name} />
 
-      {canOperate ? <TapView connector={name} /> : (
+      {canOperate ? (
+        <TapView
+          connector={name}
+          here={where?.here}
+          elsewhere={[...elsewhere].map(([worker, tasks]) => ({ worker, tasks, url: where?.urls.get(worker) }))}
+        />
+      ) : (
         <section aria-labelledby="tap-title"><h2 id="tap-title">Live records</h2><p className="muted">Watching records needs the operator role.</p></section>
       )}
 

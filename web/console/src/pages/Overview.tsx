@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import { get, type Expanded, type ConnectorStatus } from "../api";
 import { usePoll } from "../hooks";
-import { parseTotals, rates, formatRate, type Rates, type Totals } from "../metrics";
+import { totalsFromStatus, rates, formatRate, type Rates, type Sample } from "../metrics";
 import { href } from "../route";
 import { Dialog, ErrorText, StateBadge } from "../components";
 
@@ -51,18 +51,14 @@ function taskSummary(s?: ConnectorStatus) {
 }
 
 export function Overview() {
-  const prev = useRef<{ totals: Map<string, Totals>; at: number } | null>(null);
+  const past = useRef<Sample[]>([]);
   const { data, error } = usePoll<Snapshot>(async () => {
-    const [connectors, metrics, workers] = await Promise.all([
-      get<Expanded>("/connectors?expand=status&expand=info"),
-      get<string>("/metrics").catch(() => ""),
-      loadWorkers(),
-    ]);
-    const at = Date.now();
-    const totals = parseTotals(metrics);
-    const r = rates(prev.current?.totals ?? null, totals, prev.current ? (at - prev.current.at) / 1000 : 0);
-    prev.current = { totals, at };
-    return { connectors, rates: r, workers, at };
+    const [connectors, workers] = await Promise.all([get<Expanded>("/connectors?expand=status&expand=info"), loadWorkers()]);
+    const cur: Sample = { at: Date.now(), totals: totalsFromStatus(connectors) };
+    const r = rates(past.current, cur);
+    // Rates over the last ~10 s (5 polls).
+    past.current = [...past.current, cur].slice(-5);
+    return { connectors, rates: r, workers, at: cur.at };
   }, 2000);
   const [filter, setFilter] = useState("");
   const [trace, setTrace] = useState<{ title: string; text: string } | null>(null);
@@ -166,7 +162,7 @@ export function Overview() {
       )}
       <h2>Connectors</h2>
       {data?.workers?.mode === "distributed" && (
-        <p className="muted small">In, out, errors and commit lag count the tasks running on {data.workers.answeredBy}, the worker this console talks to.</p>
+        <p className="muted small">In, out, errors and commit lag count the tasks on every worker (the others&apos; as their last heartbeat to the cluster said).</p>
       )}
       <label className="filter">
         Filter
@@ -185,7 +181,7 @@ export function Overview() {
               <th scope="col" className="num">In</th>
               <th scope="col" className="num">Out</th>
               <th scope="col" className="num">Errors</th>
-              <th scope="col" className="num" title="Records taken in and not yet committed (ferry_task_commit_lag_records)">Commit lag</th>
+              <th scope="col" className="num" title="Records taken in and not yet committed (status: tasks[].metrics.commit_lag_records)">Commit lag</th>
               <th scope="col">Worker</th>
             </tr>
           </thead>

@@ -6,6 +6,7 @@
 import { useEffect, useRef, useState } from "react";
 import { enc, request, requestHeaders } from "../api";
 import { ErrorText } from "../components";
+import { href } from "../route";
 
 interface TapRecord {
   task: number;
@@ -41,7 +42,13 @@ function show(text: string | null, encoding?: string, truncated?: boolean) {
   );
 }
 
-export function TapView({ connector }: { connector: string }) {
+interface Elsewhere {
+  worker: string;
+  url?: string; // its REST address (GET /cluster), where its own console is
+  tasks: number[];
+}
+
+export function TapView({ connector, here, elsewhere = [] }: { connector: string; here?: string; elsewhere?: Elsewhere[] }) {
   const [id, setId] = useState<string | null>(null);
   const [records, setRecords] = useState<(TapRecord & { n: number })[]>([]);
   const [skipped, setSkipped] = useState(0);
@@ -106,6 +113,17 @@ export function TapView({ connector }: { connector: string }) {
       <p className="muted small">
         A sample of the records the connector hands on, after its transforms (at most 10 a second; the task never waits for it).
       </p>
+      {elsewhere.length > 0 && (
+        <ul className="muted small" aria-label="Tasks on other workers">
+          {elsewhere.map((e) => (
+            <li key={e.worker} data-elsewhere={e.worker}>
+              {e.tasks.length === 1 ? "Task" : "Tasks"} {e.tasks.join(", ")} run{e.tasks.length === 1 ? "s" : ""} on {e.worker}, not on {here}:
+              {" "}
+              {e.url ? <a href={`${e.url}/ui/${href("connectors", connector)}`}>watch them on {e.worker}&apos;s console</a> : "watch them on its console"}.
+            </li>
+          ))}
+        </ul>
+      )}
       <div className="toolbar">
         {id ? <button onClick={() => setId(null)}>Stop watching</button> : <button onClick={start}>Watch records</button>}
         {id && <span role="status" className="muted">watching · {records.length} shown{skipped ? ` · ${skipped} not sampled` : ""}</span>}
