@@ -11,6 +11,7 @@
 // which are made from inside poll().
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -255,6 +256,22 @@ class Backbone {
     (void)fn;
     (void)timeout;
     return Status::failedPrecondition("the " + kind() + " backbone cannot read a topic whole");
+  }
+  // A look at what `topic` holds: the last `perQueue` messages of each of its queues (those before
+  // its end as of the call), queue by queue, oldest first; nothing is consumed, no group joined,
+  // nothing created (NotFound when the topic does not exist). For REST's GET /topics/{name}/records.
+  // The default reads through readCommitted() from each queue's end minus `perQueue`.
+  virtual Status peek(const std::string& topic, std::size_t perQueue, const std::function<void(const Message&)>& fn,
+                      std::chrono::milliseconds timeout) {
+    FERRY_ASSIGN_OR_RETURN(TopicInfo info, admin().describeTopic(topic));
+    FERRY_ASSIGN_OR_RETURN(OffsetMap starts, admin().startOffsets(topic));
+    FERRY_ASSIGN_OR_RETURN(OffsetMap ends, admin().endOffsets(topic));
+    std::map<std::int32_t, std::int64_t> cursor;
+    for (const auto& [tq, end] : ends) {
+      const std::int64_t start = starts.count(tq) ? starts.at(tq) : 0;
+      cursor[tq.queue] = std::max(start, end - static_cast<std::int64_t>(perQueue));
+    }
+    return readCommitted(topic, info.queues, fn, /*waitForOpen=*/false, timeout, &cursor);
   }
   // Stops background work; producers/consumers created earlier fail afterwards.
   virtual void close() = 0;

@@ -120,6 +120,12 @@ class HerderImpl final : public DistributedHerder {
   }
 
   runtime::TapHub* taps() override { return &host_.taps(); }
+
+  Result<std::vector<TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const override {
+    return host_.topicRecords(topic, limit);
+  }
+  bool isInternalTopic(const std::string& topic) const override { return host_.isInternalTopic(topic); }
+  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override { return host_.topics(); }
   std::optional<std::int64_t> stateAgeMs() const override {
     const std::int64_t age = member_->stateAgeMs();
     return age < 0 ? std::nullopt : std::optional<std::int64_t>(age);

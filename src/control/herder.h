@@ -21,6 +21,7 @@
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "runtime/plugins.h"
+#include "runtime/tap.h"
 #include "runtime/secrets.h"
 #include "runtime/transform_chain.h"
 #include "store/store.h"
@@ -50,6 +51,13 @@ inline void addCounters(TaskCounters& sum, const TaskCounters& c) {
   sum.errors += c.errors;
   sum.commitLag += c.commitLag;
 }
+
+// One record of a backbone topic as GET /topics/{name}/records shows it (bounded like a tap's).
+struct TopicRecord {
+  runtime::TappedRecord record;
+  std::int32_t queue = 0;
+  std::int64_t offset = 0;
+};
 
 struct TaskStateInfo {
   int id = 0;
@@ -193,6 +201,28 @@ class Herder {
   // they answer at once from the applied state, and this says how old it is. nullopt on a
   // standalone worker (its state is its own, never stale).
   virtual std::optional<std::int64_t> stateAgeMs() const { return std::nullopt; }
+
+  // A look at a backbone topic: its newest `limit` records over all its queues (each queue's
+  // last `limit` read, the newest `limit` of them by timestamp kept), oldest first; nothing
+  // consumed or created. InvalidArgument for a name the backbone refuses, NotFound for a topic
+  // that does not exist, FailedPrecondition without a backbone. The worker's own topics are
+  // refused (isInternalTopic()).
+  virtual Result<std::vector<TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const {
+    (void)topic;
+    (void)limit;
+    return Status::failedPrecondition("this worker has no backbone to read");
+  }
+  // The backbone's topics but the worker's own, by name (GET /topics). FailedPrecondition without
+  // a backbone.
+  virtual Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const {
+    return Status::failedPrecondition("this worker has no backbone to read");
+  }
+  // The worker's own topics (source positions, schemas, the cluster's log, snapshots and
+  // offsets): they hold configurations and positions, not data, and are never shown.
+  virtual bool isInternalTopic(const std::string& topic) const {
+    (void)topic;
+    return false;
+  }
 
   // The taps on the tasks running on this worker (runtime/tap.h; POST /connectors/{name}/tap).
   // Null: this herder has none.

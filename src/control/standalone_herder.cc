@@ -117,6 +117,11 @@ class HerderImpl final : public StandaloneHerder {
   }
   std::size_t abandonedTasksRunning() const override { return host_.stopper().abandonedRunning(); }
   runtime::TapHub* taps() override { return &host_.taps(); }
+  Result<std::vector<TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const override {
+    return host_.topicRecords(topic, limit);
+  }
+  bool isInternalTopic(const std::string& topic) const override { return host_.isInternalTopic(topic); }
+  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override { return host_.topics(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";

@@ -1,8 +1,10 @@
 // The tasks that run on this worker (see task_host.h).
 #include "control/task_host.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/clock.h"
@@ -84,6 +86,50 @@ bool TaskHost::restartDue(RestartState& state, const runtime::TaskRunner& runner
 
 std::int64_t TaskHost::connectorRestartDelayMs(int failures) const {
   return core::backoffDelay(o_.worker->taskRestartBackoffInitialMs, o_.worker->taskRestartBackoffMaxMs, failures);
+}
+
+bool TaskHost::isInternalTopic(const std::string& topic) const {
+  const auto& w = *o_.worker;
+  // The cluster's log, its snapshots and its offsets: ferry-cluster-<name>[-snapshots|-offsets]
+  // (apps/ferry/main.cc); any cluster's, not only this worker's.
+  return topic == w.offsetStorageTopic || topic == w.schemaStorageTopic || topic.rfind("ferry-cluster-", 0) == 0;
+}
+
+Result<std::vector<std::pair<std::string, std::int32_t>>> TaskHost::topics() const {
+  if (o_.backbone == nullptr) return Status::failedPrecondition("this worker has no backbone to read");
+  FERRY_ASSIGN_OR_RETURN(auto all, o_.backbone->admin().listTopics());
+  std::vector<std::pair<std::string, std::int32_t>> out;
+  for (const auto& t : all)
+    if (!isInternalTopic(t.name) && t.name.rfind("__", 0) != 0) out.emplace_back(t.name, t.queues);  // "__": the broker's
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::vector<TopicRecord>> TaskHost::topicRecords(const std::string& topic, std::size_t limit) const {
+  if (o_.backbone == nullptr) return Status::failedPrecondition("this worker has no backbone to read");
+  FERRY_RETURN_IF_ERROR(o_.backbone->validateTopicName(topic));
+  if (isInternalTopic(topic)) return Status::failedPrecondition("topic " + topic + " is the worker's own");
+  // Newest `limit` by timestamp, then queue and offset (a stable order for equal times); trimmed
+  // as it goes so that many queues never hold more than 2 x limit records.
+  std::vector<TopicRecord> kept;
+  auto newer = [](const TopicRecord& a, const TopicRecord& b) {
+    return std::tie(a.record.timestampMs, a.queue, a.offset) > std::tie(b.record.timestampMs, b.queue, b.offset);
+  };
+  auto trim = [&] {
+    std::sort(kept.begin(), kept.end(), newer);
+    if (kept.size() > limit) kept.resize(limit);
+  };
+  FERRY_RETURN_IF_ERROR(o_.backbone->peek(
+      topic, limit,
+      [&](const backbone::Message& m) {
+        kept.push_back(TopicRecord{runtime::boundedCopy(-1, m.topic, m.key, m.value, m.headers, m.timestampMs), m.queue,
+                                   m.offset});
+        if (kept.size() >= 2 * limit) trim();
+      },
+      std::chrono::seconds(5)));
+  trim();
+  std::reverse(kept.begin(), kept.end());  // oldest first
+  return kept;
 }
 
 TaskCounters TaskHost::countersOf(const runtime::TaskMetrics& m) {

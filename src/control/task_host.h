@@ -101,6 +101,10 @@ class TaskHost {
   // distributed herder when the lease ends.
   backbone::SharedProducer* producers() { return producers_.get(); }
   const runtime::Executor& executor() const { return *executor_; }
+  // Herder::topics(), ::topicRecords() and ::isInternalTopic() for both herders.
+  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const;
+  Result<std::vector<TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const;
+  bool isInternalTopic(const std::string& topic) const;
   // The taps on this worker's tasks (runtime/tap.h).
   runtime::TapHub& taps() { return taps_; }
 

@@ -471,22 +471,24 @@ void putBytes(Json& out, const std::string& name, const Bytes& b, bool isNull, s
 }
 }  // namespace
 
+Json tappedRecordJson(const runtime::TappedRecord& r) {
+  Json j = {{"task", r.task}, {"topic", runtime::tapValidUtf8(r.topic) ? r.topic : core::base64Encode(r.topic)},
+            {"timestamp", r.timestampMs}, {"tapped_at", r.tappedAtMs}};
+  putBytes(j, "key", r.key, r.keyNull, r.keySize, r.keyTruncated);
+  putBytes(j, "value", r.value, r.valueNull, r.valueSize, r.valueTruncated);
+  Json headers = Json::array();
+  for (const auto& h : r.headers) {
+    Json hj = {{"key", runtime::tapValidUtf8(h.key) ? h.key : core::base64Encode(h.key)}};
+    putBytes(hj, "value", h.value, h.value.isNull(), h.value.size(), false);
+    headers.push_back(std::move(hj));
+  }
+  j["headers"] = std::move(headers);
+  return j;
+}
+
 Json tapBatchJson(const runtime::TapBatch& b) {
   Json records = Json::array();
-  for (const auto& r : b.records) {
-    Json j = {{"task", r.task}, {"topic", runtime::tapValidUtf8(r.topic) ? r.topic : core::base64Encode(r.topic)},
-              {"timestamp", r.timestampMs}, {"tapped_at", r.tappedAtMs}};
-    putBytes(j, "key", r.key, r.keyNull, r.keySize, r.keyTruncated);
-    putBytes(j, "value", r.value, r.valueNull, r.valueSize, r.valueTruncated);
-    Json headers = Json::array();
-    for (const auto& h : r.headers) {
-      Json hj = {{"key", runtime::tapValidUtf8(h.key) ? h.key : core::base64Encode(h.key)}};
-      putBytes(hj, "value", h.value, h.value.isNull(), h.value.size(), false);
-      headers.push_back(std::move(hj));
-    }
-    j["headers"] = std::move(headers);
-    records.push_back(std::move(j));
-  }
+  for (const auto& r : b.records) records.push_back(tappedRecordJson(r));
   return {{"connector", b.connector}, {"records", std::move(records)}, {"sampled_out", b.sampledOut},
           {"overflowed", b.overflowed}};
 }

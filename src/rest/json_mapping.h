@@ -128,5 +128,7 @@ Result<runtime::TapOptions> parseTapOptions(std::string_view body);
 // key_truncated, value, ..., headers: [{key, value, encoding}], timestamp, tapped_at}],
 // "sampled_out", "overflowed"}. Text that is valid UTF-8 is a string ("utf8"), other bytes base64.
 Json tapBatchJson(const runtime::TapBatch& batch);
+// One record of a tap batch: {task, topic, key, ..., headers, timestamp, tapped_at}.
+Json tappedRecordJson(const runtime::TappedRecord& record);
 
 }  // namespace ferry::rest

@@ -78,6 +78,9 @@ void sendStatus(Response& res, const Status& s) {
   sendError(res, httpStatusFor(s.code()), s.message());
 }
 
+// GET /topics/{name}/records: at most this many records per request.
+constexpr unsigned kMaxTopicRecords = 100;
+
 // Creating or replacing a connector: NotFound can only mean its connector.class is unknown,
 // which is a bad request (Kafka Connect answers 400 too), not a missing resource.
 void sendWriteStatus(Response& res, const Status& s) {
@@ -180,6 +183,8 @@ class RestServer::Routes {
     add("GET", "taps/*", &Routes::readTap, Role::kOperator);
     add("GET", "taps/*/events", &Routes::tapEvents, Role::kOperator);
     add("DELETE", "taps/*", &Routes::closeTap, Role::kOperator);
+    add("GET", "topics", &Routes::listTopics, Role::kViewer);
+    add("GET", "topics/*/records", &Routes::topicRecords, Role::kOperator);  // record contents too
     add("GET", "connector-plugins", &Routes::plugins, Role::kViewer);
     add("GET", "connector-plugins/*/config", &Routes::pluginConfig, Role::kViewer);
     add("PUT", "connector-plugins/*/config/validate", &Routes::validate, Role::kAdmin);
@@ -898,6 +903,42 @@ class RestServer::Routes {
     runtime::TapHub* hub = herder_.taps();
     if (hub == nullptr) sendError(res, 404, "this worker has no taps");
     return hub;
+  }
+
+  // --- a look at a backbone topic (Herder::topicRecords)
+
+  void listTopics(const Request&, Response& res, const Params&) {
+    auto got = herder_.topics();
+    if (!got.isOk()) return sendStatus(res, got.status());
+    Json topics = Json::array();
+    for (const auto& [name, queues] : *got) topics.push_back({{"name", name}, {"queues", queues}});
+    sendJson(res, 200, {{"topics", std::move(topics)}});
+  }
+
+  void topicRecords(const Request& req, Response& res, const Params& p) {
+    std::size_t limit = 5;
+    if (req.has_param("limit")) {
+      const std::string v = req.get_param_value("limit");
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxTopicRecords)
+        return sendError(res, 400, "query parameter 'limit' must be a whole number from 1 to " + std::to_string(kMaxTopicRecords));
+      limit = n;
+    }
+    if (herder_.isInternalTopic(p[0]))
+      return sendError(res, 403, "topic " + p[0] + " is one of the worker's own (positions, schemas, the cluster's log): not shown");
+    auto got = herder_.topicRecords(p[0], limit);
+    if (!got.isOk()) return sendStatus(res, got.status());
+    Json records = Json::array();
+    for (const auto& r : *got) {
+      Json j = tappedRecordJson(r.record);
+      j.erase("task");
+      j.erase("tapped_at");
+      j["queue"] = r.queue;
+      j["offset"] = r.offset;
+      records.push_back(std::move(j));
+    }
+    sendJson(res, 200, {{"topic", p[0]}, {"limit", limit}, {"records", std::move(records)}});
   }
 
   void openTap(const Request& req, Response& res, const Params& p) {

@@ -36,6 +36,24 @@ void keep(const Bytes& in, Bytes& out, bool& truncated, std::size_t& size, bool&
 
 }  // namespace
 
+TappedRecord boundedCopy(int task, const std::string& topic, const Bytes& key, const Bytes& value,
+                         const Headers& headers, std::int64_t timestampMs) {
+  TappedRecord t;
+  t.task = task;
+  t.topic = topic;
+  keep(key, t.key, t.keyTruncated, t.keySize, t.keyNull);
+  keep(value, t.value, t.valueTruncated, t.valueSize, t.valueNull);
+  for (const auto& h : headers) {
+    if (t.headers.size() >= 32) break;
+    t.headers.add(h.key.substr(0, 256), h.value.size() > kTapInlineBytes
+                                             ? Bytes::copyOf(h.value.view().substr(0, kTapInlineBytes))
+                                             : h.value);
+  }
+  t.timestampMs = timestampMs;
+  t.tappedAtMs = core::nowMs();
+  return t;
+}
+
 void TapPoint::offerSlow(int task, const Record& record) {
   std::lock_guard lock(mu_);
   if (taps_.empty()) return;
@@ -51,20 +69,7 @@ void TapPoint::offerSlow(int task, const Record& record) {
       continue;
     }
     tap->tokens -= 1.0;
-    TappedRecord t;
-    t.task = task;
-    t.topic = record.topic;
-    keep(record.key, t.key, t.keyTruncated, t.keySize, t.keyNull);
-    keep(record.value, t.value, t.valueTruncated, t.valueSize, t.valueNull);
-    // Headers: at most 32, each value at most kTapInlineBytes.
-    for (const auto& h : record.headers) {
-      if (t.headers.size() >= 32) break;
-      t.headers.add(h.key.substr(0, 256), h.value.size() > kTapInlineBytes
-                                               ? Bytes::copyOf(h.value.view().substr(0, kTapInlineBytes))
-                                               : h.value);
-    }
-    t.timestampMs = record.timestampMs;
-    t.tappedAtMs = core::nowMs();
+    TappedRecord t = boundedCopy(task, record.topic, record.key, record.value, record.headers, record.timestampMs);
     if (tap->ring.size() >= tap->options.capacity) {
       tap->ring.pop_front();
       ++tap->overflowed;

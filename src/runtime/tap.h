@@ -51,6 +51,11 @@ struct TappedRecord {
   std::int64_t tappedAtMs = 0;
 };
 
+// A bounded copy of a record for showing it (a tap, a look at a topic): key and value up to
+// kTapInlineBytes each, at most 32 headers (names up to 256 bytes, values up to kTapInlineBytes).
+TappedRecord boundedCopy(int task, const std::string& topic, const Bytes& key, const Bytes& value,
+                         const Headers& headers, std::int64_t timestampMs);
+
 struct TapBatch {
   std::string connector;
   std::vector<TappedRecord> records;  // oldest first

@@ -113,6 +113,13 @@ def prepare(spec, w, d, auth=None):
         post(datagen("demo", d))
         wait_until(lambda: (call(w, "GET", "/connectors/demo/status", auth=auth)[1] or {})
                    .get("connector", {}).get("state") == "RUNNING", 30, "demo RUNNING")
+    if spec == "rules":
+        # A source writing a backbone topic, for samples taken from a topic.
+        post({"name": "feed", "config": {"connector.class": "DatagenSource", "topic": "sensor-feed", "rate": "20",
+                                         "format": "json"}})
+        wait_until(lambda: any(t.get("metrics", {}).get("records_out", 0) >= 5 for t in
+                               (call(w, "GET", "/connectors/feed/status", auth=auth)[1] or {}).get("tasks", [])),
+                   30, "feed's first records on the backbone")
     if spec == "a11y":
         # A connector whose task fails (its file is a folder) so the trace dialog has something to show.
         status, answer = call(w, "POST", "/connectors", {"name": "broken", "config": {

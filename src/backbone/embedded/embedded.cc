@@ -909,6 +909,27 @@ class EmbeddedBackbone final : public Backbone, public Admin {
   }
   Status deleteGroup(const std::string& group) override { return setCommittedOffsets(group, {}); }
 
+  Status peek(const std::string& topic, std::size_t perQueue, const std::function<void(const Message&)>& fn,
+              std::chrono::milliseconds timeout) override {
+    (void)timeout;  // reads local files only
+    Topic* t = findTopic(topic);
+    if (!t) return Status::notFound("topic " + topic + " not found");
+    for (auto& q : t->queues) {
+      const std::int64_t end = q->endOffset();
+      std::int64_t from = std::max(q->startOffset(), end - static_cast<std::int64_t>(perQueue));
+      std::vector<Message> got;
+      while (from < end) {
+        const std::int64_t before = from;
+        got.clear();
+        FERRY_RETURN_IF_ERROR(q->read(from, static_cast<std::size_t>(end - from), got, nullptr));
+        for (const auto& m : got)
+          if (m.offset < end) fn(m);
+        if (from == before) break;  // nothing more readable (the rest not flushed yet)
+      }
+    }
+    return Status::ok();
+  }
+
   // ----- used by producers and consumers
   Topic* findTopic(const std::string& name) {
     std::lock_guard lock(mu_);

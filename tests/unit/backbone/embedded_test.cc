@@ -331,6 +331,25 @@ TEST_F(EmbeddedTest, LatestResetAndSeek) {
   EXPECT_EQ((*c)->seek({"other", 0}, 0).code(), StatusCode::kFailedPrecondition);
 }
 
+// peek(): each queue's last N messages, oldest first, nothing consumed or created.
+TEST_F(EmbeddedTest, PeekShowsEachQueuesNewestMessagesAndConsumesNothing) {
+  auto b = open();
+  ASSERT_TRUE(b->admin().ensureTopic("t", 2).isOk());
+  produce(*b, "t", 0, 5, 0);
+  produce(*b, "t", 5, 7, 1);
+  std::vector<std::string> seen;
+  auto collect = [&](const Message& m) { seen.push_back(std::to_string(m.queue) + "@" + std::to_string(m.offset) + "=" + m.value.str()); };
+  ASSERT_TRUE(b->peek("t", 3, collect, 1s).isOk());
+  EXPECT_EQ(seen, (std::vector<std::string>{"0@2=m2", "0@3=m3", "0@4=m4", "1@0=m5", "1@1=m6"}));
+  // A group reading afterwards still gets everything: the look took nothing.
+  auto c = b->createConsumer("g", "m", {});
+  ASSERT_TRUE((*c)->subscribe({"t"}, nullptr).isOk());
+  EXPECT_EQ(consumeAll(**c, 7).size(), 7u);
+  // A missing topic is NotFound, and stays missing.
+  EXPECT_EQ(b->peek("missing", 3, collect, 1s).code(), StatusCode::kNotFound);
+  EXPECT_EQ(b->admin().describeTopic("missing").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(EmbeddedTest, ClosedBackboneRefusesWorkAndKeepsWhatWasSent) {
   auto b = open();
   ASSERT_TRUE(b->admin().ensureTopic("t", 1).isOk());

@@ -23,6 +23,22 @@ class FakeHerder : public control::Herder {
 
   std::string workerId() const override { return "w1"; }
   runtime::TapHub* taps() override { return &tapHub; }
+  // A backbone of one topic "t" (two queues) and the worker's own "ferry-offsets"; the last
+  // topicRecords() limit asked is kept.
+  std::vector<control::TopicRecord> topicT;
+  mutable std::size_t lastLimit = 0;
+  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override {
+    return std::vector<std::pair<std::string, std::int32_t>>{{"t", 2}};
+  }
+  bool isInternalTopic(const std::string& topic) const override { return topic == "ferry-offsets"; }
+  Result<std::vector<control::TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const override {
+    lastLimit = limit;
+    if (topic.find('/') != std::string::npos || topic.size() > 249) return Status::invalidArgument("invalid topic name");
+    if (topic != "t") return Status::notFound("topic " + topic + " not found");
+    std::vector<control::TopicRecord> out = topicT;
+    if (out.size() > limit) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(limit));
+    return out;
+  }
   runtime::TapHub tapHub;  // a test offers records to it as a task would
   std::string healthProblem() const override {
     std::lock_guard l(mu_);

@@ -89,6 +89,46 @@ class RestServerTest : public ::testing::Test {
   std::unique_ptr<testing::TestConnection> conn_;
 };
 
+// GET /topics and GET /topics/{name}/records: a look at a backbone topic, bounded, never at the
+// worker's own topics; bad limits and names refused.
+TEST_F(RestServerTest, TopicRecordsShowTheNewestRecordsOfATopic) {
+  for (int i = 0; i < 8; ++i) {
+    Headers h;
+    h.add("mqtt.topic", Bytes::copyOf("sensors/d" + std::to_string(i)));
+    herder_.topicT.push_back({runtime::boundedCopy(-1, "t", Bytes(), Bytes::copyOf(i == 7 ? std::string("\xff\xfe") : "v" + std::to_string(i)), h, 1000 + i),
+                              i % 2, i / 2});
+  }
+  auto list = call("GET", "/topics");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(list.json, Json::parse(R"({"topics":[{"name":"t","queues":2}]})"));
+  auto a = call("GET", "/topics/t/records");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(herder_.lastLimit, 5u);  // the default
+  ASSERT_EQ(a.json["records"].size(), 5u);
+  const Json& last = a.json["records"][4];
+  EXPECT_EQ(last["queue"], 1);
+  EXPECT_EQ(last["offset"], 3);
+  EXPECT_EQ(last["timestamp"], 1007);
+  EXPECT_EQ(last["value_encoding"], "base64");  // not UTF-8
+  EXPECT_EQ(last["key"], nullptr);
+  EXPECT_EQ(last["headers"][0]["key"], "mqtt.topic");
+  EXPECT_EQ(last["headers"][0]["value"], "sensors/d7");
+  EXPECT_FALSE(last.contains("task"));
+  EXPECT_EQ(a.json["records"][0]["value"], "v3");
+  a = call("GET", "/topics/t/records?limit=100");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.json["records"].size(), 8u);
+  for (const char* bad : {"0", "101", "-1", "1e2", "5x", "", "99999999999999999999"})
+    EXPECT_NE(expectError(call("GET", std::string("/topics/t/records?limit=") + bad), 400).find("limit"), std::string::npos)
+        << bad;
+  herder_.lastLimit = 0;
+  EXPECT_NE(expectError(call("GET", "/topics/ferry-offsets/records"), 403).find("worker's own"), std::string::npos);
+  EXPECT_EQ(herder_.lastLimit, 0u);  // refused before the backbone is asked
+  expectError(call("GET", "/topics/nope/records"), 404);
+  expectError(call("GET", "/topics/" + std::string(300, 'a') + "/records"), 400);
+  expectError(call("GET", "/topics/a%2Fb/records"), 400);
+}
+
 TEST_F(RestServerTest, RootHealthAndMetrics) {
   auto root = call("GET", "/");
   EXPECT_EQ(root.status, 200);

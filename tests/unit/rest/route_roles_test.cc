@@ -30,6 +30,8 @@ const std::map<std::string, Role>& expectedRoles() {
       {"GET /taps/*", Role::kOperator},
       {"GET /taps/*/events", Role::kOperator},
       {"DELETE /taps/*", Role::kOperator},
+      {"GET /topics", Role::kViewer},
+      {"GET /topics/*/records", Role::kOperator},
       {"GET /metrics", Role::kViewer},
       {"GET /cluster", Role::kViewer},
       {"GET /connectors", Role::kViewer},

@@ -1,6 +1,7 @@
 // The rule editor and tester: the rule language (transforms/rules/README.md) highlighted, the
 // server's errors shown at their line and column, and POST /rules/test run on sample records —
-// pasted, or taken live from a connector through a tap — with each step's result.
+// pasted, taken live from a connector through a tap, or the newest of a backbone topic — with
+// each step's result.
 import { useEffect, useRef, useState } from "react";
 import { EditorState } from "@codemirror/state";
 import { EditorView, keymap, lineNumbers, highlightActiveLine, drawSelection } from "@codemirror/view";
@@ -148,6 +149,28 @@ function RuleEditor({ value, onChange, error }: { value: string; onChange: (v: s
   return <div className="rule-editor" ref={host} data-testid="rule-editor" />;
 }
 
+interface LiveRecord {
+  topic: string;
+  key: string | null;
+  value: string | null;
+  headers: { key: string; value: string | null }[];
+}
+
+// Records shown by a tap or a topic look as /rules/test samples: JSON values parsed, the MQTT
+// topic header as mqtt_topic.
+function asSamples(records: LiveRecord[]) {
+  return records.map((r) => {
+    const mqtt = r.headers.find((h) => h.key === "mqtt.topic");
+    let value: unknown = r.value;
+    try {
+      if (r.value !== null) value = JSON.parse(r.value);
+    } catch {
+      /* text */
+    }
+    return { topic: r.topic, ...(mqtt ? { mqtt_topic: mqtt.value } : {}), key: r.key, value, headers: Object.fromEntries(r.headers.map((h) => [h.key, h.value])) };
+  });
+}
+
 export function Rules() {
   const { canAdmin, canOperate } = useSession();
   const [rule, setRule] = useState('SELECT payload.temp AS t, topic FROM "sensors/+/data" WHERE payload.temp > 30');
@@ -159,9 +182,12 @@ export function Rules() {
   const [connectors, setConnectors] = useState<string[]>([]);
   const [source, setSource] = useState("");
   const [liveNote, setLiveNote] = useState<string | null>(null);
+  const [topics, setTopics] = useState<string[]>([]);
+  const [topic, setTopic] = useState("");
 
   useEffect(() => {
     get<Expanded>("/connectors?expand=info").then((c) => setConnectors(Object.keys(c).sort()), () => undefined);
+    get<{ topics: { name: string }[] }>("/topics").then((t) => setTopics(t.topics.map((x) => x.name)), () => undefined);
   }, []);
 
   const run = async () => {
@@ -193,7 +219,7 @@ export function Rules() {
     setLiveNote("Watching " + source + "…");
     try {
       const tap = await request<{ id: string }>("POST", `/connectors/${enc(source)}/tap`, { max_records_per_second: 20, buffer: 20 });
-      const got: { topic: string; key: string | null; value: string | null; headers: { key: string; value: string | null }[] }[] = [];
+      const got: LiveRecord[] = [];
       for (let i = 0; i < 10 && got.length < 5; i++) {
         await new Promise((r) => setTimeout(r, 500));
         const b = await get<{ records: typeof got }>(`/taps/${enc(tap.id)}`);
@@ -204,18 +230,28 @@ export function Rules() {
         setLiveNote(`No records from ${source} in 5 s.`);
         return;
       }
-      const recs = got.slice(0, 5).map((r) => {
-        const mqtt = r.headers.find((h) => h.key === "mqtt.topic");
-        let value: unknown = r.value;
-        try {
-          if (r.value !== null) value = JSON.parse(r.value);
-        } catch {
-          /* text */
-        }
-        return { topic: r.topic, ...(mqtt ? { mqtt_topic: mqtt.value } : {}), key: r.key, value, headers: Object.fromEntries(r.headers.map((h) => [h.key, h.value])) };
-      });
+      const recs = asSamples(got.slice(0, 5));
       setSamples(JSON.stringify(recs, null, 2));
       setLiveNote(`${recs.length} live records from ${source}.`);
+    } catch (e) {
+      setLiveNote(null);
+      setError((e as Error).message);
+    }
+  };
+
+  // The newest records of a backbone topic (GET /topics/{name}/records): what a rule in a sink
+  // or pipeline reading that topic would see.
+  const takeFromTopic = async () => {
+    if (!topic) return;
+    setLiveNote("Reading " + topic + "…");
+    try {
+      const r = await get<{ records: LiveRecord[] }>(`/topics/${enc(topic)}/records?limit=5`);
+      if (!r.records.length) {
+        setLiveNote(`${topic} holds no records.`);
+        return;
+      }
+      setSamples(JSON.stringify(asSamples(r.records), null, 2));
+      setLiveNote(`${r.records.length} newest records of topic ${topic}.`);
     } catch (e) {
       setLiveNote(null);
       setError((e as Error).message);
@@ -254,6 +290,11 @@ export function Rules() {
                 {connectors.map((c) => <option key={c} value={c}>{c}</option>)}
               </select>
               <button onClick={takeLive} disabled={!source}>Take 5 records</button>
+              <select aria-label="Topic to take the newest records from" value={topic} onChange={(e) => setTopic(e.target.value)}>
+                <option value="">Take the newest records of topic…</option>
+                {topics.map((t) => <option key={t} value={t}>{t}</option>)}
+              </select>
+              <button onClick={takeFromTopic} disabled={!topic}>Take 5 from the topic</button>
               {liveNote && <span role="status" className="muted">{liveNote}</span>}
             </div>
           )}
