@@ -4,6 +4,7 @@ RocketMQ and checks them: every (task, seq) present, and per task no two runs ov
 import json
 import os
 import random
+import socket
 import subprocess
 
 from harness import Worker, tmpdir, wait_until
@@ -67,6 +68,15 @@ def check_delivery(seen, runs, tasks, n):
     assert not lost, f"{len(lost)} lost, first {lost[:10]} ({summary})"
     assert not overlaps, f"two runs of a task overlapped (task, first run lo/hi, next run lo/hi): {overlaps[:5]}"
     return summary
+
+
+def require_kafka(bootstrap, timeout=5):
+    """Fails the test at once, saying how to start it, when the Kafka service is not reachable."""
+    host, port = bootstrap.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise AssertionError(f"Kafka {bootstrap} unreachable ({e}); scripts/services/kafka start")
 
 
 def make_workers(label, base, n, extra=None, prefix=None):

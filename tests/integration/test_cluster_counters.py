@@ -18,11 +18,9 @@ its own tasks' records.
 Environment: FERRY_BIN, FERRY_KAFKA_BOOTSTRAP."""
 import json
 import os
-import socket
-import time
 import uuid
 
-from cluster_check import make_workers
+from cluster_check import make_workers, require_kafka
 from harness import run, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
@@ -58,11 +56,7 @@ def file_records(path):
 
 
 def main():
-    host, port = BOOTSTRAP.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as e:
-        raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+    require_kafka(BOOTSTRAP)
     base = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP, "cluster.name": f"counters{RUN}",
             "cluster.session.timeout.ms": "3000", "cluster.heartbeat.interval.ms": "300",
             "offset.flush.interval.ms": "500"}

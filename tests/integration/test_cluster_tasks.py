@@ -18,10 +18,9 @@ import json
 import os
 import random
 import re
-import socket
 import time
 
-from cluster_check import make_workers
+from cluster_check import make_workers, require_kafka
 from harness import run, tmpdir, wait_until
 
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
@@ -69,11 +68,7 @@ def owners(w, name):
 
 
 def main():
-    host, port = BOOTSTRAP.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-    except OSError as e:
-        raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+    require_kafka(BOOTSTRAP, timeout=3)
     expected = readme_task_series()
     assert len(expected) >= 13, f"the README lists {expected}"
     run_id = random.randrange(1 << 30)

@@ -11,7 +11,6 @@ every row and 100 %. Before the heartbeats carried progress, only the owner's an
 FERRY_BIN names the ferry binary; FERRY_POSTGRES_URL overrides the server. Standard library only.
 """
 import os
-import socket
 import sys
 import time
 import urllib.parse
@@ -21,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, HERE)
+from cluster_check import require_kafka  # noqa: E402
 from harness import run, start_cluster, tmpdir, wait_until  # noqa: E402
 from test_jdbc_source import PG_URL, psql  # noqa: E402
 
@@ -39,11 +39,7 @@ def task0(w, name):
 
 
 def main():
-    host, port = BOOTSTRAP.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as e:
-        raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+    require_kafka(BOOTSTRAP)
     table = f"progress_{RUN}"
     psql(f'CREATE TABLE "{table}" (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)')
     psql(f'INSERT INTO "{table}" (v) SELECT repeat(\'x\', 40) || g FROM generate_series(1, {ROWS}) g')
