@@ -43,6 +43,8 @@
 #include "core/private_paths.h"
 #include "core/properties.h"
 #include "credentials.h"
+#include "jvm/java_plugins.h"
+#include "jvm/jvm_paths.h"
 #include "ctl.h"
 #if FERRY_CONSOLE_TABLE
 #include "web/console_assets.h"
@@ -129,10 +131,46 @@ ferry::Result<std::unique_ptr<ferry::backbone::Backbone>> openBackbone(const fer
 // The built-in plugins and those of plugin.path; then the worker's default converters are built
 // once, so a misspelt key/value/header converter class or config stops the worker at start rather
 // than failing every task later.
+// The Java connectors of plugin.path, through the JVM host (jvm/README.md). The host starts only
+// when plugin.path holds jars; when it cannot (no Java, a build without it), the worker runs all
+// the same and says why whenever a connector class it does not know is asked for.
+void loadJavaPlugins(ferry::runtime::PluginRegistry& registry, const ferry::runtime::WorkerConfig& worker) {
+  using namespace ferry;
+  const auto jars = jvm::javaJarsIn(worker.pluginPath);
+  if (jars.empty()) return;
+  auto log = core::logger("jvm");
+  const std::string some = std::to_string(jars.size()) + " Java jar(s) (" + jars.front() + (jars.size() > 1 ? ", ..." : "") + ")";
+  jvm::JvmHostOptions o;
+  o.classpath = worker.jvmHostClasspath.empty() ? std::string(jvm::kBuiltHostClasspath) : worker.jvmHostClasspath;
+  if (o.classpath.empty()) {
+    const std::string why = "plugin.path holds " + some + ", but this ferry was built without the JVM host (" +
+                            std::string(jvm::kHostMissingReason) + ")";
+    log->warn("{}", why);
+    registry.setUnknownConnectorHint(why);
+    return;
+  }
+  if (!worker.jvmJavaHome.empty()) o.java = worker.jvmJavaHome + "/bin/java";
+  o.pluginPath = worker.pluginPath;
+  o.maxHeap = worker.jvmHeapMax;
+  o.jvmOptions = worker.jvmOptions;
+  if (!worker.jvmPluginIsolation) o.jvmOptions.push_back("-Dferry.plugin.isolation=false");
+  auto host = std::make_shared<jvm::JvmHostSupervisor>(o);
+  auto scan = jvm::scanJavaPlugins(*host);
+  if (!scan.isOk()) {
+    const std::string why = "plugin.path holds " + some + ", but the JVM host could not start: " + scan.status().message();
+    log->warn("{}", why);
+    registry.setUnknownConnectorHint(why);
+    return;
+  }
+  auto added = jvm::registerJavaPlugins(registry, host, *scan);
+  if (added.isOk()) log->info("{} Java connector class(es) from plugin.path", *added);
+}
+
 ferry::Status loadPlugins(ferry::runtime::PluginRegistry& registry, const ferry::runtime::WorkerConfig& worker) {
   if (auto s = ferry::runtime::registerBuiltins(registry); !s.isOk()) return s.withContext("built-in plugins");
   for (const auto& err : registry.loadPath(worker.pluginPath))
     ferry::core::logger("worker")->error("plugin not loaded: {}", err.message());
+  loadJavaPlugins(registry, worker);
   auto converters = ferry::runtime::makeTaskConverters(registry, worker, {});
   if (!converters.isOk()) return converters.status().withContext("worker converters");
   return ferry::Status::ok();

@@ -77,8 +77,11 @@ struct Library {
 
 struct Registered {
   PluginInfo info;
-  const PluginEntry* entry;          // points into the descriptor (static storage of its library)
-  std::shared_ptr<Library> library;  // null for built-ins
+  const PluginEntry* entry = nullptr;  // points into the descriptor (static storage of its library)
+  std::shared_ptr<Library> library;    // null for built-ins
+  // Instead of `entry`: addExternal()'s factory.
+  std::shared_ptr<std::function<void*()>> create;
+  std::shared_ptr<std::function<void(void*)>> destroy;
 };
 
 std::string dlErrorText() {
@@ -104,6 +107,7 @@ struct PluginRegistry::Impl {
     return std::nullopt;
   }
   std::map<std::string, std::string> pairs;   // source class name -> paired sink class name
+  std::string unknownConnectorHint;           // setUnknownConnectorHint()
 
   Status add(const PluginDescriptor* d, const std::string& origin,
              const std::shared_ptr<Library>& library);
@@ -222,7 +226,8 @@ Result<const Registered*> PluginRegistry::Impl::lookup(const std::string& name,
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
   if (list.empty()) list = "(none)";
-  return Status::notFound("unknown " + what + " '" + name + "'; known: " + list);
+  std::string hint = what == "connector class" && !unknownConnectorHint.empty() ? "; " + unknownConnectorHint : "";
+  return Status::notFound("unknown " + what + " '" + name + "'; known: " + list + hint);
 }
 
 Result<std::pair<void*, const Registered*>> PluginRegistry::Impl::create(
@@ -235,7 +240,7 @@ Result<std::pair<void*, const Registered*>> PluginRegistry::Impl::create(
   }
   void* instance = nullptr;
   try {
-    instance = r->entry->create();
+    instance = r->entry != nullptr ? r->entry->create() : (*r->create)();
   } catch (const std::exception& e) {
     return Status::internal("creating " + r->info.className + " (from " + r->info.origin +
                             ") threw: " + e.what());
@@ -257,6 +262,11 @@ namespace {
 template <typename T, typename Made>
 PluginPtr<T> wrap(void* instance, const Registered* r) {
   Made* made = static_cast<Made*>(instance);
+  if (r->entry == nullptr) {  // addExternal()'s
+    return PluginPtr<T>(made, [destroy = r->destroy](T* p) {
+      if (p != nullptr) (*destroy)(static_cast<void*>(static_cast<Made*>(p)));
+    });
+  }
   auto destroy = r->entry->destroy;
   std::shared_ptr<Library> library = r->library;  // keeps the code mapped while the object lives
   return PluginPtr<T>(made, [destroy, library](T* p) {
@@ -270,6 +280,50 @@ const std::set<PluginKind> kConnectorKinds{PluginKind::kSourceConnector,
 }  // namespace
 
 PluginRegistry::PluginRegistry() : impl_(std::make_unique<Impl>()) {}
+
+Status PluginRegistry::addExternal(PluginInfo info, std::function<void*()> create, std::function<void(void*)> destroy) {
+  if (info.className.empty()) return Status::invalidArgument("an external plugin has an empty class name");
+  if (info.kind != PluginKind::kSourceConnector && info.kind != PluginKind::kSinkConnector)
+    return Status::invalidArgument("external plugin " + info.className + ": only connectors");
+  if (!create || !destroy) return Status::invalidArgument("external plugin " + info.className + " lacks a factory");
+  auto& im = *impl_;
+  if (auto it = im.byName.find(info.className); it != im.byName.end()) {
+    const PluginInfo& other = im.plugins[it->second].info;
+    if (other.className == info.className)
+      return Status::alreadyExists("class name '" + info.className + "' from " + info.origin + " is already registered from " +
+                                   other.origin);
+    core::logger("plugins")->info("{} from {} takes the name over from {} ({}), whose alias it was", info.className,
+                                  info.origin, other.className, other.origin);
+    auto& aliases = im.plugins[it->second].info.aliases;
+    aliases.erase(std::remove(aliases.begin(), aliases.end(), info.className), aliases.end());
+  }
+  const std::size_t index = im.plugins.size();
+  // Its simple name ("FileStreamSourceConnector", as Kafka Connect accepts it) is the real class's
+  // too, unless another plugin has it of its own (then nobody's, as in Kafka Connect).
+  if (const auto dot = info.className.rfind('.'); dot != std::string::npos && dot + 1 < info.className.size()) {
+    const std::string simple = info.className.substr(dot + 1);
+    auto it = im.bySimpleName.find(simple);
+    const bool stolenAlias = it != im.bySimpleName.end() && im.byName.count(info.className) &&
+                             im.byName.at(info.className) == it->second;
+    if (!im.ambiguousSimpleNames.count(simple)) {
+      if (it == im.bySimpleName.end() || stolenAlias) {
+        im.bySimpleName[simple] = index;
+      } else {
+        im.bySimpleName.erase(it);
+        im.ambiguousSimpleNames.insert(simple);
+      }
+    }
+  }
+  Registered r;
+  r.info = std::move(info);
+  r.create = std::make_shared<std::function<void*()>>(std::move(create));
+  r.destroy = std::make_shared<std::function<void(void*)>>(std::move(destroy));
+  im.byName[r.info.className] = index;
+  im.plugins.push_back(std::move(r));
+  return Status::ok();
+}
+
+void PluginRegistry::setUnknownConnectorHint(std::string hint) { impl_->unknownConnectorHint = std::move(hint); }
 
 PluginRegistry::~PluginRegistry() = default;
 

@@ -47,6 +47,15 @@ class PluginRegistry {
   // Adds the entries of a descriptor. `origin` is "builtin" or a file path. Fails (adding
   // nothing) on an ABI mismatch or a class name that is already registered.
   Status add(const PluginDescriptor* descriptor, const std::string& origin);
+  // Adds a connector class whose instances `create` makes (nullptr: it could not) and `destroy`
+  // releases: the JVM host's Java connectors (src/jvm/java_plugins.h). Its class name may take
+  // over an alias of another plugin — the real class beats a stand-in: a jar in plugin.path
+  // holding org.apache.kafka.connect.file.FileStreamSourceConnector is that class, not ferry's
+  // FileStreamSource, which keeps its own name — but not another class's name (AlreadyExists).
+  Status addExternal(PluginInfo info, std::function<void*()> create, std::function<void(void*)> destroy);
+  // Added to "unknown connector class" errors: e.g. why the plugin.path's Java connectors are
+  // not available.
+  void setUnknownConnectorHint(std::string hint);
   // dlopen()s one shared library and adds its descriptor.
   Status loadLibrary(const std::string& path);
   // Loads every *.so in each folder; returns the per-file errors (empty = all loaded).

@@ -2,6 +2,7 @@
 #include "runtime/worker_config.h"
 
 #include <charconv>
+#include <cstring>
 
 #include <unistd.h>
 
@@ -58,7 +59,27 @@ const ConfigDef& workerConfigDef() {
              "Folder for the stores (configs, positions, status) and the embedded backbone.",
              validators::nonEmptyString());
     d.define("plugin.path", ConfigType::kList, "", Importance::kMedium,
-             "Folders searched for shared-library plugins (*.so, one level deep).");
+             "Folders searched for shared-library plugins (*.so, one level deep) and for Java connector "
+             "plugins (a jar, or a folder of jars, in each; run by the JVM host).");
+    d.define("jvm.java.home", ConfigType::kString, "", Importance::kMedium,
+             "The Java 17+ runtime that runs the JVM connector host (its bin/java); empty: $JAVA_HOME, else "
+             "java on PATH. The host starts only when plugin.path holds Java jars.");
+    d.define("jvm.heap.max", ConfigType::kString, "", Importance::kMedium,
+             "The JVM host's maximum heap (-Xmx), e.g. 512m or 2g; empty: the JVM's default.",
+             [](const std::string&, const ConfigValue& v) -> std::optional<std::string> {
+               const auto& s = std::get<std::string>(v);
+               std::size_t digits = 0;
+               while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+               const bool ok = s.empty() || (digits > 0 && digits <= 12 &&
+                                             (digits == s.size() || (digits + 1 == s.size() && s.back() != '\0' && std::strchr("kKmMgG", s.back()) != nullptr)));
+               if (ok) return std::nullopt;
+               return "must be a size such as 512m or 2g";
+             });
+    d.define("jvm.options", ConfigType::kList, "", Importance::kLow, "More options for the JVM host's java command.");
+    d.define("jvm.host.classpath", ConfigType::kString, "", Importance::kLow,
+             "The JVM host's jar and libraries as a java class path; empty: where this build put them.");
+    d.define("jvm.plugin.isolation", ConfigType::kBool, "true", Importance::kLow,
+             "Load each Java plugin in a class loader of its own (as Kafka Connect); false: one loader for all.");
     d.define("file.allowed.dirs", ConfigType::kList, "", Importance::kHigh,
              "Folders where connectors may read and write local files (FileStreamSource, "
              "FileStreamSink, ...); empty: <data.dir>/files, created 0700 at start. Paths are "
@@ -289,6 +310,11 @@ Result<WorkerConfig> parseWorkerConfig(const StringMap& props) {
                                      "the private key and certificate chain");
   c.dataDir = p.getString("data.dir");
   c.pluginPath = p.getList("plugin.path");
+  c.jvmJavaHome = p.getString("jvm.java.home");
+  c.jvmHeapMax = p.getString("jvm.heap.max");
+  c.jvmOptions = p.getList("jvm.options");
+  c.jvmHostClasspath = p.getString("jvm.host.classpath");
+  c.jvmPluginIsolation = p.getBool("jvm.plugin.isolation");
   c.fileAllowedDirs = p.getList("file.allowed.dirs");
   c.webRoot = p.getString("web.root");
   c.restAuthUsersFile = p.getString("rest.auth.users.file");

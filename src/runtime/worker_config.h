@@ -35,6 +35,12 @@ struct WorkerConfig {
   std::int64_t restRequestQueueSize = 64;
   std::string dataDir = "ferry-data";
   std::vector<std::string> pluginPath;
+  // The JVM connector host (jvm/README.md): started when plugin.path holds Java jars.
+  std::string jvmJavaHome;                // jvm.java.home ("": $JAVA_HOME, else java on PATH)
+  std::string jvmHeapMax;                 // jvm.heap.max ("": the JVM's default)
+  std::vector<std::string> jvmOptions;    // jvm.options
+  std::string jvmHostClasspath;           // jvm.host.classpath ("": as this build put it)
+  bool jvmPluginIsolation = true;         // jvm.plugin.isolation
   // file.allowed.dirs: where connectors may open local files (empty: <dataDir>/files).
   std::vector<std::string> fileAllowedDirs;
   std::string webRoot;

@@ -12,6 +12,7 @@
   connectors/    -> SDK, core, protocol clients (rocketmq, mqtt, kafka), their own folder
   transforms/    -> SDK (and core for logging), their own folder
   src/runtime    -> store, backbone, core, SDK, connectors/transforms (built-in registration)
+  src/jvm        -> runtime (the plugin registry), core, SDK (the JVM connector host's worker side)
   src/control    -> runtime, cluster and below
   src/rest       -> control and below
 Prints every violation; exits 1 if any.
@@ -34,10 +35,11 @@ ALLOWED = {
     "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "cluster", "runtime", "connectors", "transforms"},
+    "src/jvm": {"ferry", "core", "runtime", "jvm"},
     "src/control": {"ferry", "core", "backbone", "store", "cluster", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "cluster", "runtime", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "cluster", "runtime", "jvm", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):

@@ -283,6 +283,55 @@ TEST_F(RegistryTest, AliasClashesAreDuplicatesToo) {
   EXPECT_EQ(registry_.find("Fake")->className, "FakeSource");
 }
 
+// addExternal(): the JVM host's connectors (src/jvm/java_plugins.h).
+TEST_F(RegistryTest, ExternalConnectorTakesOverAnAliasNotAClassName) {
+  int made = 0, released = 0;
+  auto create = [&]() -> void* {
+    ++made;
+    return static_cast<SinkConnector*>(new FakeSink());
+  };
+  auto destroy = [&](void* p) {
+    ++released;
+    delete static_cast<SinkConnector*>(p);
+  };
+  PluginInfo info;
+  info.className = "FakeSrc";  // FakeSource's alias: the real class takes the name
+  info.kind = PluginKind::kSinkConnector;
+  info.version = "4.1.1";
+  info.origin = "/plugins/x";
+  ASSERT_TRUE(registry_.addExternal(info, create, destroy).isOk());
+  auto found = registry_.find("FakeSrc");
+  ASSERT_TRUE(found.isOk());
+  EXPECT_EQ(found->className, "FakeSrc");
+  EXPECT_EQ(found->origin, "/plugins/x");
+  EXPECT_EQ(registry_.find("FakeSource")->aliases, std::vector<std::string>{"Fake"});  // the alias is gone
+  {
+    auto c = registry_.createSinkConnector("FakeSrc");
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    EXPECT_EQ((*c)->version(), "fake-sink-1");
+  }
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(released, 1);  // back through the external destroy
+  // Another class's own name is refused; a factory that makes nothing is an error, not a crash.
+  info.className = "FakeSink";
+  EXPECT_EQ(registry_.addExternal(info, create, destroy).code(), StatusCode::kAlreadyExists);
+  info.className = "Nothing";
+  ASSERT_TRUE(registry_.addExternal(info, [] { return static_cast<void*>(nullptr); }, destroy).isOk());
+  EXPECT_EQ(registry_.createSinkConnector("Nothing").status().code(), StatusCode::kInternal);
+  info.className = "Transformy";
+  info.kind = PluginKind::kTransform;
+  EXPECT_EQ(registry_.addExternal(info, create, destroy).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(RegistryTest, UnknownConnectorErrorsCarryTheHint) {
+  registry_.setUnknownConnectorHint("plugin.path holds 2 Java jar(s), but no Java runtime was found");
+  auto c = registry_.createConnector("io.debezium.connector.postgresql.PostgresConnector");
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("but no Java runtime was found"), std::string::npos) << c.status().toString();
+  // Only for connector classes.
+  EXPECT_EQ(registry_.createTransform("Nope").status().message().find("Java"), std::string::npos);
+}
+
 TEST(Registry, DuplicateInsideOneDescriptorAddsNothing) {
   const PluginEntry entries[] = {
       {"Same", nullptr, PluginKind::kTransform, "1", "", &countingCreate<FakeTransform, Transform>,

@@ -22,6 +22,24 @@ TEST(WorkerConfig, DefaultsAndOverrides) {
   EXPECT_TRUE(c->taskRestartEnable);
 }
 
+TEST(WorkerConfig, JvmHostKeys) {
+  auto c = parseWorkerConfig({{"jvm.java.home", "/usr/lib/jvm/java-17"}, {"jvm.heap.max", "512m"},
+                              {"jvm.options", "-XX:+UseSerialGC,-Dx=y"}, {"jvm.plugin.isolation", "false"}});
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->jvmJavaHome, "/usr/lib/jvm/java-17");
+  EXPECT_EQ(c->jvmHeapMax, "512m");
+  EXPECT_EQ(c->jvmOptions, (std::vector<std::string>{"-XX:+UseSerialGC", "-Dx=y"}));
+  EXPECT_FALSE(c->jvmPluginIsolation);
+  EXPECT_TRUE(parseWorkerConfig({})->jvmPluginIsolation);
+  for (const char* good : {"", "2g", "1024", "64K"}) EXPECT_TRUE(parseWorkerConfig({{"jvm.heap.max", good}}).isOk()) << good;
+  // A heap size is one size: no second option smuggled in, no unit the JVM does not know.
+  for (const auto& bad : std::vector<std::string>{"2x", "g", "1g -Dx=y", "512mb", "-1g", "9999999999999g", std::string("1\0", 2)}) {
+    auto r = parseWorkerConfig({{"jvm.heap.max", bad}});
+    EXPECT_FALSE(r.isOk()) << bad;
+    if (!r.isOk()) EXPECT_NE(r.status().message().find("jvm.heap.max"), std::string::npos);
+  }
+}
+
 TEST(WorkerConfig, RestSecurityKeys) {
   auto d = parseWorkerConfig({});
   ASSERT_TRUE(d.isOk());

@@ -1,0 +1,170 @@
+// The JVM connector host (jvm/README.md): one process per worker, started and supervised by it,
+// that loads Kafka Connect connector plugins from plugin.path in class loaders of their own and
+// answers the worker's requests over the channel it was given as standard input and output (a
+// Unix socket of a socketpair). System.out is moved to standard error first, so that nothing a
+// connector prints can break the channel; the worker logs the host's standard error.
+//
+// Usage: java -cp <host jar>:<connect-api>:<kafka-clients>:<slf4j> io.ferry.jvmhost.Main PLUGIN_FOLDER...
+package io.ferry.jvmhost;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.FileDescriptor;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.kafka.common.config.Config;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigValue;
+import org.apache.kafka.connect.connector.Connector;
+
+public final class Main {
+  static final int PROTOCOL_VERSION = 1;
+
+  // Requests (the worker's) and their answers (type | 0x80); 0xFF is a failure.
+  static final int HELLO = 1;
+  static final int PLUGINS = 2;
+  static final int CONFIG_DEF = 3;
+  static final int VALIDATE = 4;
+  static final int FAILED = 0xFF;
+
+  private final Plugins plugins = new Plugins();
+  private final OutputStream out;
+  private final ExecutorService pool = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "ferry-request");
+    t.setDaemon(true);
+    return t;
+  });
+
+  private Main(List<String> pluginFolders, OutputStream out) {
+    this.out = out;
+    plugins.scan(pluginFolders);
+  }
+
+  public static void main(String[] args) throws IOException {
+    // The channel: the descriptors the worker gave as stdin and stdout. Everything printed goes
+    // to stderr from now on.
+    OutputStream channelOut = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
+    DataInputStream channelIn = new DataInputStream(new BufferedInputStream(new FileInputStream(FileDescriptor.in), 1 << 16));
+    System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true));
+    Main host = new Main(Arrays.asList(args), channelOut);
+    host.serve(channelIn);
+    // The worker closed the channel: it stopped, or it is gone. Nothing may outlive it.
+    System.exit(0);
+  }
+
+  private void serve(DataInputStream in) throws IOException {
+    for (;;) {
+      Wire.Frame f = Wire.read(in);
+      if (f == null) return;
+      pool.execute(() -> answer(f));
+    }
+  }
+
+  private void answer(Wire.Frame f) {
+    Wire.Out reply;
+    try {
+      reply = handle(f);
+    } catch (Throwable t) {
+      reply = failure(f.id, t);
+    }
+    try {
+      reply.send(out);
+    } catch (IOException e) {
+      System.err.println("ferry-jvm-host: cannot answer the worker (" + e + "); exiting");
+      System.exit(2);
+    }
+  }
+
+  static Wire.Out failure(int id, Throwable t) {
+    StringWriter trace = new StringWriter();
+    t.printStackTrace(new PrintWriter(trace));
+    return new Wire.Out(id, FAILED).str(t.getClass().getName()).str(String.valueOf(t.getMessage())).str(trace.toString());
+  }
+
+  private Wire.Out handle(Wire.Frame f) throws Exception {
+    switch (f.type) {
+      case HELLO:
+        return new Wire.Out(f.id, HELLO | 0x80)
+            .i32(PROTOCOL_VERSION)
+            .str(System.getProperty("java.version"))
+            .str(System.getProperty("java.vendor"))
+            .i64(Runtime.getRuntime().maxMemory());
+      case PLUGINS: {
+        Wire.Out o = new Wire.Out(f.id, PLUGINS | 0x80).i32(plugins.byClass.size());
+        for (Plugins.Plugin p : plugins.byClass.values()) o.str(p.className).u8(p.kind).str(p.version).str(p.location);
+        o.i32(plugins.problems.size());
+        for (String[] pr : plugins.problems) o.str(pr[0]).str(pr[1]);
+        return o;
+      }
+      case CONFIG_DEF: {
+        String cls = Wire.readString(f.body);
+        ConfigDef def = withLoader(cls, () -> plugins.newConnector(cls).config());
+        Wire.Out o = new Wire.Out(f.id, CONFIG_DEF | 0x80);
+        List<ConfigDef.ConfigKey> keys = new ArrayList<>(def.configKeys().values());
+        o.i32(keys.size());
+        for (ConfigDef.ConfigKey k : keys) {
+          boolean hasDefault = k.hasDefault();
+          String dflt = hasDefault && k.defaultValue != null ? ConfigDef.convertToString(k.defaultValue, k.type) : null;
+          List<String> recommended = new ArrayList<>();
+          if (k.validator instanceof ConfigDef.ValidString) {
+            // "[a, b, c]" is how ValidString describes itself: its values, for forms.
+            String s = k.validator.toString();
+            if (s.startsWith("[") && s.endsWith("]"))
+              for (String v : s.substring(1, s.length() - 1).split(",")) if (!v.isBlank()) recommended.add(v.trim());
+          }
+          o.str(k.name).str(k.type.name()).bool(hasDefault).str(dflt).str(k.importance == null ? "MEDIUM" : k.importance.name())
+              .str(k.documentation == null ? "" : k.documentation).str(k.group == null ? "" : k.group)
+              .str(k.displayName == null ? "" : k.displayName).strings(recommended);
+        }
+        return o;
+      }
+      case VALIDATE: {
+        String cls = Wire.readString(f.body);
+        Map<String, String> config = Wire.readMap(f.body);
+        Config result = withLoader(cls, () -> {
+          Connector c = plugins.newConnector(cls);
+          return c.validate(config);
+        });
+        Wire.Out o = new Wire.Out(f.id, VALIDATE | 0x80).i32(result.configValues().size());
+        for (ConfigValue v : result.configValues()) {
+          Object value = v.value();
+          String text = value == null ? null
+              : value instanceof org.apache.kafka.common.config.types.Password ? "[hidden]" : String.valueOf(value);
+          o.str(v.name()).str(text).strings(v.errorMessages());
+        }
+        return o;
+      }
+      default:
+        throw new IllegalArgumentException("unknown request type " + f.type);
+    }
+  }
+
+  interface Call<T> {
+    T run() throws Exception;
+  }
+
+  // Runs `call` with the plugin's class loader as the thread's context loader (plugins load their
+  // own resources and service implementations through it).
+  private <T> T withLoader(String cls, Call<T> call) throws Exception {
+    Thread t = Thread.currentThread();
+    ClassLoader saved = t.getContextClassLoader();
+    t.setContextClassLoader(plugins.loaderOf(cls));
+    try {
+      return call.run();
+    } finally {
+      t.setContextClassLoader(saved);
+    }
+  }
+}

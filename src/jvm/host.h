@@ -1,0 +1,122 @@
+// The JVM connector host process, seen from the worker (jvm/README.md).
+//
+// JvmHost is one running host: `java ... io.ferry.jvmhost.Main PLUGIN_FOLDER...` with one end of
+// a Unix socketpair as its standard input and output (the channel, wire.h) and a pipe as its
+// standard error (each line logged under [jvm], the last ones kept for failure messages). A
+// reader thread hands answers to the calls waiting for them; when the process ends (it crashed,
+// ran out of memory, was killed) every waiting and later call fails with Unavailable naming its
+// exit and its last words. The host exits by itself when its channel closes, so it never outlives
+// the worker, even one killed with kill -9.
+//
+// JvmHostSupervisor keeps one host for the worker: started on first use, started again after it
+// died (no sooner than a back-off of 1 s doubling to 30 s, so a JVM that cannot start is not
+// retried in a loop).
+//
+// Thread-safety: call() from any thread, concurrently.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ferry/result.h"
+#include "jvm/wire.h"
+
+namespace ferry::jvm {
+
+struct JvmHostOptions {
+  std::string java;       // the java executable; empty: $JAVA_HOME/bin/java, else `java` on PATH
+  std::string classpath;  // the host jar and its libraries (as built: FERRY_JVM_HOST_CLASSPATH)
+  std::vector<std::string> pluginPath;  // the worker's plugin.path folders
+  std::string maxHeap;                  // -Xmx value ("512m"); empty: the JVM's default
+  std::vector<std::string> jvmOptions;  // more options, before the class name
+  std::chrono::milliseconds startTimeout{60000};
+};
+
+struct HostInfo {
+  std::int32_t protocol = 0;
+  std::string javaVersion;
+  std::string javaVendor;
+  std::int64_t maxHeapBytes = 0;
+};
+
+class JvmHost {
+ public:
+  // Starts the process and waits for its answer to HELLO.
+  static Result<std::unique_ptr<JvmHost>> start(const JvmHostOptions& options);
+  ~JvmHost();  // closes the channel; the host exits (killed after 5 s if it does not)
+  JvmHost(const JvmHost&) = delete;
+  JvmHost& operator=(const JvmHost&) = delete;
+
+  // Sends one request (its payload written by `fill`) and waits up to `timeout` for the answer's
+  // payload. A Java exception comes back as an error whose message starts with the exception's
+  // class; Unavailable once the process is gone; Timeout when no answer came in time.
+  Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
+                           std::chrono::milliseconds timeout);
+  bool alive() const;
+  pid_t pid() const { return pid_; }
+  const HostInfo& info() const { return info_; }
+  // Why the process ended (empty while it runs).
+  std::string endedBecause() const;
+
+ private:
+  JvmHost() = default;
+  void readLoop();
+  void stderrLoop();
+  void fail(const std::string& why);
+
+  pid_t pid_ = -1;
+  int channel_ = -1;
+  int stderr_ = -1;
+  HostInfo info_;
+  std::thread reader_, errReader_;
+  std::mutex writeMu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint32_t nextId_ = 1;
+  struct Pending {
+    bool done = false;
+    std::uint8_t type = 0;
+    std::string payload;
+  };
+  std::map<std::uint32_t, std::shared_ptr<Pending>> pending_;
+  bool ended_ = false;
+  std::string endedBecause_;
+  std::deque<std::string> lastLines_;  // of its standard error
+  bool stderrClosed_ = false;
+};
+
+class JvmHostSupervisor {
+ public:
+  explicit JvmHostSupervisor(JvmHostOptions options) : o_(std::move(options)) {}
+  // As JvmHost::call, on the running host (started first when there is none or it died; a start
+  // that fails is the call's failure).
+  Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
+                           std::chrono::milliseconds timeout);
+  // The running host's facts, starting it when needed.
+  Result<HostInfo> info();
+  // Starts of the host so far (1 after the first).
+  int starts() const;
+
+ private:
+  Result<std::shared_ptr<JvmHost>> host();
+  JvmHostOptions o_;
+  mutable std::mutex mu_;
+  std::shared_ptr<JvmHost> host_;
+  int starts_ = 0;
+  std::int64_t nextStartMs_ = 0;
+  std::int64_t backoffMs_ = 1000;
+  std::string lastStartError_;
+};
+
+}  // namespace ferry::jvm

@@ -1,0 +1,84 @@
+// The worker's side of the channel to the JVM connector host (jvm/README.md, "The channel"):
+// frames of [u32 length][u32 request id][u8 type][payload], big-endian; strings as [i32 length, or
+// -1 for null][UTF-8]; maps as [i32 count] then key, value pairs; lists as [i32 count] then items.
+//
+// Reader parses bytes the JVM sent: every read is bounded by what is left, and a malformed
+// payload is a Status naming what was wrong (never a crash, never a huge allocation).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/record.h"
+#include "ferry/result.h"
+
+namespace ferry::jvm {
+
+// Message types (requests; an answer is type | 0x80, a failure kFailed).
+enum : std::uint8_t {
+  kHello = 1,
+  kPlugins = 2,
+  kConfigDef = 3,
+  kValidate = 4,
+  kFailed = 0xFF,
+};
+
+inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;
+
+class Writer {
+ public:
+  // Starts a frame; finish() fills in its length.
+  Writer(std::uint32_t id, std::uint8_t type);
+  Writer& u8(std::uint8_t v);
+  Writer& i32(std::int32_t v);
+  Writer& i64(std::int64_t v);
+  Writer& str(std::string_view s);
+  Writer& nullStr();
+  Writer& map(const StringMap& m);
+  Writer& strings(const std::vector<std::string>& v);
+  std::string finish();  // the frame; the writer is empty afterwards
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view payload) : in_(payload) {}
+  Result<std::uint8_t> u8();
+  Result<bool> boolean();
+  Result<std::int32_t> i32();
+  Result<std::int64_t> i64();
+  // nullopt for a null string.
+  Result<std::optional<std::string>> optStr();
+  // A null string is refused ("what" names the field in the message).
+  Result<std::string> str(const char* what);
+  Result<std::int32_t> count(const char* what);
+  Result<StringMap> map(const char* what);
+  Result<std::vector<std::string>> strings(const char* what);
+  std::size_t left() const { return in_.size(); }
+
+ private:
+  std::string_view in_;
+};
+
+// A frame's header, read from its first 9 bytes after the length: id and type.
+struct FrameHead {
+  std::uint32_t id = 0;
+  std::uint8_t type = 0;
+};
+// Splits a frame body (what follows the length) into its head and payload.
+Result<std::pair<FrameHead, std::string_view>> splitFrame(std::string_view body);
+
+// A failure answer's payload: the Java exception's class, message and stack trace.
+struct JavaFailure {
+  std::string exceptionClass;
+  std::string message;
+  std::string stackTrace;
+};
+Result<JavaFailure> readFailure(std::string_view payload);
+
+}  // namespace ferry::jvm
