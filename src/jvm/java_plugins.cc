@@ -107,35 +107,24 @@ class JavaConnectorCore {
   std::string defError_;
 };
 
-class JavaSourceConnector final : public SourceConnector {
+// A Java connector of either kind (Base: SourceConnector or SinkConnector, Task: its task type).
+template <typename Base, typename Task>
+class JavaConnector final : public Base {
  public:
-  explicit JavaSourceConnector(JavaConnectorCore core) : core_(std::move(core)) {}
+  explicit JavaConnector(JavaConnectorCore core) : core_(std::move(core)) {}
   std::string version() const override { return core_.version(); }
   const ConfigDef& configDef() const override { return core_.configDef(); }
   void validate(const StringMap& config, ConfigValidation& v) const override { core_.validate(config, v); }
   Status start(const StringMap&, ConnectorContext&) override { return core_.refuseToRun(); }
   Result<std::vector<StringMap>> taskConfigs(int) override { return core_.refuseToRun(); }
   void stop() override {}
-  std::unique_ptr<SourceTask> createTask() override { return nullptr; }
+  std::unique_ptr<Task> createTask() override { return nullptr; }  // never asked: start() refuses
 
  private:
   JavaConnectorCore core_;
 };
-
-class JavaSinkConnector final : public SinkConnector {
- public:
-  explicit JavaSinkConnector(JavaConnectorCore core) : core_(std::move(core)) {}
-  std::string version() const override { return core_.version(); }
-  const ConfigDef& configDef() const override { return core_.configDef(); }
-  void validate(const StringMap& config, ConfigValidation& v) const override { core_.validate(config, v); }
-  Status start(const StringMap&, ConnectorContext&) override { return core_.refuseToRun(); }
-  Result<std::vector<StringMap>> taskConfigs(int) override { return core_.refuseToRun(); }
-  void stop() override {}
-  std::unique_ptr<SinkTask> createTask() override { return nullptr; }
-
- private:
-  JavaConnectorCore core_;
-};
+using JavaSourceConnector = JavaConnector<SourceConnector, SourceTask>;
+using JavaSinkConnector = JavaConnector<SinkConnector, SinkTask>;
 
 }  // namespace
 

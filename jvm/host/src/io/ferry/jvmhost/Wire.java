@@ -60,49 +60,41 @@ final class Wire {
     final DataOutputStream data = new DataOutputStream(bytes);
 
     Out(int id, int type) {
+      put(d -> {
+        d.writeInt(0);  // the length, filled in by send()
+        d.writeInt(id);
+        d.writeByte(type);
+      });
+    }
+
+    private interface Write {
+      void to(DataOutputStream out) throws IOException;
+    }
+
+    // Writes into the byte array, which does not fail.
+    private Out put(Write w) {
       try {
-        data.writeInt(0);  // the length, filled in by send()
-        data.writeInt(id);
-        data.writeByte(type);
+        w.to(data);
       } catch (IOException e) {
-        throw new IllegalStateException(e);  // a byte array does not fail
+        throw new IllegalStateException(e);
       }
+      return this;
     }
 
     Out str(String s) {
-      try {
-        writeString(data, s);
-      } catch (IOException e) {
-        throw new IllegalStateException(e);
-      }
-      return this;
+      return put(d -> writeString(d, s));
     }
 
     Out i32(int v) {
-      try {
-        data.writeInt(v);
-      } catch (IOException e) {
-        throw new IllegalStateException(e);
-      }
-      return this;
+      return put(d -> d.writeInt(v));
     }
 
     Out i64(long v) {
-      try {
-        data.writeLong(v);
-      } catch (IOException e) {
-        throw new IllegalStateException(e);
-      }
-      return this;
+      return put(d -> d.writeLong(v));
     }
 
     Out u8(int v) {
-      try {
-        data.writeByte(v);
-      } catch (IOException e) {
-        throw new IllegalStateException(e);
-      }
-      return this;
+      return put(d -> d.writeByte(v));
     }
 
     Out bool(boolean v) {
