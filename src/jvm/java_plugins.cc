@@ -143,6 +143,9 @@ Result<JavaPluginScan> parsePluginScan(std::string_view payload) {
     FERRY_ASSIGN_OR_RETURN(auto kind, r.u8());
     if (kind != 1 && kind != 2) return Status::invalidArgument("JVM host answer: plugin kind " + std::to_string(kind));
     p.source = kind == 1;
+    FERRY_ASSIGN_OR_RETURN(auto api, r.u8());
+    if (api > 1) return Status::invalidArgument("JVM host answer: plugin API " + std::to_string(api));
+    p.openMessaging = api == 1;
     FERRY_ASSIGN_OR_RETURN(p.version, r.str("version"));
     FERRY_ASSIGN_OR_RETURN(p.location, r.str("location"));
     scan.plugins.push_back(std::move(p));
@@ -206,7 +209,7 @@ Result<int> registerJavaPlugins(runtime::PluginRegistry& registry, std::shared_p
     info.className = p.className;
     info.kind = p.source ? PluginKind::kSourceConnector : PluginKind::kSinkConnector;
     info.version = p.version;
-    info.summary = "Java connector (run by the JVM host)";
+    info.summary = p.openMessaging ? "OpenMessaging connector (run by the JVM host)" : "Java connector (run by the JVM host)";
     info.origin = p.location;
     const bool source = p.source;
     auto factory = [cls = p.className, version = p.version, host, cache, source]() -> void* {

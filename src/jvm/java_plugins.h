@@ -27,6 +27,7 @@ struct JavaPluginScan {
   struct Plugin {
     std::string className;
     bool source = false;
+    bool openMessaging = false;  // written to the OpenMessaging connector API (RocketMQ Connect's)
     std::string version;
     std::string location;
   };

@@ -1,7 +1,7 @@
 """Java connectors listed, described and validated through the JVM host (jvm/README.md), with a
-real worker, a real JVM and real jars: Kafka's connect-file 4.1.1, and test plugins that break as
-users' jars do (tests/jvm/plugins: config() throws, version() throws, a base class missing), plus
-a file that is not a jar.
+real worker, a real JVM and real jars: Kafka's connect-file 4.1.1, test plugins that break as
+users' jars do (tests/jvm/plugins: config() throws, version() throws, a base class missing), an
+OpenMessaging (RocketMQ Connect API) connector, and a file that is not a jar.
 
   (a) GET /connector-plugins lists Kafka's FileStreamSourceConnector (source) and
       FileStreamSinkConnector (sink) at 4.1.1 beside the native plugins, and the test plugins that
@@ -10,6 +10,7 @@ a file that is not a jar.
       documentation, types, defaults; PASSWORD, LIST and a ValidString's values);
   (c) PUT .../config/validate answers from the connector's validate(): the ConfigDef's errors and a
       connector's own cross-field error; a connector whose config() throws is an error naming it;
+      the OpenMessaging connector's validate(KeyValue) refusal is an error on connector.class;
   (d) a Java connector created now is FAILED with a trace saying running it is not built yet;
   (e) the JVM host killed with kill -9: the worker stays healthy, the next request starts it again;
   (f) the worker killed with kill -9: its JVM host is gone within 5 s (its channel closed);
@@ -32,6 +33,7 @@ FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 CONFIG_THROWS = "io.ferry.testplugins.ConfigThrowsConnector"
 VERSION_THROWS = "io.ferry.testplugins.VersionThrowsConnector"
 MISSING_BASE = "io.ferry.testplugins.MissingBaseConnector"
+OM_ECHO = "io.ferry.testplugins.om.EchoSourceConnector"
 
 
 def java_children(pid):
@@ -65,7 +67,8 @@ def main():
     # (a)
     listed = {p["class"]: p for p in w.ok("GET", "/connector-plugins")}
     for cls, kind, version in ((FILE_SOURCE, "source", "4.1.1"), (FILE_SINK, "sink", "4.1.1"),
-                               (CONFIG_THROWS, "source", "0.0.1-test"), (VERSION_THROWS, "sink", "unknown")):
+                               (CONFIG_THROWS, "source", "0.0.1-test"), (VERSION_THROWS, "sink", "unknown"),
+                               (OM_ECHO, "source", "unknown")):
         p = listed.get(cls)
         if not p or p.get("type") != kind or p.get("version") != version:
             raise AssertionError(f"{cls} listed as {p}, expected {kind} {version}; all: {sorted(listed)}")
@@ -104,7 +107,15 @@ def main():
     errors = validate(w, CONFIG_THROWS, {"name": "v4", "topic": "t"})
     if not any("config() is broken on purpose" in e for e in errors.get("connector.class", [])):
         raise AssertionError(f"a connector whose config() throws: {errors}")
-    print("ok   (c) validation from the connectors' own validate(); a throwing config() named", flush=True)
+    # An OpenMessaging connector: no ConfigDef; its validate(KeyValue) throws on a bad config.
+    errors = validate(w, OM_ECHO, {"name": "v6"})
+    if "echo needs a topic" not in " ".join(errors.get("connector.class", [])):
+        raise AssertionError(f"the OpenMessaging connector's validate(): {errors}")
+    errors = validate(w, OM_ECHO, {"name": "v7", "topic": "t"})
+    if any(errors.values()):
+        raise AssertionError(f"a good config for the OpenMessaging connector: {errors}")
+    print("ok   (c) validation from the connectors' own validate(), Kafka Connect's and OpenMessaging's; "
+          "a throwing config() named", flush=True)
 
     # (d)
     w.ok("POST", "/connectors", {"name": "java-file", "config": {

@@ -19,14 +19,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (auto scan = parsePluginScan(bytes); scan.isOk()) {
     Writer w(1, kPlugins | 0x80);
     w.i32(static_cast<std::int32_t>(scan->plugins.size()));
-    for (const auto& p : scan->plugins) w.str(p.className).u8(p.source ? 1 : 2).str(p.version).str(p.location);
+    for (const auto& p : scan->plugins) w.str(p.className).u8(p.source ? 1 : 2).u8(p.openMessaging ? 1 : 0).str(p.version).str(p.location);
     w.i32(static_cast<std::int32_t>(scan->problems.size()));
     for (const auto& [where, why] : scan->problems) w.str(where).str(why);
     const std::string frame = std::move(w).finish();
     auto again = parsePluginScan(std::string_view(frame).substr(9));
     if (!again.isOk() || again->plugins.size() != scan->plugins.size() || again->problems != scan->problems) std::abort();
     for (std::size_t i = 0; i < scan->plugins.size(); ++i)
-      if (again->plugins[i].className != scan->plugins[i].className || again->plugins[i].location != scan->plugins[i].location)
+      if (again->plugins[i].className != scan->plugins[i].className || again->plugins[i].location != scan->plugins[i].location ||
+          again->plugins[i].openMessaging != scan->plugins[i].openMessaging)
         std::abort();
   }
   return 0;

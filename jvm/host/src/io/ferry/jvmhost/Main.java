@@ -103,13 +103,15 @@ public final class Main {
             .i64(Runtime.getRuntime().maxMemory());
       case PLUGINS: {
         Wire.Out o = new Wire.Out(f.id, PLUGINS | 0x80).i32(plugins.byClass.size());
-        for (Plugins.Plugin p : plugins.byClass.values()) o.str(p.className).u8(p.kind).str(p.version).str(p.location);
+        for (Plugins.Plugin p : plugins.byClass.values())
+          o.str(p.className).u8(p.kind).u8(p.openMessaging ? 1 : 0).str(p.version).str(p.location);
         o.i32(plugins.problems.size());
         for (String[] pr : plugins.problems) o.str(pr[0]).str(pr[1]);
         return o;
       }
       case CONFIG_DEF: {
         String cls = Wire.readString(f.body);
+        if (plugins.plugin(cls).openMessaging) return new Wire.Out(f.id, CONFIG_DEF | 0x80).i32(0);  // it has no ConfigDef
         ConfigDef def = withLoader(cls, () -> plugins.newConnector(cls).config());
         Wire.Out o = new Wire.Out(f.id, CONFIG_DEF | 0x80);
         List<ConfigDef.ConfigKey> keys = new ArrayList<>(def.configKeys().values());
@@ -133,6 +135,7 @@ public final class Main {
       case VALIDATE: {
         String cls = Wire.readString(f.body);
         Map<String, String> config = Wire.readMap(f.body);
+        if (plugins.plugin(cls).openMessaging) return validateOpenMessaging(f.id, cls, config);
         Config result = withLoader(cls, () -> {
           Connector c = plugins.newConnector(cls);
           return c.validate(config);
@@ -149,6 +152,26 @@ public final class Main {
       default:
         throw new IllegalArgumentException("unknown request type " + f.type);
     }
+  }
+
+  // An OpenMessaging connector's validate(KeyValue) throws on a bad config: its message becomes
+  // one error on connector.class (it names no key).
+  private Wire.Out validateOpenMessaging(int id, String cls, Map<String, String> config) throws Exception {
+    String error = withLoader(cls, () -> {
+      io.openmessaging.KeyValue kv = new io.openmessaging.internal.DefaultKeyValue();
+      config.forEach(kv::put);
+      io.openmessaging.connector.api.component.connector.Connector<?> c =
+          (io.openmessaging.connector.api.component.connector.Connector<?>) plugins.newInstance(cls);
+      try {
+        c.validate(kv);
+        return null;
+      } catch (RuntimeException e) {
+        return e.getMessage() == null ? e.toString() : e.getMessage();
+      }
+    });
+    Wire.Out o = new Wire.Out(id, VALIDATE | 0x80);
+    if (error == null) return o.i32(0);
+    return o.i32(1).str("connector.class").str(cls).strings(List.of(error));
   }
 
   interface Call<T> {

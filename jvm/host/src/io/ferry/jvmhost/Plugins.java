@@ -39,13 +39,15 @@ final class Plugins {
     final String version;
     final String location;
     final ClassLoader loader;
+    final boolean openMessaging;  // written to the OpenMessaging connector API, not Kafka Connect's
 
-    Plugin(String className, int kind, String version, String location, ClassLoader loader) {
+    Plugin(String className, int kind, String version, String location, ClassLoader loader, boolean openMessaging) {
       this.className = className;
       this.kind = kind;
       this.version = version;
       this.location = location;
       this.loader = loader;
+      this.openMessaging = openMessaging;
     }
   }
 
@@ -63,7 +65,7 @@ final class Plugins {
 
     static boolean shared(String name) {
       if (name.startsWith("java.") || name.startsWith("javax.") || name.startsWith("jdk.") || name.startsWith("sun.")
-          || name.startsWith("org.slf4j.") || name.startsWith("org.apache.kafka.common.")
+          || name.startsWith("org.slf4j.") || name.startsWith("io.openmessaging.") || name.startsWith("org.apache.kafka.common.")
           || name.startsWith("org.apache.kafka.clients.")) return true;
       // The API packages of connect-api (the implementations in other Kafka jars, such as
       // org.apache.kafka.connect.file or .mirror, belong to their plugins).
@@ -163,7 +165,7 @@ final class Plugins {
             }
           }
         }
-        if (!manifests) {  // an older plugin: look at its classes
+        if (!manifests) {  // an older plugin, or an OpenMessaging one: look at its classes
           for (Enumeration<JarEntry> en = jf.entries(); en.hasMoreElements();) {
             String n = en.nextElement().getName();
             if (n.endsWith("Connector.class") && !n.contains("$")) names.add(n.substring(0, n.length() - 6).replace('/', '.'));
@@ -176,19 +178,35 @@ final class Plugins {
     for (String name : names) {
       try {
         Class<?> c = Class.forName(name, false, loader);
-        if (!Connector.class.isAssignableFrom(c) || Modifier.isAbstract(c.getModifiers()) || c.isInterface()) continue;
-        int kind = SourceConnector.class.isAssignableFrom(c) ? SOURCE : SinkConnector.class.isAssignableFrom(c) ? SINK : 0;
-        if (kind == 0) continue;
+        if (Modifier.isAbstract(c.getModifiers()) || c.isInterface()) continue;
+        boolean om = false;
+        int kind;
+        if (SourceConnector.class.isAssignableFrom(c)) kind = SOURCE;
+        else if (SinkConnector.class.isAssignableFrom(c)) kind = SINK;
+        else if (io.openmessaging.connector.api.component.task.source.SourceConnector.class.isAssignableFrom(c)) {
+          kind = SOURCE;
+          om = true;
+        } else if (io.openmessaging.connector.api.component.task.sink.SinkConnector.class.isAssignableFrom(c)) {
+          kind = SINK;
+          om = true;
+        } else continue;
         if (byClass.containsKey(name)) {
           problems.add(new String[] {location, name + " is also in " + byClass.get(name).location + "; that one is used"});
           continue;
         }
-        String version = versionOf(c, loader);
-        byClass.put(name, new Plugin(name, kind, version, location, loader));
+        String version = om ? packageVersion(c) : versionOf(c, loader);
+        byClass.put(name, new Plugin(name, kind, version, location, loader, om));
       } catch (Throwable t) {  // a class that does not link (a missing dependency): reported, skipped
         problems.add(new String[] {location, "cannot load " + name + ": " + t});
       }
     }
+  }
+
+  // An OpenMessaging connector has no version(): its jar's Implementation-Version, if any.
+  private static String packageVersion(Class<?> c) {
+    Package p = c.getPackage();
+    String v = p == null ? null : p.getImplementationVersion();
+    return v == null ? "unknown" : v;
   }
 
   // Connector.version() of a new instance, as Kafka Connect shows it; "unknown" when it throws.
@@ -206,10 +224,20 @@ final class Plugins {
     }
   }
 
-  Connector newConnector(String className) throws Exception {
+  Plugin plugin(String className) throws ClassNotFoundException {
     Plugin p = byClass.get(className);
     if (p == null) throw new ClassNotFoundException("no connector class " + className + " in plugin.path");
-    return (Connector) Class.forName(className, true, p.loader).getDeclaredConstructor().newInstance();
+    return p;
+  }
+
+  Object newInstance(String className) throws Exception {
+    return Class.forName(className, true, plugin(className).loader).getDeclaredConstructor().newInstance();
+  }
+
+  Connector newConnector(String className) throws Exception {
+    Object o = newInstance(className);
+    if (!(o instanceof Connector)) throw new IllegalArgumentException(className + " is not a Kafka Connect connector");
+    return (Connector) o;
   }
 
   ClassLoader loaderOf(String className) {
