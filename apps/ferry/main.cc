@@ -446,7 +446,7 @@ int runDistributed(int argc, char** argv) {
   auto opened = openBackbone(worker);
   if (!opened.isOk()) return fail(opened.status().toString());
   std::unique_ptr<backbone::Backbone> backbone = std::move(*opened);
-  const std::string base = "ferry-cluster-" + worker.clusterName;
+  const std::string base = runtime::kClusterTopicPrefix + worker.clusterName;
   auto clusterLog = backbone->openSharedLog(base);
   if (!clusterLog.isOk()) return fail("cluster log " + base + ": " + clusterLog.status().toString());
   auto snapshots = backbone->openSharedLog(base + "-snapshots");

@@ -125,7 +125,7 @@ class HerderImpl final : public DistributedHerder {
     return host_.topicRecords(topic, limit);
   }
   bool isInternalTopic(const std::string& topic) const override { return host_.isInternalTopic(topic); }
-  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override { return host_.topics(); }
+  Result<std::vector<backbone::TopicInfo>> topics() const override { return host_.topics(); }
   std::optional<std::int64_t> stateAgeMs() const override {
     const std::int64_t age = member_->stateAgeMs();
     return age < 0 ? std::nullopt : std::optional<std::int64_t>(age);

@@ -15,14 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "backbone/backbone.h"
 #include "cluster/events.h"
 #include "ferry/config.h"
 #include "ferry/connector.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "runtime/plugins.h"
-#include "runtime/tap.h"
 #include "runtime/secrets.h"
+#include "runtime/tap.h"
 #include "runtime/transform_chain.h"
 #include "store/store.h"
 
@@ -214,7 +215,7 @@ class Herder {
   }
   // The backbone's topics but the worker's own, by name (GET /topics). FailedPrecondition without
   // a backbone.
-  virtual Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const {
+  virtual Result<std::vector<backbone::TopicInfo>> topics() const {
     return Status::failedPrecondition("this worker has no backbone to read");
   }
   // The worker's own topics (source positions, schemas, the cluster's log, snapshots and

@@ -121,7 +121,7 @@ class HerderImpl final : public StandaloneHerder {
     return host_.topicRecords(topic, limit);
   }
   bool isInternalTopic(const std::string& topic) const override { return host_.isInternalTopic(topic); }
-  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override { return host_.topics(); }
+  Result<std::vector<backbone::TopicInfo>> topics() const override { return host_.topics(); }
 
   std::string healthProblem() const override {
     if (!running_) return "the worker is not running (starting or shutting down)";

@@ -90,18 +90,18 @@ std::int64_t TaskHost::connectorRestartDelayMs(int failures) const {
 
 bool TaskHost::isInternalTopic(const std::string& topic) const {
   const auto& w = *o_.worker;
-  // The cluster's log, its snapshots and its offsets: ferry-cluster-<name>[-snapshots|-offsets]
-  // (apps/ferry/main.cc); any cluster's, not only this worker's.
-  return topic == w.offsetStorageTopic || topic == w.schemaStorageTopic || topic.rfind("ferry-cluster-", 0) == 0;
+  // The cluster's log, its snapshots and its offsets (runtime::kClusterTopicPrefix); any cluster's,
+  // not only this worker's.
+  return topic == w.offsetStorageTopic || topic == w.schemaStorageTopic || topic.rfind(runtime::kClusterTopicPrefix, 0) == 0;
 }
 
-Result<std::vector<std::pair<std::string, std::int32_t>>> TaskHost::topics() const {
+Result<std::vector<backbone::TopicInfo>> TaskHost::topics() const {
   if (o_.backbone == nullptr) return Status::failedPrecondition("this worker has no backbone to read");
   FERRY_ASSIGN_OR_RETURN(auto all, o_.backbone->admin().listTopics());
-  std::vector<std::pair<std::string, std::int32_t>> out;
-  for (const auto& t : all)
-    if (!isInternalTopic(t.name) && t.name.rfind("__", 0) != 0) out.emplace_back(t.name, t.queues);  // "__": the broker's
-  std::sort(out.begin(), out.end());
+  std::vector<backbone::TopicInfo> out;
+  for (auto& t : all)
+    if (!isInternalTopic(t.name) && t.name.rfind("__", 0) != 0) out.push_back(std::move(t));  // "__": the broker's
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
 }
 

@@ -102,7 +102,7 @@ class TaskHost {
   backbone::SharedProducer* producers() { return producers_.get(); }
   const runtime::Executor& executor() const { return *executor_; }
   // Herder::topics(), ::topicRecords() and ::isInternalTopic() for both herders.
-  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const;
+  Result<std::vector<backbone::TopicInfo>> topics() const;
   Result<std::vector<TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const;
   bool isInternalTopic(const std::string& topic) const;
   // The taps on this worker's tasks (runtime/tap.h).

@@ -170,15 +170,15 @@ Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Wr
   Writer w(id, type);
   fill(w);
   const std::string frame = std::move(w).finish();
-  bool sent;
+  int writeError = 0;
   {
     std::lock_guard lock(writeMu_);
-    sent = writeAll(channel_, frame);
+    if (!writeAll(channel_, frame)) writeError = errno != 0 ? errno : EPIPE;
   }
   std::unique_lock lock(mu_);
-  if (!sent && !ended_) {
+  if (writeError != 0 && !ended_) {
     pending_.erase(id);
-    return Status::unavailable("cannot write to the JVM host: " + std::string(std::strerror(errno)));
+    return Status::unavailable("cannot write to the JVM host: " + std::string(std::strerror(writeError)));
   }
   if (!cv_.wait_for(lock, timeout, [&] { return p->done || ended_; })) {
     pending_.erase(id);
@@ -294,7 +294,6 @@ Result<std::shared_ptr<JvmHost>> JvmHostSupervisor::host() {
   if (host_) core::logger("jvm")->warn("starting the JVM host again: {}", host_->endedBecause());
   host_.reset();
   auto started = JvmHost::start(o_);
-  ++starts_;
   if (!started.isOk()) {
     lastStartError_ = started.status().message();
     nextStartMs_ = now + backoffMs_;
@@ -310,16 +309,6 @@ Result<std::string> JvmHostSupervisor::call(std::uint8_t type, const std::functi
                                             std::chrono::milliseconds timeout) {
   FERRY_ASSIGN_OR_RETURN(auto h, host());
   return h->call(type, fill, timeout);
-}
-
-Result<HostInfo> JvmHostSupervisor::info() {
-  FERRY_ASSIGN_OR_RETURN(auto h, host());
-  return h->info();
-}
-
-int JvmHostSupervisor::starts() const {
-  std::lock_guard lock(mu_);
-  return starts_;
 }
 
 }  // namespace ferry::jvm

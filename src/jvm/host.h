@@ -64,8 +64,6 @@ class JvmHost {
   Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
                            std::chrono::milliseconds timeout);
   bool alive() const;
-  pid_t pid() const { return pid_; }
-  const HostInfo& info() const { return info_; }
   // Why the process ended (empty while it runs).
   std::string endedBecause() const;
 
@@ -103,17 +101,11 @@ class JvmHostSupervisor {
   // that fails is the call's failure).
   Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
                            std::chrono::milliseconds timeout);
-  // The running host's facts, starting it when needed.
-  Result<HostInfo> info();
-  // Starts of the host so far (1 after the first).
-  int starts() const;
-
  private:
   Result<std::shared_ptr<JvmHost>> host();
   JvmHostOptions o_;
   mutable std::mutex mu_;
   std::shared_ptr<JvmHost> host_;
-  int starts_ = 0;
   std::int64_t nextStartMs_ = 0;
   std::int64_t backoffMs_ = 1000;
   std::string lastStartError_;

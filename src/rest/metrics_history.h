@@ -39,11 +39,8 @@ class MetricsHistory {
   std::optional<std::vector<HistoryPoint>> history(const std::string& connector) const;
 
  private:
-  struct Totals {
-    double in = 0, out = 0, errors = 0, lag = 0;
-  };
   struct Series {
-    Totals last;
+    control::TaskCounters last;
     std::int64_t lastMs = 0;
     std::deque<HistoryPoint> points;
   };

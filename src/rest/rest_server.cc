@@ -911,7 +911,7 @@ class RestServer::Routes {
     auto got = herder_.topics();
     if (!got.isOk()) return sendStatus(res, got.status());
     Json topics = Json::array();
-    for (const auto& [name, queues] : *got) topics.push_back({{"name", name}, {"queues", queues}});
+    for (const auto& t : *got) topics.push_back({{"name", t.name}, {"queues", t.queues}});
     sendJson(res, 200, {{"topics", std::move(topics)}});
   }
 

@@ -15,6 +15,10 @@
 
 namespace ferry::runtime {
 
+// The backbone topics of a cluster named N: its log kClusterTopicPrefix + N, and that name with
+// "-snapshots" and "-offsets". The worker never shows them (GET /topics).
+inline constexpr const char* kClusterTopicPrefix = "ferry-cluster-";
+
 struct WorkerConfig {
   std::string workerId;              // default: <hostname>:<rest.port>
   std::string restHost = "127.0.0.1";

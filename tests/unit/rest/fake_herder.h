@@ -27,8 +27,8 @@ class FakeHerder : public control::Herder {
   // topicRecords() limit asked is kept.
   std::vector<control::TopicRecord> topicT;
   mutable std::size_t lastLimit = 0;
-  Result<std::vector<std::pair<std::string, std::int32_t>>> topics() const override {
-    return std::vector<std::pair<std::string, std::int32_t>>{{"t", 2}};
+  Result<std::vector<backbone::TopicInfo>> topics() const override {
+    return std::vector<backbone::TopicInfo>{{"t", 2}};
   }
   bool isInternalTopic(const std::string& topic) const override { return topic == "ferry-offsets"; }
   Result<std::vector<control::TopicRecord>> topicRecords(const std::string& topic, std::size_t limit) const override {

@@ -156,3 +156,32 @@ export function pipelineErrors(message: string): Record<string, string[]> {
   }
   return out;
 }
+
+export interface Member {
+  id: string;
+  url?: string;
+  units?: number;
+  capacity?: number;
+  last_heartbeat_log_ms?: number;
+}
+
+export interface Workers {
+  mode: string;
+  health: string;
+  answeredBy: string;
+  lease?: boolean;
+  members: Member[];
+}
+
+// The workers: this one (standalone), or the cluster's members (GET /cluster).
+export async function loadWorkers(): Promise<Workers | null> {
+  try {
+    const root = await get<{ worker_id: string; mode?: string }>("/");
+    const health = await get<{ status: string }>("/health").then((h) => h.status, (e) => `unhealthy: ${(e as Error).message}`);
+    if (root.mode !== "distributed") return { mode: "standalone", health, answeredBy: root.worker_id, members: [{ id: root.worker_id }] };
+    const c = await get<{ worker: string; lease: boolean; workers: Member[] }>("/cluster");
+    return { mode: "distributed", health, answeredBy: c.worker, lease: c.lease, members: c.workers };
+  } catch {
+    return null;
+  }
+}

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { enc, get, request, type ConnectorInfo, type ConnectorStatus } from "../api";
+import { enc, get, loadWorkers, request, type ConnectorInfo, type ConnectorStatus } from "../api";
 import { usePoll } from "../hooks";
 import { href, go } from "../route";
 import { Confirm, Dialog, ErrorText, StateBadge, diffLines } from "../components";
@@ -18,14 +18,13 @@ export function ConnectorPage({ name }: { name: string }) {
     const [status, info] = await Promise.all([get<ConnectorStatus>(`${base}/status`), get<ConnectorInfo>(base)]);
     return { status, info };
   }, 2000, [name]);
-  // Which worker answers, and the cluster's members' REST addresses: a tap samples the tasks of
-  // the worker it is opened on, so tasks running elsewhere are pointed to their worker's console.
-  const { data: where } = usePoll(async () => {
-    const root = await get<{ worker_id: string; mode?: string }>("/");
-    if (root.mode !== "distributed") return { here: root.worker_id, urls: new Map<string, string>() };
-    const c = await get<{ workers: { id: string; url?: string }[] }>("/cluster").catch(() => ({ workers: [] }));
-    return { here: root.worker_id, urls: new Map(c.workers.filter((w) => /^https?:\/\//.test(w.url ?? "")).map((w) => [w.id, w.url!])) };
-  }, 10000);
+  // Which worker answers, and the members' REST addresses: a tap samples the tasks of the worker it
+  // is opened on, so tasks running elsewhere are pointed to their worker's console.
+  const { data: workers } = usePoll(loadWorkers, 10000);
+  const where = workers && {
+    here: workers.answeredBy,
+    urls: new Map(workers.members.filter((m) => /^https?:\/\//.test(m.url ?? "")).map((m) => [m.id, m.url!])),
+  };
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
   const [confirm, setConfirm] = useState<null | "delete" | "reset">(null);

@@ -1,44 +1,15 @@
 import { useEffect, useMemo, useRef, useState } from "react";
-import { get, type Expanded, type ConnectorStatus } from "../api";
+import { get, loadWorkers, type Expanded, type ConnectorStatus, type Workers } from "../api";
 import { usePoll } from "../hooks";
 import { totalsFromStatus, rates, formatRate, type Rates, type Sample } from "../metrics";
 import { href } from "../route";
 import { Dialog, ErrorText, StateBadge } from "../components";
-
-interface Member {
-  id: string;
-  url?: string;
-  units?: number;
-  capacity?: number;
-  last_heartbeat_log_ms?: number;
-}
-
-interface Workers {
-  mode: string;
-  health: string;
-  answeredBy: string;
-  lease?: boolean;
-  members: Member[];
-}
 
 interface Snapshot {
   connectors: Expanded;
   rates: Map<string, Rates>;
   workers: Workers | null;
   at: number;
-}
-
-// The workers: this one (standalone), or the cluster's members (GET /cluster).
-async function loadWorkers(): Promise<Workers | null> {
-  try {
-    const root = await get<{ worker_id: string; mode?: string }>("/");
-    const health = await get<{ status: string }>("/health").then((h) => h.status, (e) => `unhealthy: ${(e as Error).message}`);
-    if (root.mode !== "distributed") return { mode: "standalone", health, answeredBy: root.worker_id, members: [{ id: root.worker_id }] };
-    const c = await get<{ worker: string; lease: boolean; workers: Member[] }>("/cluster");
-    return { mode: "distributed", health, answeredBy: c.worker, lease: c.lease, members: c.workers };
-  } catch {
-    return null;
-  }
 }
 
 function taskSummary(s?: ConnectorStatus) {

@@ -63,16 +63,18 @@ final class Plugins {
       super("ferry-plugin:" + location, urls, parent);
     }
 
+    // The API packages of connect-api (the implementations in other Kafka jars, such as
+    // org.apache.kafka.connect.file or .mirror, belong to their plugins).
+    private static final String[] CONNECT_API = java.util.stream.Stream.of(
+            "connector.", "source.", "sink.", "data.", "errors.", "header.", "storage.", "transforms.Transformation",
+            "transforms.predicates.Predicate", "util.", "health.", "components.", "rest.", "converters.")
+        .map(p -> "org.apache.kafka.connect." + p).toArray(String[]::new);
+
     static boolean shared(String name) {
       if (name.startsWith("java.") || name.startsWith("javax.") || name.startsWith("jdk.") || name.startsWith("sun.")
           || name.startsWith("org.slf4j.") || name.startsWith("io.openmessaging.") || name.startsWith("org.apache.kafka.common.")
           || name.startsWith("org.apache.kafka.clients.")) return true;
-      // The API packages of connect-api (the implementations in other Kafka jars, such as
-      // org.apache.kafka.connect.file or .mirror, belong to their plugins).
-      for (String p : new String[] {"connector.", "source.", "sink.", "data.", "errors.", "header.", "storage.",
-                                    "transforms.Transformation", "transforms.predicates.Predicate", "util.",
-                                    "health.", "components.", "rest.", "converters."})
-        if (name.startsWith("org.apache.kafka.connect." + p)) return true;
+      for (String p : CONNECT_API) if (name.startsWith(p)) return true;
       return false;
     }
 
