@@ -9,6 +9,7 @@
 #include <limits>
 #include <system_error>
 
+#include "core/base64.h"
 #include "core/json_bounds.h"
 #include "core/json_text.h"
 #include "transforms/connect_json.h"
@@ -27,7 +28,33 @@ Result<std::string> roleOf(const StringMap& config, bool isKey, const char* conv
                                  it->second + "'");
 }
 
+// The text of a JSON string (a typed string or bytes value in its payload form).
+Result<std::string> jsonStringText(const Bytes& data, const char* converter, const std::string& topic) {
+  auto j = Json::parse(data.view(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_string())
+    return Status::invalidArgument(std::string(converter) + ": a value typed as a string or bytes on topic '" + topic +
+                                   "' is not a JSON string");
+  return j.get<std::string>();
+}
+
 }  // namespace
+
+Result<Bytes> ByteArrayConverter::fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
+                                                       const Bytes& data) {
+  if (!schema || schema->type() != SchemaType::kBytes || !schema->logicalName().empty() || data.isNull())
+    return fromRecord(topic, data);
+  FERRY_ASSIGN_OR_RETURN(auto text, jsonStringText(data, "ByteArrayConverter", topic));
+  auto raw = core::base64Decode(text);
+  if (!raw) return Status::invalidArgument("ByteArrayConverter: a bytes value on topic '" + topic + "' is not base64");
+  return Bytes(std::move(*raw));
+}
+
+Result<Bytes> StringConverter::fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema,
+                                                    const Bytes& data) {
+  if (!schema || schema->type() != SchemaType::kString || data.isNull()) return fromRecord(topic, data);
+  FERRY_ASSIGN_OR_RETURN(auto text, jsonStringText(data, "StringConverter", topic));
+  return Bytes(std::move(text));
+}
 
 const ConfigDef& ByteArrayConverter::definition() {
   static const ConfigDef def;

@@ -29,6 +29,10 @@ class ByteArrayConverter final : public Converter {
   Status configure(const StringMap& config, bool isKey) override;
   Result<Bytes> fromRecord(const std::string& topic, const Bytes& data) override;
   Result<Bytes> toRecord(const std::string& topic, const Bytes& data) override;
+  // A record typed as bytes is written as the bytes themselves, as Kafka's ByteArrayConverter
+  // writes a byte[] (ferry keeps typed bytes as base64 text in their JSON form); other data as
+  // fromRecord writes it.
+  Result<Bytes> fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema, const Bytes& data) override;
 };
 
 class StringConverter final : public Converter {
@@ -38,6 +42,10 @@ class StringConverter final : public Converter {
   Status configure(const StringMap& config, bool isKey) override;
   Result<Bytes> fromRecord(const std::string& topic, const Bytes& data) override;
   Result<Bytes> toRecord(const std::string& topic, const Bytes& data) override;
+  // A record typed as a string is written as the text itself, as Kafka's StringConverter writes
+  // a String (ferry keeps typed strings in their JSON form, quoted); other data as fromRecord
+  // writes it.
+  Result<Bytes> fromRecordWithSchema(const std::string& topic, const SchemaPtr& schema, const Bytes& data) override;
 };
 
 // With schemas.enable=true (the default, as Kafka's), a record's schema travels in Kafka

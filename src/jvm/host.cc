@@ -125,9 +125,10 @@ Result<std::unique_ptr<JvmHost>> JvmHost::start(const JvmHostOptions& o) {
   FERRY_ASSIGN_OR_RETURN(h->info_.javaVersion, r.str("java version"));
   FERRY_ASSIGN_OR_RETURN(h->info_.javaVendor, r.str("java vendor"));
   FERRY_ASSIGN_OR_RETURN(h->info_.maxHeapBytes, r.i64());
-  if (h->info_.protocol != 1)
+  if (h->info_.protocol != kProtocolVersion)
     return Status::incompatible("the JVM host speaks protocol " + std::to_string(h->info_.protocol) +
-                                "; this worker speaks 1 (the host jar is from another build)");
+                                "; this worker speaks " + std::to_string(kProtocolVersion) +
+                                " (the host jar is from another build)");
   core::logger("jvm")->info("JVM host started (pid {}, Java {} by {}, max heap {} MiB)", pid, h->info_.javaVersion,
                             h->info_.javaVendor, h->info_.maxHeapBytes >> 20);
   return h;
@@ -157,8 +158,13 @@ JvmHost::~JvmHost() {
   if (stderr_ >= 0) ::close(stderr_);
 }
 
+void JvmHost::write(const std::string& frame) {
+  std::lock_guard lock(writeMu_);
+  (void)writeAll(channel_, frame);  // a broken channel ends the reader, which fails every call
+}
+
 Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Writer&)>& fill,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, std::int64_t serving) {
   auto p = std::make_shared<Pending>();
   std::uint32_t id;
   {
@@ -180,9 +186,39 @@ Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Wr
     pending_.erase(id);
     return Status::unavailable("cannot write to the JVM host: " + std::string(std::strerror(writeError)));
   }
-  if (!cv_.wait_for(lock, timeout, [&] { return p->done || ended_; })) {
-    pending_.erase(id);
-    return Status::timeout("the JVM host did not answer within " + std::to_string(timeout.count()) + " ms");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // The host's questions for this handle first: its answer to us may wait on them.
+    if (serving != 0) {
+      auto in = inbox_.find(serving);
+      auto hk = hooks_.find(serving);
+      if (in != inbox_.end() && !in->second.empty() && hk != hooks_.end()) {
+        auto [askId, payload] = std::move(in->second.front());
+        in->second.pop_front();
+        auto hooks = hk->second;
+        lock.unlock();
+        auto answer = hooks->onOffsetsRead ? hooks->onOffsetsRead(payload)
+                                           : Result<std::string>(Status::failedPrecondition("no offsets here"));
+        std::string reply;
+        if (answer.isOk()) {
+          Writer a(askId, static_cast<std::uint8_t>(kOffsetsRead | 0x80));
+          a.raw(*answer);
+          reply = std::move(a).finish();
+        } else {
+          Writer a(askId, kFailed);
+          a.str(answer.status().message());
+          reply = std::move(a).finish();
+        }
+        write(reply);
+        lock.lock();
+        continue;
+      }
+    }
+    if (p->done || ended_) break;
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && !p->done && !ended_) {
+      pending_.erase(id);
+      return Status::timeout("the JVM host did not answer within " + std::to_string(timeout.count()) + " ms");
+    }
   }
   pending_.erase(id);
   if (!p->done) return Status::unavailable(endedBecause_);
@@ -195,6 +231,48 @@ Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Wr
     return Status::internal("the JVM host answered request type " + std::to_string(type) + " with type " +
                             std::to_string(p->type));
   return std::move(p->payload);
+}
+
+void JvmHost::attach(std::int64_t handle, HandleHooks hooks) {
+  std::lock_guard lock(mu_);
+  hooks_[handle] = std::make_shared<const HandleHooks>(std::move(hooks));
+}
+
+void JvmHost::detach(std::int64_t handle) {
+  std::lock_guard lock(mu_);
+  hooks_.erase(handle);
+  inbox_.erase(handle);
+}
+
+// A frame the host sent of its own accord (not an answer): on the reader thread.
+void JvmHost::onHostFrame(const FrameHead& head, std::string_view payload) {
+  Reader r(payload);
+  auto handle = r.i64();
+  if (!handle.isOk()) return;
+  std::shared_ptr<const HandleHooks> hooks;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = hooks_.find(*handle); it != hooks_.end()) hooks = it->second;
+    if (head.type == kOffsetsRead && hooks) {
+      inbox_[*handle].emplace_back(head.id, std::string(payload));
+      cv_.notify_all();
+    }
+  }
+  if (!hooks) {
+    if (head.type == kOffsetsRead) {  // nobody to answer: the task is gone
+      Writer a(head.id, kFailed);
+      a.str("no task with handle " + std::to_string(*handle) + " in this worker");
+      write(std::move(a).finish());
+    }
+    return;
+  }
+  if (head.type == kEvent) {
+    auto kind = r.u8();
+    auto message = r.str("event message");
+    if (kind.isOk() && message.isOk() && hooks->onEvent) hooks->onEvent(*kind, *message);
+    return;
+  }
+  if (hooks->onReady) hooks->onReady();  // READY, or an OFFSETS_READ waiting for the task's next call
 }
 
 bool JvmHost::alive() const {
@@ -226,6 +304,10 @@ void JvmHost::readLoop() {
     if (!split.isOk()) {
       why = split.status().message();
       break;
+    }
+    if (split->first.type == kOffsetsRead || split->first.type == kEvent || split->first.type == kReady) {
+      onHostFrame(split->first, split->second);
+      continue;
     }
     std::lock_guard lock(mu_);
     auto it = pending_.find(split->first.id);

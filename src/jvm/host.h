@@ -50,6 +50,19 @@ struct HostInfo {
   std::int64_t maxHeapBytes = 0;
 };
 
+// What the worker does with the host's own frames about one handle (a running connector or task).
+struct HandleHooks {
+  // EVENT (kind 1: task reconfiguration requested, 2: error raised, 3: commit requested) and READY
+  // (a source task's records are waiting): on the channel's reader thread; must be quick and
+  // thread-safe.
+  std::function<void(std::uint8_t kind, const std::string& message)> onEvent;
+  std::function<void()> onReady;
+  // OFFSETS_READ: the answer's payload. Run by the thread of a call() made with this handle
+  // (the task's own thread), never by the reader thread; onReady is called when one arrives so
+  // that the task makes a call soon.
+  std::function<Result<std::string>(std::string_view payload)> onOffsetsRead;
+};
+
 class JvmHost {
  public:
   // Starts the process and waits for its answer to HELLO.
@@ -61,8 +74,12 @@ class JvmHost {
   // Sends one request (its payload written by `fill`) and waits up to `timeout` for the answer's
   // payload. A Java exception comes back as an error whose message starts with the exception's
   // class; Unavailable once the process is gone; Timeout when no answer came in time.
+  // With `serving` a handle attached with hooks: while waiting, the host's OFFSETS_READ requests
+  // for that handle are answered on this thread (HandleHooks::onOffsetsRead).
   Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
-                           std::chrono::milliseconds timeout);
+                           std::chrono::milliseconds timeout, std::int64_t serving = 0);
+  void attach(std::int64_t handle, HandleHooks hooks);
+  void detach(std::int64_t handle);
   bool alive() const;
   // Why the process ended (empty while it runs).
   std::string endedBecause() const;
@@ -72,6 +89,8 @@ class JvmHost {
   void readLoop();
   void stderrLoop();
   void fail(const std::string& why);
+  void onHostFrame(const FrameHead& head, std::string_view payload);
+  void write(const std::string& frame);
 
   pid_t pid_ = -1;
   int channel_ = -1;
@@ -88,6 +107,9 @@ class JvmHost {
     std::string payload;
   };
   std::map<std::uint32_t, std::shared_ptr<Pending>> pending_;
+  std::map<std::int64_t, std::shared_ptr<const HandleHooks>> hooks_;
+  // OFFSETS_READ requests waiting for a call() serving their handle: (request id, payload).
+  std::map<std::int64_t, std::deque<std::pair<std::uint32_t, std::string>>> inbox_;
   bool ended_ = false;
   std::string endedBecause_;
   std::deque<std::string> lastLines_;  // of its standard error
@@ -97,12 +119,13 @@ class JvmHost {
 class JvmHostSupervisor {
  public:
   explicit JvmHostSupervisor(JvmHostOptions options) : o_(std::move(options)) {}
+  // The running host (started first when there is none or it died).
+  Result<std::shared_ptr<JvmHost>> host();
   // As JvmHost::call, on the running host (started first when there is none or it died; a start
   // that fails is the call's failure).
   Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,
                            std::chrono::milliseconds timeout);
  private:
-  Result<std::shared_ptr<JvmHost>> host();
   JvmHostOptions o_;
   mutable std::mutex mu_;
   std::shared_ptr<JvmHost> host_;

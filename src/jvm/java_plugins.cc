@@ -1,11 +1,14 @@
 // Java connectors in the plugin registry (java_plugins.h).
 #include "jvm/java_plugins.h"
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
 
 #include "core/logging.h"
+#include "jvm/java_records.h"
 
 namespace ferry::jvm {
 
@@ -93,12 +96,8 @@ class JavaConnectorCore {
     }
   }
 
-  Status refuseToRun() const {
-    return Status::failedPrecondition(
-        "Java connector " + cls_ +
-        " cannot run yet: this worker lists and validates Java connectors through its JVM host; running them "
-        "and their tasks is not built yet");
-  }
+  const std::string& className() const { return cls_; }
+  const std::shared_ptr<JvmHostSupervisor>& supervisor() const { return host_; }
 
  private:
   std::string cls_, version_;
@@ -107,22 +106,343 @@ class JavaConnectorCore {
   std::string defError_;
 };
 
+std::atomic<std::int64_t> nextHandle{1};
+
+// Long calls into Java code: a start that connects to a database, a put that waits for its peer.
+constexpr std::chrono::milliseconds kTaskCallTimeout{300000};
+// How long a task's stop() may take in the host before its poll thread is abandoned.
+constexpr std::int64_t kTaskStopMs = 5000;
+// Records a source task's poll thread may have waiting in the host.
+constexpr std::int32_t kSourceQueueRecords = 4096;
+
+// How schemaless bytes reach a Java sink: as the connector's converter would have read them
+// (Records.Form in the host): 0 bytes, 1 String, 2 parsed JSON.
+std::uint8_t formOf(const std::string& converterClass) {
+  auto ends = [&](std::string_view tail) {
+    return converterClass.size() >= tail.size() && converterClass.compare(converterClass.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends("StringConverter")) return 1;
+  if (ends("JsonConverter")) return 2;
+  return 0;
+}
+
+// A failed call: when the host is gone, the task fails with the JVM's own last words (and is
+// restarted on a new host by the worker's restart policy); a Java RetriableException is retried.
+Status callFailed(const std::shared_ptr<JvmHost>& host, const std::string& what, const Status& s) {
+  if (!host->alive()) return Status::internal(what + ": " + host->endedBecause());
+  if (s.message().find("RetriableException") != std::string::npos) return Status::unavailable(what + ": " + s.message());
+  return Status(s.code() == StatusCode::kUnavailable ? StatusCode::kInternal : s.code(), what + ": " + s.message());
+}
+
+// A payload written by Writer's rules without a frame head.
+class Payload {
+ public:
+  Writer& w() { return w_; }
+  std::string take() { return std::move(w_).finish().substr(9); }
+
+ private:
+  Writer w_{0, 0};
+};
+
+// Where a connector's events go; cleared by stop() so a late event touches nothing.
+struct EventSink {
+  std::mutex mu;
+  ConnectorContext* connector = nullptr;
+  SourceTaskContext* source = nullptr;
+  SinkTaskContext* sink = nullptr;
+};
+
+HandleHooks hooksFor(const std::shared_ptr<EventSink>& sink) {
+  HandleHooks h;
+  h.onEvent = [sink](std::uint8_t kind, const std::string& message) {
+    std::lock_guard lock(sink->mu);
+    if (sink->connector && kind == 1) sink->connector->requestTaskReconfiguration();
+    if (sink->connector && kind == 2) sink->connector->raiseError(Status::internal(message));
+    if (sink->sink && kind == 3) sink->sink->requestCommit();
+  };
+  h.onReady = [sink] {
+    std::lock_guard lock(sink->mu);
+    if (sink->source) sink->source->wakeup();
+  };
+  return h;
+}
+
 // A Java connector of either kind (Base: SourceConnector or SinkConnector, Task: its task type).
 template <typename Base, typename Task>
 class JavaConnector final : public Base {
  public:
-  explicit JavaConnector(JavaConnectorCore core) : core_(std::move(core)) {}
+  JavaConnector(JavaConnectorCore core, std::function<std::unique_ptr<Task>()> makeTask)
+      : core_(std::move(core)), makeTask_(std::move(makeTask)) {}
+  ~JavaConnector() override { stop(); }
   std::string version() const override { return core_.version(); }
   const ConfigDef& configDef() const override { return core_.configDef(); }
   void validate(const StringMap& config, ConfigValidation& v) const override { core_.validate(config, v); }
-  Status start(const StringMap&, ConnectorContext&) override { return core_.refuseToRun(); }
-  Result<std::vector<StringMap>> taskConfigs(int) override { return core_.refuseToRun(); }
-  void stop() override {}
-  std::unique_ptr<Task> createTask() override { return nullptr; }  // never asked: start() refuses
+
+  Status start(const StringMap& config, ConnectorContext& context) override {
+    config_ = config;
+    events_ = std::make_shared<EventSink>();
+    events_->connector = &context;
+    return startOnHost();
+  }
+
+  Result<std::vector<StringMap>> taskConfigs(int maxTasks) override {
+    // A host that died since start: the connector is started again on the new one.
+    if (!host_ || !host_->alive()) FERRY_RETURN_IF_ERROR(startOnHost());
+    auto payload = host_->call(kTaskConfigs, [&](Writer& w) { w.i64(handle_).i32(maxTasks); }, kTaskCallTimeout);
+    if (!payload.isOk()) return callFailed(host_, core_.className() + ".taskConfigs()", payload.status());
+    Reader r(*payload);
+    FERRY_ASSIGN_OR_RETURN(auto n, r.count("task configs"));
+    std::vector<StringMap> out;
+    for (std::int32_t i = 0; i < n; ++i) {
+      FERRY_ASSIGN_OR_RETURN(auto m, r.map("task config"));
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+  void stop() override {
+    if (events_) {
+      std::lock_guard lock(events_->mu);
+      events_->connector = nullptr;
+    }
+    if (!host_) return;
+    if (host_->alive()) {
+      auto s = host_->call(kConnectorStop, [&](Writer& w) { w.i64(handle_); }, kTaskCallTimeout);
+      if (!s.isOk()) core::logger("jvm")->warn("{}.stop(): {}", core_.className(), s.status().message());
+    }
+    host_->detach(handle_);
+    host_.reset();
+  }
+
+  std::unique_ptr<Task> createTask() override { return makeTask_(); }
 
  private:
+  Status startOnHost() {
+    if (host_) host_->detach(handle_);
+    FERRY_ASSIGN_OR_RETURN(host_, core_.supervisor()->host());
+    handle_ = nextHandle.fetch_add(1);
+    host_->attach(handle_, hooksFor(events_));
+    auto s = host_->call(kConnectorStart, [&](Writer& w) { w.i64(handle_).str(core_.className()).map(config_); },
+                         kTaskCallTimeout);
+    if (!s.isOk()) {
+      auto failed = callFailed(host_, core_.className() + ".start()", s.status());
+      host_->detach(handle_);
+      host_.reset();
+      return failed;
+    }
+    return Status::ok();
+  }
+
   JavaConnectorCore core_;
+  std::function<std::unique_ptr<Task>()> makeTask_;
+  StringMap config_;
+  std::shared_ptr<EventSink> events_;
+  std::shared_ptr<JvmHost> host_;
+  std::int64_t handle_ = 0;
 };
+
+// What both task proxies share: the host, the handle, start and stop.
+class JavaTaskCore {
+ public:
+  JavaTaskCore(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor)
+      : cls_(std::move(cls)), supervisor_(std::move(supervisor)) {}
+  ~JavaTaskCore() { stop(); }
+
+  Status start(std::uint8_t type, const std::function<void(Writer&)>& fill, HandleHooks hooks) {
+    FERRY_ASSIGN_OR_RETURN(host_, supervisor_->host());
+    handle_ = nextHandle.fetch_add(1);
+    host_->attach(handle_, std::move(hooks));
+    auto s = host_->call(type, [&](Writer& w) {
+      w.i64(handle_).str(cls_);
+      fill(w);
+    }, kTaskCallTimeout, handle_);
+    if (!s.isOk()) {
+      auto failed = callFailed(host_, cls_ + " task start()", s.status());
+      host_->detach(handle_);
+      host_.reset();
+      return failed;
+    }
+    return Status::ok();
+  }
+
+  Result<std::string> call(std::uint8_t type, const char* what, const std::function<void(Writer&)>& fill) {
+    if (!host_) return Status::failedPrecondition(std::string(what) + ": the task is not running");
+    auto r = host_->call(type, [&](Writer& w) {
+      w.i64(handle_);
+      fill(w);
+    }, kTaskCallTimeout, handle_);
+    if (!r.isOk()) return callFailed(host_, cls_ + " task " + what, r.status());
+    return r;
+  }
+
+  void stop() {
+    if (!host_) return;
+    if (host_->alive()) {
+      auto s = host_->call(kTaskStop, [&](Writer& w) { w.i64(handle_).i64(kTaskStopMs); },
+                           std::chrono::milliseconds(kTaskStopMs + 2000), handle_);
+      if (!s.isOk()) core::logger("jvm")->warn("{} task stop(): {}", cls_, s.status().message());
+    }
+    host_->detach(handle_);
+    host_.reset();
+  }
+
+ private:
+  std::string cls_;
+  std::shared_ptr<JvmHostSupervisor> supervisor_;
+  std::shared_ptr<JvmHost> host_;
+  std::int64_t handle_ = 0;
+};
+
+class JavaSourceTask final : public SourceTask {
+ public:
+  JavaSourceTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor) : core_(std::move(cls), std::move(supervisor)) {}
+  ~JavaSourceTask() override { stop(); }
+
+  // The host polls on a thread of its own and says when records wait (READY): no worker thread
+  // waits on an idle Java task.
+  PollMode pollMode() const override { return PollMode::kNotify; }
+
+  Status start(const StringMap& config, SourceTaskContext& context) override {
+    context_ = &context;
+    events_ = std::make_shared<EventSink>();
+    events_->source = &context;
+    HandleHooks hooks = hooksFor(events_);
+    hooks.onOffsetsRead = [this](std::string_view payload) { return offsets(payload); };
+    return core_.start(kSourceTaskStart, [&](Writer& w) { w.map(config).i32(kSourceQueueRecords); }, std::move(hooks));
+  }
+
+  Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords, std::chrono::milliseconds) override {
+    const std::int32_t acked = acked_;
+    FERRY_ASSIGN_OR_RETURN(auto payload, core_.call(kSourcePoll, "poll()", [&](Writer& w) {
+      w.i32(static_cast<std::int32_t>(std::min<std::size_t>(maxRecords, 1 << 20))).i32(acked);
+    }));
+    acked_ -= acked;
+    return readSourceBatch(payload, schemas_, out);
+  }
+
+  void commitRecord(const Record&) override { ++acked_; }
+
+  Status commit() override {
+    const std::int32_t acked = acked_;
+    auto r = core_.call(kSourceCommit, "commit()", [&](Writer& w) { w.i32(acked); });
+    if (!r.isOk()) return r.status();
+    acked_ -= acked;
+    return Status::ok();
+  }
+
+  void stop() override {
+    if (events_) {
+      std::lock_guard lock(events_->mu);
+      events_->source = nullptr;
+    }
+    core_.stop();
+  }
+
+ private:
+  // OFFSETS_READ: [i64 handle][i32 n][map partition]*n -> [i32 n][map or null]*n.
+  Result<std::string> offsets(std::string_view payload) {
+    Reader r(payload);
+    FERRY_ASSIGN_OR_RETURN(auto handle, r.i64());
+    (void)handle;
+    FERRY_ASSIGN_OR_RETURN(auto n, r.count("partitions"));
+    Payload out;
+    out.w().i32(n);
+    for (std::int32_t i = 0; i < n; ++i) {
+      FERRY_ASSIGN_OR_RETURN(auto partition, r.optMap("partition"));
+      out.w().optMap(partition ? context_->committedOffset(*partition) : std::nullopt);
+    }
+    return out.take();
+  }
+
+  JavaTaskCore core_;
+  SourceTaskContext* context_ = nullptr;
+  std::shared_ptr<EventSink> events_;
+  SchemasIn schemas_;
+  std::int32_t acked_ = 0;  // records safe since the last call that passed them on
+};
+
+class JavaSinkTask final : public SinkTask {
+ public:
+  JavaSinkTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, JavaTaskDefaults defaults)
+      : core_(std::move(cls), std::move(supervisor)), defaults_(std::move(defaults)) {}
+  ~JavaSinkTask() override { stop(); }
+
+  Status start(const StringMap& config, SinkTaskContext& context) override {
+    context_ = &context;
+    events_ = std::make_shared<EventSink>();
+    events_->sink = &context;
+    auto converter = [&](const char* key, const std::string& dflt) {
+      auto it = config.find(key);
+      return formOf(it != config.end() && !it->second.empty() ? it->second : dflt);
+    };
+    const std::uint8_t keyForm = converter("key.converter", defaults_.keyConverter);
+    const std::uint8_t valueForm = converter("value.converter", defaults_.valueConverter);
+    return core_.start(kSinkTaskStart, [&](Writer& w) { w.map(config).u8(keyForm).u8(valueForm); }, hooksFor(events_));
+  }
+
+  Status open(const std::vector<TopicQueue>& queues) override { return partitions(kSinkOpen, "open()", queues); }
+  Status close(const std::vector<TopicQueue>& queues) override { return partitions(kSinkClose, "close()", queues); }
+
+  Status put(std::vector<Record>& records) override {
+    FERRY_ASSIGN_OR_RETURN(auto payload, core_.call(kSinkPut, "put()", [&](Writer& w) { writeSinkBatch(w, records, schemas_); }));
+    // The records the task reported to its ErrantRecordReporter: errors.tolerance decides.
+    Reader r(payload);
+    FERRY_ASSIGN_OR_RETURN(auto n, r.count("reported records"));
+    for (std::int32_t i = 0; i < n; ++i) {
+      FERRY_ASSIGN_OR_RETURN(auto index, r.i32());
+      FERRY_ASSIGN_OR_RETURN(auto why, r.str("why"));
+      if (index < 0 || static_cast<std::size_t>(index) >= records.size())
+        return Status::invalidArgument("JVM host answer: reported record " + std::to_string(index));
+      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[static_cast<std::size_t>(index)], Status::invalidArgument(why)));
+    }
+    return Status::ok();
+  }
+
+  Status flush() override { return core_.call(kSinkFlush, "flush()", [](Writer&) {}).status(); }
+
+  Result<OffsetMap> preCommit(const OffsetMap& current) override {
+    FERRY_ASSIGN_OR_RETURN(auto payload, core_.call(kSinkPreCommit, "preCommit()", [&](Writer& w) {
+      w.i32(static_cast<std::int32_t>(current.size()));
+      for (const auto& [tq, offset] : current) w.str(tq.topic).i32(tq.queue).i64(offset);
+    }));
+    Reader r(payload);
+    FERRY_ASSIGN_OR_RETURN(auto n, r.count("offsets"));
+    OffsetMap safe;
+    for (std::int32_t i = 0; i < n; ++i) {
+      TopicQueue tq;
+      FERRY_ASSIGN_OR_RETURN(tq.topic, r.str("topic"));
+      FERRY_ASSIGN_OR_RETURN(tq.queue, r.i32());
+      FERRY_ASSIGN_OR_RETURN(auto offset, r.i64());
+      // Only what was put may be committed: an offset beyond it would skip records.
+      auto it = current.find(tq);
+      if (it != current.end()) safe[tq] = std::min(offset, it->second);
+    }
+    return safe;
+  }
+
+  void stop() override {
+    if (events_) {
+      std::lock_guard lock(events_->mu);
+      events_->sink = nullptr;
+    }
+    core_.stop();
+  }
+
+ private:
+  Status partitions(std::uint8_t type, const char* what, const std::vector<TopicQueue>& queues) {
+    return core_.call(type, what, [&](Writer& w) {
+      w.i32(static_cast<std::int32_t>(queues.size()));
+      for (const auto& q : queues) w.str(q.topic).i32(q.queue);
+    }).status();
+  }
+
+  JavaTaskCore core_;
+  JavaTaskDefaults defaults_;
+  SinkTaskContext* context_ = nullptr;
+  std::shared_ptr<EventSink> events_;
+  SchemasOut schemas_;
+};
+
 using JavaSourceConnector = JavaConnector<SourceConnector, SourceTask>;
 using JavaSinkConnector = JavaConnector<SinkConnector, SinkTask>;
 
@@ -201,7 +521,7 @@ Result<std::map<std::string, std::vector<std::string>>> parseValidation(std::str
 }
 
 Result<int> registerJavaPlugins(runtime::PluginRegistry& registry, std::shared_ptr<JvmHostSupervisor> host,
-                                const JavaPluginScan& scan) {
+                                const JavaPluginScan& scan, const JavaTaskDefaults& defaults) {
   auto cache = std::make_shared<ConfigDefCache>();
   int added = 0;
   for (const auto& p : scan.plugins) {
@@ -212,10 +532,13 @@ Result<int> registerJavaPlugins(runtime::PluginRegistry& registry, std::shared_p
     info.summary = p.openMessaging ? "OpenMessaging connector (run by the JVM host)" : "Java connector (run by the JVM host)";
     info.origin = p.location;
     const bool source = p.source;
-    auto factory = [cls = p.className, version = p.version, host, cache, source]() -> void* {
+    auto factory = [cls = p.className, version = p.version, host, cache, source, defaults]() -> void* {
       JavaConnectorCore core(cls, version, host, cache);
-      if (source) return static_cast<SourceConnector*>(new JavaSourceConnector(std::move(core)));
-      return static_cast<SinkConnector*>(new JavaSinkConnector(std::move(core)));
+      if (source)
+        return static_cast<SourceConnector*>(new JavaSourceConnector(
+            std::move(core), [cls, host] { return std::unique_ptr<SourceTask>(new JavaSourceTask(cls, host)); }));
+      return static_cast<SinkConnector*>(new JavaSinkConnector(
+          std::move(core), [cls, host, defaults] { return std::unique_ptr<SinkTask>(new JavaSinkTask(cls, host, defaults)); }));
     };
     auto destroy = [source](void* c) {
       if (source) delete static_cast<SourceConnector*>(c);

@@ -6,8 +6,9 @@
 // and whose validate() is the Java connector's own validate(). Listing, config and validation
 // therefore answer from the connector itself, as in Kafka Connect.
 //
-// Running Java connectors and their tasks is the next part of issue 21: start() refuses, with a
-// message that says so, so a Java connector created now is FAILED with that trace.
+// The proxies also run the connector and its tasks in the host (jvm/README.md, "Running"): the
+// connector's start/taskConfigs/stop, and JavaSourceTask / JavaSinkTask, whose records cross the
+// channel in batches (java_records.h).
 #pragma once
 
 #include <map>
@@ -42,10 +43,16 @@ Result<ConfigDef> parseConfigDef(std::string_view payload);
 // Key -> error messages (keys without errors too, with none).
 Result<std::map<std::string, std::vector<std::string>>> parseValidation(std::string_view payload);
 
+// The worker's default converters (key.converter, value.converter): a Java sink task whose
+// connector names none gets schemaless data as these would have read it.
+struct JavaTaskDefaults {
+  std::string keyConverter;
+  std::string valueConverter;
+};
 // Registers the scan's connectors; returns how many. A class whose name another class already
 // has is skipped and logged.
 Result<int> registerJavaPlugins(runtime::PluginRegistry& registry, std::shared_ptr<JvmHostSupervisor> host,
-                                const JavaPluginScan& scan);
+                                const JavaPluginScan& scan, const JavaTaskDefaults& defaults = {});
 
 // The jars of plugin.path (a jar in a folder, or in a sub-folder): whether any Java plugin may be
 // there at all, so that a worker without them never starts a JVM.

@@ -49,6 +49,18 @@ Writer& Writer::map(const StringMap& m) {
   for (const auto& [k, v] : m) str(k).str(v);
   return *this;
 }
+Writer& Writer::raw(std::string_view bytes) {
+  out_.append(bytes);
+  return *this;
+}
+Writer& Writer::bytes(const Bytes& b) {
+  if (b.isNull()) return nullStr();
+  return str(b.view());
+}
+Writer& Writer::optMap(const std::optional<StringMap>& m) {
+  if (!m) return i32(-1);
+  return map(*m);
+}
 Writer& Writer::strings(const std::vector<std::string>& v) {
   i32(static_cast<std::int32_t>(v.size()));
   for (const auto& s : v) str(s);
@@ -117,6 +129,19 @@ Result<StringMap> Reader::map(const char* what) {
     m[std::move(k)] = std::move(v);
   }
   return m;
+}
+Result<std::optional<StringMap>> Reader::optMap(const char* what) {
+  if (in_.size() >= 4 && in_.substr(0, 4) == std::string_view("\xff\xff\xff\xff", 4)) {
+    in_.remove_prefix(4);
+    return std::optional<StringMap>{};
+  }
+  FERRY_ASSIGN_OR_RETURN(auto m, map(what));
+  return std::optional<StringMap>{std::move(m)};
+}
+Result<Bytes> Reader::bytes() {
+  FERRY_ASSIGN_OR_RETURN(auto s, optStr());
+  if (!s) return Bytes();
+  return Bytes(std::move(*s));
 }
 Result<std::vector<std::string>> Reader::strings(const char* what) {
   FERRY_ASSIGN_OR_RETURN(auto n, count(what));

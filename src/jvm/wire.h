@@ -23,8 +23,28 @@ enum : std::uint8_t {
   kPlugins = 2,
   kConfigDef = 3,
   kValidate = 4,
+  kConnectorStart = 5,
+  kTaskConfigs = 6,
+  kConnectorStop = 7,
+  kSourceTaskStart = 8,
+  kSourcePoll = 9,
+  kSourceCommit = 10,
+  kSinkTaskStart = 11,
+  kSinkOpen = 12,
+  kSinkClose = 13,
+  kSinkPut = 14,
+  kSinkPreCommit = 15,
+  kSinkFlush = 16,
+  kTaskStop = 17,
+  // The host's own frames: a request the worker answers, and events (request id 0, no answer).
+  kOffsetsRead = 0x40,
+  kEvent = 0x41,
+  kReady = 0x42,
   kFailed = 0xFF,
 };
+
+// The protocol version HELLO answers (jvm/host Main.PROTOCOL_VERSION).
+inline constexpr std::int32_t kProtocolVersion = 2;
 
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;
 
@@ -37,6 +57,12 @@ class Writer {
   Writer& i64(std::int64_t v);
   Writer& str(std::string_view s);
   Writer& nullStr();
+  // Bytes appended as they are (a payload written by another Writer's rules).
+  Writer& raw(std::string_view bytes);
+  // Bytes (a null Bytes as a null string).
+  Writer& bytes(const Bytes& b);
+  // A map, or count -1 for nullopt.
+  Writer& optMap(const std::optional<StringMap>& m);
   Writer& map(const StringMap& m);
   Writer& strings(const std::vector<std::string>& v);
   std::string finish();  // the frame; the writer is empty afterwards
@@ -58,6 +84,10 @@ class Reader {
   Result<std::string> str(const char* what);
   Result<std::int32_t> count(const char* what);
   Result<StringMap> map(const char* what);
+  // A map, nullopt for count -1.
+  Result<std::optional<StringMap>> optMap(const char* what);
+  // Bytes (null for a null string).
+  Result<Bytes> bytes();
   Result<std::vector<std::string>> strings(const char* what);
   std::size_t left() const { return in_.size(); }
 

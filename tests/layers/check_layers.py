@@ -12,7 +12,7 @@
   connectors/    -> SDK, core, protocol clients (rocketmq, mqtt, kafka), their own folder
   transforms/    -> SDK (and core for logging), their own folder
   src/runtime    -> store, backbone, core, SDK, connectors/transforms (built-in registration)
-  src/jvm        -> runtime (the plugin registry), core, SDK (the JVM connector host's worker side)
+  src/jvm        -> runtime (the plugin registry), transforms (Kafka's JSON schemas), core, SDK (the JVM connector host's worker side)
   src/control    -> runtime, cluster and below
   src/rest       -> control and below
 Prints every violation; exits 1 if any.
@@ -35,7 +35,7 @@ ALLOWED = {
     "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "cluster", "runtime", "connectors", "transforms"},
-    "src/jvm": {"ferry", "core", "runtime", "jvm"},
+    "src/jvm": {"ferry", "core", "runtime", "transforms", "jvm"},
     "src/control": {"ferry", "core", "backbone", "store", "cluster", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }

@@ -22,25 +22,54 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Connector;
 
 public final class Main {
-  static final int PROTOCOL_VERSION = 1;
+  static final int PROTOCOL_VERSION = 2;
 
   // Requests (the worker's) and their answers (type | 0x80); 0xFF is a failure.
   static final int HELLO = 1;
   static final int PLUGINS = 2;
   static final int CONFIG_DEF = 3;
   static final int VALIDATE = 4;
+  static final int CONNECTOR_START = 5;
+  static final int TASK_CONFIGS = 6;
+  static final int CONNECTOR_STOP = 7;
+  static final int SOURCE_TASK_START = 8;
+  static final int SOURCE_POLL = 9;
+  static final int SOURCE_COMMIT = 10;
+  static final int SINK_TASK_START = 11;
+  static final int SINK_OPEN = 12;
+  static final int SINK_CLOSE = 13;
+  static final int SINK_PUT = 14;
+  static final int SINK_PRE_COMMIT = 15;
+  static final int SINK_FLUSH = 16;
+  static final int TASK_STOP = 17;
+  // The host's own frames to the worker: a request it answers (OFFSETS_READ) and events.
+  static final int OFFSETS_READ = 0x40;
+  static final int EVENT = 0x41;
+  static final int READY = 0x42;
   static final int FAILED = 0xFF;
 
   private final Plugins plugins = new Plugins();
+  private final Runner runner;
   private final OutputStream out;
+  // The host's requests to the worker waiting for their answers, by id.
+  private final ConcurrentHashMap<Integer, CompletableFuture<Wire.Frame>> asked = new ConcurrentHashMap<>();
+  private final AtomicInteger nextAsk = new AtomicInteger(1);
   private final ExecutorService pool = Executors.newCachedThreadPool(r -> {
     Thread t = new Thread(r, "ferry-request");
     t.setDaemon(true);
@@ -50,6 +79,51 @@ public final class Main {
   private Main(List<String> pluginFolders, OutputStream out) {
     this.out = out;
     plugins.scan(pluginFolders);
+    runner = new Runner(plugins, new Runner.Channel() {
+      @Override
+      public void event(int type, Wire.Out payload) {
+        send(new Wire.Out(0, type).append(payload));
+      }
+
+      @Override
+      public DataInputStream ask(int type, Wire.Out payload) throws IOException {
+        return Main.this.ask(type, payload);
+      }
+    });
+  }
+
+  private void send(Wire.Out frame) {
+    try {
+      frame.send(out);
+    } catch (IOException e) {
+      System.err.println("ferry-jvm-host: cannot write to the worker (" + e + "); exiting");
+      System.exit(2);
+    }
+  }
+
+  // A request to the worker; waits for its answer (up to 60 s).
+  DataInputStream ask(int type, Wire.Out payload) throws IOException {
+    int id = nextAsk.getAndIncrement();
+    CompletableFuture<Wire.Frame> answer = new CompletableFuture<>();
+    asked.put(id, answer);
+    try {
+      send(new Wire.Out(id, type).append(payload));
+      Wire.Frame f = answer.get(60, TimeUnit.SECONDS);
+      if (f.type == FAILED) throw new IOException(Wire.readString(f.body));
+      if (f.type != (type | 0x80)) throw new IOException("the worker answered type " + f.type);
+      return f.body;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while waiting for the worker");
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IOException("the worker did not answer: " + e);
+    } finally {
+      asked.remove(id);
+    }
+  }
+
+  static String describe(Throwable t) {
+    return t.getClass().getName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
   }
 
   public static void main(String[] args) throws IOException {
@@ -68,6 +142,11 @@ public final class Main {
     for (;;) {
       Wire.Frame f = Wire.read(in);
       if (f == null) return;
+      if ((f.type & 0x80) != 0) {  // the worker's answer to one of the host's requests
+        CompletableFuture<Wire.Frame> waiting = asked.get(f.id);
+        if (waiting != null) waiting.complete(f);
+        continue;
+      }
       pool.execute(() -> answer(f));
     }
   }
@@ -79,12 +158,7 @@ public final class Main {
     } catch (Throwable t) {
       reply = failure(f.id, t);
     }
-    try {
-      reply.send(out);
-    } catch (IOException e) {
-      System.err.println("ferry-jvm-host: cannot answer the worker (" + e + "); exiting");
-      System.exit(2);
-    }
+    send(reply);
   }
 
   static Wire.Out failure(int id, Throwable t) {
@@ -93,7 +167,7 @@ public final class Main {
     return new Wire.Out(id, FAILED).str(t.getClass().getName()).str(String.valueOf(t.getMessage())).str(trace.toString());
   }
 
-  private Wire.Out handle(Wire.Frame f) throws Exception {
+  private Wire.Out handle(Wire.Frame f) throws Throwable {
     switch (f.type) {
       case HELLO:
         return new Wire.Out(f.id, HELLO | 0x80)
@@ -148,6 +222,72 @@ public final class Main {
           o.str(v.name()).str(text).strings(v.errorMessages());
         }
         return o;
+      }
+      case CONNECTOR_START: {
+        long handle = f.body.readLong();
+        String cls = Wire.readString(f.body);
+        runner.startConnector(handle, cls, Wire.readMap(f.body));
+        return new Wire.Out(f.id, f.type | 0x80);
+      }
+      case TASK_CONFIGS: {
+        long handle = f.body.readLong();
+        List<Map<String, String>> configs = runner.taskConfigs(handle, f.body.readInt());
+        Wire.Out o = new Wire.Out(f.id, f.type | 0x80).i32(configs.size());
+        for (Map<String, String> c : configs) o.map(c);
+        return o;
+      }
+      case CONNECTOR_STOP:
+        runner.stopConnector(f.body.readLong());
+        return new Wire.Out(f.id, f.type | 0x80);
+      case SOURCE_TASK_START: {
+        long handle = f.body.readLong();
+        String cls = Wire.readString(f.body);
+        Map<String, String> config = Wire.readMap(f.body);
+        runner.startSourceTask(handle, cls, config, f.body.readInt());
+        return new Wire.Out(f.id, f.type | 0x80);
+      }
+      case SOURCE_POLL: {
+        long handle = f.body.readLong();
+        int max = f.body.readInt();
+        return runner.poll(f.id, handle, max, f.body.readInt());
+      }
+      case SOURCE_COMMIT: {
+        long handle = f.body.readLong();
+        runner.commit(handle, f.body.readInt());
+        return new Wire.Out(f.id, f.type | 0x80);
+      }
+      case SINK_TASK_START: {
+        long handle = f.body.readLong();
+        String cls = Wire.readString(f.body);
+        Map<String, String> config = Wire.readMap(f.body);
+        int keyForm = f.body.readUnsignedByte();
+        runner.startSinkTask(handle, cls, config, keyForm, f.body.readUnsignedByte());
+        return new Wire.Out(f.id, f.type | 0x80);
+      }
+      case SINK_OPEN:
+      case SINK_CLOSE:
+        runner.open(f.body.readLong(), f.body, f.type == SINK_OPEN);
+        return new Wire.Out(f.id, f.type | 0x80);
+      case SINK_PUT: {
+        List<Object[]> reported = runner.put(f.body.readLong(), f.body);
+        Wire.Out o = new Wire.Out(f.id, f.type | 0x80).i32(reported.size());
+        for (Object[] r : reported) o.i32((Integer) r[0]).str((String) r[1]);
+        return o;
+      }
+      case SINK_PRE_COMMIT: {
+        Map<TopicPartition, OffsetAndMetadata> safe = runner.preCommit(f.body.readLong(), f.body);
+        Wire.Out o = new Wire.Out(f.id, f.type | 0x80).i32(safe.size());
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : safe.entrySet())
+          o.str(e.getKey().topic()).i32(e.getKey().partition()).i64(e.getValue().offset());
+        return o;
+      }
+      case SINK_FLUSH:
+        runner.flush(f.body.readLong());
+        return new Wire.Out(f.id, f.type | 0x80);
+      case TASK_STOP: {
+        long handle = f.body.readLong();
+        runner.stopTask(handle, f.body.readLong());
+        return new Wire.Out(f.id, f.type | 0x80);
       }
       default:
         throw new IllegalArgumentException("unknown request type " + f.type);

@@ -59,6 +59,9 @@ final class Wire {
     final ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
     final DataOutputStream data = new DataOutputStream(bytes);
 
+    // A piece of a payload, appended to a frame with append().
+    Out() {}
+
     Out(int id, int type) {
       put(d -> {
         d.writeInt(0);  // the length, filled in by send()
@@ -101,13 +104,31 @@ final class Wire {
       return u8(v ? 1 : 0);
     }
 
+    // Bytes as a string is written: [i32 length or -1 for null][bytes].
+    Out bytes(byte[] b) {
+      return put(d -> {
+        if (b == null) {
+          d.writeInt(-1);
+        } else {
+          d.writeInt(b.length);
+          d.write(b);
+        }
+      });
+    }
+
+    Out append(Out piece) {
+      return put(d -> piece.bytes.writeTo(d));
+    }
+
     Out strings(List<String> items) {
       i32(items.size());
       for (String s : items) str(s);
       return this;
     }
 
+    // A null map is written as count -1.
     Out map(Map<String, String> m) {
+      if (m == null) return i32(-1);
       i32(m.size());
       for (Map.Entry<String, String> e : m.entrySet()) {
         str(e.getKey());
@@ -147,6 +168,23 @@ final class Wire {
     byte[] b = new byte[n];
     in.readFully(b);
     return new String(b, StandardCharsets.UTF_8);
+  }
+
+  static byte[] readBytes(DataInputStream in) throws IOException {
+    int n = in.readInt();
+    if (n == -1) return null;
+    if (n < 0 || n > in.available()) throw new IOException("bad bytes length " + n);
+    byte[] b = new byte[n];
+    in.readFully(b);
+    return b;
+  }
+
+  // A map written by map(): null for count -1.
+  static Map<String, String> readOptionalMap(DataInputStream in) throws IOException {
+    in.mark(4);
+    if (in.readInt() == -1) return null;
+    in.reset();
+    return readMap(in);
   }
 
   static int readCount(DataInputStream in) throws IOException {

@@ -1,0 +1,547 @@
+// Running connectors and tasks for the worker (jvm/README.md, "Running connectors and tasks").
+//
+// Each connector and task the worker starts has a handle the worker chose. A source task polls on
+// a thread of its own ("ferry-poll-<handle>") into a small queue; the worker's SOURCE_POLL takes
+// from it without waiting, and the host tells the worker (READY) when the queue fills from empty,
+// so an idle task costs the worker no thread. commitRecord() is called for the records the worker
+// says are safe, in poll order, and commit() after it stored their positions. A task's stop()
+// comes from the worker's TASK_STOP; a poll thread that does not end within the time given is
+// interrupted and abandoned, as Kafka Connect abandons a task that does not stop.
+//
+// Threading: requests arrive on the host's request threads; the worker sends one request at a
+// time per task (its task thread), except TASK_STOP, which may overlap a poll.
+package io.ferry.jvmhost;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.metrics.PluginMetrics;
+import org.apache.kafka.connect.connector.Connector;
+import org.apache.kafka.connect.connector.ConnectorContext;
+import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
+import org.apache.kafka.connect.sink.ErrantRecordReporter;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.sink.SinkTask;
+import org.apache.kafka.connect.sink.SinkTaskContext;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.source.SourceTask;
+import org.apache.kafka.connect.source.SourceTaskContext;
+import org.apache.kafka.connect.storage.OffsetStorageReader;
+
+final class Runner {
+  // What the runner needs of the channel.
+  interface Channel {
+    // An unsolicited frame to the worker (no answer).
+    void event(int type, Wire.Out payload);
+    // A request to the worker, answered by it (reverse call); the answer's payload.
+    DataInputStream ask(int type, Wire.Out payload) throws IOException;
+  }
+
+  static final int EVENT_RECONFIGURE = 1;
+  static final int EVENT_ERROR = 2;
+  static final int EVENT_COMMIT = 3;
+
+  private final Plugins plugins;
+  private final Channel channel;
+  private final ConcurrentHashMap<Long, ConnectorRun> connectors = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Long, SourceRun> sources = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Long, SinkRun> sinks = new ConcurrentHashMap<>();
+
+  Runner(Plugins plugins, Channel channel) {
+    this.plugins = plugins;
+    this.channel = channel;
+  }
+
+  private Wire.Out event(long handle, int kind, String message) {
+    return new Wire.Out().i64(handle).u8(kind).str(message);
+  }
+
+  static <T> T withLoader(ClassLoader loader, Main.Call<T> call) throws Exception {
+    Thread t = Thread.currentThread();
+    ClassLoader saved = t.getContextClassLoader();
+    t.setContextClassLoader(loader);
+    try {
+      return call.run();
+    } finally {
+      t.setContextClassLoader(saved);
+    }
+  }
+
+  private void refuseOpenMessaging(String cls) throws ClassNotFoundException {
+    if (plugins.plugin(cls).openMessaging)
+      throw new UnsupportedOperationException("OpenMessaging connector " + cls
+          + " cannot run yet: the JVM host lists and validates OpenMessaging connectors; running them is not built");
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Connectors
+
+  private final class ConnectorRun implements ConnectorContext {
+    final long handle;
+    final Connector connector;
+    final ClassLoader loader;
+
+    ConnectorRun(long handle, Connector connector, ClassLoader loader) {
+      this.handle = handle;
+      this.connector = connector;
+      this.loader = loader;
+    }
+
+    @Override
+    public void requestTaskReconfiguration() {
+      channel.event(Main.EVENT, event(handle, EVENT_RECONFIGURE, ""));
+    }
+
+    @Override
+    public void raiseError(Exception e) {
+      channel.event(Main.EVENT, event(handle, EVENT_ERROR, Main.describe(e)));
+    }
+
+    @Override
+    public PluginMetrics pluginMetrics() {
+      return null;  // not offered (jvm/README.md)
+    }
+  }
+
+  void startConnector(long handle, String cls, Map<String, String> config) throws Exception {
+    refuseOpenMessaging(cls);
+    ClassLoader loader = plugins.loaderOf(cls);
+    Connector c = withLoader(loader, () -> plugins.newConnector(cls));
+    ConnectorRun run = new ConnectorRun(handle, c, loader);
+    withLoader(loader, () -> {
+      c.initialize(run);
+      c.start(config);
+      return null;
+    });
+    connectors.put(handle, run);
+  }
+
+  List<Map<String, String>> taskConfigs(long handle, int max) throws Exception {
+    ConnectorRun run = connector(handle);
+    return withLoader(run.loader, () -> run.connector.taskConfigs(max));
+  }
+
+  void stopConnector(long handle) throws Exception {
+    ConnectorRun run = connectors.remove(handle);
+    if (run == null) return;
+    withLoader(run.loader, () -> {
+      run.connector.stop();
+      return null;
+    });
+  }
+
+  private ConnectorRun connector(long handle) {
+    ConnectorRun run = connectors.get(handle);
+    if (run == null) throw new IllegalStateException("no connector with handle " + handle + " runs in this JVM host");
+    return run;
+  }
+
+  private Task newTask(String connectorClass) throws Exception {
+    refuseOpenMessaging(connectorClass);
+    ClassLoader loader = plugins.loaderOf(connectorClass);
+    return withLoader(loader, () -> {
+      // As Kafka Connect: a new connector instance names the task class.
+      Connector c = plugins.newConnector(connectorClass);
+      Class<? extends Task> tc = c.taskClass();
+      return tc.getDeclaredConstructor().newInstance();
+    });
+  }
+
+  void stopTask(long handle, long timeoutMs) throws Exception {
+    SourceRun s = sources.remove(handle);
+    if (s != null) {
+      s.stop(timeoutMs);
+      return;
+    }
+    SinkRun k = sinks.remove(handle);
+    if (k != null) withLoader(k.loader, () -> {
+      k.task.stop();
+      return null;
+    });
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Source tasks
+
+  private final class SourceRun implements SourceTaskContext, OffsetStorageReader {
+    final long handle;
+    final SourceTask task;
+    final ClassLoader loader;
+    final Map<String, String> config;
+    final Records records = new Records();
+    final ArrayDeque<SourceRecord> queue = new ArrayDeque<>();  // guarded by this
+    final ArrayDeque<SourceRecord> sent = new ArrayDeque<>();   // sent to the worker, not yet committed
+    final int capacity;
+    Throwable failure;  // guarded by this: what ended the poll thread
+    volatile boolean stopping;
+    Thread poller;
+
+    SourceRun(long handle, SourceTask task, ClassLoader loader, Map<String, String> config, int capacity) {
+      this.handle = handle;
+      this.task = task;
+      this.loader = loader;
+      this.config = config;
+      this.capacity = capacity;
+    }
+
+    @Override
+    public Map<String, String> configs() {
+      return config;
+    }
+
+    @Override
+    public OffsetStorageReader offsetStorageReader() {
+      return this;
+    }
+
+    @Override
+    public PluginMetrics pluginMetrics() {
+      return null;
+    }
+
+    @Override
+    public <T> Map<String, Object> offset(Map<String, T> partition) {
+      return offsets(Collections.singletonList(partition)).get(partition);
+    }
+
+    // Asks the worker for its committed positions.
+    @Override
+    public <T> Map<Map<String, T>, Map<String, Object>> offsets(Collection<Map<String, T>> partitions) {
+      List<Map<String, T>> list = new ArrayList<>(partitions);
+      Wire.Out o = new Wire.Out().i64(handle).i32(list.size());
+      for (Map<String, T> p : list) o.map(Records.packMap(p));
+      try {
+        DataInputStream in = channel.ask(Main.OFFSETS_READ, o);
+        int n = Wire.readCount(in);
+        if (n != list.size()) throw new IOException("the worker answered " + n + " offsets for " + list.size() + " partitions");
+        Map<Map<String, T>, Map<String, Object>> out = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+          Map<String, Object> offset = Records.unpackMap(Wire.readOptionalMap(in));
+          if (offset != null) out.put(list.get(i), offset);
+        }
+        return out;
+      } catch (IOException e) {
+        throw new ConnectException("cannot read committed offsets from the worker: " + e.getMessage(), e);
+      }
+    }
+
+    void pollLoop() {
+      Thread.currentThread().setContextClassLoader(loader);
+      try {
+        while (!stopping) {
+          List<SourceRecord> batch = task.poll();
+          if (batch == null || batch.isEmpty()) continue;
+          boolean wasEmpty;
+          synchronized (this) {
+            while (queue.size() >= capacity && !stopping) wait();
+            if (stopping) return;
+            wasEmpty = queue.isEmpty();
+            queue.addAll(batch);
+          }
+          if (wasEmpty) channel.event(Main.READY, new Wire.Out().i64(handle));
+        }
+      } catch (InterruptedException e) {
+        if (!stopping) fail(e);
+      } catch (Throwable t) {
+        fail(t);
+      }
+    }
+
+    private void fail(Throwable t) {
+      synchronized (this) {
+        failure = t;
+      }
+      channel.event(Main.READY, new Wire.Out().i64(handle));
+    }
+
+    // Up to `max` records of the queue; the poll thread's failure once the queue is empty.
+    Wire.Out poll(int id, int max) throws Throwable {
+      List<SourceRecord> batch = new ArrayList<>();
+      synchronized (this) {
+        while (batch.size() < max && !queue.isEmpty()) batch.add(queue.poll());
+        if (batch.isEmpty() && failure != null) throw failure;
+        notifyAll();
+      }
+      sent.addAll(batch);
+      Wire.Out o = new Wire.Out(id, Main.SOURCE_POLL | 0x80);
+      records.writeSourceBatch(o, batch);
+      return o;
+    }
+
+    void acked(int n) throws Exception {
+      if (n < 0 || n > sent.size()) throw new IllegalArgumentException("acknowledged " + n + " of " + sent.size() + " records");
+      withLoader(loader, () -> {
+        for (int i = 0; i < n; i++) {
+          SourceRecord r = sent.poll();
+          TopicPartition tp = new TopicPartition(r.topic(), r.kafkaPartition() == null ? 0 : r.kafkaPartition());
+          // The offset in the backbone is not known here: -1 (RecordMetadata.hasOffset() false).
+          task.commitRecord(r, new RecordMetadata(tp, -1, 0, r.timestamp() == null ? -1 : r.timestamp(), -1, -1));
+        }
+        return null;
+      });
+    }
+
+    void stop(long timeoutMs) throws Exception {
+      stopping = true;
+      synchronized (this) {
+        notifyAll();
+      }
+      withLoader(loader, () -> {
+        task.stop();
+        return null;
+      });
+      Thread p = poller;
+      if (p == null) return;
+      p.join(Math.max(1, timeoutMs));
+      if (p.isAlive()) {
+        p.interrupt();
+        p.join(100);
+        if (p.isAlive())
+          System.err.println("ferry-jvm-host: source task " + handle + " did not stop within " + timeoutMs
+              + " ms; its poll thread is abandoned");
+      }
+    }
+  }
+
+  void startSourceTask(long handle, String connectorClass, Map<String, String> config, int capacity) throws Exception {
+    Task t = newTask(connectorClass);
+    if (!(t instanceof SourceTask)) throw new IllegalArgumentException(connectorClass + "'s task is not a SourceTask");
+    SourceRun run = new SourceRun(handle, (SourceTask) t, plugins.loaderOf(connectorClass), config, Math.max(1, capacity));
+    sources.put(handle, run);
+    try {
+      withLoader(run.loader, () -> {
+        run.task.initialize(run);
+        run.task.start(config);
+        return null;
+      });
+    } catch (Exception e) {
+      sources.remove(handle);
+      throw e;
+    }
+    run.poller = new Thread(run::pollLoop, "ferry-poll-" + handle);
+    run.poller.setDaemon(true);
+    run.poller.start();
+  }
+
+  Wire.Out poll(int id, long handle, int max, int acked) throws Throwable {
+    SourceRun run = source(handle);
+    run.acked(acked);
+    return run.poll(id, max);
+  }
+
+  void commit(long handle, int acked) throws Exception {
+    SourceRun run = source(handle);
+    run.acked(acked);
+    withLoader(run.loader, () -> {
+      run.task.commit();
+      return null;
+    });
+  }
+
+  private SourceRun source(long handle) {
+    SourceRun run = sources.get(handle);
+    if (run == null) throw new IllegalStateException("no source task with handle " + handle + " runs in this JVM host");
+    return run;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Sink tasks
+
+  private final class SinkRun implements SinkTaskContext, ErrantRecordReporter {
+    final long handle;
+    final SinkTask task;
+    final ClassLoader loader;
+    final Map<String, String> config;
+    final Records records = new Records();
+    final Records.Form keyForm, valueForm;
+    final Set<TopicPartition> assignment = new HashSet<>();
+    final Map<TopicPartition, OffsetAndMetadata> current = new HashMap<>();
+    // The batch being put and the records reported from it: (index, why).
+    IdentityHashMap<SinkRecord, Integer> putting;
+    final List<Object[]> reported = Collections.synchronizedList(new ArrayList<>());
+
+    SinkRun(long handle, SinkTask task, ClassLoader loader, Map<String, String> config, Records.Form keyForm, Records.Form valueForm) {
+      this.handle = handle;
+      this.task = task;
+      this.loader = loader;
+      this.config = config;
+      this.keyForm = keyForm;
+      this.valueForm = valueForm;
+    }
+
+    @Override
+    public Map<String, String> configs() {
+      return config;
+    }
+
+    @Override
+    public void offset(Map<TopicPartition, Long> offsets) {
+      System.err.println("ferry-jvm-host: sink task " + handle + " asked to rewind " + offsets.keySet()
+          + "; this runtime does not rewind Java sink tasks (ignored)");
+    }
+
+    @Override
+    public void offset(TopicPartition tp, long offset) {
+      offset(Map.of(tp, offset));
+    }
+
+    @Override
+    public void timeout(long timeoutMs) {
+      // The runtime retries a RetriableException with its own back-off (errors.retry.*).
+    }
+
+    @Override
+    public Set<TopicPartition> assignment() {
+      return Collections.unmodifiableSet(assignment);
+    }
+
+    @Override
+    public void pause(TopicPartition... partitions) {
+      System.err.println("ferry-jvm-host: sink task " + handle + " asked to pause partitions; not supported (ignored)");
+    }
+
+    @Override
+    public void resume(TopicPartition... partitions) {}
+
+    @Override
+    public void requestCommit() {
+      channel.event(Main.EVENT, event(handle, EVENT_COMMIT, ""));
+    }
+
+    @Override
+    public ErrantRecordReporter errantRecordReporter() {
+      return this;
+    }
+
+    @Override
+    public PluginMetrics pluginMetrics() {
+      return null;
+    }
+
+    // The worker applies errors.tolerance and the dead-letter topic when put() returns.
+    @Override
+    public Future<Void> report(SinkRecord record, Throwable error) {
+      IdentityHashMap<SinkRecord, Integer> batch = putting;
+      Integer index = batch == null ? null : batch.get(record);
+      if (index == null && batch != null) {
+        for (Map.Entry<SinkRecord, Integer> e : batch.entrySet()) {
+          SinkRecord r = e.getKey();
+          if (r.kafkaOffset() == record.kafkaOffset() && r.topic().equals(record.originalTopic())
+              && r.kafkaPartition().equals(record.originalKafkaPartition())) {
+            index = e.getValue();
+            break;
+          }
+        }
+      }
+      if (index == null) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        f.completeExceptionally(new ConnectException("errant record reported outside put(): not one of the batch"));
+        return f;
+      }
+      reported.add(new Object[] {index, Main.describe(error)});
+      return CompletableFuture.completedFuture(null);
+    }
+  }
+
+  void startSinkTask(long handle, String connectorClass, Map<String, String> config, int keyForm, int valueForm) throws Exception {
+    Task t = newTask(connectorClass);
+    if (!(t instanceof SinkTask)) throw new IllegalArgumentException(connectorClass + "'s task is not a SinkTask");
+    SinkRun run = new SinkRun(handle, (SinkTask) t, plugins.loaderOf(connectorClass), config, Records.Form.of(keyForm), Records.Form.of(valueForm));
+    withLoader(run.loader, () -> {
+      run.task.initialize(run);
+      run.task.start(config);
+      return null;
+    });
+    sinks.put(handle, run);
+  }
+
+  private SinkRun sink(long handle) {
+    SinkRun run = sinks.get(handle);
+    if (run == null) throw new IllegalStateException("no sink task with handle " + handle + " runs in this JVM host");
+    return run;
+  }
+
+  static List<TopicPartition> readPartitions(DataInputStream in) throws IOException {
+    int n = Wire.readCount(in);
+    List<TopicPartition> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) out.add(new TopicPartition(Wire.readString(in), in.readInt()));
+    return out;
+  }
+
+  void open(long handle, DataInputStream in, boolean open) throws Exception {
+    SinkRun run = sink(handle);
+    List<TopicPartition> tps = readPartitions(in);
+    withLoader(run.loader, () -> {
+      if (open) {
+        run.assignment.addAll(tps);
+        run.task.open(tps);
+      } else {
+        run.task.close(tps);
+        run.assignment.removeAll(tps);
+        tps.forEach(run.current::remove);
+      }
+      return null;
+    });
+  }
+
+  // put(); the records reported to the ErrantRecordReporter meanwhile: [index, why].
+  List<Object[]> put(long handle, DataInputStream in) throws Exception {
+    SinkRun run = sink(handle);
+    List<SinkRecord> batch = run.records.readSinkBatch(in, run.keyForm, run.valueForm);
+    IdentityHashMap<SinkRecord, Integer> index = new IdentityHashMap<>();
+    for (int i = 0; i < batch.size(); i++) index.put(batch.get(i), i);
+    run.reported.clear();
+    run.putting = index;
+    try {
+      withLoader(run.loader, () -> {
+        run.task.put(batch);
+        return null;
+      });
+    } finally {
+      run.putting = null;
+    }
+    for (SinkRecord r : batch)
+      run.current.put(new TopicPartition(r.topic(), r.kafkaPartition()), new OffsetAndMetadata(r.kafkaOffset() + 1));
+    synchronized (run.reported) {
+      return new ArrayList<>(run.reported);
+    }
+  }
+
+  // flush() with the offsets of everything put so far.
+  void flush(long handle) throws Exception {
+    SinkRun run = sink(handle);
+    withLoader(run.loader, () -> {
+      run.task.flush(new HashMap<>(run.current));
+      return null;
+    });
+  }
+
+  // preCommit(offsets) (Kafka's default flushes them): the offsets safe to commit.
+  Map<TopicPartition, OffsetAndMetadata> preCommit(long handle, DataInputStream in) throws Exception {
+    SinkRun run = sink(handle);
+    int n = Wire.readCount(in);
+    Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
+    for (int i = 0; i < n; i++) offsets.put(new TopicPartition(Wire.readString(in), in.readInt()), new OffsetAndMetadata(in.readLong()));
+    return withLoader(run.loader, () -> {
+      Map<TopicPartition, OffsetAndMetadata> safe = run.task.preCommit(offsets);
+      return safe == null ? Map.of() : safe;
+    });
+  }
+}
