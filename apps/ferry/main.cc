@@ -162,7 +162,7 @@ void loadJavaPlugins(ferry::runtime::PluginRegistry& registry, const ferry::runt
     registry.setUnknownConnectorHint(why);
     return;
   }
-  auto added = jvm::registerJavaPlugins(registry, host, *scan, {worker.keyConverter, worker.valueConverter});
+  auto added = jvm::registerJavaPlugins(registry, host, *scan, {worker.keyConverter, worker.valueConverter, worker.taskShutdownTimeoutMs});
   if (added.isOk()) log->info("{} Java connector class(es) from plugin.path", *added);
 }
 

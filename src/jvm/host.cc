@@ -87,8 +87,11 @@ Result<std::unique_ptr<JvmHost>> JvmHost::start(const JvmHostOptions& o) {
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  // The channel is standard input only, read and written by the host: the JVM itself writes to
+  // standard output (-XX:+ExitOnOutOfMemoryError's "Terminating due to ..."), so that goes to the
+  // log pipe with standard error, never into the channel.
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-  posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

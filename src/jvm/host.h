@@ -1,8 +1,8 @@
 // The JVM connector host process, seen from the worker (jvm/README.md).
 //
 // JvmHost is one running host: `java ... io.ferry.jvmhost.Main PLUGIN_FOLDER...` with one end of
-// a Unix socketpair as its standard input and output (the channel, wire.h) and a pipe as its
-// standard error (each line logged under [jvm], the last ones kept for failure messages). A
+// a Unix socketpair as its standard input, read and written (the channel, wire.h), and a pipe
+// as its standard output and error (each line logged under [jvm], the last ones kept for failure messages). A
 // reader thread hands answers to the calls waiting for them; when the process ends (it crashed,
 // ran out of memory, was killed) every waiting and later call fails with Unavailable naming its
 // exit and its last words. The host exits by itself when its channel closes, so it never outlives

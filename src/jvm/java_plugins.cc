@@ -110,8 +110,6 @@ std::atomic<std::int64_t> nextHandle{1};
 
 // Long calls into Java code: a start that connects to a database, a put that waits for its peer.
 constexpr std::chrono::milliseconds kTaskCallTimeout{300000};
-// How long a task's stop() may take in the host before its poll thread is abandoned.
-constexpr std::int64_t kTaskStopMs = 5000;
 // Records a source task's poll thread may have waiting in the host.
 constexpr std::int32_t kSourceQueueRecords = 4096;
 
@@ -244,8 +242,8 @@ class JavaConnector final : public Base {
 // What both task proxies share: the host, the handle, start and stop.
 class JavaTaskCore {
  public:
-  JavaTaskCore(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor)
-      : cls_(std::move(cls)), supervisor_(std::move(supervisor)) {}
+  JavaTaskCore(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, std::int64_t stopMs)
+      : cls_(std::move(cls)), supervisor_(std::move(supervisor)), stopMs_(std::max<std::int64_t>(100, stopMs)) {}
   ~JavaTaskCore() { stop(); }
 
   Status start(std::uint8_t type, const std::function<void(Writer&)>& fill, HandleHooks hooks) {
@@ -278,8 +276,8 @@ class JavaTaskCore {
   void stop() {
     if (!host_) return;
     if (host_->alive()) {
-      auto s = host_->call(kTaskStop, [&](Writer& w) { w.i64(handle_).i64(kTaskStopMs); },
-                           std::chrono::milliseconds(kTaskStopMs + 2000), handle_);
+      auto s = host_->call(kTaskStop, [&](Writer& w) { w.i64(handle_).i64(stopMs_); },
+                           std::chrono::milliseconds(stopMs_ + 1000), handle_);
       if (!s.isOk()) core::logger("jvm")->warn("{} task stop(): {}", cls_, s.status().message());
     }
     host_->detach(handle_);
@@ -289,13 +287,15 @@ class JavaTaskCore {
  private:
   std::string cls_;
   std::shared_ptr<JvmHostSupervisor> supervisor_;
+  std::int64_t stopMs_;  // how long the host waits for the task's poll thread to end
   std::shared_ptr<JvmHost> host_;
   std::int64_t handle_ = 0;
 };
 
 class JavaSourceTask final : public SourceTask {
  public:
-  JavaSourceTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor) : core_(std::move(cls), std::move(supervisor)) {}
+  JavaSourceTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, std::int64_t stopMs)
+      : core_(std::move(cls), std::move(supervisor), stopMs) {}
   ~JavaSourceTask() override { stop(); }
 
   // The host polls on a thread of its own and says when records wait (READY): no worker thread
@@ -364,7 +364,7 @@ class JavaSourceTask final : public SourceTask {
 class JavaSinkTask final : public SinkTask {
  public:
   JavaSinkTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, JavaTaskDefaults defaults)
-      : core_(std::move(cls), std::move(supervisor)), defaults_(std::move(defaults)) {}
+      : core_(std::move(cls), std::move(supervisor), defaults.taskShutdownTimeoutMs / 2), defaults_(std::move(defaults)) {}
   ~JavaSinkTask() override { stop(); }
 
   Status start(const StringMap& config, SinkTaskContext& context) override {
@@ -536,7 +536,9 @@ Result<int> registerJavaPlugins(runtime::PluginRegistry& registry, std::shared_p
       JavaConnectorCore core(cls, version, host, cache);
       if (source)
         return static_cast<SourceConnector*>(new JavaSourceConnector(
-            std::move(core), [cls, host] { return std::unique_ptr<SourceTask>(new JavaSourceTask(cls, host)); }));
+            std::move(core), [cls, host, stopMs = defaults.taskShutdownTimeoutMs / 2] {
+              return std::unique_ptr<SourceTask>(new JavaSourceTask(cls, host, stopMs));
+            }));
       return static_cast<SinkConnector*>(new JavaSinkConnector(
           std::move(core), [cls, host, defaults] { return std::unique_ptr<SinkTask>(new JavaSinkTask(cls, host, defaults)); }));
     };

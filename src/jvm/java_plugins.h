@@ -48,6 +48,9 @@ Result<std::map<std::string, std::vector<std::string>>> parseValidation(std::str
 struct JavaTaskDefaults {
   std::string keyConverter;
   std::string valueConverter;
+  // task.shutdown.graceful.timeout.ms: a task's stop() in the host gets half of it, so that a
+  // poll thread that does not end is abandoned there before the worker abandons the task.
+  std::int64_t taskShutdownTimeoutMs = 5000;
 };
 // Registers the scan's connectors; returns how many. A class whose name another class already
 // has is skipped and logged.

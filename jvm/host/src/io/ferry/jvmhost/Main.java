@@ -1,7 +1,7 @@
 // The JVM connector host (jvm/README.md): one process per worker, started and supervised by it,
 // that loads Kafka Connect connector plugins from plugin.path in class loaders of their own and
-// answers the worker's requests over the channel it was given as standard input and output (a
-// Unix socket of a socketpair). System.out is moved to standard error first, so that nothing a
+// answers the worker's requests over the channel it was given as standard input (a Unix socket
+// of a socketpair, read and written). System.out is moved to standard error first, so that nothing a
 // connector prints can break the channel; the worker logs the host's standard error.
 //
 // Usage: java -cp <host jar>:<connect-api>:<kafka-clients>:<slf4j> io.ferry.jvmhost.Main PLUGIN_FOLDER...
@@ -127,9 +127,11 @@ public final class Main {
   }
 
   public static void main(String[] args) throws IOException {
-    // The channel: the descriptors the worker gave as stdin and stdout. Everything printed goes
+    // The channel: the socket the worker gave as stdin. Everything printed goes
     // to stderr from now on.
-    OutputStream channelOut = new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16);
+    // Standard input is a Unix socket, written as well as read: standard output is the log's
+    // (the JVM writes there itself, e.g. when it runs out of heap).
+    OutputStream channelOut = new BufferedOutputStream(new FileOutputStream(FileDescriptor.in), 1 << 16);
     DataInputStream channelIn = new DataInputStream(new BufferedInputStream(new FileInputStream(FileDescriptor.in), 1 << 16));
     System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true));
     Main host = new Main(Arrays.asList(args), channelOut);

@@ -14,7 +14,7 @@
 // text and, when any value is not a String, the map gets one more entry, TYPES, naming the types
 // of the others ({"position":"l"}), by which they are read back as the same Java types.
 //
-// Threading: one instance per task direction, used by one request at a time.
+// Threading: one instance per task, used by one request at a time.
 package io.ferry.jvmhost;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -58,9 +58,10 @@ final class Records {
     }
   }
 
-  private final JsonConverter payloads = new JsonConverter();     // schemas.enable=false
-  private final JsonConverter envelopes = new JsonConverter();    // schemas.enable=true
-  private final SimpleHeaderConverter headers = new SimpleHeaderConverter();
+  // Shared by every task (their caches are synchronized): made once, so their configs are logged once.
+  private static final JsonConverter payloads = converter(false);
+  private static final JsonConverter envelopes = converter(true);
+  private static final SimpleHeaderConverter headers = new SimpleHeaderConverter();
   // Source side: the schemas already sent, by identity first (records of one table share one
   // Schema object), then by equality.
   private final IdentityHashMap<Schema, Integer> sentByIdentity = new IdentityHashMap<>();
@@ -70,10 +71,10 @@ final class Records {
   // Sink side: the schemas the worker sent, as JSON text.
   private final HashMap<Integer, String> received = new HashMap<>();
 
-  Records() {
-    payloads.configure(Map.of("schemas.enable", "false", "converter.type", "value"));
-    envelopes.configure(Map.of("schemas.enable", "true", "converter.type", "value"));
-    headers.configure(Map.of());
+  private static JsonConverter converter(boolean schemas) {
+    JsonConverter c = new JsonConverter();
+    c.configure(Map.of("schemas.enable", Boolean.toString(schemas), "converter.type", "value"));
+    return c;
   }
 
   // ------------------------------------------------------------------------------------------

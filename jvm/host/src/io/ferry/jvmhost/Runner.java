@@ -192,6 +192,7 @@ final class Runner {
     Throwable failure;  // guarded by this: what ended the poll thread
     volatile boolean stopping;
     Thread poller;
+    ThreadGroup group;
 
     SourceRun(long handle, SourceTask task, ClassLoader loader, Map<String, String> config, int capacity) {
       this.handle = handle;
@@ -243,10 +244,17 @@ final class Runner {
     }
 
     void pollLoop() {
-      Thread.currentThread().setContextClassLoader(loader);
       try {
         while (!stopping) {
-          List<SourceRecord> batch = task.poll();
+          List<SourceRecord> batch;
+          try {
+            batch = task.poll();
+          } catch (org.apache.kafka.connect.errors.RetriableException e) {
+            // As Kafka Connect: logged, and polled again.
+            System.err.println("ferry-jvm-host: source task " + handle + " poll(): " + Main.describe(e) + " (retrying)");
+            Thread.sleep(100);
+            continue;
+          }
           if (batch == null || batch.isEmpty()) continue;
           boolean wasEmpty;
           synchronized (this) {
@@ -317,27 +325,47 @@ final class Runner {
           System.err.println("ferry-jvm-host: source task " + handle + " did not stop within " + timeoutMs
               + " ms; its poll thread is abandoned");
       }
+      Thread[] left = new Thread[64];
+      int n = group.enumerate(left);
+      List<String> names = new ArrayList<>();
+      for (int i = 0; i < n; i++) if (left[i] != p && left[i].isAlive()) names.add(left[i].getName());
+      if (!names.isEmpty())
+        System.err.println("ferry-jvm-host: source task " + handle + " (" + task.getClass().getName() + ") left "
+            + names.size() + " thread(s) running after stop(): " + names);
     }
   }
 
+  // The task starts on its poll thread, in a thread group of its own: the threads it starts are
+  // in that group too, and those still running after stop() are named in the host's log.
   void startSourceTask(long handle, String connectorClass, Map<String, String> config, int capacity) throws Exception {
     Task t = newTask(connectorClass);
     if (!(t instanceof SourceTask)) throw new IllegalArgumentException(connectorClass + "'s task is not a SourceTask");
     SourceRun run = new SourceRun(handle, (SourceTask) t, plugins.loaderOf(connectorClass), config, Math.max(1, capacity));
-    sources.put(handle, run);
-    try {
-      withLoader(run.loader, () -> {
+    CompletableFuture<Void> started = new CompletableFuture<>();
+    run.group = new ThreadGroup("ferry-task-" + handle);
+    run.poller = new Thread(run.group, () -> {
+      Thread.currentThread().setContextClassLoader(run.loader);
+      try {
         run.task.initialize(run);
         run.task.start(config);
-        return null;
-      });
-    } catch (Exception e) {
-      sources.remove(handle);
-      throw e;
-    }
-    run.poller = new Thread(run::pollLoop, "ferry-poll-" + handle);
+      } catch (Throwable e) {
+        started.completeExceptionally(e);
+        return;
+      }
+      started.complete(null);
+      run.pollLoop();
+    }, "ferry-poll-" + handle);
     run.poller.setDaemon(true);
+    sources.put(handle, run);
     run.poller.start();
+    try {
+      started.get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      sources.remove(handle);
+      Throwable cause = e.getCause();
+      if (cause instanceof Exception) throw (Exception) cause;
+      throw new ConnectException(cause);
+    }
   }
 
   Wire.Out poll(int id, long handle, int max, int acked) throws Throwable {
