@@ -82,8 +82,8 @@ Result<std::size_t> readSourceBatch(std::string_view payload, SchemasIn& schemas
     FERRY_RETURN_IF_ERROR(schemas.add(id, json));
   }
   FERRY_ASSIGN_OR_RETURN(auto n, r.count("records"));
-  const std::size_t before = out.size();
-  out.reserve(before + static_cast<std::size_t>(n));
+  std::vector<Record> read;  // appended to `out` only once the whole batch parsed
+  read.reserve(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i) {
     Record rec;
     FERRY_ASSIGN_OR_RETURN(rec.topic, r.str("topic"));
@@ -105,11 +105,14 @@ Result<std::size_t> readSourceBatch(std::string_view payload, SchemasIn& schemas
     FERRY_ASSIGN_OR_RETURN(auto offset, r.optMap("source offset"));
     if (part) rec.position.partition = std::move(*part);
     if (offset) rec.position.offset = std::move(*offset);
-    out.push_back(std::move(rec));
+    read.push_back(std::move(rec));
   }
-  if (r.left() != 0) {
-    out.resize(before);
+  if (r.left() != 0)
     return Status::invalidArgument("JVM host answer: " + std::to_string(r.left()) + " bytes after the records");
+  if (out.empty()) {
+    out = std::move(read);
+  } else {
+    for (auto& rec : read) out.push_back(std::move(rec));
   }
   return static_cast<std::size_t>(n);
 }

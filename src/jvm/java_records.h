@@ -50,7 +50,7 @@ class SchemasOut {
 };
 
 // Appends the records of a source batch to `out`; returns how many. Bounded reads: a malformed
-// payload is InvalidArgument, never a crash.
+// payload is InvalidArgument, never a crash, and appends nothing.
 Result<std::size_t> readSourceBatch(std::string_view payload, SchemasIn& schemas, std::vector<Record>& out);
 
 // Writes a sink batch.

@@ -1,6 +1,7 @@
 // What the JVM host sends comes from a process running third-party code: the worker must refuse
 // what does not parse, never crash, read past the end or allocate for a count it was not sent.
-// Invariant: a plugin scan that parsed, written again and parsed, is the same scan.
+// Invariants: a plugin scan that parsed, written again and parsed, is the same scan; a source batch
+// that does not parse adds no record.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,12 +9,20 @@
 #include <string_view>
 
 #include "jvm/java_plugins.h"
+#include "jvm/java_records.h"
 #include "jvm/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ferry::jvm;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   if (auto split = splitFrame(bytes); split.isOk()) (void)readFailure(split->second);
+  {
+    SchemasIn schemas;
+    std::vector<ferry::Record> records;
+    auto n = readSourceBatch(bytes, schemas, records);
+    if (!n.isOk() && !records.empty()) std::abort();
+    if (n.isOk() && *n != records.size()) std::abort();
+  }
   (void)parseConfigDef(bytes);
   (void)parseValidation(bytes);
   if (auto scan = parsePluginScan(bytes); scan.isOk()) {

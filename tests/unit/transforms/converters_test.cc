@@ -41,6 +41,38 @@ TEST(StringConverter, IdentityAndOnlyUtf8) {
   EXPECT_THAT(s.message(), HasSubstr("encoding"));
 }
 
+// Kafka's StringConverter writes a String as its text and its ByteArrayConverter a byte[] as its
+// bytes: a record typed string/bytes (a Java connector's, say) is written the same way, not as
+// the quoted / base64 JSON form ferry keeps typed data in.
+TEST(StringConverter, WritesATypedStringAsItsText) {
+  auto c = converter("StringConverter", {});
+  auto str = SchemaBuilder::string().build();
+  ASSERT_TRUE(str.isOk());
+  auto out = c->fromRecordWithSchema("t", *str, Bytes(std::string(R"("caf\u00e9 \"q\"")")));
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(out->str(), "café \"q\"");
+  EXPECT_TRUE(c->fromRecordWithSchema("t", *str, Bytes::null())->isNull());
+  // Other types: as before (their JSON form).
+  auto i32 = SchemaBuilder::int32().build();
+  EXPECT_EQ(c->fromRecordWithSchema("t", *i32, Bytes(std::string("42")))->str(), "42");
+  auto bad = c->fromRecordWithSchema("t", *str, Bytes(std::string("not json")));
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ByteArrayConverter, WritesTypedBytesAsTheBytes) {
+  auto c = converter("ByteArrayConverter", {});
+  auto bytes = SchemaBuilder::bytes().optional().build();
+  ASSERT_TRUE(bytes.isOk());
+  auto out = c->fromRecordWithSchema("t", *bytes, Bytes(std::string(R"("AP8gcmF3")")));
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(out->str(), std::string("\x00\xff raw", 6));
+  auto notBase64 = c->fromRecordWithSchema("t", *bytes, Bytes(std::string(R"("%%%")")));
+  EXPECT_EQ(notBase64.status().code(), StatusCode::kInvalidArgument);
+  // A Decimal is bytes too, but not a byte[] in Kafka: left in its JSON form.
+  auto dec = logical::decimal(2).build();
+  EXPECT_EQ(c->fromRecordWithSchema("t", *dec, Bytes(std::string(R"("AQ==")")))->str(), R"("AQ==")");
+}
+
 TEST(JsonConverter, WrapsAndUnwrapsTheEnvelopeByDefault) {
   auto c = converter("org.apache.kafka.connect.json.JsonConverter", {});
   Bytes in(std::string(R"({"a":[1,2],"b":"x"})"));
