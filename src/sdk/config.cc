@@ -300,6 +300,11 @@ ConfigValidation ConfigDef::validate(const StringMap& props, const std::vector<s
     if (it != props.end()) {
       text = it->second;
     } else if (key.defaultValue) {
+      // An empty default of a number or boolean key is Kafka's "default null" (a Java
+      // connector's optional key, say): nothing to check.
+      const bool textual = key.type == ConfigType::kString || key.type == ConfigType::kPassword ||
+                           key.type == ConfigType::kList || key.type == ConfigType::kClass;
+      if (key.defaultValue->empty() && !textual) continue;
       text = key.defaultValue;
     }
     if (!text) {

@@ -1,0 +1,199 @@
+"""Debezium's PostgreSQL connector 3.6.1, unmodified (from plugin.path, fetched at build time),
+run by ferry's JVM host and by Kafka Connect 4.1.1 on the same table of a real PostgreSQL 15
+(scripts/services/postgres, logical replication with pgoutput), both writing to the same Kafka
+broker with JsonConverter (schemas on). Judged by what the topics hold.
+
+  (a) snapshot then streaming: 1,000 rows snapshotted, then 200 inserts, 100 updates and 50
+      deletes. Both topics hold r=1,000, c=200, u=100, d=50 (+50 tombstones), and the same
+      (op, before, after) multiset; the value schemas are equal but for the topic prefix in their
+      names. ferry's position is Debezium's own offset ({lsn, txId, ...}, read back as Longs).
+  (b) kill -9 of the worker while rows are inserted (3,000 in small transactions): after a restart
+      every inserted id is in ferry's topic (0 lost), duplicates counted;
+  (c) kill -9 of the JVM host while rows are inserted: the task fails naming the host's end, is
+      restarted on a new host, and every id arrives (0 lost).
+
+Environment: FERRY_BIN, FERRY_JVM_DEBEZIUM_PLUGINS (tests/jvm/CMakeLists.txt), FERRY_KAFKA_TOOL,
+FERRY_POSTGRES_URL (default scripts/services/postgres's); the Kafka broker is started when not
+running (bench/peers/kafka_connect.py), never stopped here."""
+import atexit
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+import harness  # noqa: E402
+import kafka_connect  # noqa: E402
+from test_jvm_vs_kafka_connect import topic_values  # noqa: E402
+
+PLUGINS = os.environ.get("FERRY_JVM_DEBEZIUM_PLUGINS", "")
+PG_URL = os.environ.get("FERRY_POSTGRES_URL", "postgresql://ferry:ferry-test-pw@127.0.0.1:15432/ferry")
+PG = "io.debezium.connector.postgresql.PostgresConnector"
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def psql(sql):
+    p = subprocess.run(["psql", PG_URL, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode != 0:
+        raise AssertionError(f"psql failed: {p.stderr}")
+    return p.stdout
+
+
+def connector(prefix, table, rid):
+    return {"connector.class": PG, "database.hostname": "127.0.0.1", "database.port": PG_URL.rsplit(":", 1)[1].split("/")[0],
+            "database.user": "ferry", "database.password": PG_URL.split(":")[2].split("@")[0], "database.dbname": "ferry",
+            "topic.prefix": prefix, "plugin.name": "pgoutput", "slot.name": f"{prefix}_slot",
+            "publication.name": f"{prefix}_pub", "publication.autocreate.mode": "filtered",
+            "table.include.list": f"public.{table}", "key.converter": JSON, "value.converter": JSON}
+
+
+def drop_slot(name):
+    psql(f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{name}' AND NOT active")
+
+
+def events(values):
+    """Parsed envelopes of a Debezium topic: (op counts incl. tombstones, [(op, before, after)], schema)."""
+    ops, rows, schema = collections.Counter(), [], None
+    for v in values:
+        if v in (b"", b"null"):
+            ops["tombstone"] += 1
+            continue
+        env = json.loads(v)
+        if env.get("payload") is None:
+            ops["tombstone"] += 1
+            continue
+        p = env["payload"]
+        ops[p["op"]] += 1
+        rows.append((p["op"], json.dumps(p["before"], sort_keys=True), json.dumps(p["after"], sort_keys=True)))
+        schema = env["schema"]
+    return ops, rows, schema
+
+
+def inserter(table, first, n, stop):
+    """Inserts ids first..first+n-1 in transactions of 10 rows until done or stopped."""
+    i = first
+    while i < first + n and not stop.is_set():
+        psql(f"INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series({i}, {min(i + 9, first + n - 1)}) g")
+        i += 10
+        time.sleep(0.02)
+
+
+def inserted_ids(values):
+    ids = collections.Counter()
+    for v in values:
+        if v in (b"", b"null"):
+            continue
+        p = json.loads(v).get("payload")
+        if p and p["op"] in ("c", "r"):
+            ids[p["after"]["id"]] += 1
+    return ids
+
+
+def main():
+    if not PLUGINS or not os.path.isdir(os.path.join(PLUGINS, "debezium-connector-postgres")):
+        raise AssertionError(f"no Debezium plugin at {PLUGINS!r}: tests/jvm/CMakeLists.txt fetches it (mvn)")
+    rid = random.randrange(1 << 24)
+    table = f"dbz_{rid}"
+    work = harness.tmpdir("jvm-debezium")
+    psql(f"CREATE TABLE {table}(id int PRIMARY KEY, v text); "
+         f"INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series(1, 1000) g")
+    prefixes = {"kc": f"dbzkc{rid}", "ferry": f"dbzfr{rid}"}
+    atexit.register(lambda: [drop_slot(f"{p}_slot") for p in prefixes.values()])
+    broker = kafka_connect.Broker()
+    broker.start()
+    kc = kafka_connect.ConnectStandalone(os.path.join(work, "kc"), broker.bootstrap, {"plugin.path": PLUGINS})
+    atexit.register(kc.stop)
+    kc.start()
+    os.makedirs(os.path.join(work, "ferry"))
+    w = harness.Worker(os.path.join(work, "ferry"), {
+        "plugin.path": PLUGINS, "backbone": "kafka", "backbone.kafka.bootstrap.servers": broker.bootstrap,
+        "jvm.heap.max": "512m", "task.restart.backoff.initial.ms": "200", "task.restart.backoff.max.ms": "2000"})
+    w.start(timeout=90)
+    topics = {side: f"{p}.public.{table}" for side, p in prefixes.items()}
+    kc.ok("POST", "/connectors", {"name": "dbz-kc", "config": connector(prefixes["kc"], table, rid)})
+    w.ok("POST", "/connectors", {"name": "dbz-ferry", "config": connector(prefixes["ferry"], table, rid)})
+
+    # (a) both snapshot, then the same changes stream to both.
+    def snapshotted(side):
+        return lambda: len(topic_values_quick(broker, topics[side], work)) >= 1000
+    for side in ("kc", "ferry"):
+        harness.wait_until(snapshotted(side), 180, f"{side}'s snapshot of 1,000 rows")
+    psql(f"INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series(1001, 1200) g; "
+         f"UPDATE {table} SET v = 'updated ' || id WHERE id <= 100; DELETE FROM {table} WHERE id > 1150")
+    want = {"r": 1000, "c": 200, "u": 100, "d": 50, "tombstone": 50}
+    got = {}
+    for side in ("kc", "ferry"):
+        harness.wait_until(lambda: events(topic_values_quick(broker, topics[side], work))[0] == want, 120,
+                           f"{side}: r=1,000 c=200 u=100 d=50 and 50 tombstones")
+        got[side] = events(topic_values(broker.bootstrap, topics[side], work))
+    if sorted(got["kc"][1]) != sorted(got["ferry"][1]):
+        diff = set(got["kc"][1]) ^ set(got["ferry"][1])
+        raise AssertionError(f"the change events differ: e.g. {sorted(diff)[:2]}")
+    theirs = json.dumps(got["kc"][2], sort_keys=True).replace(prefixes["kc"], "PREFIX")
+    ours = json.dumps(got["ferry"][2], sort_keys=True).replace(prefixes["ferry"], "PREFIX")
+    if theirs != ours:
+        raise AssertionError(f"value schemas differ:\nKafka Connect {theirs[:400]}\nferry         {ours[:400]}")
+    code, offs = w.rest("GET", "/connectors/dbz-ferry/offsets")
+    offset = offs["offsets"][0]["offset"] if code == 200 and offs.get("offsets") else {}
+    if "lsn" not in offset or '"lsn":"l"' not in offset.get("ferry.types", ""):
+        raise AssertionError(f"ferry's position is not Debezium's offset with a Long lsn: {offs}")
+    print(f"ok   (a) snapshot + streaming in Kafka Connect and ferry: both {dict(got['ferry'][0])}, the same "
+          f"{len(got['ferry'][1])} (op, before, after) events, equal value schemas; position {sorted(offset)}", flush=True)
+    kc.stop()
+
+    # (b) kill -9 of the worker while rows are inserted.
+    for label, first, kill in (("worker", 10_001, "worker"), ("JVM host", 20_001, "host")):
+        stop = threading.Event()
+        t = threading.Thread(target=inserter, args=(f"{table}", first, 3000, stop))
+        t.start()
+        harness.wait_until(lambda: any(i >= first + 600 for i in inserted_ids(topic_values_quick(broker, topics["ferry"], work))),
+                           120, f"600 inserts through before the {label}'s kill")
+        if kill == "worker":
+            w.kill9()
+            time.sleep(1)
+            w.start(timeout=90)
+        else:
+            hosts = subprocess.run(["pgrep", "-P", str(w.proc.pid), "java"], capture_output=True, text=True).stdout.split()
+            if len(hosts) != 1:
+                raise AssertionError(f"expected one JVM host, found {hosts}")
+            os.kill(int(hosts[0]), signal.SIGKILL)
+        t.join(300)
+        want_ids = set(range(first, first + 3000))
+
+        def complete():
+            return want_ids <= set(inserted_ids(topic_values_quick(broker, topics["ferry"], work)))
+        harness.wait_until(complete, 180, f"every id inserted around the {label}'s kill -9")
+        ids = inserted_ids(topic_values(broker.bootstrap, topics["ferry"], work))
+        dups = sum(c - 1 for i, c in ids.items() if i in want_ids)
+        print(f"ok   ({'b' if kill == 'worker' else 'c'}) {label} kill -9 while 3,000 rows were inserted: "
+              f"0 lost, {dups} duplicates", flush=True)
+        if kill == "host" and "was killed by signal" not in open(w.log_path).read():
+            raise AssertionError("the worker's log does not say how the JVM host ended")
+    w.ok("DELETE", "/connectors/dbz-ferry")
+    w.stop()
+    psql(f"DROP TABLE {table}")
+
+
+def topic_values_quick(broker, topic, work):
+    """The topic's values read to its current end (a short idle wait: for polling)."""
+    tool = os.environ.get("FERRY_KAFKA_TOOL", "")
+    out = os.path.join(work, f"{topic}.quick")
+    p = subprocess.run([tool, "consume", "--bootstrap", broker.bootstrap, "--topic", topic, "--count", "0",
+                        "--idle-ms", "500", "--values-out", out, "--timeout-ms", "30000"], capture_output=True, timeout=60)
+    if p.returncode != 0:
+        return []
+    with open(out, "rb") as f:
+        return f.read().splitlines()
+
+
+if __name__ == "__main__":
+    harness.run(main)
