@@ -43,6 +43,18 @@ TEST(ConfigDef, EveryErrorAtOnce) {
   for (const char* k : {"name", "count", "ratio", "on", "mode", "typo"}) EXPECT_NE(s.find(k), std::string::npos) << k;
 }
 
+// A Java connector's key with Kafka's "default null" arrives as an empty default: an optional key
+// without a value, not an invalid number. A value given for it is still checked.
+TEST(ConfigDef, EmptyDefaultOfANumberIsKafkasNullDefault) {
+  ConfigDef d;
+  d.define("snapshot.fetch.size", ConfigType::kInt, "", Importance::kMedium, "optional, no default");
+  d.define("flag", ConfigType::kBool, "", Importance::kLow, "optional, no default");
+  EXPECT_TRUE(d.validate({}).ok());
+  auto v = d.validate({{"snapshot.fetch.size", "many"}});
+  EXPECT_EQ(v.errors.count("snapshot.fetch.size"), 1u);
+  EXPECT_TRUE(d.validate({{"snapshot.fetch.size", "100"}, {"flag", "true"}}).ok());
+}
+
 TEST(ConfigDef, RangeAndIntOverflow) {
   EXPECT_FALSE(def().parse({{"name", "x"}, {"count", "0"}}).isOk());
   EXPECT_FALSE(def().parse({{"name", "x"}, {"count", "4294967296"}}).isOk());
