@@ -1,5 +1,6 @@
-// Converters at the backbone boundary: ByteArrayConverter (identity), StringConverter (identity;
-// only UTF-8 is accepted as encoding), JsonConverter (checks that data is JSON; with
+// Converters at the backbone boundary: ByteArrayConverter (identity; typed bytes written as the
+// bytes), StringConverter (identity, typed strings written as their text; only UTF-8 is accepted
+// as encoding), JsonConverter (checks that data is JSON; with
 // schemas.enable=true, like Kafka's default, wraps it as {"schema":null,"payload":...} on the
 // way in and unwraps the payload on the way out), SimpleHeaderConverter (identity; Kafka's
 // default header converter), and the numeric converters (see NumberConverter).
