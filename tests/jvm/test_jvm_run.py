@@ -26,17 +26,15 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
 from harness import Worker, read_lines, run, tmpdir, wait_until  # noqa: E402
+from test_jvm_plugins import FILE_SINK, FILE_SOURCE, PLUGINS, java_children  # noqa: E402
 
-PLUGINS = os.environ.get("FERRY_JVM_TEST_PLUGINS", "")
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SEQ_SOURCE = "io.ferry.testplugins.SeqSourceConnector"
 ERRANT_SINK = "io.ferry.testplugins.ErrantSinkConnector"
 BAD_SOURCE = "io.ferry.testplugins.BadSourceConnector"
@@ -44,11 +42,6 @@ BAD_SOURCE = "io.ferry.testplugins.BadSourceConnector"
 # A torn line runs into the next record ("...headerk9-src-0 3 key=3 ..."): stream names are matched
 # by their pipelines' names, and the header must repeat the stream.
 RECORD = re.compile(r"((?:k9|h9|good)-src-\d+) (\d+) key=(\d+) header=((?:k9|h9|good)-src-\d+)")
-
-
-def java_children(pid):
-    out = subprocess.run(["pgrep", "-P", str(pid), "java"], capture_output=True, text=True).stdout.split()
-    return [int(p) for p in out]
 
 
 def status(w, name):
