@@ -131,7 +131,9 @@ struct Record {
   // Source side, optional: acknowledged when the record is safe (see Acknowledger).
   std::shared_ptr<Acknowledger> acknowledger;
 
-  // Sink side: the backbone offset of this record in (topic, queue); -1 for source records.
+  // Sink side: the backbone offset of this record in (topic, queue); -1 for source records, except
+  // in SourceTask::commitRecord, where `queue` and `offset` say where the backbone put the record
+  // when it says so (-1 otherwise: a dropped record, an exactly-once or direct task).
   std::int64_t offset = -1;
 
   // When the worker received the record: std::chrono::steady_clock nanoseconds since its epoch.

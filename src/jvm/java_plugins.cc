@@ -312,21 +312,22 @@ class JavaSourceTask final : public SourceTask {
   }
 
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords, std::chrono::milliseconds) override {
-    const std::int32_t acked = acked_;
     FERRY_ASSIGN_OR_RETURN(auto payload, core_.call(kSourcePoll, "poll()", [&](Writer& w) {
-      w.i32(static_cast<std::int32_t>(std::min<std::size_t>(maxRecords, 1 << 20))).i32(acked);
+      w.i32(static_cast<std::int32_t>(std::min<std::size_t>(maxRecords, 1 << 20)));
+      writeAcked(w);
     }));
-    acked_ -= acked;
+    acked_.clear();
     return readSourceBatch(payload, schemas_, out);
   }
 
-  void commitRecord(const Record&) override { ++acked_; }
+  // Safe, in poll order: passed on with the next call, with where the backbone put it (the
+  // RecordMetadata of Kafka's commitRecord).
+  void commitRecord(const Record& record) override { acked_.emplace_back(record.queue.value_or(-1), record.offset); }
 
   Status commit() override {
-    const std::int32_t acked = acked_;
-    auto r = core_.call(kSourceCommit, "commit()", [&](Writer& w) { w.i32(acked); });
+    auto r = core_.call(kSourceCommit, "commit()", [&](Writer& w) { writeAcked(w); });
     if (!r.isOk()) return r.status();
-    acked_ -= acked;
+    acked_.clear();
     return Status::ok();
   }
 
@@ -354,11 +355,17 @@ class JavaSourceTask final : public SourceTask {
     return out.take();
   }
 
+  // [i32 n][i32 queue, i64 offset]*n: the records safe since the last call that passed them on.
+  void writeAcked(Writer& w) const {
+    w.i32(static_cast<std::int32_t>(acked_.size()));
+    for (const auto& [queue, offset] : acked_) w.i32(queue).i64(offset);
+  }
+
   JavaTaskCore core_;
   SourceTaskContext* context_ = nullptr;
   std::shared_ptr<EventSink> events_;
   SchemasIn schemas_;
-  std::int32_t acked_ = 0;  // records safe since the last call that passed them on
+  std::vector<std::pair<std::int32_t, std::int64_t>> acked_;  // (queue, offset) of records safe since the last call
 };
 
 class JavaSinkTask final : public SinkTask {

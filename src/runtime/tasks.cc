@@ -805,7 +805,7 @@ Result<bool> deadLettersAnswered(TaskLoop& loop) {
 class AckedPositions final : public Committer {
  public:
   struct Pending {
-    Record record;  // slim: topic, position, acknowledger
+    Record record;  // slim: topic, position, acknowledger; queue and offset once the backbone took it
     std::size_t bytes = 0;
     std::atomic<int> state{0};  // 0 in flight, 1 safe, 2 failed; published by whoever settles it
     Status error;  // written before `state` by whoever settles the entry
@@ -1021,7 +1021,10 @@ class AckedPositions final : public Committer {
   // Sends the message kept for `ticket` (sending()); its callback settles it.
   void send(std::uint64_t ticket) {
     Pending& p = at(ticket);
-    Status s = producer_->sendFrom(p.message, [this, &p](const Status& st, std::int32_t, std::int64_t) {
+    Status s = producer_->sendFrom(p.message, [this, &p](const Status& st, std::int32_t queue, std::int64_t offset) {
+      // Where the backbone put it, for commitRecord (written before settled() publishes the state).
+      p.record.queue = queue;
+      p.record.offset = offset;
       settled(p, st);
     });
     if (!s.isOk()) {

@@ -51,8 +51,16 @@ Collector& collector() {
   return c;
 }
 
+// Where commitRecord said the backbone put each record: (queue, offset), in commitRecord order.
+std::mutex placedMu;
+std::vector<std::pair<std::int32_t, std::int64_t>> placed;
+
 class SeqSourceTask : public SourceTask {
  public:
+  void commitRecord(const Record& r) override {
+    std::lock_guard l(placedMu);
+    placed.emplace_back(r.queue.value_or(-1), r.offset);
+  }
   Status start(const StringMap& config, SourceTaskContext& ctx) override {
     count_ = std::stoi(config.at("count"));
     if (auto a = config.find("age.ms"); a != config.end()) ageMs_ = std::stoi(a->second);
@@ -695,6 +703,19 @@ class ExecutorTest : public ::testing::Test {
   std::vector<store::State> states_;
   std::string trace_;
 };
+
+// commitRecord carries the queue and offset the backbone's acknowledgement gave (a Java task's
+// RecordMetadata, which MirrorMaker writes its offset syncs from).
+TEST_F(ExecutorTest, CommitRecordSaysWhereTheBackbonePutTheRecord) {
+  {
+    std::lock_guard l(placedMu);
+    placed.clear();
+  }
+  runSourceUntilSent({{"connector.class", "SeqSource"}, {"count", "3"}}, 3);
+  std::lock_guard l(placedMu);
+  // HeldProducer acknowledges send i at queue 0, offset i.
+  EXPECT_EQ(placed, (std::vector<std::pair<std::int32_t, std::int64_t>>{{0, 0}, {0, 1}, {0, 2}}));
+}
 
 TEST_F(ExecutorTest, SourcePositionWaitsForEveryEarlierRecord) {
   auto runner = TaskRunner::create(env(ConnectorShape::kSource, {{"connector.class", "SeqSource"}, {"count", "3"}}));

@@ -251,11 +251,11 @@ public final class Main {
       case SOURCE_POLL: {
         long handle = f.body.readLong();
         int max = f.body.readInt();
-        return runner.poll(f.id, handle, max, f.body.readInt());
+        return runner.poll(f.id, handle, max, f.body);
       }
       case SOURCE_COMMIT: {
         long handle = f.body.readLong();
-        runner.commit(handle, f.body.readInt());
+        runner.commit(handle, f.body);
         return new Wire.Out(f.id, f.type | 0x80);
       }
       case SINK_TASK_START: {

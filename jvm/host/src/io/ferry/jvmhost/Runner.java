@@ -293,14 +293,23 @@ final class Runner {
       return o;
     }
 
-    void acked(int n) throws Exception {
+    // [i32 n][i32 queue, i64 offset]*n: the next n records sent are safe, where the backbone put
+    // them (-1: not known; RecordMetadata.hasOffset() is then false).
+    void acked(DataInputStream in) throws Exception {
+      int n = in.readInt();
       if (n < 0 || n > sent.size()) throw new IllegalArgumentException("acknowledged " + n + " of " + sent.size() + " records");
+      int[] queues = new int[n];
+      long[] offsets = new long[n];
+      for (int i = 0; i < n; i++) {
+        queues[i] = in.readInt();
+        offsets[i] = in.readLong();
+      }
       withLoader(loader, () -> {
         for (int i = 0; i < n; i++) {
           SourceRecord r = sent.poll();
-          TopicPartition tp = new TopicPartition(r.topic(), r.kafkaPartition() == null ? 0 : r.kafkaPartition());
-          // The offset in the backbone is not known here: -1 (RecordMetadata.hasOffset() false).
-          task.commitRecord(r, new RecordMetadata(tp, -1, 0, r.timestamp() == null ? -1 : r.timestamp(), -1, -1));
+          int partition = queues[i] >= 0 ? queues[i] : r.kafkaPartition() == null ? 0 : r.kafkaPartition();
+          TopicPartition tp = new TopicPartition(r.topic(), partition);
+          task.commitRecord(r, new RecordMetadata(tp, offsets[i], 0, r.timestamp() == null ? -1 : r.timestamp(), -1, -1));
         }
         return null;
       });
@@ -368,13 +377,13 @@ final class Runner {
     }
   }
 
-  Wire.Out poll(int id, long handle, int max, int acked) throws Throwable {
+  Wire.Out poll(int id, long handle, int max, DataInputStream acked) throws Throwable {
     SourceRun run = source(handle);
     run.acked(acked);
     return run.poll(id, max);
   }
 
-  void commit(long handle, int acked) throws Exception {
+  void commit(long handle, DataInputStream acked) throws Exception {
     SourceRun run = source(handle);
     run.acked(acked);
     withLoader(run.loader, () -> {
