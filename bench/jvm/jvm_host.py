@@ -144,6 +144,8 @@ def connect_run(broker, src, records, line_bytes, wait_file_size, count_lines):
 
 
 def settle():
+    """Each contender starts on a quiet machine: the previous run's dirty pages written back, 2 s
+    of rest. (It did not explain the slow second runs; the shared consumer group did.)"""
     os.sync()
     time.sleep(2)
 

@@ -200,19 +200,16 @@ Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Wr
         in->second.pop_front();
         auto hooks = hk->second;
         lock.unlock();
-        auto answer = hooks->onOffsetsRead ? hooks->onOffsetsRead(payload)
-                                           : Result<std::string>(Status::failedPrecondition("no offsets here"));
-        std::string reply;
-        if (answer.isOk()) {
-          Writer a(askId, static_cast<std::uint8_t>(kOffsetsRead | 0x80));
-          a.raw(*answer);
-          reply = std::move(a).finish();
+        Writer a(askId, static_cast<std::uint8_t>(kOffsetsRead | 0x80));
+        const Status answered = hooks->onOffsetsRead ? hooks->onOffsetsRead(payload, a)
+                                                     : Status::failedPrecondition("no offsets here");
+        if (answered.isOk()) {
+          write(std::move(a).finish());
         } else {
-          Writer a(askId, kFailed);
-          a.str(answer.status().message());
-          reply = std::move(a).finish();
+          Writer failed(askId, kFailed);
+          failed.str(answered.message());
+          write(std::move(failed).finish());
         }
-        write(reply);
         lock.lock();
         continue;
       }
@@ -228,7 +225,8 @@ Result<std::string> JvmHost::call(std::uint8_t type, const std::function<void(Wr
   if (p->type == kFailed) {
     auto f = readFailure(p->payload);
     if (!f.isOk()) return f.status();
-    return Status::internal(f->exceptionClass + ": " + f->message);
+    const std::string what = f->exceptionClass + ": " + f->message;
+    return f->retriable ? Status::unavailable(what) : Status::internal(what);
   }
   if (p->type != (type | 0x80))
     return Status::internal("the JVM host answered request type " + std::to_string(type) + " with type " +

@@ -57,10 +57,10 @@ struct HandleHooks {
   // thread-safe.
   std::function<void(std::uint8_t kind, const std::string& message)> onEvent;
   std::function<void()> onReady;
-  // OFFSETS_READ: the answer's payload. Run by the thread of a call() made with this handle
+  // OFFSETS_READ: writes the answer's payload into `answer`. Run by the thread of a call() made with this handle
   // (the task's own thread), never by the reader thread; onReady is called when one arrives so
   // that the task makes a call soon.
-  std::function<Result<std::string>(std::string_view payload)> onOffsetsRead;
+  std::function<Status(std::string_view payload, Writer& answer)> onOffsetsRead;
 };
 
 class JvmHost {
@@ -73,7 +73,8 @@ class JvmHost {
 
   // Sends one request (its payload written by `fill`) and waits up to `timeout` for the answer's
   // payload. A Java exception comes back as an error whose message starts with the exception's
-  // class; Unavailable once the process is gone; Timeout when no answer came in time.
+  // class (Unavailable for Kafka's RetriableExceptions, else Internal); Unavailable once the
+  // process is gone; Timeout when no answer came in time.
   // With `serving` a handle attached with hooks: while waiting, the host's OFFSETS_READ requests
   // for that handle are answered on this thread (HandleHooks::onOffsetsRead).
   Result<std::string> call(std::uint8_t type, const std::function<void(Writer&)>& fill,

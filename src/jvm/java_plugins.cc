@@ -108,8 +108,11 @@ class JavaConnectorCore {
 
 std::atomic<std::int64_t> nextHandle{1};
 
-// Long calls into Java code: a start that connects to a database, a put that waits for its peer.
+// Long calls into Java code: a task's start that connects to a database, a put that waits for
+// its peer (tasks run on the worker's task threads).
 constexpr std::chrono::milliseconds kTaskCallTimeout{300000};
+// (A connector's start, taskConfigs and stop run on the herder's control thread: they are bounded
+// by kCallTimeout, as validate() is, so a connector that hangs holds that thread no longer.)
 // Records a source task's poll thread may have waiting in the host.
 constexpr std::int32_t kSourceQueueRecords = 4096;
 
@@ -128,19 +131,8 @@ std::uint8_t formOf(const std::string& converterClass) {
 // restarted on a new host by the worker's restart policy); a Java RetriableException is retried.
 Status callFailed(const std::shared_ptr<JvmHost>& host, const std::string& what, const Status& s) {
   if (!host->alive()) return Status::internal(what + ": " + host->endedBecause());
-  if (s.message().find("RetriableException") != std::string::npos) return Status::unavailable(what + ": " + s.message());
-  return Status(s.code() == StatusCode::kUnavailable ? StatusCode::kInternal : s.code(), what + ": " + s.message());
+  return Status(s.code(), what + ": " + s.message());  // JvmHost::call: retriable ones are Unavailable
 }
-
-// A payload written by Writer's rules without a frame head.
-class Payload {
- public:
-  Writer& w() { return w_; }
-  std::string take() { return std::move(w_).finish().substr(9); }
-
- private:
-  Writer w_{0, 0};
-};
 
 // Where a connector's events go; cleared by stop() so a late event touches nothing.
 struct EventSink {
@@ -165,12 +157,82 @@ HandleHooks hooksFor(const std::shared_ptr<EventSink>& sink) {
   return h;
 }
 
+// One connector or task running in the JVM host under a handle of its own: started on the
+// supervisor's current host, called, stopped. Calls made here serve the host's OFFSETS_READ for
+// the handle (HandleHooks::onOffsetsRead).
+class HostHandle {
+ public:
+  // `label` names it in messages: the class, or "<class> task"; `timeout` bounds its start and calls.
+  HostHandle(std::string cls, std::string label, std::shared_ptr<JvmHostSupervisor> supervisor,
+             std::chrono::milliseconds timeout)
+      : cls_(std::move(cls)), label_(std::move(label)), supervisor_(std::move(supervisor)), timeout_(timeout) {}
+  ~HostHandle() {
+    if (host_) host_->detach(handle_);
+  }
+  HostHandle(const HostHandle&) = delete;
+  HostHandle& operator=(const HostHandle&) = delete;
+
+  // Whether it runs on a host that is still alive.
+  bool running() const { return host_ && host_->alive(); }
+
+  // Starts it (request `type` with the handle, the class, then what `fill` writes), on the
+  // current host; one started before (on a host that died) is forgotten first.
+  Status start(std::uint8_t type, const std::function<void(Writer&)>& fill, HandleHooks hooks) {
+    if (host_) host_->detach(handle_);
+    FERRY_ASSIGN_OR_RETURN(host_, supervisor_->host());
+    handle_ = nextHandle.fetch_add(1);
+    host_->attach(handle_, std::move(hooks));
+    auto s = host_->call(type, [&](Writer& w) {
+      w.i64(handle_).str(cls_);
+      fill(w);
+    }, timeout_, handle_);
+    if (!s.isOk()) {
+      auto failed = callFailed(host_, label_ + " start()", s.status());
+      host_->detach(handle_);
+      host_.reset();
+      return failed;
+    }
+    return Status::ok();
+  }
+
+  Result<std::string> call(std::uint8_t type, const char* what, const std::function<void(Writer&)>& fill) {
+    if (!host_) return Status::failedPrecondition(label_ + " " + what + ": not running");
+    auto r = host_->call(type, [&](Writer& w) {
+      w.i64(handle_);
+      fill(w);
+    }, timeout_, handle_);
+    if (!r.isOk()) return callFailed(host_, label_ + " " + what, r.status());
+    return r;
+  }
+
+  // Stops it (request `type` with the handle and what `fill` writes) when its host still runs.
+  void stop(std::uint8_t type, const std::function<void(Writer&)>& fill, std::chrono::milliseconds timeout) {
+    if (!host_) return;
+    if (host_->alive()) {
+      auto s = host_->call(type, [&](Writer& w) {
+        w.i64(handle_);
+        fill(w);
+      }, timeout, handle_);
+      if (!s.isOk()) core::logger("jvm")->warn("{} stop(): {}", label_, s.status().message());
+    }
+    host_->detach(handle_);
+    host_.reset();
+  }
+
+ private:
+  std::string cls_, label_;
+  std::shared_ptr<JvmHostSupervisor> supervisor_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<JvmHost> host_;
+  std::int64_t handle_ = 0;
+};
+
 // A Java connector of either kind (Base: SourceConnector or SinkConnector, Task: its task type).
 template <typename Base, typename Task>
 class JavaConnector final : public Base {
  public:
   JavaConnector(JavaConnectorCore core, std::function<std::unique_ptr<Task>()> makeTask)
-      : core_(std::move(core)), makeTask_(std::move(makeTask)) {}
+      : core_(std::move(core)), makeTask_(std::move(makeTask)), handle_(core_.className(), core_.className(), core_.supervisor(), kCallTimeout) {}
   ~JavaConnector() override { stop(); }
   std::string version() const override { return core_.version(); }
   const ConfigDef& configDef() const override { return core_.configDef(); }
@@ -185,10 +247,9 @@ class JavaConnector final : public Base {
 
   Result<std::vector<StringMap>> taskConfigs(int maxTasks) override {
     // A host that died since start: the connector is started again on the new one.
-    if (!host_ || !host_->alive()) FERRY_RETURN_IF_ERROR(startOnHost());
-    auto payload = host_->call(kTaskConfigs, [&](Writer& w) { w.i64(handle_).i32(maxTasks); }, kTaskCallTimeout);
-    if (!payload.isOk()) return callFailed(host_, core_.className() + ".taskConfigs()", payload.status());
-    Reader r(*payload);
+    if (!handle_.running()) FERRY_RETURN_IF_ERROR(startOnHost());
+    FERRY_ASSIGN_OR_RETURN(auto payload, handle_.call(kTaskConfigs, "taskConfigs()", [&](Writer& w) { w.i32(maxTasks); }));
+    Reader r(payload);
     FERRY_ASSIGN_OR_RETURN(auto n, r.count("task configs"));
     std::vector<StringMap> out;
     for (std::int32_t i = 0; i < n; ++i) {
@@ -203,99 +264,32 @@ class JavaConnector final : public Base {
       std::lock_guard lock(events_->mu);
       events_->connector = nullptr;
     }
-    if (!host_) return;
-    if (host_->alive()) {
-      auto s = host_->call(kConnectorStop, [&](Writer& w) { w.i64(handle_); }, kTaskCallTimeout);
-      if (!s.isOk()) core::logger("jvm")->warn("{}.stop(): {}", core_.className(), s.status().message());
-    }
-    host_->detach(handle_);
-    host_.reset();
+    handle_.stop(kConnectorStop, [](Writer&) {}, kCallTimeout);
   }
 
   std::unique_ptr<Task> createTask() override { return makeTask_(); }
 
  private:
   Status startOnHost() {
-    if (host_) host_->detach(handle_);
-    FERRY_ASSIGN_OR_RETURN(host_, core_.supervisor()->host());
-    handle_ = nextHandle.fetch_add(1);
-    host_->attach(handle_, hooksFor(events_));
-    auto s = host_->call(kConnectorStart, [&](Writer& w) { w.i64(handle_).str(core_.className()).map(config_); },
-                         kTaskCallTimeout);
-    if (!s.isOk()) {
-      auto failed = callFailed(host_, core_.className() + ".start()", s.status());
-      host_->detach(handle_);
-      host_.reset();
-      return failed;
-    }
-    return Status::ok();
+    return handle_.start(kConnectorStart, [&](Writer& w) { w.map(config_); }, hooksFor(events_));
   }
 
   JavaConnectorCore core_;
   std::function<std::unique_ptr<Task>()> makeTask_;
   StringMap config_;
   std::shared_ptr<EventSink> events_;
-  std::shared_ptr<JvmHost> host_;
-  std::int64_t handle_ = 0;
+  HostHandle handle_;
 };
 
-// What both task proxies share: the host, the handle, start and stop.
-class JavaTaskCore {
- public:
-  JavaTaskCore(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, std::int64_t stopMs)
-      : cls_(std::move(cls)), supervisor_(std::move(supervisor)), stopMs_(std::max<std::int64_t>(100, stopMs)) {}
-  ~JavaTaskCore() { stop(); }
-
-  Status start(std::uint8_t type, const std::function<void(Writer&)>& fill, HandleHooks hooks) {
-    FERRY_ASSIGN_OR_RETURN(host_, supervisor_->host());
-    handle_ = nextHandle.fetch_add(1);
-    host_->attach(handle_, std::move(hooks));
-    auto s = host_->call(type, [&](Writer& w) {
-      w.i64(handle_).str(cls_);
-      fill(w);
-    }, kTaskCallTimeout, handle_);
-    if (!s.isOk()) {
-      auto failed = callFailed(host_, cls_ + " task start()", s.status());
-      host_->detach(handle_);
-      host_.reset();
-      return failed;
-    }
-    return Status::ok();
-  }
-
-  Result<std::string> call(std::uint8_t type, const char* what, const std::function<void(Writer&)>& fill) {
-    if (!host_) return Status::failedPrecondition(std::string(what) + ": the task is not running");
-    auto r = host_->call(type, [&](Writer& w) {
-      w.i64(handle_);
-      fill(w);
-    }, kTaskCallTimeout, handle_);
-    if (!r.isOk()) return callFailed(host_, cls_ + " task " + what, r.status());
-    return r;
-  }
-
-  void stop() {
-    if (!host_) return;
-    if (host_->alive()) {
-      auto s = host_->call(kTaskStop, [&](Writer& w) { w.i64(handle_).i64(stopMs_); },
-                           std::chrono::milliseconds(stopMs_ + 1000), handle_);
-      if (!s.isOk()) core::logger("jvm")->warn("{} task stop(): {}", cls_, s.status().message());
-    }
-    host_->detach(handle_);
-    host_.reset();
-  }
-
- private:
-  std::string cls_;
-  std::shared_ptr<JvmHostSupervisor> supervisor_;
-  std::int64_t stopMs_;  // how long the host waits for the task's poll thread to end
-  std::shared_ptr<JvmHost> host_;
-  std::int64_t handle_ = 0;
-};
+// TASK_STOP: the host waits `stopMs` for the task's poll thread to end.
+void stopTask(HostHandle& handle, std::int64_t stopMs) {
+  handle.stop(kTaskStop, [&](Writer& w) { w.i64(stopMs); }, std::chrono::milliseconds(stopMs + 1000));
+}
 
 class JavaSourceTask final : public SourceTask {
  public:
-  JavaSourceTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, std::int64_t stopMs)
-      : core_(std::move(cls), std::move(supervisor), stopMs) {}
+  JavaSourceTask(const std::string& cls, std::shared_ptr<JvmHostSupervisor> supervisor, std::int64_t stopMs)
+      : core_(cls, cls + " task", std::move(supervisor), kTaskCallTimeout), stopMs_(std::max<std::int64_t>(100, stopMs)) {}
   ~JavaSourceTask() override { stop(); }
 
   // The host polls on a thread of its own and says when records wait (READY): no worker thread
@@ -307,7 +301,7 @@ class JavaSourceTask final : public SourceTask {
     events_ = std::make_shared<EventSink>();
     events_->source = &context;
     HandleHooks hooks = hooksFor(events_);
-    hooks.onOffsetsRead = [this](std::string_view payload) { return offsets(payload); };
+    hooks.onOffsetsRead = [this](std::string_view payload, Writer& answer) { return offsets(payload, answer); };
     return core_.start(kSourceTaskStart, [&](Writer& w) { w.map(config).i32(kSourceQueueRecords); }, std::move(hooks));
   }
 
@@ -336,23 +330,22 @@ class JavaSourceTask final : public SourceTask {
       std::lock_guard lock(events_->mu);
       events_->source = nullptr;
     }
-    core_.stop();
+    stopTask(core_, stopMs_);
   }
 
  private:
   // OFFSETS_READ: [i64 handle][i32 n][map partition]*n -> [i32 n][map or null]*n.
-  Result<std::string> offsets(std::string_view payload) {
+  Status offsets(std::string_view payload, Writer& out) {
     Reader r(payload);
     FERRY_ASSIGN_OR_RETURN(auto handle, r.i64());
     (void)handle;
     FERRY_ASSIGN_OR_RETURN(auto n, r.count("partitions"));
-    Payload out;
-    out.w().i32(n);
+    out.i32(n);
     for (std::int32_t i = 0; i < n; ++i) {
       FERRY_ASSIGN_OR_RETURN(auto partition, r.optMap("partition"));
-      out.w().optMap(partition ? context_->committedOffset(*partition) : std::nullopt);
+      out.optMap(partition ? context_->committedOffset(*partition) : std::nullopt);
     }
-    return out.take();
+    return Status::ok();
   }
 
   // [i32 n][i32 queue, i64 offset]*n: the records safe since the last call that passed them on.
@@ -361,7 +354,8 @@ class JavaSourceTask final : public SourceTask {
     for (const auto& [queue, offset] : acked_) w.i32(queue).i64(offset);
   }
 
-  JavaTaskCore core_;
+  HostHandle core_;
+  std::int64_t stopMs_;  // how long the host waits for the task's poll thread to end
   SourceTaskContext* context_ = nullptr;
   std::shared_ptr<EventSink> events_;
   SchemasIn schemas_;
@@ -370,8 +364,10 @@ class JavaSourceTask final : public SourceTask {
 
 class JavaSinkTask final : public SinkTask {
  public:
-  JavaSinkTask(std::string cls, std::shared_ptr<JvmHostSupervisor> supervisor, JavaTaskDefaults defaults)
-      : core_(std::move(cls), std::move(supervisor), defaults.taskShutdownTimeoutMs / 2), defaults_(std::move(defaults)) {}
+  JavaSinkTask(const std::string& cls, std::shared_ptr<JvmHostSupervisor> supervisor, JavaTaskDefaults defaults)
+      : core_(cls, cls + " task", std::move(supervisor), kTaskCallTimeout),
+        stopMs_(std::max<std::int64_t>(100, defaults.taskShutdownTimeoutMs / 2)),
+        defaults_(std::move(defaults)) {}
   ~JavaSinkTask() override { stop(); }
 
   Status start(const StringMap& config, SinkTaskContext& context) override {
@@ -432,7 +428,7 @@ class JavaSinkTask final : public SinkTask {
       std::lock_guard lock(events_->mu);
       events_->sink = nullptr;
     }
-    core_.stop();
+    stopTask(core_, stopMs_);
   }
 
  private:
@@ -443,7 +439,8 @@ class JavaSinkTask final : public SinkTask {
     }).status();
   }
 
-  JavaTaskCore core_;
+  HostHandle core_;
+  std::int64_t stopMs_;
   JavaTaskDefaults defaults_;
   SinkTaskContext* context_ = nullptr;
   std::shared_ptr<EventSink> events_;

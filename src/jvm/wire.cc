@@ -49,10 +49,6 @@ Writer& Writer::map(const StringMap& m) {
   for (const auto& [k, v] : m) str(k).str(v);
   return *this;
 }
-Writer& Writer::raw(std::string_view bytes) {
-  out_.append(bytes);
-  return *this;
-}
 Writer& Writer::bytes(const Bytes& b) {
   if (b.isNull()) return nullStr();
   return str(b.view());
@@ -166,6 +162,9 @@ Result<JavaFailure> readFailure(std::string_view payload) {
   FERRY_ASSIGN_OR_RETURN(f.exceptionClass, r.str("exception class"));
   FERRY_ASSIGN_OR_RETURN(f.message, r.str("exception message"));
   FERRY_ASSIGN_OR_RETURN(f.stackTrace, r.str("stack trace"));
+  if (r.left() > 0) {  // the worker's own failures (to the host's OFFSETS_READ) carry no flag
+    FERRY_ASSIGN_OR_RETURN(f.retriable, r.boolean());
+  }
   return f;
 }
 

@@ -57,8 +57,6 @@ class Writer {
   Writer& i64(std::int64_t v);
   Writer& str(std::string_view s);
   Writer& nullStr();
-  // Bytes appended as they are (a payload written by another Writer's rules).
-  Writer& raw(std::string_view bytes);
   // Bytes (a null Bytes as a null string).
   Writer& bytes(const Bytes& b);
   // A map, or count -1 for nullopt.
@@ -103,11 +101,13 @@ struct FrameHead {
 // Splits a frame body (what follows the length) into its head and payload.
 Result<std::pair<FrameHead, std::string_view>> splitFrame(std::string_view body);
 
-// A failure answer's payload: the Java exception's class, message and stack trace.
+// A failure answer's payload: the Java exception's class, message and stack trace, and whether
+// it is retriable.
 struct JavaFailure {
   std::string exceptionClass;
   std::string message;
   std::string stackTrace;
+  bool retriable = false;  // a Kafka RetriableException: the call may be made again
 };
 Result<JavaFailure> readFailure(std::string_view payload);
 

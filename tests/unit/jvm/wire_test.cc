@@ -65,6 +65,14 @@ TEST(JvmWire, MalformedAnswersAreRefusedWithinTheirBytes) {
   ASSERT_TRUE(f.isOk());
   EXPECT_EQ(f->exceptionClass, "java.lang.X");
   EXPECT_EQ(f->message, "boom");
+  EXPECT_FALSE(f->retriable);  // no flag: not retriable
+  // The host flags Kafka's RetriableExceptions; a flag that is not 0 or 1 is refused.
+  auto retriable = readFailure(
+      bodyOf(Writer(1, kFailed).str("org.apache.kafka.connect.errors.RetriableException").str("busy").str("").u8(1).finish())
+          .substr(5));
+  ASSERT_TRUE(retriable.isOk());
+  EXPECT_TRUE(retriable->retriable);
+  EXPECT_FALSE(readFailure(bodyOf(Writer(1, kFailed).str("X").str("m").str("").u8(7).finish()).substr(5)).isOk());
 }
 
 }  // namespace

@@ -166,7 +166,11 @@ public final class Main {
   static Wire.Out failure(int id, Throwable t) {
     StringWriter trace = new StringWriter();
     t.printStackTrace(new PrintWriter(trace));
-    return new Wire.Out(id, FAILED).str(t.getClass().getName()).str(String.valueOf(t.getMessage())).str(trace.toString());
+    // Retriable as Kafka Connect takes it: the worker retries the call after its back-off.
+    boolean retriable = t instanceof org.apache.kafka.connect.errors.RetriableException
+        || t instanceof org.apache.kafka.common.errors.RetriableException;
+    return new Wire.Out(id, FAILED).str(t.getClass().getName()).str(String.valueOf(t.getMessage())).str(trace.toString())
+        .bool(retriable);
   }
 
   private Wire.Out handle(Wire.Frame f) throws Throwable {
@@ -320,16 +324,8 @@ public final class Main {
     T run() throws Exception;
   }
 
-  // Runs `call` with the plugin's class loader as the thread's context loader (plugins load their
-  // own resources and service implementations through it).
+  // Runs `call` with the plugin's class loader as the thread's context loader (Runner.withLoader).
   private <T> T withLoader(String cls, Call<T> call) throws Exception {
-    Thread t = Thread.currentThread();
-    ClassLoader saved = t.getContextClassLoader();
-    t.setContextClassLoader(plugins.loaderOf(cls));
-    try {
-      return call.run();
-    } finally {
-      t.setContextClassLoader(saved);
-    }
+    return Runner.withLoader(plugins.loaderOf(cls), call);
   }
 }

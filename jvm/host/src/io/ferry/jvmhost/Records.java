@@ -28,7 +28,6 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -82,27 +81,28 @@ final class Records {
 
   // Writes `records` (a poll's batch): the schemas new to the worker first, then the records.
   void writeSourceBatch(Wire.Out o, List<SourceRecord> records) {
+    // The schemas new to the worker go first: their ids are taken before the records are written.
     newSchemas.clear();
-    Wire.Out body = new Wire.Out();
     for (SourceRecord r : records) {
-      body.str(r.topic()).i32(r.kafkaPartition() == null ? -1 : r.kafkaPartition());
-      body.i64(r.timestamp() == null ? -1 : r.timestamp());
-      writeData(body, r.topic(), r.keySchema(), r.key(), true);
-      writeData(body, r.topic(), r.valueSchema(), r.value(), false);
-      int n = 0;
-      for (Iterator<Header> it = r.headers().iterator(); it.hasNext(); it.next()) n++;
-      body.i32(n);
-      for (Header h : r.headers()) body.str(h.key()).bytes(headers.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value()));
-      body.map(packMap(r.sourcePartition()));
-      body.map(packMap(r.sourceOffset()));
+      if (r.keySchema() != null) schemaId(r.keySchema());
+      if (r.valueSchema() != null) schemaId(r.valueSchema());
     }
     o.i32(newSchemas.size());
     for (Object[] s : newSchemas) o.i32((Integer) s[0]).str((String) s[1]);
     o.i32(records.size());
-    o.append(body);
+    for (SourceRecord r : records) {
+      o.str(r.topic()).i32(r.kafkaPartition() == null ? -1 : r.kafkaPartition());
+      o.i64(r.timestamp() == null ? -1 : r.timestamp());
+      writeData(o, r.topic(), r.keySchema(), r.key());
+      writeData(o, r.topic(), r.valueSchema(), r.value());
+      o.i32(r.headers().size());
+      for (Header h : r.headers()) o.str(h.key()).bytes(headers.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value()));
+      o.map(packMap(r.sourcePartition()));
+      o.map(packMap(r.sourceOffset()));
+    }
   }
 
-  private void writeData(Wire.Out o, String topic, Schema schema, Object value, boolean isKey) {
+  private void writeData(Wire.Out o, String topic, Schema schema, Object value) {
     if (schema == null) {
       if (value == null) {
         o.u8(0);

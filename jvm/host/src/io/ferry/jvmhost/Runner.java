@@ -73,6 +73,8 @@ final class Runner {
     return new Wire.Out().i64(handle).u8(kind).str(message);
   }
 
+  // Runs `call` with `loader` as the thread's context loader (plugins load their own resources
+  // and service implementations through it).
   static <T> T withLoader(ClassLoader loader, Main.Call<T> call) throws Exception {
     Thread t = Thread.currentThread();
     ClassLoader saved = t.getContextClassLoader();
