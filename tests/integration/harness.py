@@ -109,6 +109,18 @@ def read_lines(path):
         return []
 
 
+def thread_stacks(pid):
+    """Every thread's stack of a live process (gdb, when installed), for a hang's report."""
+    if not shutil.which("gdb"):
+        return "(gdb not installed: no stacks)"
+    try:
+        out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
+                              "-ex", "thread apply all bt 30"], capture_output=True, text=True, timeout=60)
+        return "\n".join(l for l in out.stdout.splitlines() if l.startswith(("#", "Thread")))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"(gdb failed: {e})"
+
+
 class Worker:
     """One standalone ferry worker process with its own data folder and REST port."""
 
@@ -185,9 +197,11 @@ class Worker:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                stacks = thread_stacks(self.proc.pid)
                 self.proc.kill()
                 self.proc.wait(10)
-                raise AssertionError("ferry did not stop within %ss of SIGTERM" % timeout)
+                raise AssertionError("ferry did not stop within %ss of SIGTERM; its threads were:\n%s\n--- log:\n%s"
+                                     % (timeout, stacks, self.tail_log()))
         return self.proc.returncode if self.proc else None
 
     def rest(self, method, path, body=None, timeout=10, raw=None):
