@@ -11,8 +11,8 @@ OpenMessaging (RocketMQ Connect API) connector, and a file that is not a jar.
   (c) PUT .../config/validate answers from the connector's validate(): the ConfigDef's errors and a
       connector's own cross-field error; a connector whose config() throws is an error naming it;
       the OpenMessaging connector's validate(KeyValue) refusal is an error on connector.class;
-  (d) an OpenMessaging connector created is FAILED with a trace saying running it is not built yet
-      (Kafka Connect connectors run: tests/jvm/test_jvm_run.py);
+  (d) an OpenMessaging connector whose taskClass() is null: the connector runs, its task is FAILED
+      saying so (connectors that run: tests/jvm/test_jvm_run.py, test_jvm_openmessaging.py);
   (e) the JVM host killed with kill -9: the worker stays healthy, the next request starts it again;
   (f) the worker killed with kill -9: its JVM host is gone within 5 s (its channel closed);
   (g) a worker whose Java cannot start runs all the same, lists no Java class, and creating one
@@ -121,14 +121,15 @@ def main():
     # (d)
     w.ok("POST", "/connectors", {"name": "om-echo", "config": {"connector.class": OM_ECHO, "topic": "t"}})
 
-    def failed():
+    def task_failed():
         s = w.ok("GET", "/connectors/om-echo/status")
-        return s if s["connector"]["state"] == "FAILED" else None
-    s = wait_until(failed, 30, "the OpenMessaging connector FAILED", 0.2)
-    if "cannot run yet" not in s["connector"].get("trace", ""):
-        raise AssertionError(f"the OpenMessaging connector's trace: {s}")
+        tasks = s.get("tasks", [])
+        return s if s["connector"]["state"] == "RUNNING" and tasks and tasks[0]["state"] == "FAILED" else None
+    s = wait_until(task_failed, 30, "the OpenMessaging connector RUNNING, its task FAILED", 0.2)
+    if "names no task class" not in s["tasks"][0].get("trace", ""):
+        raise AssertionError(f"the OpenMessaging task's trace: {s}")
     w.ok("DELETE", "/connectors/om-echo")
-    print("ok   (d) an OpenMessaging connector created is FAILED, saying running it is not built yet", flush=True)
+    print("ok   (d) an OpenMessaging connector without a task class: its task FAILED, saying so", flush=True)
 
     # (e)
     hosts = java_children(w.proc.pid)

@@ -236,8 +236,10 @@ final class Plugins {
     return Class.forName(className, true, plugin(className).loader).getDeclaredConstructor().newInstance();
   }
 
+  // A Kafka Connect connector; an OpenMessaging one comes wrapped in one (OpenMessaging.java).
   Connector newConnector(String className) throws Exception {
     Object o = newInstance(className);
+    if (plugin(className).openMessaging) return OpenMessaging.wrap(o);
     if (!(o instanceof Connector)) throw new IllegalArgumentException(className + " is not a Kafka Connect connector");
     return (Connector) o;
   }

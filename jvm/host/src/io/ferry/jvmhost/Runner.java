@@ -33,13 +33,14 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.PluginMetrics;
 import org.apache.kafka.connect.connector.Connector;
-import org.apache.kafka.connect.connector.ConnectorContext;
 import org.apache.kafka.connect.connector.Task;
 import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.sink.ErrantRecordReporter;
 import org.apache.kafka.connect.sink.SinkRecord;
 import org.apache.kafka.connect.sink.SinkTask;
+import org.apache.kafka.connect.sink.SinkConnectorContext;
 import org.apache.kafka.connect.sink.SinkTaskContext;
+import org.apache.kafka.connect.source.SourceConnectorContext;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.source.SourceTask;
 import org.apache.kafka.connect.source.SourceTaskContext;
@@ -86,16 +87,12 @@ final class Runner {
     }
   }
 
-  private void refuseOpenMessaging(String cls) throws ClassNotFoundException {
-    if (plugins.plugin(cls).openMessaging)
-      throw new UnsupportedOperationException("OpenMessaging connector " + cls
-          + " cannot run yet: the JVM host lists and validates OpenMessaging connectors; running them is not built");
-  }
-
   // ------------------------------------------------------------------------------------------
   // Connectors
 
-  private final class ConnectorRun implements ConnectorContext {
+  // Kafka's SourceConnector.context() and SinkConnector.context() cast the context to their own
+  // kind: it is both.
+  private final class ConnectorRun implements SourceConnectorContext, SinkConnectorContext {
     final long handle;
     final Connector connector;
     final ClassLoader loader;
@@ -120,10 +117,15 @@ final class Runner {
     public PluginMetrics pluginMetrics() {
       return null;  // not offered (jvm/README.md)
     }
+
+    // A connector's own reads of committed offsets are not offered (its tasks' are).
+    @Override
+    public OffsetStorageReader offsetStorageReader() {
+      throw new UnsupportedOperationException("this runtime offers committed offsets to source tasks, not to connectors");
+    }
   }
 
   void startConnector(long handle, String cls, Map<String, String> config) throws Exception {
-    refuseOpenMessaging(cls);
     ClassLoader loader = plugins.loaderOf(cls);
     Connector c = withLoader(loader, () -> plugins.newConnector(cls));
     ConnectorRun run = new ConnectorRun(handle, c, loader);
@@ -156,11 +158,12 @@ final class Runner {
   }
 
   private Task newTask(String connectorClass) throws Exception {
-    refuseOpenMessaging(connectorClass);
     ClassLoader loader = plugins.loaderOf(connectorClass);
     return withLoader(loader, () -> {
       // As Kafka Connect: a new connector instance names the task class.
       Connector c = plugins.newConnector(connectorClass);
+      Task wrapped = OpenMessaging.newTask(c);
+      if (wrapped != null) return wrapped;
       Class<? extends Task> tc = c.taskClass();
       return tc.getDeclaredConstructor().newInstance();
     });

@@ -1,5 +1,6 @@
 // An OpenMessaging (RocketMQ Connect API) source connector: found by the class scan (no
-// manifests), validated by its own validate(KeyValue), which throws without a topic.
+// manifests), validated by its own validate(KeyValue), which throws without a topic. It asks for one
+// task but names no task class (a broken plugin).
 package io.ferry.testplugins.om;
 
 import io.openmessaging.KeyValue;
@@ -14,6 +15,6 @@ public class EchoSourceConnector extends SourceConnector {
   }
   @Override public void start(KeyValue config) {}
   @Override public void stop() {}
-  @Override public List<KeyValue> taskConfigs(int maxTasks) { return List.of(); }
+  @Override public List<KeyValue> taskConfigs(int maxTasks) { return List.of(new io.openmessaging.internal.DefaultKeyValue()); }
   @Override public Class<? extends Task> taskClass() { return null; }
 }
