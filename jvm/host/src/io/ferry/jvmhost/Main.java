@@ -32,10 +32,11 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.Config;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigValue;
 import org.apache.kafka.connect.connector.Connector;
+import org.apache.kafka.connect.source.ExactlyOnceSupport;
+import org.apache.kafka.connect.source.SourceConnector;
 
 public final class Main {
   static final int PROTOCOL_VERSION = 2;
@@ -216,12 +217,15 @@ public final class Main {
         String cls = Wire.readString(f.body);
         Map<String, String> config = Wire.readMap(f.body);
         if (plugins.plugin(cls).openMessaging) return validateOpenMessaging(f.id, cls, config);
-        Config result = withLoader(cls, () -> {
+        List<ConfigValue> values = withLoader(cls, () -> {
           Connector c = plugins.newConnector(cls);
-          return c.validate(config);
+          List<ConfigValue> out = new ArrayList<>(c.validate(config).configValues());
+          ConfigValue eos = exactlyOncePreflight(c, config);
+          if (eos != null) out.add(eos);
+          return out;
         });
-        Wire.Out o = new Wire.Out(f.id, VALIDATE | 0x80).i32(result.configValues().size());
-        for (ConfigValue v : result.configValues()) {
+        Wire.Out o = new Wire.Out(f.id, VALIDATE | 0x80).i32(values.size());
+        for (ConfigValue v : values) {
           Object value = v.value();
           String text = value == null ? null
               : value instanceof org.apache.kafka.common.config.types.Password ? "[hidden]" : String.valueOf(value);
@@ -298,6 +302,28 @@ public final class Main {
       default:
         throw new IllegalArgumentException("unknown request type " + f.type);
     }
+  }
+
+  // KIP-618's preflight, as Kafka Connect's: with exactly.once.support=required a source connector
+  // must answer SUPPORTED from exactlyOnceSupport(config); an error on that key otherwise. (The
+  // worker refuses the task when exactly.once.source.support is not enabled; connector-defined
+  // transaction boundaries are refused by the framework's own keys.)
+  static ConfigValue exactlyOncePreflight(Connector c, Map<String, String> config) {
+    if (!(c instanceof SourceConnector) || !"required".equals(config.get("exactly.once.support"))) return null;
+    ConfigValue v = new ConfigValue("exactly.once.support", "required", new ArrayList<>(), new ArrayList<>());
+    try {
+      ExactlyOnceSupport said = ((SourceConnector) c).exactlyOnceSupport(config);
+      if (said == null)
+        v.addErrorMessage("exactly.once.support=required, but " + c.getClass().getName() + " does not say whether it "
+            + "supports exactly-once delivery (its exactlyOnceSupport() returns null); use requested if it does");
+      else if (said != ExactlyOnceSupport.SUPPORTED)
+        v.addErrorMessage("exactly.once.support=required, but " + c.getClass().getName()
+            + " does not support exactly-once delivery with this configuration (exactlyOnceSupport() says " + said + ")");
+    } catch (RuntimeException e) {
+      v.addErrorMessage("exactly.once.support=required, but " + c.getClass().getName() + ".exactlyOnceSupport() failed: "
+          + describe(e));
+    }
+    return v.errorMessages().isEmpty() ? null : v;
   }
 
   // An OpenMessaging connector's validate(KeyValue) throws on a bad config: its message becomes

@@ -27,7 +27,11 @@ public class ErrantSinkConnector extends SinkConnector {
 
   @Override public String version() { return "0.0.1-test"; }
   @Override public ConfigDef config() { return CONFIG; }
-  @Override public void start(Map<String, String> props) { this.props = props; }
+  // context() casts to the connector kind's own context, as connectors that use it rely on.
+  @Override public void start(Map<String, String> props) {
+    if (context() == null) throw new IllegalStateException("no SinkConnectorContext");
+    this.props = props;
+  }
   @Override public Class<? extends Task> taskClass() { return ErrantTask.class; }
   @Override public List<Map<String, String>> taskConfigs(int maxTasks) { return List.of(props); }
   @Override public void stop() {}

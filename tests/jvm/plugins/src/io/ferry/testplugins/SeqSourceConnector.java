@@ -22,12 +22,25 @@ public class SeqSourceConnector extends SourceConnector {
       .define("topic", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "where the records go")
       .define("count", ConfigDef.Type.LONG, 1000L, ConfigDef.Importance.HIGH, "records per task")
       .define("batch", ConfigDef.Type.INT, 100, ConfigDef.Importance.LOW, "records per poll()")
-      .define("rate", ConfigDef.Type.INT, 0, ConfigDef.Importance.LOW, "records per second per task (0: no limit)");
+      .define("rate", ConfigDef.Type.INT, 0, ConfigDef.Importance.LOW, "records per second per task (0: no limit)")
+      .define("exactly.once", ConfigDef.Type.STRING, "", ConfigDef.Importance.LOW, "what exactlyOnceSupport() answers");
   private Map<String, String> props;
 
   @Override public String version() { return "0.0.1-test"; }
   @Override public ConfigDef config() { return CONFIG; }
-  @Override public void start(Map<String, String> props) { this.props = props; }
+  // KIP-618's preflight: `exactly.once` = supported or unsupported answers so; absent, Kafka's
+  // default (null: the connector does not say).
+  @Override public org.apache.kafka.connect.source.ExactlyOnceSupport exactlyOnceSupport(Map<String, String> props) {
+    String said = props.get("exactly.once");
+    if ("supported".equals(said)) return org.apache.kafka.connect.source.ExactlyOnceSupport.SUPPORTED;
+    if ("unsupported".equals(said)) return org.apache.kafka.connect.source.ExactlyOnceSupport.UNSUPPORTED;
+    return super.exactlyOnceSupport(props);
+  }
+  // context() casts to the connector kind's own context, as connectors that use it rely on.
+  @Override public void start(Map<String, String> props) {
+    if (context() == null) throw new IllegalStateException("no SourceConnectorContext");
+    this.props = props;
+  }
   @Override public Class<? extends Task> taskClass() { return SeqTask.class; }
   @Override public void stop() {}
 
