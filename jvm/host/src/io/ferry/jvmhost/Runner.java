@@ -248,7 +248,22 @@ final class Runner {
       }
     }
 
+    // The poll thread's CPU (task.poll() and queueing, not the crossing): logged when it ends, for
+    // bench/jvm/jvm_crossing.py.
     void pollLoop() {
+      try {
+        pollLoopInner();
+      } finally {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long cpu = mx.isCurrentThreadCpuTimeSupported() ? mx.getCurrentThreadCpuTime() : -1;
+        System.err.println("ferry-jvm-host: source task " + handle + " poll thread ended: cpu_ns=" + cpu + " records="
+            + polledRecords);
+      }
+    }
+
+    private long polledRecords;
+
+    private void pollLoopInner() {
       try {
         while (!stopping) {
           List<SourceRecord> batch;
@@ -261,6 +276,7 @@ final class Runner {
             continue;
           }
           if (batch == null || batch.isEmpty()) continue;
+          polledRecords += batch.size();
           boolean wasEmpty;
           synchronized (this) {
             while (queue.size() >= capacity && !stopping) wait();
