@@ -186,6 +186,23 @@ class SinkTaskContext {
     (void)access;
     return Status::failedPrecondition("this runtime opens no local files (" + path + ")");
   }
+  // Kafka Connect's SinkTaskContext.offset(): the next records of these queues are read from these
+  // offsets (a rewind, or a skip ahead), from the next records taken in on; a commit after it
+  // commits no further than the offset. Queues not assigned to the task are ignored.
+  virtual Status seek(const OffsetMap& offsets) {
+    (void)offsets;
+    return Status::failedPrecondition("this task reads no backbone queues: nothing to seek");
+  }
+  // Kafka Connect's pause()/resume(): no records of a paused queue reach put() until it is
+  // resumed (or revoked). Queues not assigned to the task are ignored.
+  virtual Status pause(const std::vector<TopicQueue>& queues) {
+    (void)queues;
+    return Status::failedPrecondition("this task reads no backbone queues: nothing to pause");
+  }
+  virtual Status resume(const std::vector<TopicQueue>& queues) {
+    (void)queues;
+    return Status::failedPrecondition("this task reads no backbone queues: nothing to resume");
+  }
 };
 
 class SinkTask {

@@ -383,8 +383,14 @@ class JavaSinkTask final : public SinkTask {
     return core_.start(kSinkTaskStart, [&](Writer& w) { w.map(config).u8(keyForm).u8(valueForm); }, hooksFor(events_));
   }
 
-  Status open(const std::vector<TopicQueue>& queues) override { return partitions(kSinkOpen, "open()", queues); }
-  Status close(const std::vector<TopicQueue>& queues) override { return partitions(kSinkClose, "close()", queues); }
+  // The task's SinkTaskContext offset()/pause()/resume() come back with the answers to open(),
+  // put() and preCommit() (readSinkContextRequests).
+  Status open(const std::vector<TopicQueue>& queues) override {
+    FERRY_ASSIGN_OR_RETURN(auto payload, partitions(kSinkOpen, "open()", queues));
+    Reader r(payload);
+    return contextRequests(r);
+  }
+  Status close(const std::vector<TopicQueue>& queues) override { return partitions(kSinkClose, "close()", queues).status(); }
 
   Status put(std::vector<Record>& records) override {
     FERRY_ASSIGN_OR_RETURN(auto payload, core_.call(kSinkPut, "put()", [&](Writer& w) { writeSinkBatch(w, records, schemas_); }));
@@ -398,7 +404,7 @@ class JavaSinkTask final : public SinkTask {
         return Status::invalidArgument("JVM host answer: reported record " + std::to_string(index));
       FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[static_cast<std::size_t>(index)], Status::invalidArgument(why)));
     }
-    return Status::ok();
+    return contextRequests(r);
   }
 
   Status flush() override { return core_.call(kSinkFlush, "flush()", [](Writer&) {}).status(); }
@@ -420,6 +426,7 @@ class JavaSinkTask final : public SinkTask {
       auto it = current.find(tq);
       if (it != current.end()) safe[tq] = std::min(offset, it->second);
     }
+    FERRY_RETURN_IF_ERROR(contextRequests(r));
     return safe;
   }
 
@@ -432,11 +439,15 @@ class JavaSinkTask final : public SinkTask {
   }
 
  private:
-  Status partitions(std::uint8_t type, const char* what, const std::vector<TopicQueue>& queues) {
+  Result<std::string> partitions(std::uint8_t type, const char* what, const std::vector<TopicQueue>& queues) {
     return core_.call(type, what, [&](Writer& w) {
       w.i32(static_cast<std::int32_t>(queues.size()));
       for (const auto& q : queues) w.str(q.topic).i32(q.queue);
-    }).status();
+    });
+  }
+  Status contextRequests(Reader& r) {
+    FERRY_ASSIGN_OR_RETURN(auto requests, readSinkContextRequests(r));
+    return applySinkContextRequests(requests, *context_);
   }
 
   HostHandle core_;

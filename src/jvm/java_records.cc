@@ -137,4 +137,35 @@ void writeSinkBatch(Writer& w, const std::vector<Record>& records, SchemasOut& s
   }
 }
 
+Result<std::vector<SinkContextRequest>> readSinkContextRequests(Reader& r) {
+  FERRY_ASSIGN_OR_RETURN(auto n, r.count("sink task requests"));
+  std::vector<SinkContextRequest> out;
+  for (std::int32_t i = 0; i < n; ++i) {
+    SinkContextRequest q;
+    FERRY_ASSIGN_OR_RETURN(auto kind, r.u8());
+    if (kind > SinkContextRequest::kResume)
+      return Status::invalidArgument("JVM host answer: sink task request of kind " + std::to_string(kind));
+    q.kind = static_cast<SinkContextRequest::Kind>(kind);
+    FERRY_ASSIGN_OR_RETURN(q.queue.topic, r.str("topic"));
+    FERRY_ASSIGN_OR_RETURN(q.queue.queue, r.i32());
+    FERRY_ASSIGN_OR_RETURN(q.offset, r.i64());
+    if (q.queue.queue < 0 || (q.kind == SinkContextRequest::kSeek && q.offset < 0))
+      return Status::invalidArgument("JVM host answer: sink task request for " + q.queue.toString() + " at offset " +
+                                     std::to_string(q.offset));
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+Status applySinkContextRequests(const std::vector<SinkContextRequest>& requests, SinkTaskContext& context) {
+  for (const auto& q : requests) {
+    switch (q.kind) {
+      case SinkContextRequest::kSeek: FERRY_RETURN_IF_ERROR(context.seek({{q.queue, q.offset}})); break;
+      case SinkContextRequest::kPause: FERRY_RETURN_IF_ERROR(context.pause({q.queue})); break;
+      case SinkContextRequest::kResume: FERRY_RETURN_IF_ERROR(context.resume({q.queue})); break;
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace ferry::jvm

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ferry/connector.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "jvm/wire.h"
@@ -55,5 +56,19 @@ Result<std::size_t> readSourceBatch(std::string_view payload, SchemasIn& schemas
 
 // Writes a sink batch.
 void writeSinkBatch(Writer& w, const std::vector<Record>& records, SchemasOut& schemas);
+
+// A Java sink task's SinkTaskContext offset() / pause() / resume(), in the order it asked: the
+// trailer of the host's answers to SINK_OPEN, SINK_PUT and SINK_PRE_COMMIT,
+// [i32 n][u8 kind, str topic, i32 queue, i64 offset]*n.
+struct SinkContextRequest {
+  enum Kind : std::uint8_t { kSeek = 0, kPause = 1, kResume = 2 };
+  Kind kind = kSeek;
+  TopicQueue queue;
+  std::int64_t offset = -1;  // kSeek: >= 0
+};
+// Reads the trailer from `r` (bounded; a malformed one is InvalidArgument and returns nothing).
+Result<std::vector<SinkContextRequest>> readSinkContextRequests(Reader& r);
+// Applies them to `context` in order (seek: one queue at a time).
+Status applySinkContextRequests(const std::vector<SinkContextRequest>& requests, SinkTaskContext& context);
 
 }  // namespace ferry::jvm

@@ -44,7 +44,7 @@ enum : std::uint8_t {
 };
 
 // The protocol version HELLO answers (jvm/host Main.PROTOCOL_VERSION).
-inline constexpr std::int32_t kProtocolVersion = 2;
+inline constexpr std::int32_t kProtocolVersion = 3;
 
 inline constexpr std::uint32_t kMaxFrameBytes = 64u << 20;
 

@@ -2,6 +2,7 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
+#include <set>
 #include <regex>
 #include <chrono>
 #include <deque>
@@ -290,6 +291,17 @@ class Input {
   virtual void close() {}
   // The source task, for commitRecord/commit (null for a backbone input).
   virtual SourceTask* sourceTask() { return nullptr; }
+  // A sink task's SinkTaskContext::seek/pause/resume: a backbone input only (a direct task's sink
+  // reads no queues).
+  virtual Status seek(const OffsetMap& offsets) {
+    (void)offsets;
+    return Status::failedPrecondition("a direct task's sink reads no backbone queues: nothing to seek");
+  }
+  virtual Status pause(const std::vector<TopicQueue>& queues, bool paused) {
+    (void)queues;
+    return Status::failedPrecondition(std::string("a direct task's sink reads no backbone queues: nothing to ") +
+                                      (paused ? "pause" : "resume"));
+  }
 };
 
 // Where records go.
@@ -366,6 +378,7 @@ class TaskLoop final : public TaskRunner {
   ErrorReporter& errors() { return *errors_; }
   const ErrorPolicy& policy() const { return errors_->policy(); }
   std::atomic<bool>& commitRequested() { return commitRequested_; }
+  Input& input() { return *input_; }
   using TaskRunner::cancelledError;
   using TaskRunner::effect;
   using TaskRunner::mayCommit;
@@ -476,6 +489,9 @@ class SinkContextImpl final : public SinkTaskContext {
   Result<LocalFile> openLocalFile(const std::string& path, LocalPath access) override {
     return openConfined(loop_.taskEnv(), path, access);
   }
+  Status seek(const OffsetMap& offsets) override { return loop_.input().seek(offsets); }
+  Status pause(const std::vector<TopicQueue>& queues) override { return loop_.input().pause(queues, true); }
+  Status resume(const std::vector<TopicQueue>& queues) override { return loop_.input().pause(queues, false); }
 
  private:
   StringMap statePartition() const { return {{"ferry.sink.task", std::to_string(loop_.taskEnv().taskId)}}; }
@@ -545,12 +561,43 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     task_ = task;
   }
   Status start() override;
+  // SinkTaskContext::seek: applied before the next poll.
+  Status seek(const OffsetMap& offsets) override {
+    for (const auto& [q, offset] : offsets) {
+      if (offset < 0) return Status::invalidArgument("cannot seek " + q.toString() + " to offset " + std::to_string(offset));
+      seeks_[q] = offset;
+    }
+    return Status::ok();
+  }
+  // SinkTaskContext::pause/resume. The backbone consumers have no pause of their own: records of a
+  // paused queue that a poll returns are dropped and the queue sought back to the first of them,
+  // so they are read again once it is resumed. While every assigned queue is paused the consumer
+  // is polled only every idleDelay() (it still serves rebalances).
+  Status pause(const std::vector<TopicQueue>& queues, bool paused) override {
+    for (const auto& q : queues) {
+      if (paused) {
+        paused_.insert(q);
+      } else {
+        paused_.erase(q);
+      }
+    }
+    return Status::ok();
+  }
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait) override {
     messages_.clear();
+    if (consumer_ && !seeks_.empty()) FERRY_RETURN_IF_ERROR(applySeeks());
+    if (consumer_ && !paused_.empty()) {
+      bool allPaused = true;
+      for (const auto& q : consumer_->assignment()) allPaused = allPaused && paused_.count(q) > 0;
+      const std::int64_t now = core::monotonicMs();
+      if (allPaused && now - lastPausedPollMs_ < idleDelay().count()) return std::size_t{0};
+      lastPausedPollMs_ = now;
+    }
     FERRY_ASSIGN_OR_RETURN(auto n, loop_.taskEnv().backbone == nullptr
                                        ? Result<std::size_t>(Status::internal("no backbone"))
                                        : consumer_->poll(messages_, max, wait));
     (void)n;
+    if (!paused_.empty()) FERRY_RETURN_IF_ERROR(dropPaused());
     out.reserve(out.size() + messages_.size());
     for (auto& m : messages_) {
       Record& r = out.emplace_back();
@@ -648,6 +695,8 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
   backbone::Consumer* consumer() { return consumer_.get(); }
 
  private:
+  Status applySeeks();
+  Status dropPaused();
   void onRevoked(const std::vector<TopicQueue>& queues) override;
   void onAssigned(const std::vector<TopicQueue>& queues) override {
     Status s = guarded("open", [&] { return task_->open(queues); });
@@ -667,6 +716,9 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
   std::unique_ptr<backbone::Consumer> consumer_;
   std::vector<backbone::Message> messages_;
   bool notify_ = false;  // the consumer wakes the loop: polled without waiting
+  OffsetMap seeks_;                    // asked by the task, applied before the next poll
+  std::set<TopicQueue> paused_;        // asked by the task
+  std::int64_t lastPausedPollMs_ = 0;  // the last poll while every assigned queue was paused
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1644,13 +1696,21 @@ class OffsetCommitter final : public Committer {
   }
   void releaseAll() override {}
 
+  // The task sought `q` to `offset` (SinkTaskContext::seek): the next commit commits it, not
+  // what was read before (a flush under way included).
+  void sought(const TopicQueue& q, std::int64_t offset) {
+    current_[q] = offset;
+    if (auto it = inFlush_.find(q); it != inFlush_.end()) it->second = std::min(it->second, offset);
+    sought_ = true;
+  }
+
   // preCommit (flushes the sink) and commits what it returns to the backbone group. With
   // `retryLater` a sink that cannot flush for now (a retriable error: its outside system away for
   // a moment) or a commit the backbone refuses retriably is logged and made again at the next
   // commit (the offsets stay uncommitted), as Kafka Connect's sink tasks do; the task goes on.
   // The final commit at the stop returns the failure.
   Status commitOffsets(const OffsetMap& offsets, bool retryLater = false) {
-    if (offsets.empty() || uncommitted_ == 0 || input_.consumer() == nullptr) return Status::ok();
+    if (offsets.empty() || (uncommitted_ == 0 && !sought_) || input_.consumer() == nullptr) return Status::ok();
     if (loop_.cancelled()) return TaskLoop::cancelledError();
     FERRY_ASSIGN_OR_RETURN(const bool answered, deadLettersAnswered(loop_));
     if (!answered) return Status::ok();
@@ -1731,6 +1791,7 @@ class OffsetCommitter final : public Committer {
     auto& metrics = loop_.counters();
     metrics.commitLagRecords.fetch_sub(count, std::memory_order_relaxed);
     uncommitted_ -= count;
+    sought_ = false;
     metrics.commits.fetch_add(1, std::memory_order_relaxed);
     metrics.lastCommitMs.store(core::nowMs(), std::memory_order_relaxed);
     return Status::ok();
@@ -1746,6 +1807,7 @@ class OffsetCommitter final : public Committer {
   bool requestedMeanwhile_ = false;
   bool async_ = true;  // until the sink says it cannot flush asynchronously
   bool flushing_ = false;
+  bool sought_ = false;  // a seek to commit even without records taken in since
   AsyncFlush flush_;
 };
 
@@ -1774,7 +1836,43 @@ Status BackboneInput::start() {
   return consumer_->subscribe(topics, this);
 }
 
-void BackboneInput::onRevoked(const std::vector<TopicQueue>& queues) { committer_->revoked(queues); }
+void BackboneInput::onRevoked(const std::vector<TopicQueue>& queues) {
+  for (const auto& q : queues) {  // as Kafka: a queue assigned again starts unpaused
+    paused_.erase(q);
+    seeks_.erase(q);
+  }
+  committer_->revoked(queues);
+}
+
+Status BackboneInput::applySeeks() {
+  const auto assigned = consumer_->assignment();
+  OffsetMap seeks;
+  seeks.swap(seeks_);
+  for (const auto& [q, offset] : seeks) {
+    if (std::find(assigned.begin(), assigned.end(), q) == assigned.end()) continue;  // not (or no longer) ours
+    FERRY_RETURN_IF_ERROR(consumer_->seek(q, offset).withContext("seeking " + q.toString() + " as the sink task asked"));
+    committer_->sought(q, offset);
+  }
+  return Status::ok();
+}
+
+Status BackboneInput::dropPaused() {
+  OffsetMap first;  // per paused queue, the first record dropped: read again once resumed
+  std::size_t kept = 0;
+  for (auto& m : messages_) {
+    const TopicQueue q{m.topic, m.queue};
+    if (paused_.count(q) != 0) {
+      first.emplace(q, m.offset);  // the first one of the queue stays
+      continue;
+    }
+    if (&messages_[kept] != &m) messages_[kept] = std::move(m);
+    ++kept;
+  }
+  messages_.resize(kept);
+  for (const auto& [q, offset] : first)
+    FERRY_RETURN_IF_ERROR(consumer_->seek(q, offset).withContext("holding back paused " + q.toString()));
+  return Status::ok();
+}
 
 // A task that cannot run as configured: it fails at once with the reason.
 class FailingRunner final : public TaskRunner {

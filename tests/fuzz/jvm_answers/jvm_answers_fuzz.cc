@@ -23,6 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!n.isOk() && !records.empty()) std::abort();
     if (n.isOk() && *n != records.size()) std::abort();
   }
+  {
+    Reader r(bytes);
+    (void)readSinkContextRequests(r);
+  }
   (void)parseConfigDef(bytes);
   (void)parseValidation(bytes);
   if (auto scan = parsePluginScan(bytes); scan.isOk()) {

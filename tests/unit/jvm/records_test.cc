@@ -170,5 +170,72 @@ TEST(JvmRecords, ASinkBatchSendsEachSchemaOnce) {
   EXPECT_EQ(*r2.i32(), 0);
 }
 
+// A sink context that writes down what it is asked.
+class RecordingContext final : public SinkTaskContext {
+ public:
+  const std::string& connectorName() const override { return name_; }
+  int taskId() const override { return 0; }
+  void requestCommit() override {}
+  Status reportBadRecord(const Record&, const Status&) override { return Status::ok(); }
+  Status seek(const OffsetMap& offsets) override {
+    for (const auto& [q, o] : offsets) asked.push_back("seek " + q.toString() + " " + std::to_string(o));
+    return Status::ok();
+  }
+  Status pause(const std::vector<TopicQueue>& queues) override {
+    for (const auto& q : queues) asked.push_back("pause " + q.toString());
+    return Status::ok();
+  }
+  Status resume(const std::vector<TopicQueue>& queues) override {
+    for (const auto& q : queues) asked.push_back("resume " + q.toString());
+    return Status::ok();
+  }
+  std::vector<std::string> asked;
+
+ private:
+  std::string name_ = "c";
+};
+
+std::string requests(const std::function<void(Writer&)>& fill) {
+  Writer w(1, kSinkPut | 0x80);
+  fill(w);
+  return std::move(w).finish().substr(9);
+}
+
+TEST(JvmRecords, ASinkTasksContextRequestsAreAppliedInOrder) {
+  const auto payload = requests([](Writer& w) {
+    w.i32(3);
+    w.u8(1).str("orders").i32(2).i64(-1);   // pause orders-2
+    w.u8(0).str("orders").i32(2).i64(40);   // rewind it to 40
+    w.u8(2).str("orders").i32(2).i64(-1);   // resume it
+  });
+  Reader r(payload);
+  auto got = readSinkContextRequests(r);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  RecordingContext ctx;
+  ASSERT_TRUE(applySinkContextRequests(*got, ctx).isOk());
+  const TopicQueue q{"orders", 2};
+  EXPECT_EQ(ctx.asked, (std::vector<std::string>{"pause " + q.toString(), "seek " + q.toString() + " 40",
+                                                 "resume " + q.toString()}));
+}
+
+TEST(JvmRecords, MalformedContextRequestsAreRefused) {
+  const std::vector<std::string> bad = {
+      requests([](Writer& w) { w.i32(1).u8(3).str("t").i32(0).i64(0); }),     // no such kind
+      requests([](Writer& w) { w.i32(1).u8(0).str("t").i32(0).i64(-5); }),    // a seek before the start
+      requests([](Writer& w) { w.i32(1).u8(1).str("t").i32(-1).i64(-1); }),   // no such queue
+      requests([](Writer& w) { w.i32(1 << 30); }),                              // a count it was not sent
+      requests([](Writer& w) { w.i32(-2); }),
+  };
+  for (const auto& payload : bad) {
+    Reader r(payload);
+    EXPECT_FALSE(readSinkContextRequests(r).isOk());
+  }
+  const auto good = requests([](Writer& w) { w.i32(1).u8(0).str("t").i32(0).i64(9); });
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    Reader r(std::string_view(good).substr(0, n));
+    EXPECT_FALSE(readSinkContextRequests(r).isOk()) << "cut at " << n;
+  }
+}
+
 }  // namespace
 }  // namespace ferry::jvm

@@ -39,7 +39,7 @@ import org.apache.kafka.connect.source.ExactlyOnceSupport;
 import org.apache.kafka.connect.source.SourceConnector;
 
 public final class Main {
-  static final int PROTOCOL_VERSION = 2;
+  static final int PROTOCOL_VERSION = 3;
 
   // Requests (the worker's) and their answers (type | 0x80); 0xFF is a failure.
   static final int HELLO = 1;
@@ -275,20 +275,28 @@ public final class Main {
         return new Wire.Out(f.id, f.type | 0x80);
       }
       case SINK_OPEN:
-      case SINK_CLOSE:
-        runner.open(f.body.readLong(), f.body, f.type == SINK_OPEN);
-        return new Wire.Out(f.id, f.type | 0x80);
+      case SINK_CLOSE: {
+        long handle = f.body.readLong();
+        runner.open(handle, f.body, f.type == SINK_OPEN);
+        Wire.Out o = new Wire.Out(f.id, f.type | 0x80);
+        if (f.type == SINK_OPEN) runner.contextRequests(handle, o);
+        return o;
+      }
       case SINK_PUT: {
-        List<Object[]> reported = runner.put(f.body.readLong(), f.body);
+        long handle = f.body.readLong();
+        List<Object[]> reported = runner.put(handle, f.body);
         Wire.Out o = new Wire.Out(f.id, f.type | 0x80).i32(reported.size());
         for (Object[] r : reported) o.i32((Integer) r[0]).str((String) r[1]);
+        runner.contextRequests(handle, o);
         return o;
       }
       case SINK_PRE_COMMIT: {
-        Map<TopicPartition, OffsetAndMetadata> safe = runner.preCommit(f.body.readLong(), f.body);
+        long handle = f.body.readLong();
+        Map<TopicPartition, OffsetAndMetadata> safe = runner.preCommit(handle, f.body);
         Wire.Out o = new Wire.Out(f.id, f.type | 0x80).i32(safe.size());
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : safe.entrySet())
           o.str(e.getKey().topic()).i32(e.getKey().partition()).i64(e.getValue().offset());
+        runner.contextRequests(handle, o);
         return o;
       }
       case SINK_FLUSH:

@@ -58,6 +58,10 @@ final class Runner {
   static final int EVENT_RECONFIGURE = 1;
   static final int EVENT_ERROR = 2;
   static final int EVENT_COMMIT = 3;
+  // SinkTaskContext requests (the trailer of the OPEN, PUT and PRE_COMMIT answers).
+  static final int REQUEST_SEEK = 0;
+  static final int REQUEST_PAUSE = 1;
+  static final int REQUEST_RESUME = 2;
 
   private final Plugins plugins;
   private final Channel channel;
@@ -449,10 +453,24 @@ final class Runner {
       return config;
     }
 
+    // offset(), pause() and resume(), in the order asked: passed to the worker with the answer to
+    // the next open(), put() or preCommit() (Main.contextRequests), applied before its next poll.
+    final List<Object[]> requests = new ArrayList<>();  // guarded by itself: [kind, TopicPartition, offset]
+
+    private void request(int kind, TopicPartition tp, long offset) {
+      if (tp == null) throw new IllegalArgumentException("a null partition");
+      synchronized (requests) {
+        requests.add(new Object[] {kind, tp, offset});
+      }
+    }
+
     @Override
     public void offset(Map<TopicPartition, Long> offsets) {
-      System.err.println("ferry-jvm-host: sink task " + handle + " asked to rewind " + offsets.keySet()
-          + "; this runtime does not rewind Java sink tasks (ignored)");
+      for (Map.Entry<TopicPartition, Long> e : offsets.entrySet()) {
+        if (e.getValue() == null || e.getValue() < 0)
+          throw new IllegalArgumentException("cannot rewind " + e.getKey() + " to offset " + e.getValue());
+        request(REQUEST_SEEK, e.getKey(), e.getValue());
+      }
     }
 
     @Override
@@ -472,11 +490,13 @@ final class Runner {
 
     @Override
     public void pause(TopicPartition... partitions) {
-      System.err.println("ferry-jvm-host: sink task " + handle + " asked to pause partitions; not supported (ignored)");
+      for (TopicPartition tp : partitions) request(REQUEST_PAUSE, tp, -1);
     }
 
     @Override
-    public void resume(TopicPartition... partitions) {}
+    public void resume(TopicPartition... partitions) {
+      for (TopicPartition tp : partitions) request(REQUEST_RESUME, tp, -1);
+    }
 
     @Override
     public void requestCommit() {
@@ -579,6 +599,22 @@ final class Runner {
       run.current.put(new TopicPartition(r.topic(), r.kafkaPartition()), new OffsetAndMetadata(r.kafkaOffset() + 1));
     synchronized (run.reported) {
       return new ArrayList<>(run.reported);
+    }
+  }
+
+  // The sink task's offset()/pause()/resume() since the last answer: [i32 n][u8 kind, str topic,
+  // i32 partition, i64 offset]*n.
+  void contextRequests(long handle, Wire.Out o) {
+    SinkRun run = sink(handle);
+    List<Object[]> taken;
+    synchronized (run.requests) {
+      taken = new ArrayList<>(run.requests);
+      run.requests.clear();
+    }
+    o.i32(taken.size());
+    for (Object[] r : taken) {
+      TopicPartition tp = (TopicPartition) r[1];
+      o.u8((Integer) r[0]).str(tp.topic()).i32(tp.partition()).i64((Long) r[2]);
     }
   }
 
