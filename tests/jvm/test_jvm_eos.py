@@ -16,25 +16,19 @@ import json
 import os
 import random
 import signal
-import socket
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
+from cluster_check import require_kafka  # noqa: E402
 from harness import Worker, run, tmpdir, wait_until  # noqa: E402
+from test_kafka_eos_source import BOOTSTRAP, TOOL, tool  # noqa: E402
 from test_jvm_plugins import PLUGINS, java_children  # noqa: E402
 from test_jvm_run import SEQ_SOURCE  # noqa: E402
 
-BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
-TOOL = os.environ.get("FERRY_KAFKA_TOOL", "")
 N = int(os.environ.get("FERRY_JVM_EOS_RECORDS", "20000"))
-
-
-def tool(*args, timeout=180):
-    return subprocess.run([TOOL, *args, "--bootstrap", BOOTSTRAP], capture_output=True, timeout=timeout)
 
 
 def end_of(topic):
@@ -64,11 +58,7 @@ def main():
     if not PLUGINS or not os.path.isdir(os.path.join(PLUGINS, "test-plugins")):
         raise AssertionError(f"no test plugins at {PLUGINS!r}: the JVM host and its tests were not built")
     assert TOOL, "FERRY_KAFKA_TOOL must name kafka_tool"
-    host, port = BOOTSTRAP.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-    except OSError as e:
-        raise AssertionError(f"Kafka {BOOTSTRAP} unreachable ({e}); scripts/services/kafka start")
+    require_kafka(BOOTSTRAP)
     rid = random.randrange(1 << 30)
     d = tmpdir("jvm-eos")
     w = Worker(d, {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP,

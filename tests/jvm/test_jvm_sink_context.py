@@ -9,7 +9,9 @@ real worker on the embedded backbone (topics of 4 queues), SeqSource (Java) into
       it and resumes it 3 s later from a thread of its own: no record of partition 0 is put while
       it is paused (after the batch in hand), the other partitions go on meanwhile, and every
       record of every partition is put exactly once (what a poll returned for the paused
-      partition is read again after the resume, not lost, not doubled).
+      partition is read again after the resume, not lost, not doubled);
+  (c) a RetriableException from put(): the batch is put again after the runtime's back-off, every
+      record exactly once.
 
 Environment: FERRY_BIN, FERRY_JVM_TEST_PLUGINS."""
 import collections
@@ -109,6 +111,29 @@ def main():
             raise AssertionError(f"(b) partition {p}: lost {sorted(missing)[:5]}, doubled {list(dups.items())[:5]}")
     print(f"(b) pause()/resume(): partition 0 held {t_resume - t_pause} ms (nothing put meanwhile, "
           f"{len(others)} records of the others were); every record once, none lost", flush=True)
+
+    # (c) a RetriableException from put().
+    out = os.path.join(d, "retriable.txt")
+    w.ok("POST", "/connectors", {"name": "rt-src", "config": dict(conv, **{
+        "connector.class": SEQ_SOURCE, "topic": "rt", "count": "2000", "tasks.max": "1"})})
+    w.ok("POST", "/connectors", {"name": "rt-snk", "config": dict(conv, **{
+        "connector.class": STEERING_SINK, "topics": "rt", "file": out, "retriable.offset": "200"})})
+    wait_until(lambda: sum(len(v) for v in parse(out)[0].values()) >= 2000, 60, "2,000 records put")
+    recs, moves = parse(out)
+    refusals = [m for m in moves if m[0] == "retriable"]
+    if not refusals:
+        raise AssertionError("(c) no put() threw: no partition reached offset 200")
+    for p, got in recs.items():
+        count = collections.Counter(o for o, _ in got)
+        missing = set(range(max(count) + 1)) - set(count)
+        dups = {o: c for o, c in count.items() if c != 1}
+        if missing or dups:
+            raise AssertionError(f"(c) partition {p}: lost {sorted(missing)[:5]}, doubled {list(dups.items())[:5]}")
+    code, st = w.rest("GET", "/connectors/rt-snk/status")
+    if code != 200 or st["tasks"][0]["state"] != "RUNNING":
+        raise AssertionError(f"(c) the sink after its RetriableException: {st}")
+    print(f"(c) RetriableException from put() ({len(refusals)} time(s)): the batch put again, every record once, "
+          "the task RUNNING", flush=True)
     assert w.stop() == 0
 
 

@@ -127,68 +127,60 @@ final class OpenMessaging {
     };
   }
 
-  static final class Source extends org.apache.kafka.connect.source.SourceConnector {
-    final io.openmessaging.connector.api.component.task.source.SourceConnector om;
+  // What both wrappers do with the OpenMessaging connector they hold.
+  static final class Held {
+    final io.openmessaging.connector.api.component.connector.Connector<?> om;
     private Map<String, String> config = Map.of();
 
-    Source(io.openmessaging.connector.api.component.task.source.SourceConnector om) {
+    Held(io.openmessaging.connector.api.component.connector.Connector<?> om) {
       this.om = om;
     }
 
-    @Override public String version() {
-      return OpenMessaging.version(om);
-    }
-    @Override public void start(Map<String, String> props) {
+    void start(Map<String, String> props, org.apache.kafka.connect.connector.ConnectorContext context) {
       config = props;
       KeyValue kv = keyValue(props);
       om.validate(kv);
-      om.init(omContext(context()));
+      om.init(omContext(context));
       om.start(kv);
     }
-    @Override public Class<? extends Task> taskClass() {
-      return SourceTaskAdapter.class;
+
+    List<Map<String, String>> taskConfigs(int max) {
+      return OpenMessaging.taskConfigs(om, config, max);
     }
-    @Override public List<Map<String, String>> taskConfigs(int maxTasks) {
-      return OpenMessaging.taskConfigs(om, config, maxTasks);
+  }
+
+  static final class Source extends org.apache.kafka.connect.source.SourceConnector {
+    final io.openmessaging.connector.api.component.task.source.SourceConnector om;
+    private final Held held;
+
+    Source(io.openmessaging.connector.api.component.task.source.SourceConnector om) {
+      this.om = om;
+      this.held = new Held(om);
     }
-    @Override public void stop() {
-      om.stop();
-    }
-    @Override public ConfigDef config() {
-      return new ConfigDef();
-    }
+
+    @Override public String version() { return OpenMessaging.version(om); }
+    @Override public void start(Map<String, String> props) { held.start(props, context()); }
+    @Override public Class<? extends Task> taskClass() { return SourceTaskAdapter.class; }
+    @Override public List<Map<String, String>> taskConfigs(int maxTasks) { return held.taskConfigs(maxTasks); }
+    @Override public void stop() { om.stop(); }
+    @Override public ConfigDef config() { return new ConfigDef(); }
   }
 
   static final class Sink extends org.apache.kafka.connect.sink.SinkConnector {
     final io.openmessaging.connector.api.component.task.sink.SinkConnector om;
-    private Map<String, String> config = Map.of();
+    private final Held held;
 
     Sink(io.openmessaging.connector.api.component.task.sink.SinkConnector om) {
       this.om = om;
+      this.held = new Held(om);
     }
 
-    @Override public String version() {
-      return OpenMessaging.version(om);
-    }
-    @Override public void start(Map<String, String> props) {
-      config = props;
-      KeyValue kv = keyValue(props);
-      om.validate(kv);
-      om.init(omContext(context()));
-      om.start(kv);
-    }
-    @Override public Class<? extends Task> taskClass() {
-      return SinkTaskAdapter.class;
-    }
-    @Override public List<Map<String, String>> taskConfigs(int maxTasks) {
-      return OpenMessaging.taskConfigs(om, config, maxTasks);
-    }
-    @Override public void stop() {
-      om.stop();
-    }
-    @Override public ConfigDef config() {
-      return new ConfigDef();
-    }
+    @Override public String version() { return OpenMessaging.version(om); }
+    @Override public void start(Map<String, String> props) { held.start(props, context()); }
+    @Override public Class<? extends Task> taskClass() { return SinkTaskAdapter.class; }
+    @Override public List<Map<String, String>> taskConfigs(int maxTasks) { return held.taskConfigs(maxTasks); }
+    @Override public void stop() { om.stop(); }
+    @Override public ConfigDef config() { return new ConfigDef(); }
   }
 
   // ------------------------------------------------------------------------------------------

@@ -6,7 +6,9 @@
 //     context.offset(tp, R - rewind.by) (once per partition);
 //   - pause.offset = P, pause.ms = M: the first time a partition's (pause.partition's, if set)
 //     record at offset P is put, it calls context.pause(tp), and context.resume(tp) M ms later
-//     from a thread of its own.
+//     from a thread of its own;
+//   - retriable.offset = X: the first put() of a batch holding a partition's record at offset X
+//     throws a RetriableException before writing anything (once per partition).
 package io.ferry.testplugins;
 
 import java.io.FileWriter;
@@ -32,7 +34,9 @@ public class SteeringSinkConnector extends SinkConnector {
       .define("rewind.by", ConfigDef.Type.LONG, 100L, ConfigDef.Importance.LOW, "how far back")
       .define("pause.offset", ConfigDef.Type.LONG, -1L, ConfigDef.Importance.LOW, "pause when this offset is put")
       .define("pause.ms", ConfigDef.Type.LONG, 3000L, ConfigDef.Importance.LOW, "for how long")
-      .define("pause.partition", ConfigDef.Type.INT, -1, ConfigDef.Importance.LOW, "only this partition (-1: each)");
+      .define("pause.partition", ConfigDef.Type.INT, -1, ConfigDef.Importance.LOW, "only this partition (-1: each)")
+      .define("retriable.offset", ConfigDef.Type.LONG, -1L, ConfigDef.Importance.LOW,
+          "throw a RetriableException, once per partition, from the put() of a batch holding this offset");
   private Map<String, String> props;
 
   @Override public String version() { return "0.0.1-test"; }
@@ -46,6 +50,8 @@ public class SteeringSinkConnector extends SinkConnector {
     private Writer out;
     private long rewindAt, rewindBy, pauseAt, pauseMs;
     private int pausePartition;
+    private long retriableAt;
+    private final Set<Integer> refused = new HashSet<>();
     private final Set<Integer> rewound = new HashSet<>(), paused = new HashSet<>();
 
     @Override public String version() { return "0.0.1-test"; }
@@ -56,6 +62,7 @@ public class SteeringSinkConnector extends SinkConnector {
       pauseAt = Long.parseLong(props.getOrDefault("pause.offset", "-1"));
       pauseMs = Long.parseLong(props.getOrDefault("pause.ms", "3000"));
       pausePartition = Integer.parseInt(props.getOrDefault("pause.partition", "-1"));
+      retriableAt = Long.parseLong(props.getOrDefault("retriable.offset", "-1"));
       try {
         out = new FileWriter(props.get("file"), true);
       } catch (IOException e) {
@@ -73,6 +80,12 @@ public class SteeringSinkConnector extends SinkConnector {
     }
 
     @Override public void put(Collection<SinkRecord> records) {
+      for (SinkRecord r : records) {
+        if (r.kafkaOffset() == retriableAt && refused.add(r.kafkaPartition())) {
+          line("retriable " + r.kafkaPartition() + " " + System.currentTimeMillis());
+          throw new org.apache.kafka.connect.errors.RetriableException("offset " + retriableAt + " refused once, on purpose");
+        }
+      }
       java.util.Map<Integer, Long> rewinding = new java.util.HashMap<>();  // partition -> last offset of this batch
       for (SinkRecord r : records) {
         int p = r.kafkaPartition();
