@@ -6,7 +6,11 @@ the others like native ones (their JVM hosts start them, resuming from the commi
 through the OffsetStorageReader), and the file ends holding every seq of every stream (0 lost);
 duplicates are counted. Its JVM host is gone with it.
 
-Environment: FERRY_BIN, FERRY_JVM_TEST_PLUGINS, FERRY_KAFKA_BOOTSTRAP (scripts/services/kafka)."""
+With the argument `rocketmq` the cluster runs on RocketMQ instead (cluster A of
+scripts/services/rocketmq, its state, positions and the records' topic there).
+
+Environment: FERRY_BIN, FERRY_JVM_TEST_PLUGINS, FERRY_KAFKA_BOOTSTRAP (scripts/services/kafka),
+FERRY_ROCKETMQ_NAMESRV (scripts/services/rocketmq, cluster A)."""
 import os
 import random
 import sys
@@ -16,21 +20,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.path.insert(0, HERE)
 from cluster_check import make_workers, require_kafka  # noqa: E402
-from harness import run, tmpdir, wait_until  # noqa: E402
+from harness import require_reachable, run, tmpdir, wait_until  # noqa: E402
 from test_jvm_run import ERRANT_SINK, SEQ_SOURCE, check_complete, java_children, seqs_in  # noqa: E402
 
 PLUGINS = os.environ.get("FERRY_JVM_TEST_PLUGINS", "")
 BOOTSTRAP = os.environ.get("FERRY_KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
 COUNT = 6000
 
 
 def main():
     if not PLUGINS or not os.path.isdir(os.path.join(PLUGINS, "connect-file")):
         raise AssertionError(f"no test plugins at {PLUGINS!r}: the JVM host and its tests were not built")
-    require_kafka(BOOTSTRAP)
+    on_rocketmq = sys.argv[1:] == ["rocketmq"]
+    if on_rocketmq:
+        host, port = NAMESRV.rsplit(":", 1)
+        require_reachable(host, port, "RocketMQ NameServer", "scripts/services/rocketmq start A")
+        backbone = {"backbone": "rocketmq", "backbone.rocketmq.namesrv": NAMESRV}
+    else:
+        require_kafka(BOOTSTRAP)
+        backbone = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP}
     rid = random.randrange(1 << 30)
     out = os.path.join(tmpdir("jvm-cluster"), "out.txt")
-    base = {"backbone": "kafka", "backbone.kafka.bootstrap.servers": BOOTSTRAP, "cluster.name": f"jvm{rid}",
+    base = {**backbone, "cluster.name": f"jvm{rid}",
             "cluster.session.timeout.ms": "2000", "cluster.heartbeat.interval.ms": "300",
             "cluster.lease.margin.ms": "500", "offset.flush.interval.ms": "500", "plugin.path": PLUGINS,
             "jvm.heap.max": "256m"}
@@ -85,7 +97,7 @@ def main():
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().split(") ", 1)[1][0] != "Z":
                     raise AssertionError(f"the killed worker's JVM host {pid} still runs")
-    print(f"ok   kill -9 of {victim_id} (running {sorted(by_worker[victim_id])}) at {before} of {3 * COUNT}: "
+    print(f"ok   [{backbone['backbone']}] kill -9 of {victim_id} (running {sorted(by_worker[victim_id])}) at {before} of {3 * COUNT}: "
           f"its Java tasks RUNNING elsewhere after {moved_s:.1f} s, 0 lost, {dups} duplicates, its JVM host gone")
     for w in rest:
         w.stop()
