@@ -1,6 +1,8 @@
 // Source positions in a backbone topic (see log_position_store.h).
 #include "runtime/log_position_store.h"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -69,10 +71,23 @@ LogPositionStore::~LogPositionStore() {
     stopFollowing_ = true;
   }
   followCv_.notify_all();
+  const std::int64_t t0 = core::monotonicMs();
   if (follower_.joinable()) follower_.join();
   // putAsync()'s callbacks refer to this store: none may run after it.
   std::lock_guard lock(asyncMu_);
-  if (asyncView_) (void)asyncView_->flush(timeout_);
+  Status flushed = asyncView_ ? asyncView_->flush(std::chrono::milliseconds(1000)) : Status::ok();
+  if (!flushed.isOk()) {
+    // Said on stderr (the loggers may be shut down by now): a worker that is slow to exit shows why.
+    std::fprintf(stderr, "ferry: position store %s: waiting up to %lld ms at exit for position writes (%s)\n",
+                 topic_.c_str(), static_cast<long long>(timeout_.count()), flushed.toString().c_str());
+    flushed = asyncView_->flush(timeout_);
+    std::fprintf(stderr, "ferry: position store %s: %s after %lld ms\n", topic_.c_str(),
+                 flushed.isOk() ? "written" : flushed.toString().c_str(),
+                 static_cast<long long>(core::monotonicMs() - t0));
+  } else if (core::monotonicMs() - t0 > 1000) {
+    std::fprintf(stderr, "ferry: position store %s: its reader took %lld ms to stop at exit\n", topic_.c_str(),
+                 static_cast<long long>(core::monotonicMs() - t0));
+  }
 }
 
 void LogPositionStore::follow(std::chrono::milliseconds every) {
