@@ -40,6 +40,16 @@ def parse(path):
     return recs, moves
 
 
+def each_once(recs, what):
+    """Every offset of every partition, from 0 to the last one put, put exactly once."""
+    for p, got in recs.items():
+        count = collections.Counter(o for o, _ in got)
+        missing = set(range(max(count) + 1)) - set(count)
+        dups = {o: c for o, c in count.items() if c != 1}
+        if missing or dups:
+            raise AssertionError(f"{what} partition {p}: lost {sorted(missing)[:5]}, doubled {list(dups.items())[:5]}")
+
+
 def main():
     if not PLUGINS or not os.path.isdir(os.path.join(PLUGINS, "test-plugins")):
         raise AssertionError(f"no test plugins at {PLUGINS!r}: the JVM host and its tests were not built")
@@ -103,12 +113,7 @@ def main():
     after = [o for o, t in recs[0] if t >= t_resume]
     if not after:
         raise AssertionError("(b) nothing of partition 0 after its resume")
-    for p, got in recs.items():
-        count = collections.Counter(o for o, _ in got)
-        missing = set(range(max(count) + 1)) - set(count)
-        dups = {o: c for o, c in count.items() if c != 1}
-        if missing or dups:
-            raise AssertionError(f"(b) partition {p}: lost {sorted(missing)[:5]}, doubled {list(dups.items())[:5]}")
+    each_once(recs, "(b)")
     print(f"(b) pause()/resume(): partition 0 held {t_resume - t_pause} ms (nothing put meanwhile, "
           f"{len(others)} records of the others were); every record once, none lost", flush=True)
 
@@ -123,12 +128,7 @@ def main():
     refusals = [m for m in moves if m[0] == "retriable"]
     if not refusals:
         raise AssertionError("(c) no put() threw: no partition reached offset 200")
-    for p, got in recs.items():
-        count = collections.Counter(o for o, _ in got)
-        missing = set(range(max(count) + 1)) - set(count)
-        dups = {o: c for o, c in count.items() if c != 1}
-        if missing or dups:
-            raise AssertionError(f"(c) partition {p}: lost {sorted(missing)[:5]}, doubled {list(dups.items())[:5]}")
+    each_once(recs, "(c)")
     code, st = w.rest("GET", "/connectors/rt-snk/status")
     if code != 200 or st["tasks"][0]["state"] != "RUNNING":
         raise AssertionError(f"(c) the sink after its RetriableException: {st}")
