@@ -18,6 +18,14 @@ broker with JsonConverter (schemas on). Judged by what the topics hold.
       validate() on database.hostname and does not create the connector. Its MariaDB connector is
       not served by the package registry here. This part fails once Debezium accepts MariaDB.
 
+With the argument `cluster-rocketmq`, instead:
+  (e) the PostgreSQL connector in a distributed cluster of three workers on RocketMQ (cluster A of
+      scripts/services/rocketmq), its records read by ferry's FileStreamSink in the same cluster:
+      a snapshot of 500 rows, then the worker running the Debezium task is killed with kill -9
+      while 2,000 rows are inserted; the task runs on another worker (its JVM host) from the
+      committed offset, and every id is in the file (0 lost), duplicates counted. RocketMQ topic
+      names allow no '.', so the connector sets Debezium's `topic.delimiter` to '_'.
+
 Environment: FERRY_BIN, FERRY_JVM_DEBEZIUM_PLUGINS (tests/jvm/CMakeLists.txt), FERRY_KAFKA_TOOL,
 FERRY_POSTGRES_URL (default scripts/services/postgres's), FERRY_MARIADB_URL (default
 scripts/services/mariadb's); the Kafka broker is started when not
@@ -238,5 +246,84 @@ def topic_values_quick(broker, topic, work):
         return f.read().splitlines()
 
 
+def cluster_on_rocketmq():
+    """(e)"""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from cluster_check import make_workers
+    namesrv = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
+    host, port = namesrv.rsplit(":", 1)
+    harness.require_reachable(host, port, "RocketMQ NameServer", "scripts/services/rocketmq start A")
+    if not PLUGINS or not os.path.isdir(os.path.join(PLUGINS, "debezium-connector-postgres")):
+        raise AssertionError(f"no Debezium plugin at {PLUGINS!r}: tests/jvm/CMakeLists.txt fetches it (mvn)")
+    rid = random.randrange(1 << 24)
+    table = f"dbzc_{rid}"
+    prefix = f"dbzrm{rid}"
+    psql(f"CREATE TABLE {table}(id int PRIMARY KEY, v text); "
+         f"INSERT INTO {table} SELECT g, 'row ' || g FROM generate_series(1, 500) g")
+    atexit.register(lambda: drop_slot(f"{prefix}_slot"))
+    out = os.path.join(harness.tmpdir("jvm-debezium-cluster"), "out.txt")
+    base = {"backbone": "rocketmq", "backbone.rocketmq.namesrv": namesrv, "cluster.name": f"dbz{rid}",
+            "cluster.session.timeout.ms": "2000", "cluster.heartbeat.interval.ms": "300",
+            "cluster.lease.margin.ms": "500", "offset.flush.interval.ms": "500", "plugin.path": PLUGINS,
+            "jvm.heap.max": "512m", "task.restart.backoff.initial.ms": "200", "task.restart.backoff.max.ms": "2000",
+            "file.allowed.dirs": os.path.dirname(out)}
+    workers = make_workers("jvm-debezium-cluster", base, 3)
+    for w in workers:
+        w.start(timeout=90)
+    w1 = workers[0]
+    topic = f"{prefix}_public_{table}"
+    w1.ok("POST", "/connectors", {"name": "dbz", "config": dict(connector(prefix, table, rid), **{
+        "topic.delimiter": "_"})})
+    w1.ok("POST", "/connectors", {"name": "dbz-file", "config": {
+        "connector.class": "FileStreamSink", "topics": topic, "file": out, "value.converter": "StringConverter",
+        "key.converter": "StringConverter"}})
+
+    def ids():
+        got = collections.Counter()
+        for raw in harness.read_lines(out):
+            try:
+                p = json.loads(raw).get("payload")
+            except ValueError:
+                continue
+            if p and p["op"] in ("c", "r"):
+                got[p["after"]["id"]] += 1
+        return got
+    harness.wait_until(lambda: set(range(1, 501)) <= set(ids()), 180, "the snapshot of 500 rows in the file", 0.5)
+
+    def owner():
+        code, st = w1.rest("GET", "/connectors/dbz/status")
+        tasks = st.get("tasks", []) if code == 200 else []
+        return tasks[0]["worker_id"] if tasks and tasks[0]["state"] == "RUNNING" else None
+    victim_id = harness.wait_until(owner, 60, "the Debezium task RUNNING")
+    victim = workers[int(victim_id[1:]) - 1]
+    stop = threading.Event()
+    t = threading.Thread(target=inserter, args=(table, 1001, 2000, stop))
+    t.start()
+    harness.wait_until(lambda: any(i >= 1001 + 400 for i in ids()), 120, "400 inserts through before the kill", 0.2)
+    t_kill = time.time()
+    victim.kill9()
+    rest = [w for w in workers if w is not victim]
+
+    def moved():
+        code, st = rest[0].rest("GET", "/connectors/dbz/status")
+        tasks = st.get("tasks", []) if code == 200 else []
+        return bool(tasks) and tasks[0]["state"] == "RUNNING" and tasks[0]["worker_id"] != victim_id
+    harness.wait_until(moved, 90, "the Debezium task RUNNING on another worker")
+    moved_s = time.time() - t_kill
+    t.join(300)
+    want = set(range(1, 501)) | set(range(1001, 3001))
+    harness.wait_until(lambda: want <= set(ids()), 240, "every id after the kill -9", 0.5)
+    got = ids()
+    dups = sum(c - 1 for i, c in got.items() if i in want)
+    print(json.dumps({"test": "debezium_cluster_rocketmq_kill9", "rows": len(want), "lost": 0, "duplicates": dups,
+                      "moved_s": round(moved_s, 1)}), flush=True)
+    print(f"ok   (e) Debezium on a 3-worker RocketMQ cluster: snapshot 500 rows, kill -9 of {victim_id} while 2,000 "
+          f"rows were inserted: the task RUNNING elsewhere after {moved_s:.1f} s, 0 lost, {dups} duplicates", flush=True)
+    rest[0].ok("DELETE", "/connectors/dbz")
+    for w in rest:
+        w.stop()
+    psql(f"DROP TABLE {table}")
+
+
 if __name__ == "__main__":
-    harness.run(main)
+    harness.run(cluster_on_rocketmq if sys.argv[1:] == ["cluster-rocketmq"] else main)
