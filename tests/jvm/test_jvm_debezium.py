@@ -23,8 +23,9 @@ With the argument `cluster-rocketmq`, instead:
       scripts/services/rocketmq), its records read by ferry's FileStreamSink in the same cluster:
       a snapshot of 500 rows, then the worker running the Debezium task is killed with kill -9
       while 2,000 rows are inserted; the task runs on another worker (its JVM host) from the
-      committed offset, and every id is in the file (0 lost), duplicates counted. RocketMQ topic
-      names allow no '.', so the connector sets Debezium's `topic.delimiter` to '_'.
+      committed offset, and every id is in the file (0 lost), duplicates counted. Debezium's
+      topic `<prefix>.public.<table>` is used as it is: the RocketMQ backbone stores it as
+      `<prefix>_public_<table>` (RocketMQ allows no '.'), for the source and the sink alike.
 
 Environment: FERRY_BIN, FERRY_JVM_DEBEZIUM_PLUGINS (tests/jvm/CMakeLists.txt), FERRY_KAFKA_TOOL,
 FERRY_POSTGRES_URL (default scripts/services/postgres's), FERRY_MARIADB_URL (default
@@ -271,9 +272,8 @@ def cluster_on_rocketmq():
     for w in workers:
         w.start(timeout=90)
     w1 = workers[0]
-    topic = f"{prefix}_public_{table}"
-    w1.ok("POST", "/connectors", {"name": "dbz", "config": dict(connector(prefix, table, rid), **{
-        "topic.delimiter": "_"})})
+    topic = f"{prefix}.public.{table}"
+    w1.ok("POST", "/connectors", {"name": "dbz", "config": connector(prefix, table, rid)})
     w1.ok("POST", "/connectors", {"name": "dbz-file", "config": {
         "connector.class": "FileStreamSink", "topics": topic, "file": out, "value.converter": "StringConverter",
         "key.converter": "StringConverter"}})
