@@ -2,13 +2,13 @@
 #include "runtime/tasks.h"
 
 #include <algorithm>
-#include <set>
 #include <regex>
 #include <chrono>
 #include <deque>
 #include <exception>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "core/backoff.h"
@@ -1857,18 +1857,13 @@ Status BackboneInput::applySeeks() {
 }
 
 Status BackboneInput::dropPaused() {
-  OffsetMap first;  // per paused queue, the first record dropped: read again once resumed
-  std::size_t kept = 0;
-  for (auto& m : messages_) {
-    const TopicQueue q{m.topic, m.queue};
-    if (paused_.count(q) != 0) {
-      first.emplace(q, m.offset);  // the first one of the queue stays
-      continue;
-    }
-    if (&messages_[kept] != &m) messages_[kept] = std::move(m);
-    ++kept;
-  }
-  messages_.resize(kept);
+  OffsetMap first;  // per paused queue, the first record dropped (in poll order): read again once resumed
+  std::erase_if(messages_, [&](const backbone::Message& m) {
+    TopicQueue q{m.topic, m.queue};
+    if (paused_.count(q) == 0) return false;
+    first.emplace(std::move(q), m.offset);
+    return true;
+  });
   for (const auto& [q, offset] : first)
     FERRY_RETURN_IF_ERROR(consumer_->seek(q, offset).withContext("holding back paused " + q.toString()));
   return Status::ok();

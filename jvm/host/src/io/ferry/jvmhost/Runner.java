@@ -63,6 +63,8 @@ final class Runner {
   static final int REQUEST_PAUSE = 1;
   static final int REQUEST_RESUME = 2;
 
+  record Request(int kind, TopicPartition partition, long offset) {}
+
   private final Plugins plugins;
   private final Channel channel;
   private final ConcurrentHashMap<Long, ConnectorRun> connectors = new ConcurrentHashMap<>();
@@ -255,19 +257,7 @@ final class Runner {
     // The poll thread's CPU (task.poll() and queueing, not the crossing): logged when it ends, for
     // bench/jvm/jvm_crossing.py.
     void pollLoop() {
-      try {
-        pollLoopInner();
-      } finally {
-        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
-        long cpu = mx.isCurrentThreadCpuTimeSupported() ? mx.getCurrentThreadCpuTime() : -1;
-        System.err.println("ferry-jvm-host: source task " + handle + " poll thread ended: cpu_ns=" + cpu + " records="
-            + polledRecords);
-      }
-    }
-
-    private long polledRecords;
-
-    private void pollLoopInner() {
+      long polledRecords = 0;
       try {
         while (!stopping) {
           List<SourceRecord> batch;
@@ -294,6 +284,11 @@ final class Runner {
         if (!stopping) fail(e);
       } catch (Throwable t) {
         fail(t);
+      } finally {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long cpu = mx.isCurrentThreadCpuTimeSupported() ? mx.getCurrentThreadCpuTime() : -1;
+        System.err.println("ferry-jvm-host: source task " + handle + " poll thread ended: cpu_ns=" + cpu + " records="
+            + polledRecords);
       }
     }
 
@@ -455,12 +450,12 @@ final class Runner {
 
     // offset(), pause() and resume(), in the order asked: passed to the worker with the answer to
     // the next open(), put() or preCommit() (Main.contextRequests), applied before its next poll.
-    final List<Object[]> requests = new ArrayList<>();  // guarded by itself: [kind, TopicPartition, offset]
+    final List<Request> requests = new ArrayList<>();  // guarded by itself
 
     private void request(int kind, TopicPartition tp, long offset) {
       if (tp == null) throw new IllegalArgumentException("a null partition");
       synchronized (requests) {
-        requests.add(new Object[] {kind, tp, offset});
+        requests.add(new Request(kind, tp, offset));
       }
     }
 
@@ -606,16 +601,13 @@ final class Runner {
   // i32 partition, i64 offset]*n.
   void contextRequests(long handle, Wire.Out o) {
     SinkRun run = sink(handle);
-    List<Object[]> taken;
+    List<Request> taken;
     synchronized (run.requests) {
       taken = new ArrayList<>(run.requests);
       run.requests.clear();
     }
     o.i32(taken.size());
-    for (Object[] r : taken) {
-      TopicPartition tp = (TopicPartition) r[1];
-      o.u8((Integer) r[0]).str(tp.topic()).i32(tp.partition()).i64((Long) r[2]);
-    }
+    for (Request r : taken) o.u8(r.kind()).str(r.partition().topic()).i32(r.partition().partition()).i64(r.offset());
   }
 
   // flush() with the offsets of everything put so far.
