@@ -15,6 +15,8 @@
 #include "connectors/mqtt/bridge.h"
 #include "connectors/mqtt/mqtt_sink.h"
 #include "connectors/mqtt/mqtt_source.h"
+#include "connectors/redis/redis_sink.h"
+#include "connectors/redis/redis_source.h"
 #include "connectors/rocketmq/replicator.h"
 #include "connectors/rocketmq/rocketmq_sink.h"
 #include "connectors/rocketmq/rocketmq_source.h"
@@ -40,6 +42,8 @@ constexpr const char* kKafkaReplicatorAliases[] = {"kafka-replicator", nullptr};
 constexpr const char* kMQTTSourceAliases[] = {"mqtt-source", nullptr};
 constexpr const char* kMQTTSinkAliases[] = {"mqtt-sink", nullptr};
 constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
+constexpr const char* kRedisSourceAliases[] = {"redis-source", nullptr};
+constexpr const char* kRedisSinkAliases[] = {"redis-sink", nullptr};
 constexpr const char* kJdbcSourceAliases[] = {"io.confluent.connect.jdbc.JdbcSourceConnector", "jdbc-source", nullptr};
 constexpr const char* kJdbcSinkAliases[] = {"io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink", nullptr};
 
@@ -96,6 +100,12 @@ constexpr PluginEntry kEntries[] = {
     {"KafkaReplicatorSink", nullptr, PluginKind::kSinkConnector, kVersion,
      "Target side of KafkaReplicator (partition-preserving copies, group offset sync)",
      &pluginCreate<KafkaReplicatorSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"RedisSource", kRedisSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "Reads Redis streams (consumer group, XACK once safe), lists (reliable queue) or pub/sub channels",
+     &pluginCreate<RedisSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"RedisSink", kRedisSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "Writes records to Redis: SET, HSET, XADD, PUBLISH, LPUSH or RPUSH (pipelined; standalone, TLS, cluster)",
+     &pluginCreate<RedisSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"MqttRocketMQBridge", kBridgeAliases, PluginKind::kTransform, kVersion,
      "MQTT <-> RocketMQ mapping rules: MQTT topic levels to RocketMQ topic + tag and back",
      &pluginCreate<mqttc::MqttRocketMQBridge, Transform>, &pluginDestroy<Transform>},
