@@ -24,7 +24,7 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
                                             "RocketMQReplicatorSink", "MQTTSource", "MQTTSink", "KafkaSink", "KafkaSource",
-                                            "MqttRocketMQBridge", "JdbcSink", "JdbcSource"}));
+                                            "MqttRocketMQBridge", "JdbcSink", "JdbcSource", "RedisSource", "RedisSink"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {
