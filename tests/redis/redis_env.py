@@ -11,7 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from harness import free_port, wait_until  # noqa: E402
-from resp_client import Redis  # noqa: E402
+from resp_client import Redis, RedisError  # noqa: E402
 
 RUN_DIR = os.environ.get("FERRY_REDIS_RUN_DIR", os.path.expanduser("~/.cache/ferry-peers/redis/run"))
 PLAIN = int(os.environ.get("FERRY_REDIS_PORT", "16379"))
@@ -51,7 +51,7 @@ class OwnRedis:
         def up():
             try:
                 return Redis(port=self.port, timeout=2).call("PING") == "PONG"
-            except OSError:
+            except (OSError, RedisError):  # not listening yet, or LOADING the append-only file
                 return False
         wait_until(up, 20, f"own redis on {self.port}")
 

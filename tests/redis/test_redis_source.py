@@ -1,0 +1,169 @@
+"""RedisSource delivery, against a Redis server of the test's own (appendonly, fsync always):
+
+  (a) streams: a writer XADDs N sequence-numbered entries while RedisSource (consumer group) ->
+      backbone -> FileStreamSink runs; the worker is killed with kill -9 mid-stream and Redis too
+      (both restarted). The file holds every sequence number (0 lost, duplicates counted) and the
+      group ends with nothing pending (every entry acknowledged once safe).
+  (b) lists: the same with LPUSH and the reliable-queue mode: every element arrives, the list and
+      the task's processing list end empty.
+  (c) XAUTOCLAIM: entries a consumer that is gone read and never acknowledged are taken over
+      after redis.stream.claim.min.idle.ms and delivered.
+  (d) pub/sub: SUBSCRIBE and PSUBSCRIBE (a keyspace notification pattern): messages published
+      while the task is connected arrive, with redis.channel / redis.pattern headers.
+"""
+import json
+import os
+import threading
+import time
+
+from redis_env import OwnRedis, seqs_of, wait_for
+from resp_client import RedisError
+from harness import Worker, run, tmpdir
+
+N = int(os.environ.get("FERRY_REDIS_SOURCE_COUNT", "20000"))
+
+
+def lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [l for l in f.read().splitlines() if l.strip()]
+
+
+class Writer(threading.Thread):
+    """Writes entries 0..n-1 in batches of 100, retrying a batch while Redis is down."""
+
+    def __init__(self, redis, command):
+        super().__init__(daemon=True)
+        self.redis, self.command, self.done, self.error = redis, command, 0, None
+
+    def run(self):
+        r = None
+        while self.done < N:
+            try:
+                if r is None:
+                    r = self.redis.client()
+                batch = range(self.done, min(N, self.done + 100))
+                answers = r.pipeline([self.command(i) for i in batch])
+                if any(isinstance(a, RedisError) for a in answers):  # LOADING after a restart
+                    raise ConnectionError(f"Redis refused a batch: {answers[0]}")
+                self.done = batch[-1] + 1
+                time.sleep(15.0 / (N / 100))  # about 15 s in all, so the kills land mid-stream
+            except (OSError, ConnectionError):
+                r = None
+                time.sleep(0.2)
+
+
+def check_all(path, what):
+    got, dups = seqs_of(lines(path))
+    missing = set(range(N)) - got
+    assert not missing, f"{what}: {len(missing)} lost, e.g. {sorted(missing)[:10]}"
+    return dups
+
+
+def main():
+    work = tmpdir("redis-source")
+    redis = OwnRedis(work)
+    redis.start()
+    r = redis.client()
+    run_id = os.urandom(3).hex()
+    stream, lst = f"{run_id}:events", f"{run_id}:jobs"
+    out_s, out_l = os.path.join(work, "stream.txt"), os.path.join(work, "list.txt")
+    w = Worker(work)
+    w.start()
+    hosts = f"127.0.0.1:{redis.port}"
+    w.ok("PUT", "/connectors/rs/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                          "redis.streams": stream, "topic": "s"})
+    w.ok("PUT", "/connectors/rl/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                          "redis.lists": lst, "topic": "l"})
+    w.ok("PUT", "/connectors/fs/config", {"connector.class": "FileStreamSink", "topics": "s", "file": out_s})
+    w.ok("PUT", "/connectors/fl/config", {"connector.class": "FileStreamSink", "topics": "l", "file": out_l})
+    for name in ("rs", "rl", "fs", "fl"):
+        w.wait_running(name)
+
+    ws = Writer(redis, lambda i: ["XADD", stream, "*", "value", json.dumps({"seq": i}), "origin", "test"])
+    wl = Writer(redis, lambda i: ["LPUSH", lst, json.dumps({"seq": i})])
+    ws.start()
+    wl.start()
+    wait_for(lambda: len(lines(out_s)) > N // 4 and len(lines(out_l)) > N // 4, 120, "a quarter through")
+    w.kill9()
+    print(f"worker killed with kill -9 at {len(lines(out_s))} / {len(lines(out_l))} lines", flush=True)
+    time.sleep(1)
+    w.start()
+    wait_for(lambda: len(lines(out_s)) > N // 2 and len(lines(out_l)) > N // 2, 120, "half through")
+    redis.kill9()
+    print(f"redis killed with kill -9 at {len(lines(out_s))} / {len(lines(out_l))} lines", flush=True)
+    time.sleep(3)
+    redis.start()
+    print("redis started again", flush=True)
+    ws.join(180)
+    wl.join(180)
+    assert ws.done == N and wl.done == N, f"the writers did not finish: {ws.done} {wl.done}"
+
+    def complete():
+        try:
+            return seqs_of(lines(out_s))[0] >= set(range(N)) and seqs_of(lines(out_l))[0] >= set(range(N))
+        except ValueError:
+            return False
+    wait_for(complete, 180, "every entry and element in the files")
+    dups_s = check_all(out_s, "stream")
+    dups_l = check_all(out_l, "list")
+    r = redis.client()
+
+    def settled():
+        pending = r.call("XPENDING", stream, f"ferry-rs")[0]
+        procs = r.call("KEYS", f"{{{lst}}}:ferry-processing:*")
+        held = sum(r.call("LLEN", p) for p in procs)
+        return pending == 0 and held == 0 and r.call("LLEN", lst) == 0
+    wait_for(settled, 60, "nothing pending in the group, the processing list empty")
+    print(f"(a) stream: {N} entries through kill -9 of the worker and of Redis: 0 lost, {dups_s} duplicates, "
+          f"0 pending at the end", flush=True)
+    print(f"(b) list: {N} elements: 0 lost, {dups_l} duplicates; the list and the processing list empty", flush=True)
+
+    # (c) a consumer that read and went away
+    ghost_stream = f"{run_id}:ghost"
+    r.call("XGROUP", "CREATE", ghost_stream, "shared", "0", "MKSTREAM")
+    for i in range(50):
+        r.call("XADD", ghost_stream, "*", "value", json.dumps({"seq": i}))
+    taken = r.call("XREADGROUP", "GROUP", "shared", "ghost", "COUNT", "50", "STREAMS", ghost_stream, ">")
+    assert len(taken[0][1]) == 50
+    out_g = os.path.join(work, "ghost.txt")
+    w.ok("PUT", "/connectors/rg/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                          "redis.streams": ghost_stream, "redis.stream.group": "shared",
+                                          "redis.stream.claim.min.idle.ms": "1500",
+                                          "redis.stream.claim.interval.ms": "500", "topic": "g"})
+    w.ok("PUT", "/connectors/fg/config", {"connector.class": "FileStreamSink", "topics": "g", "file": out_g})
+    wait_for(lambda: len(set(lines(out_g))) == 50, 60, "the ghost's 50 entries taken over")
+    wait_for(lambda: r.call("XPENDING", ghost_stream, "shared")[0] == 0, 30, "the taken-over entries acknowledged")
+    print("(c) 50 entries left pending by a consumer that went away: taken over (XAUTOCLAIM) and acknowledged",
+          flush=True)
+
+    # (d) pub/sub and keyspace notifications
+    r.call("CONFIG", "SET", "notify-keyspace-events", "K$")
+    out_p = os.path.join(work, "pubsub.txt")
+    w.ok("PUT", "/connectors/rp/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                          "redis.channels": f"{run_id}:news",
+                                          "redis.patterns": f"__keyspace@0__:{run_id}:kv:*", "topic": "p"})
+    w.ok("PUT", "/connectors/fp/config", {"connector.class": "FileStreamSink", "topics": "p", "file": out_p})
+    w.wait_running("rp")
+    w.wait_running("fp")
+
+    def subscribed():
+        return r.call("PUBSUB", "NUMSUB", f"{run_id}:news")[1] == 1
+    wait_for(subscribed, 30, "the task subscribed")
+    for i in range(100):
+        r.call("PUBLISH", f"{run_id}:news", json.dumps({"seq": i}))
+    r.call("SET", f"{run_id}:kv:one", "1")
+    wait_for(lambda: len(lines(out_p)) == 101, 30, "100 messages and one keyspace notification")
+    got = lines(out_p)
+    news = [l for l in got if l.startswith("{")]
+    assert seqs_of(news)[0] == set(range(100)), got[:5]
+    assert "set" in got, got[-3:]
+    print("(d) pub/sub: 100 messages published while subscribed arrived; a keyspace notification (set) too",
+          flush=True)
+    w.stop()
+    redis.stop()
+
+
+if __name__ == "__main__":
+    run(main)
