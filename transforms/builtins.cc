@@ -4,6 +4,7 @@
 #include "transforms/builtins.h"
 
 #include "ferry/transform.h"
+#include "transforms/cloudevents.h"
 #include "transforms/converters.h"
 #include "transforms/field_transforms.h"
 #include "transforms/predicates.h"
@@ -67,6 +68,9 @@ FERRY_KAFKA_ALIAS(kFloatConv, "org.apache.kafka.connect.converters.FloatConverte
 FERRY_KAFKA_ALIAS(kDoubleConv, "org.apache.kafka.connect.converters.DoubleConverter");
 FERRY_KAFKA_ALIAS(kBooleanConv, "org.apache.kafka.connect.converters.BooleanConverter");
 FERRY_KAFKA_ALIAS(kRule, "io.ferry.transforms.Rule");  // no Kafka Connect counterpart
+FERRY_KAFKA_ALIAS(kCloudEvent, "io.ferry.transforms.CloudEvent");  // no Kafka Connect counterpart
+// Kafka Connect has no CloudEvents converter (the CloudEvents SDK ships Kafka serializers only).
+FERRY_KAFKA_ALIAS(kCloudEventsConv, "io.ferry.converters.CloudEventsConverter");
 #undef FERRY_KAFKA_ALIAS
 
 template <typename Impl>
@@ -138,6 +142,8 @@ constexpr PluginEntry kEntries[] = {
     transform<RuleTransform>("Rule", kRule,
                              "An EMQX-style rule: SELECT ... FROM \"<MQTT topic filter>\" WHERE ...; "
                              "keeps matching records with the selected fields as a JSON value"),
+    transform<CloudEvent>("CloudEvent", kCloudEvent,
+                          "Wraps the record as a CloudEvent 1.0 (structured JSON value or binary ce_* headers)"),
     predicate<TopicNameMatches>("TopicNameMatches", kTopicNameMatches,
                                 "True when the topic matches a regex"),
     predicate<HasHeaderKey>("HasHeaderKey", kHasHeaderKey, "True when a header is present"),
@@ -155,6 +161,8 @@ constexpr PluginEntry kEntries[] = {
     converter<FloatConverter>("FloatConverter", kFloatConv, "Number text <-> 4-byte IEEE 754 float"),
     converter<DoubleConverter>("DoubleConverter", kDoubleConv, "Number text <-> 8-byte IEEE 754 double"),
     converter<BooleanConverter>("BooleanConverter", kBooleanConv, "true/false <-> one byte 1/0"),
+    converter<CloudEventsConverter>("CloudEventsConverter", kCloudEventsConv,
+                                    "Record values <-> CloudEvents 1.0 (structured JSON or binary ce_* headers)"),
 };
 
 }  // namespace

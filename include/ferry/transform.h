@@ -95,6 +95,23 @@ class Converter {
     FERRY_ASSIGN_OR_RETURN(Bytes out, toRecord(topic, data));
     return SchemaAndBytes{nullptr, std::move(out)};
   }
+  // What the runtime calls for record values (Kafka's fromConnectData / toConnectData with
+  // headers): the same with the record's headers, which the converter may read and change. On
+  // the way in, `headers` are those written to the backbone with the result (before the header
+  // converter); on the way out, those the record handed to the sink gets (before the header
+  // converter reads them). A converter that fails leaves `headers` as they were: the runtime
+  // reports the record with them (errors.tolerance, dead-letter topic). The defaults ignore the
+  // headers. Keys are converted without headers.
+  virtual Result<Bytes> fromRecordWithHeaders(const std::string& topic, Headers& headers,
+                                              const SchemaPtr& schema, const Bytes& data) {
+    (void)headers;
+    return fromRecordWithSchema(topic, schema, data);
+  }
+  virtual Result<SchemaAndBytes> toRecordWithHeaders(const std::string& topic, Headers& headers,
+                                                     const Bytes& data) {
+    (void)headers;
+    return toRecordWithSchema(topic, data);
+  }
 };
 
 }  // namespace ferry

@@ -625,7 +625,10 @@ class BackboneInput final : public Input, private backbone::RebalanceListener {
     auto& errors = loop_.errors();
     auto key = r.key.isNull() ? Result<SchemaAndBytes>(SchemaAndBytes())
                               : converters_.key->toRecordWithSchema(r.topic, r.key);
-    auto value = converters_.value->toRecordWithSchema(r.topic, r.value);
+    // The value converter may read and set headers (a CloudEvent's attributes); it is not called
+    // when the key failed, so the record is reported with the headers it came with.
+    auto value = key.isOk() ? converters_.value->toRecordWithHeaders(r.topic, r.headers, r.value)
+                            : Result<SchemaAndBytes>(SchemaAndBytes());
     if (!key.isOk() || !value.isOk()) {
       FERRY_RETURN_IF_ERROR(errors.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
                                           key.isOk() ? value.status() : key.status(), r.topic, r.queue.value_or(-1),
@@ -741,7 +744,11 @@ class RecordEncoder {
     auto key = record.key.isNull() && !record.keySchema
                    ? Result<Bytes>(Bytes())
                    : converters_.key->fromRecordWithSchema(record.topic, record.keySchema, record.key);
-    auto value = converters_.value->fromRecordWithSchema(record.topic, record.valueSchema, record.value);
+    // The value converter may add headers (a CloudEvent's attributes) to what is written.
+    m.headers = record.headers;
+    auto value = key.isOk() ? converters_.value->fromRecordWithHeaders(record.topic, m.headers, record.valueSchema,
+                                                                       record.value)
+                            : Result<Bytes>(Bytes());
     if (!key.isOk() || !value.isOk()) {
       FERRY_RETURN_IF_ERROR(errors_.report(key.isOk() ? "VALUE_CONVERTER" : "KEY_CONVERTER",
                                            key.isOk() ? value.status() : key.status(), record.topic, -1, -1,
@@ -751,7 +758,6 @@ class RecordEncoder {
     }
     m.key = std::move(*key);
     m.value = std::move(*value);
-    m.headers = record.headers;
     if (schemas_) {
       // Schemas the converter does not carry travel by id (runtime/schema_registry.h).
       for (const bool isKey : {false, true}) {

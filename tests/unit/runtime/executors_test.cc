@@ -31,12 +31,14 @@ struct Collector {
   std::condition_variable cv;
   std::vector<std::string> put;      // values put
   std::vector<std::string> schemas;  // the value schema of each (Schema::describe(), "" = none)
+  std::vector<Headers> headers;      // the headers of each
   std::size_t flushedCount = 0;      // values put before the last flush
   int flushes = 0;
   void reset() {
     std::lock_guard l(mu);
     put.clear();
     schemas.clear();
+    headers.clear();
     flushedCount = 0;
     flushes = 0;
   }
@@ -145,6 +147,7 @@ class CollectSinkTask : public SinkTask {
     for (auto& r : records) {
       c.put.push_back(r.value.str());
       c.schemas.push_back(r.valueSchema ? r.valueSchema->describe() : std::string());
+      c.headers.push_back(r.headers);
     }
     c.cv.notify_all();
     return Status::ok();
@@ -1038,6 +1041,55 @@ TEST_F(ExecutorTest, SinkGetsTheValueSchemaTheConverterRead) {
   std::lock_guard l(collector().mu);
   EXPECT_EQ(collector().put, (std::vector<std::string>{R"({"n":7})", R"({"n":8})"}));
   EXPECT_EQ(collector().schemas, (std::vector<std::string>{"struct{n:int64}", ""}));
+}
+
+// The value converter sees and sets headers (Converter::fromRecordWithHeaders): a CloudEvents
+// converter in binary mode writes the value unchanged and the event's attributes as ce_* headers.
+TEST_F(ExecutorTest, SourceValueConverterSetsHeaders) {
+  runSourceUntilSent({{"connector.class", "SeqSource"}, {"count", "2"},
+                      {"value.converter", "CloudEventsConverter"},
+                      {"value.converter.cloudevents.mode", "binary"},
+                      {"value.converter.cloudevents.type", "seq.v1"},
+                      {"value.converter.cloudevents.datacontenttype", "text/plain"}},
+                     2);
+  std::lock_guard l(backbone_.producer.mu);
+  ASSERT_EQ(backbone_.producer.sent.size(), 2u);
+  const backbone::Message& m = backbone_.producer.sent[1];
+  EXPECT_EQ(m.value.str(), "v1");
+  auto header = [&](const char* k) { const Header* h = m.headers.last(k); return h ? h->value.str() : "<none>"; };
+  EXPECT_EQ(header("ce_specversion"), "1.0");
+  EXPECT_EQ(header("ce_type"), "seq.v1");
+  EXPECT_EQ(header("ce_source"), "/ferry/seq");
+  EXPECT_EQ(header("ce_id").size(), 32u);
+  EXPECT_EQ(header("content-type"), "text/plain");
+}
+
+// Backbone -> sink: the value converter (Converter::toRecordWithHeaders) turns a structured
+// CloudEvent into its data and ce_* headers on the record the sink gets; an event without a type
+// is a VALUE_CONVERTER error (tolerated here).
+TEST_F(ExecutorTest, SinkValueConverterSetsHeaders) {
+  auto st = std::make_shared<ListConsumerState>();
+  st->values = {R"({"specversion":"1.0","id":"e1","source":"/s","type":"t","subject":"a","data":{"n":1}})",
+                R"({"specversion":"1.0","id":"e2","source":"/s","data":{"n":2}})",
+                R"({"specversion":"1.0","id":"e3","source":"/s","type":"t","data":{"n":3}})"};
+  backbone_.consumer = st;
+  auto runner = TaskRunner::create(env(ConnectorShape::kSink, {{"connector.class", "CollectSink"}, {"topics", "t"},
+                                                               {"errors.tolerance", "all"},
+                                                               {"value.converter", "CloudEventsConverter"}}));
+  runner->start();
+  ASSERT_TRUE(collector().waitFor([] { return collector().put.size() == 2; })) << trace_;
+  runner->requestStop();
+  runner->join();
+  EXPECT_FALSE(runner->failed()) << trace_;
+  std::lock_guard l(collector().mu);
+  EXPECT_EQ(collector().put, (std::vector<std::string>{R"({"n":1})", R"({"n":3})"}));
+  ASSERT_EQ(collector().headers.size(), 2u);
+  const Headers& h = collector().headers[0];
+  ASSERT_NE(h.last("ce_id"), nullptr);
+  EXPECT_EQ(h.last("ce_id")->value.str(), "e1");
+  EXPECT_EQ(h.last("ce_subject")->value.str(), "a");
+  EXPECT_EQ(h.last("ce_specversion")->value.str(), "1.0");
+  EXPECT_EQ(collector().headers[1].last("ce_id")->value.str(), "e3");
 }
 
 // Direct: no backbone, no converter: the sink gets the source's record with its schema.

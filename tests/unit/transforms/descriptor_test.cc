@@ -30,7 +30,8 @@ TEST(TransformDescriptor, ListsEveryClassOnce) {
       "SimpleHeaderConverter", "ShortConverter", "IntegerConverter", "LongConverter",
       "FloatConverter", "DoubleConverter", "BooleanConverter",
       "TimestampConverter$Value", "TimestampConverter$Key", "SetSchemaMetadata$Value",
-      "SetSchemaMetadata$Key", "JsonPathExtract$Value", "JsonPathExtract$Key"};
+      "SetSchemaMetadata$Key", "JsonPathExtract$Value", "JsonPathExtract$Key", "CloudEvent",
+      "CloudEventsConverter"};
   EXPECT_EQ(std::set<std::string>(classes.begin(), classes.end()), expected);
   EXPECT_EQ(classes.size(), expected.size());
 }
