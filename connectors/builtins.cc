@@ -6,6 +6,8 @@
 #include "connectors/datagen/datagen_source.h"
 #include "connectors/file/file_sink.h"
 #include "connectors/file/file_source.h"
+#include "connectors/http/http_sink.h"
+#include "connectors/http/http_source.h"
 #include "connectors/jdbc/jdbc_sink.h"
 #include "connectors/jdbc/jdbc_source.h"
 #include "connectors/kafka/kafka_replicator.h"
@@ -45,6 +47,8 @@ constexpr const char* kBridgeAliases[] = {"mqtt-rocketmq-bridge", nullptr};
 constexpr const char* kRedisSourceAliases[] = {"redis-source", nullptr};
 constexpr const char* kRedisSinkAliases[] = {"redis-sink", nullptr};
 constexpr const char* kJdbcSourceAliases[] = {"io.confluent.connect.jdbc.JdbcSourceConnector", "jdbc-source", nullptr};
+constexpr const char* kHttpSourceAliases[] = {"http-source", "webhook", nullptr};
+constexpr const char* kHttpSinkAliases[] = {"http-sink", nullptr};
 constexpr const char* kJdbcSinkAliases[] = {"io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink", nullptr};
 
 constexpr PluginEntry kEntries[] = {
@@ -106,6 +110,12 @@ constexpr PluginEntry kEntries[] = {
     {"RedisSink", kRedisSinkAliases, PluginKind::kSinkConnector, kVersion,
      "Writes records to Redis: SET, HSET, XADD, PUBLISH, LPUSH or RPUSH (pipelined; standalone, TLS, cluster)",
      &pluginCreate<RedisSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
+    {"HttpSource", kHttpSourceAliases, PluginKind::kSourceConnector, kVersion,
+     "HTTP webhook server (2xx only once the records are safe) or a polled HTTP API with a cursor",
+     &pluginCreate<HttpSourceConnector, SourceConnector>, &pluginDestroy<SourceConnector>},
+    {"HttpSink", kHttpSinkAliases, PluginKind::kSinkConnector, kVersion,
+     "POST/PUT records to a URL template (libcurl; batches, retries honouring Retry-After, order per key)",
+     &pluginCreate<HttpSinkConnector, SinkConnector>, &pluginDestroy<SinkConnector>},
     {"MqttRocketMQBridge", kBridgeAliases, PluginKind::kTransform, kVersion,
      "MQTT <-> RocketMQ mapping rules: MQTT topic levels to RocketMQ topic + tag and back",
      &pluginCreate<mqttc::MqttRocketMQBridge, Transform>, &pluginDestroy<Transform>},

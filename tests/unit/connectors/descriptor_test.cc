@@ -24,7 +24,7 @@ TEST(ConnectorDescriptor, HasTheAbiFieldsAndEveryClass) {
                                             "LogSink", "BlackholeSink", "RocketMQSource",
                                             "RocketMQSink", "RocketMQReplicator",
                                             "RocketMQReplicatorSink", "MQTTSource", "MQTTSink", "KafkaSink", "KafkaSource",
-                                            "MqttRocketMQBridge", "JdbcSink", "JdbcSource", "RedisSource", "RedisSink"}));
+                                            "MqttRocketMQBridge", "JdbcSink", "JdbcSource", "HttpSink", "HttpSource", "RedisSource", "RedisSink"}));
 }
 
 TEST(ConnectorDescriptor, NamesAndAliasesAreUniqueAndResolve) {

@@ -1,0 +1,70 @@
+// The webhook body parser of HttpSource and the small JSON path both HTTP connectors use.
+//
+// A request body becomes events by its Content-Type:
+//   application/json, text/json, anything ending in +json  one JSON document: an array is one
+//                                                          event per element, anything else one
+//                                                          event
+//   application/x-ndjson, application/jsonl, ...jsonlines  one JSON document per non-empty line
+//   anything else (or none)                                the whole body is one raw event
+// A malformed JSON body fails as a whole (no events): InvalidArgument with a message for the
+// sender that names the line (NDJSON) or the place, quoting at most a few escaped characters.
+// Events of JSON bodies are JSON texts: a single document keeps its bytes (trimmed), elements of
+// an array are written compactly, NDJSON lines keep their bytes (trimmed).
+//
+// Thread-safety: free functions and immutable values.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ferry/result.h"
+
+namespace ferry::connectors::httpc {
+
+// A path into a JSON document: "$.data.items", "data.items", "items[0].id", "$" (the root).
+// Segments are object members; "[n]" or a numeric segment indexes an array.
+class JsonPath {
+ public:
+  // InvalidArgument for an empty segment, an unclosed '[' or a non-numeric index.
+  static Result<JsonPath> parse(std::string_view text);
+  // The value at the path, or null when a member or index is missing.
+  const nlohmann::json* find(const nlohmann::json& doc) const;
+  bool root() const noexcept { return segments_.empty(); }
+
+ private:
+  struct Segment {
+    std::string name;
+    std::optional<std::size_t> index;  // set: an array index
+  };
+  std::vector<Segment> segments_;
+};
+
+// A JSON value as record text: strings as they are, numbers and booleans as JSON writes them,
+// null as nullopt, objects and arrays written compactly.
+std::optional<std::string> jsonText(const nlohmann::json& v);
+
+enum class BodyKind { kJson, kNdjson, kRaw };
+// The body kind a Content-Type value names (parameters such as charset are ignored).
+BodyKind bodyKindOf(std::string_view contentType);
+
+struct WebhookEvent {
+  std::string value;
+  std::optional<std::string> key;  // from BodyOptions::keyPath when the event has it
+};
+
+struct BodyOptions {
+  const JsonPath* keyPath = nullptr;  // not owned; null: no key from the body
+  std::size_t maxEvents = 1000000;    // more events: InvalidArgument
+  int maxDepth = 64;                  // deeper JSON: InvalidArgument
+};
+
+// The events of one request body (see above).
+Result<std::vector<WebhookEvent>> parseWebhookBody(std::string_view contentType, std::string_view body,
+                                                   const BodyOptions& options);
+
+}  // namespace ferry::connectors::httpc
