@@ -4,6 +4,8 @@
 #include <set>
 #include <thread>
 
+#include "core/logging.h"
+
 namespace ferry::redis {
 namespace {
 
@@ -159,7 +161,11 @@ Result<Reply> Client::redirected(const Command& cmd, Reply reply, std::chrono::m
       if (prefix == "MOVED") {
         unsigned slot = 0;
         auto [p, ec] = std::from_chars(s.data() + sp1 + 1, s.data() + sp2, slot);
-        if (ec == std::errc() && slot < kSlots && !slots_.empty()) slots_[slot] = target;
+        if (ec == std::errc() && slot < kSlots && !slots_.empty() && slots_[slot] != target) {
+          slots_[slot] = target;
+          core::logger("redis")->info("Redis Cluster: slot {} moved to {} (MOVED); reading the slot map again",
+                                      slot, target);
+        }
         refreshWanted_ = true;
         FERRY_ASSIGN_OR_RETURN(reply, conn->command(cmd.args, extra));
       } else {

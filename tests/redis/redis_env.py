@@ -34,10 +34,10 @@ class OwnRedis:
     """A redis-server of the test's own (appendonly, fsync always) on a free port, which the test
     may kill -9 and start again without losing what it acknowledged."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, port=None):
         self.dir = os.path.join(workdir, "redis")
         os.makedirs(self.dir, exist_ok=True)
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc = None
         with open(os.path.join(self.dir, "redis.conf"), "w") as f:
             f.write(f"bind 127.0.0.1\nport {self.port}\ndir {self.dir}\nappendonly yes\nappendfsync always\n"
