@@ -29,17 +29,18 @@ ALLOWED = {
     "src/rocketmq": {"ferry", "core", "rocketmq"},
     "src/mqtt": {"ferry", "core", "mqtt"},
     "src/kafka": {"ferry", "core", "kafka"},
+    "src/redis": {"ferry", "core", "redis"},
     "src/backbone": {"ferry", "core", "rocketmq", "kafka", "backbone"},
     "src/store": {"ferry", "core", "store"},
     "src/cluster": {"ferry", "core", "cluster"},
-    "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "connectors"},
+    "connectors": {"ferry", "core", "rocketmq", "mqtt", "kafka", "redis", "connectors"},
     "transforms": {"ferry", "core", "transforms"},
     "src/runtime": {"ferry", "core", "backbone", "store", "cluster", "runtime", "connectors", "transforms"},
     "src/jvm": {"ferry", "core", "runtime", "transforms", "jvm"},
     "src/control": {"ferry", "core", "backbone", "store", "cluster", "runtime", "control", "connectors", "transforms"},
     "src/rest": {"ferry", "core", "runtime", "control", "rest", "store"},
 }
-PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "backbone", "store", "cluster", "runtime", "jvm", "control", "rest", "connectors", "transforms", "apps"}
+PROJECT_TOPS = {"ferry", "core", "rocketmq", "mqtt", "kafka", "redis", "backbone", "store", "cluster", "runtime", "jvm", "control", "rest", "connectors", "transforms", "apps"}
 
 
 def files(folder):
