@@ -154,13 +154,21 @@ def main():
     for i in range(100):
         r.call("PUBLISH", f"{run_id}:news", json.dumps({"seq": i}))
     r.call("SET", f"{run_id}:kv:one", "1")
-    wait_for(lambda: len(lines(out_p)) == 101, 30, "100 messages and one keyspace notification")
+    # 100 more published by a RedisSink (PUBLISH) from a file.
+    pub_in = os.path.join(work, "pub.txt")
+    with open(pub_in, "w") as f:
+        for i in range(100, 200):
+            f.write(json.dumps({"seq": i}) + "\n")
+    w.ok("PUT", "/connectors/pubfile/config", {"connector.class": "FileStreamSource", "file": pub_in, "topic": "tonews"})
+    w.ok("PUT", "/connectors/publish/config", {"connector.class": "RedisSink", "redis.hosts": hosts, "topics": "tonews",
+                                               "redis.command": "PUBLISH", "redis.key": f"{run_id}:news"})
+    wait_for(lambda: len(lines(out_p)) == 201, 30, "200 messages and one keyspace notification")
     got = lines(out_p)
     news = [l for l in got if l.startswith("{")]
-    assert seqs_of(news)[0] == set(range(100)), got[:5]
+    assert seqs_of(news)[0] == set(range(200)), got[:5]
     assert "set" in got, got[-3:]
-    print("(d) pub/sub: 100 messages published while subscribed arrived; a keyspace notification (set) too",
-          flush=True)
+    print("(d) pub/sub: 100 messages published by a client and 100 by a RedisSink (PUBLISH) while subscribed "
+          "arrived; a keyspace notification (set) too", flush=True)
     w.stop()
     redis.stop()
 
