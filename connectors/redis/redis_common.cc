@@ -1,5 +1,6 @@
 #include "connectors/redis/redis_common.h"
 
+#include <cctype>
 #include <charconv>
 
 namespace ferry::connectors::redisc {
@@ -31,6 +32,12 @@ void defineConnectionKeys(ConfigDef& d) {
            "Longest wait to connect, including TLS and AUTH.", validators::atLeast(100));
   d.define("redis.timeout.ms", ConfigType::kLong, "10000", Importance::kLow,
            "Longest wait for the answer to a command or a pipeline.", validators::atLeast(100));
+}
+
+std::string safeName(std::string n) {
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return n;
 }
 
 Result<std::vector<std::pair<std::string, std::uint16_t>>> parseHosts(const std::vector<std::string>& hosts) {

@@ -18,6 +18,9 @@ void defineConnectionKeys(ConfigDef& def);
 void validateConnectionKeys(const ParsedConfig& config, ConfigValidation& validation);
 // The client options for `config`; `clientName` is sent as CLIENT SETNAME.
 Result<redis::ClientOptions> clientOptions(const ParsedConfig& config, const std::string& clientName);
+// `name` with every character but letters, digits, '-', '_' and '.' replaced by '_': fit for
+// CLIENT SETNAME, consumer and processing-list names.
+std::string safeName(std::string name);
 // "host:port" list -> seeds; InvalidArgument naming a bad entry.
 Result<std::vector<std::pair<std::string, std::uint16_t>>> parseHosts(const std::vector<std::string>& hosts);
 

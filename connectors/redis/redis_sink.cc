@@ -38,12 +38,6 @@ bool transientError(std::string_view prefix) {
          prefix == "OOM" || prefix == "NOAUTH" || prefix == "NOREPLICAS";
 }
 
-std::string clientName(const std::string& connector, int task) {
-  std::string n = "ferry-" + connector + "-" + std::to_string(task);
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  return n;
-}
 
 }  // namespace
 
@@ -126,7 +120,9 @@ Status RedisSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   maxLen_ = p.getLong("redis.stream.maxlen");
   deleteOnNull_ = p.getBool("redis.delete.on.null");
   batchMax_ = static_cast<std::size_t>(p.getInt("redis.batch.max.commands"));
-  FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(p, clientName(context.connectorName(), context.taskId())));
+  FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(
+                                         p, redisc::safeName("ferry-" + context.connectorName() + "-" +
+                                                             std::to_string(context.taskId()))));
   // The first connection is made now, so that a wrong password or address fails the task at once
   // with the reason; a server that is down is retried (retriable Unavailable).
   Status s = ensureClient();

@@ -19,12 +19,6 @@ using Mode = RedisSourceTask::Mode;
 using redis::Command;
 using redis::Reply;
 
-std::string safeName(std::string n) {
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  return n;
-}
-
 // A processing list in the same hash slot as `list` (LMOVE needs both keys in one slot).
 std::string processingListFor(const std::string& list, const std::string& owner) {
   const auto open = list.find('{');
@@ -180,7 +174,7 @@ Status RedisSourceTask::start(const StringMap& config, SourceTaskContext& contex
   } else if (!p.getList("redis.lists").empty()) {
     mode_ = Mode::kList;
     sources_ = p.getList("redis.lists");
-    for (const auto& l : sources_) processing_[l] = processingListFor(l, safeName(owner));
+    for (const auto& l : sources_) processing_[l] = processingListFor(l, redisc::safeName(owner));
   } else {
     mode_ = Mode::kPubSub;
     sources_ = p.getList("redis.channels");
@@ -199,7 +193,7 @@ Status RedisSourceTask::start(const StringMap& config, SourceTaskContext& contex
   claimMinIdle_ = std::chrono::milliseconds(p.getLong("redis.stream.claim.min.idle.ms"));
   claimInterval_ = std::chrono::milliseconds(p.getLong("redis.stream.claim.interval.ms"));
   for (const auto& s : sources_) pendingFrom_[s] = "0";
-  FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(p, "ferry-" + safeName(owner)));
+  FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(p, "ferry-" + redisc::safeName(owner)));
   Status s = connect();
   if (!s.isOk()) return s.withContext("RedisSource");
   const char* what = mode_ == Mode::kStream ? "streams" : mode_ == Mode::kList ? "lists" : "channels";
