@@ -13,6 +13,7 @@
 #include "connectors/common.h"
 #include "core/backoff.h"
 #include "core/clock.h"
+#include "core/cloudevents.h"
 #include "core/json_read.h"
 #include "core/logging.h"
 
@@ -45,6 +46,25 @@ void appendJsonValue(std::string& out, const Record& r) {
   out += nlohmann::json(std::string(r.value.view())).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace ce = core::cloudevents;
+
+// The CloudEvent a record carries (see http_sink.h).
+Result<ce::Event> eventOf(const Record& r) {
+  const Header* ct = r.headers.last(ce::kContentTypeHeader);
+  if (ct != nullptr && !ct->value.isNull() && ce::isStructuredContentType(ct->value.view(), /*orBatch=*/true)) {
+    if (ce::isBatchContentType(ct->value.view()))
+      return Status::invalidArgument("the record holds a CloudEvents batch, not one event");
+    if (r.value.isNull()) return Status::invalidArgument("the record's content-type says a structured CloudEvent but it has no value");
+    return ce::parseStructured(r.value.view());
+  }
+  if (!r.headers.has("ce_specversion"))
+    return Status::invalidArgument(
+        "the record is not a CloudEvent: no ce_specversion header and its content-type is not "
+        "application/cloudevents+json (give it ce_* headers, e.g. with the CloudEvent transform, or a "
+        "structured event as its value)");
+  return ce::fromHeaders(r.headers, r.value);
+}
+
 }  // namespace
 
 struct HttpSinkTask::Io {
@@ -52,12 +72,14 @@ struct HttpSinkTask::Io {
     std::string url;
     std::string body;
     std::vector<Record> records;
+    std::vector<std::string> headers;  // this request's own (cloudevents-binary)
     int attempts = 0;
     std::int64_t retryAtMs = 0;
   };
   struct Lane {
     CURL* easy = nullptr;
     curl_slist* headers = nullptr;
+    curl_slist* requestHeaders = nullptr;  // headers plus the current request's own, or null
     char error[CURL_ERROR_SIZE] = {0};
     std::deque<Queued> waiting;      // taken from queue_, not in a request yet
     std::optional<Request> current;  // in flight, or waiting for its retry
@@ -80,6 +102,7 @@ struct HttpSinkTask::Io {
       if (lane->inFlight && multi != nullptr) curl_multi_remove_handle(multi, lane->easy);
       if (lane->easy != nullptr) curl_easy_cleanup(lane->easy);
       curl_slist_free_all(lane->headers);
+      curl_slist_free_all(lane->requestHeaders);
     }
     if (multi != nullptr) curl_multi_cleanup(multi);
   }
@@ -105,6 +128,9 @@ struct HttpSinkTask::Io {
     return bytes;
   }
 
+  // What a queued record adds to a batch body: its event's JSON, or its value.
+  static std::size_t pieceSize(const Queued& q, bool events) { return events ? q.body.size() : q.record.value.size(); }
+
   Request build(Lane& lane) const {
     Request r;
     Queued first = std::move(lane.waiting.front());
@@ -115,18 +141,26 @@ struct HttpSinkTask::Io {
       r.records.push_back(std::move(first.record));
       return r;
     }
-    const bool array = format == Format::kJsonArray;
+    if (format == Format::kCloudEventsStructured || format == Format::kCloudEventsBinary) {
+      r.body = std::move(first.body);
+      r.headers = std::move(first.headers);
+      r.records.push_back(std::move(first.record));
+      return r;
+    }
+    const bool events = format == Format::kCloudEvents;
+    const bool array = format == Format::kJsonArray || events;
     if (array) r.body.push_back('[');
-    auto add = [&](Record rec) {
+    auto add = [&](Queued q) {
       if (array && r.records.size() > 0) r.body.push_back(',');
-      appendJsonValue(r.body, rec);
+      if (events) r.body += q.body;
+      else appendJsonValue(r.body, q.record);
       if (!array) r.body.push_back('\n');
-      r.records.push_back(std::move(rec));
+      r.records.push_back(std::move(q.record));
     };
-    add(std::move(first.record));
+    add(std::move(first));
     while (!lane.waiting.empty() && r.records.size() < batchMaxRecords && lane.waiting.front().url == r.url &&
-           r.body.size() + lane.waiting.front().record.value.size() + 2 <= batchMaxBytes) {
-      add(std::move(lane.waiting.front().record));
+           r.body.size() + pieceSize(lane.waiting.front(), events) + 2 <= batchMaxBytes) {
+      add(std::move(lane.waiting.front()));
       lane.waiting.pop_front();
     }
     if (array) r.body.push_back(']');
@@ -138,6 +172,26 @@ struct HttpSinkTask::Io {
     lane.answer.clear();
     lane.retryAfter.clear();
     lane.error[0] = 0;
+    if (!r.headers.empty()) {
+      // The lane's headers and this request's own, in a list that lives until the next start.
+      // (Out of memory for it, the request goes without them and the server's answer decides.)
+      curl_slist* list = nullptr;
+      bool complete = true;
+      auto add = [&](const char* h) {
+        curl_slist* next = complete ? curl_slist_append(list, h) : nullptr;
+        if (next == nullptr) complete = false;
+        else list = next;
+      };
+      for (const curl_slist* h = lane.headers; h != nullptr; h = h->next) add(h->data);
+      for (const auto& h : r.headers) add(h.c_str());
+      if (!complete) {
+        curl_slist_free_all(list);
+        list = nullptr;
+      }
+      curl_easy_setopt(lane.easy, CURLOPT_HTTPHEADER, list != nullptr ? list : lane.headers);
+      curl_slist_free_all(lane.requestHeaders);
+      lane.requestHeaders = list;
+    }
     curl_easy_setopt(lane.easy, CURLOPT_URL, r.url.c_str());
     curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDS, r.body.data());
     curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
@@ -157,16 +211,24 @@ const ConfigDef& HttpSinkConnector::definition() {
              validators::oneOf({"POST", "PUT"}));
     d.define("http.batch.format", ConfigType::kString, "one", Importance::kHigh,
              "one: a request per record, its value as the body; json-array: a JSON array of "
-             "record values per request; ndjson: one value per line.",
-             validators::oneOf({"one", "json-array", "ndjson"}));
+             "record values per request; ndjson: one value per line; cloudevents: a CloudEvents batch "
+             "(application/cloudevents-batch+json) of the records' events; cloudevents-structured: one "
+             "application/cloudevents+json event per request; cloudevents-binary: one request per event, "
+             "attributes as ce-* headers and the data as the body. A record's event is its structured "
+             "value (content-type application/cloudevents+json) or its ce_* headers and value; a record "
+             "that is no valid event is a bad record.",
+             validators::oneOf({"one", "json-array", "ndjson", "cloudevents", "cloudevents-structured",
+                                "cloudevents-binary"}));
     d.define("http.batch.max.records", ConfigType::kInt, "500", Importance::kMedium,
-             "Most records in one request (json-array, ndjson).", validators::atLeast(1));
+             "Most records in one request (json-array, ndjson, cloudevents).", validators::atLeast(1));
     d.define("http.batch.max.bytes", ConfigType::kLong, "1048576", Importance::kMedium,
              "About the largest body of one batch request (a larger single record goes alone).",
              validators::atLeast(1));
     d.define("http.content.type", ConfigType::kString, "", Importance::kLow,
              "Content-Type of the requests; empty: application/json (one, json-array) or "
-             "application/x-ndjson (ndjson).");
+             "application/x-ndjson (ndjson). The cloudevents formats set their own; for "
+             "cloudevents-binary this is the Content-Type of an event without datacontenttype "
+             "(empty: none).");
     d.define("http.max.in.flight", ConfigType::kInt, "4", Importance::kMedium,
              "Requests outstanding at once per task; records of one key stay in order.",
              validators::between(1, 256));
@@ -237,13 +299,22 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   if (!settings.isOk()) return settings.status().withContext("HttpSink");
   io->settings = std::move(*settings);
   const std::string format = p.getString("http.batch.format");
-  io->format = format == "json-array" ? Format::kJsonArray : format == "ndjson" ? Format::kNdjson : Format::kOne;
+  io->format = format == "json-array"               ? Format::kJsonArray
+               : format == "ndjson"                   ? Format::kNdjson
+               : format == "cloudevents"              ? Format::kCloudEvents
+               : format == "cloudevents-structured"   ? Format::kCloudEventsStructured
+               : format == "cloudevents-binary"       ? Format::kCloudEventsBinary
+                                                      : Format::kOne;
+  format_ = io->format;
   io->method = p.getString("http.method");
   for (char& c : io->method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   io->batchMaxRecords = static_cast<std::size_t>(p.getInt("http.batch.max.records"));
   io->batchMaxBytes = static_cast<std::size_t>(p.getLong("http.batch.max.bytes"));
   std::string contentType = p.getString("http.content.type");
+  binaryContentType_ = contentType;
   if (contentType.empty()) contentType = io->format == Format::kNdjson ? "application/x-ndjson" : "application/json";
+  if (io->format == Format::kCloudEvents) contentType = ce::kBatchContentType;
+  if (io->format == Format::kCloudEventsStructured) contentType = ce::kStructuredContentType;
   lanes_ = static_cast<std::size_t>(p.getInt("http.max.in.flight"));
   maxBuffered_ = static_cast<std::size_t>(p.getInt("http.max.buffered.records"));
   flushTimeoutMs_ = p.getLong("http.flush.timeout.ms");
@@ -258,7 +329,10 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
     lane->backoff = core::Backoff(backoff, backoffMax);
     lane->easy = curl_easy_init();
     if (lane->easy == nullptr) return Status::internal("HttpSink: curl_easy_init failed");
-    lane->headers = httpc::applySettings(lane->easy, io->settings, {"Content-Type: " + contentType}, lane->error);
+    // cloudevents-binary: each request says its own Content-Type (the event's datacontenttype).
+    const std::vector<std::string> laneContentType =
+        io->format == Format::kCloudEventsBinary ? std::vector<std::string>{} : std::vector{"Content-Type: " + contentType};
+    lane->headers = httpc::applySettings(lane->easy, io->settings, laneContentType, lane->error);
     if (lane->headers == nullptr) return Status::internal("HttpSink: out of memory for the request headers");
     curl_easy_setopt(lane->easy, CURLOPT_POST, 1L);
     if (io->method != "POST") curl_easy_setopt(lane->easy, CURLOPT_CUSTOMREQUEST, io->method.c_str());
@@ -316,7 +390,14 @@ Status HttpSinkTask::put(std::vector<Record>& records) {
     std::size_t lane = 0;
     if (r.key.isNull()) lane = nextLane_++ % lanes_;
     else lane = std::hash<std::string_view>{}(r.key.view()) % lanes_;
-    batch.push_back(Queued{std::move(r), httpc::cleanUrl(*url), lane});
+    Queued q{Record(), httpc::cleanUrl(*url), lane, {}, {}};
+    if (Status st = renderEvent(r, q); !st.isOk()) {
+      Status s = context_->reportBadRecord(r, st);
+      if (!s.isOk()) return s;
+      continue;
+    }
+    q.record = std::move(r);
+    batch.push_back(std::move(q));
   }
   if (batch.empty()) return Status::ok();
   {
@@ -325,6 +406,41 @@ Status HttpSinkTask::put(std::vector<Record>& records) {
     for (auto& q : batch) queue_.push_back(std::move(q));
   }
   curl_multi_wakeup(io_->multi);
+  return Status::ok();
+}
+
+Status HttpSinkTask::renderEvent(const Record& r, Queued& q) const {
+  if (format_ != Format::kCloudEvents && format_ != Format::kCloudEventsStructured &&
+      format_ != Format::kCloudEventsBinary)
+    return Status::ok();
+  const char* where = format_ == Format::kCloudEvents             ? "HttpSink (http.batch.format=cloudevents)"
+                      : format_ == Format::kCloudEventsStructured ? "HttpSink (http.batch.format=cloudevents-structured)"
+                                                                  : "HttpSink (http.batch.format=cloudevents-binary)";
+  auto event = eventOf(r);
+  if (!event.isOk()) return event.status().withContext(where);
+  if (format_ != Format::kCloudEventsBinary) {
+    auto json = ce::renderStructured(*event);
+    if (!json.isOk()) return json.status().withContext(where);
+    q.body = std::move(*json);
+    return Status::ok();
+  }
+  // Binary mode: the Kafka binding's headers of the event, renamed to the HTTP binding's.
+  Headers attributes;
+  if (Status st = ce::toHeaders(*event, attributes); !st.isOk()) return st.withContext(where);
+  std::string contentType = binaryContentType_;
+  for (const Header& h : attributes) {
+    if (h.key == ce::kContentTypeHeader) {
+      contentType = h.value.str();
+      continue;
+    }
+    q.headers.push_back(std::string(ce::kHttpHeaderPrefix) + h.key.substr(ce::kHeaderPrefix.size()) + ": " +
+                        ce::encodeHttpHeaderValue(h.value.view()));
+  }
+  // "Content-Type:" without a value keeps libcurl from sending its form type for a POST body.
+  for (char& c : contentType)
+    if (c == '\r' || c == '\n') c = ' ';
+  q.headers.push_back(contentType.empty() ? std::string("Content-Type:") : "Content-Type: " + contentType);
+  if (!event->data.isNull()) q.body = event->data.str();
   return Status::ok();
 }
 

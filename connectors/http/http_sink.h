@@ -7,6 +7,16 @@
 // http.batch.max.records records and about http.batch.max.bytes bytes; a value that is not JSON
 // is sent as a JSON string, a tombstone as null).
 //
+// CloudEvents (core/cloudevents.h): http.batch.format=cloudevents sends consecutive records of a
+// lane with the same URL as one application/cloudevents-batch+json array, cloudevents-structured
+// one application/cloudevents+json event per request, cloudevents-binary one request per record
+// in the HTTP binding's binary mode (ce-<attr> headers, percent-encoded; Content-Type the
+// datacontenttype; the body the data). A record's event is its value when its content-type header
+// is application/cloudevents+json (a structured event, as the CloudEvent transform or
+// CloudEventsConverter write it), else its ce_* headers and value (binary mode, as HttpSource,
+// CloudEvent mode=binary or CloudEventsConverter write it). A record that is neither, or whose
+// event is invalid, goes to SinkTaskContext::reportBadRecord at put() with the reason.
+//
 // Order and concurrency: records are spread over http.max.in.flight lanes, by a hash of the key
 // (records without a key round robin). A lane has at most one request outstanding, so at most
 // http.max.in.flight requests are in flight and records of one key never overtake each other, even
@@ -77,11 +87,13 @@ class HttpSinkTask final : public SinkTask {
   struct Io;  // the I/O thread's state (http_sink.cc)
 
  private:
-  enum class Format { kOne, kJsonArray, kNdjson };
+  enum class Format { kOne, kJsonArray, kNdjson, kCloudEvents, kCloudEventsStructured, kCloudEventsBinary };
   struct Queued {
     Record record;
     std::string url;
     std::size_t lane = 0;
+    std::string body;                  // CloudEvents formats: the event's JSON, or (binary) its data
+    std::vector<std::string> headers;  // cloudevents-binary: "ce-<attr>: <value>", Content-Type
   };
   struct Bad {
     Record record;
@@ -89,11 +101,15 @@ class HttpSinkTask final : public SinkTask {
   };
 
   Status reportBad();
+  // A CloudEvents format: the event `r` is (see the file comment) rendered into `q`.
+  Status renderEvent(const Record& r, Queued& q) const;
   void ioLoop();
 
   std::shared_ptr<spdlog::logger> log_;
   SinkTaskContext* context_ = nullptr;
   std::unique_ptr<core::RecordTemplate> url_;
+  Format format_ = Format::kOne;
+  std::string binaryContentType_;  // cloudevents-binary: Content-Type of data without datacontenttype
   std::size_t lanes_ = 1;
   std::size_t nextLane_ = 0;  // task thread: round robin for records without a key
   std::size_t maxBuffered_ = 20000;

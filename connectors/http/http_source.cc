@@ -234,7 +234,16 @@ struct HttpSourceTask::Webhook : std::enable_shared_from_this<HttpSourceTask::We
     httpc::BodyOptions options;
     options.keyPath = keyPath.get();
     options.maxEvents = std::max<std::size_t>(maxPending, 1);
-    auto events = httpc::parseWebhookBody(contentType, req.body, options);
+    // CloudEvents in the HTTP binding's binary mode: one event, its attributes in ce-* headers.
+    const bool binaryEvent = httpc::isBinaryCloudEvent(req.headers, contentType);
+    Result<std::vector<httpc::WebhookEvent>> events = std::vector<httpc::WebhookEvent>();
+    if (binaryEvent) {
+      auto one = httpc::parseBinaryCloudEvent(req.headers, contentType, req.body, options);
+      if (one.isOk()) events->push_back(std::move(*one));
+      else events = one.status();
+    } else {
+      events = httpc::parseWebhookBody(contentType, req.body, options);
+    }
     if (!events.isOk()) {
       log->debug("{}: 400 for {} from {}: {}", name, req.path, req.remoteAddr, events.status().message());
       return reply(answerOf(400, events.status().message()));
@@ -266,22 +275,17 @@ struct HttpSourceTask::Webhook : std::enable_shared_from_this<HttpSourceTask::We
     std::vector<std::pair<std::string, Bytes>> kept;
     for (const auto& name : includeHeaders)
       if (const std::string* v = req.header(name)) kept.emplace_back(name, Bytes::copyOf(*v));
-    // CloudEvents binary mode: the attributes travel as ce-<name> HTTP headers; the Kafka binding
-    // (what records follow) names them ce_<name>.
-    for (const auto& [hn, hv] : req.headers)
-      if (hn.size() > 3 && hn.compare(0, 3, "ce-") == 0) kept.emplace_back("ce_" + hn.substr(3), Bytes::copyOf(hv));
-    // A CloudEvents batch becomes one record per event: each is a structured event.
-    if (ct != nullptr && lower(ct->substr(0, ct->find(';'))).find("application/cloudevents-batch+json") == 0)
-      contentTypeBytes = Bytes::copyOf("application/cloudevents+json");
     std::vector<Record> records;
     records.reserve(n);
     for (auto& e : *events) {
       Record r;
       r.topic = *topicName;
-      r.value = Bytes(std::move(e.value));
+      if (e.hasValue) r.value = Bytes(std::move(e.value));
       if (!headerKey.isNull()) r.key = headerKey;
       else if (e.key) r.key = Bytes(std::move(*e.key));
-      if (!contentTypeBytes.isNull()) r.headers.add("content-type", contentTypeBytes);
+      // A CloudEvent's headers are its attributes (content-type is its datacontenttype).
+      if (!e.headers.empty()) r.headers = std::move(e.headers);
+      else if (!contentTypeBytes.isNull()) r.headers.add("content-type", contentTypeBytes);
       r.headers.add("http.path", pathBytes);
       for (const auto& [hn, hv] : kept) r.headers.add(hn, hv);
       r.timestampMs = now;

@@ -5,10 +5,13 @@
 
 #include <cctype>
 
+#include "core/cloudevents.h"
 #include "core/json_bounds.h"
 
 namespace ferry::connectors::httpc {
 namespace {
+
+namespace ce = core::cloudevents;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -37,6 +40,46 @@ Status addEvent(std::vector<WebhookEvent>& out, std::string value, const nlohman
     if (const nlohmann::json* k = options.keyPath->find(doc)) e.key = jsonText(*k);
   out.push_back(std::move(e));
   return Status::ok();
+}
+
+// A CloudEvent as a webhook event: data -> value, attributes -> binary-mode record headers.
+Status addCloudEvent(std::vector<WebhookEvent>& out, ce::Event& event, const nlohmann::json* doc,
+                     const BodyOptions& options) {
+  WebhookEvent e;
+  FERRY_RETURN_IF_ERROR(ce::toHeaders(event, e.headers));
+  e.hasValue = !event.data.isNull();
+  if (e.hasValue) e.value = event.data.str();
+  if (options.keyPath != nullptr && doc != nullptr)
+    if (const nlohmann::json* k = options.keyPath->find(*doc)) e.key = jsonText(*k);
+  out.push_back(std::move(e));
+  return Status::ok();
+}
+
+Result<std::vector<WebhookEvent>> parseCloudEvents(bool batch, std::string_view body, const BodyOptions& options) {
+  ce::ParseOptions parse;
+  parse.limits = core::JsonLimits{options.maxDepth, body.size() + 1};
+  parse.maxBatchEvents = options.maxEvents;
+  std::vector<ce::Event> events;
+  if (batch) {
+    FERRY_ASSIGN_OR_RETURN(events, ce::parseBatch(body, parse));
+  } else {
+    FERRY_ASSIGN_OR_RETURN(auto one, ce::parseStructured(body, parse));
+    events.push_back(std::move(one));
+  }
+  // Keys come from the event objects: parsed again only when a key path asks for them.
+  std::optional<nlohmann::json> doc;
+  if (options.keyPath != nullptr) {
+    auto parsed = core::parseJsonBounded<nlohmann::json>(body, parse.limits);
+    if (parsed.isOk()) doc = std::move(*parsed);
+  }
+  std::vector<WebhookEvent> out;
+  out.reserve(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const nlohmann::json* element = nullptr;
+    if (doc) element = batch ? (doc->is_array() && i < doc->size() ? &(*doc)[i] : nullptr) : &*doc;
+    FERRY_RETURN_IF_ERROR(addCloudEvent(out, events[i], element, options));
+  }
+  return out;
 }
 
 }  // namespace
@@ -117,6 +160,8 @@ BodyKind bodyKindOf(std::string_view contentType) {
   if (type == "application/x-ndjson" || type == "application/ndjson" || type == "application/jsonl" ||
       type == "application/x-jsonlines" || type == "application/jsonlines" || type == "application/json-lines")
     return BodyKind::kNdjson;
+  if (type == ce::kStructuredContentType) return BodyKind::kCloudEvent;
+  if (type == ce::kBatchContentType) return BodyKind::kCloudEventsBatch;
   if (type == "application/json" || type == "text/json" ||
       (type.size() > 5 && type.compare(type.size() - 5, 5, "+json") == 0))
     return BodyKind::kJson;
@@ -129,8 +174,11 @@ Result<std::vector<WebhookEvent>> parseWebhookBody(std::string_view contentType,
   const core::JsonLimits limits{options.maxDepth, body.size() + 1};
   switch (bodyKindOf(contentType)) {
     case BodyKind::kRaw:
-      out.push_back(WebhookEvent{std::string(body), std::nullopt});
+      out.push_back(WebhookEvent{std::string(body), std::nullopt, true, {}});
       return out;
+    case BodyKind::kCloudEvent:
+    case BodyKind::kCloudEventsBatch:
+      return parseCloudEvents(bodyKindOf(contentType) == BodyKind::kCloudEventsBatch, body, options);
     case BodyKind::kJson: {
       const std::string_view text = trim(body);
       if (text.empty()) return Status::invalidArgument("empty JSON body");
@@ -166,6 +214,41 @@ Result<std::vector<WebhookEvent>> parseWebhookBody(std::string_view contentType,
     }
   }
   return out;
+}
+
+bool isBinaryCloudEvent(const std::map<std::string, std::string>& headers, std::string_view contentType) {
+  if (ce::isStructuredContentType(contentType, /*orBatch=*/true)) return false;
+  auto it = headers.lower_bound(std::string(ce::kHttpHeaderPrefix));
+  return it != headers.end() && it->first.compare(0, ce::kHttpHeaderPrefix.size(), ce::kHttpHeaderPrefix) == 0;
+}
+
+Result<WebhookEvent> parseBinaryCloudEvent(const std::map<std::string, std::string>& headers,
+                                           std::string_view contentType, std::string_view body,
+                                           const BodyOptions& options) {
+  // The HTTP binding's headers as the Kafka binding's, so the codec reads and checks them.
+  Headers asRecord;
+  for (const auto& [name, value] : headers)
+    if (name.size() > ce::kHttpHeaderPrefix.size() && name.compare(0, ce::kHttpHeaderPrefix.size(), ce::kHttpHeaderPrefix) == 0)
+      asRecord.add(std::string(ce::kHeaderPrefix) + name.substr(ce::kHttpHeaderPrefix.size()),
+                   std::string_view(ce::decodeHttpHeaderValue(value)));
+  if (!trim(contentType).empty()) asRecord.add(std::string(ce::kContentTypeHeader), contentType);
+  ce::Event event;
+  std::optional<std::string> specversion;
+  constexpr const char* kWhat = "a binary-mode CloudEvent (ce- headers)";
+  FERRY_RETURN_IF_ERROR(ce::readHeaders(asRecord, event, specversion).withContext(kWhat));
+  if (!specversion)
+    return Status::invalidArgument(std::string(kWhat) + ": required header 'ce-specversion' is missing");
+  event.specversion = std::move(*specversion);
+  FERRY_RETURN_IF_ERROR(ce::validate(event).withContext(kWhat));
+  if (!body.empty()) event.data = Bytes::copyOf(body);
+  std::optional<nlohmann::json> doc;
+  if (options.keyPath != nullptr && !body.empty() && ce::isJsonContentType(contentType)) {
+    auto parsed = core::parseJsonBounded<nlohmann::json>(body, core::JsonLimits{options.maxDepth, body.size() + 1});
+    if (parsed.isOk()) doc = std::move(*parsed);
+  }
+  std::vector<WebhookEvent> out;
+  FERRY_RETURN_IF_ERROR(addCloudEvent(out, event, doc ? &*doc : nullptr, options));
+  return std::move(out.front());
 }
 
 }  // namespace ferry::connectors::httpc

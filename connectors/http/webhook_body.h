@@ -5,7 +5,16 @@
 //                                                          event per element, anything else one
 //                                                          event
 //   application/x-ndjson, application/jsonl, ...jsonlines  one JSON document per non-empty line
+//   application/cloudevents+json                           one CloudEvent (structured mode)
+//   application/cloudevents-batch+json                     a JSON array of CloudEvents, one event
+//                                                          per element
 //   anything else (or none)                                the whole body is one raw event
+// CloudEvents (core/cloudevents.h) are validated, a whole body failing on the first bad event
+// ("a CloudEvents batch: event 2: required attribute 'id' is missing or empty"). An event's value
+// is its data (none: `hasValue` false) and its attributes are record headers as the Kafka protocol
+// binding's binary mode writes them: `ce_<attr>`, and `content-type` for datacontenttype; a key
+// path applies to the event's JSON object (`$.subject`, `$.data.orderId`). A request in the HTTP
+// binding's binary mode (ce-* headers) is parseBinaryCloudEvent's.
 // A malformed JSON body fails as a whole (no events): InvalidArgument with a message for the
 // sender that names the line (NDJSON) or the place, quoting at most a few escaped characters.
 // Events of JSON bodies are JSON texts: a single document keeps its bytes (trimmed), elements of
@@ -15,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +32,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ferry/record.h"
 #include "ferry/result.h"
 
 namespace ferry::connectors::httpc {
@@ -48,13 +59,15 @@ class JsonPath {
 // null as nullopt, objects and arrays written compactly.
 std::optional<std::string> jsonText(const nlohmann::json& v);
 
-enum class BodyKind { kJson, kNdjson, kRaw };
+enum class BodyKind { kJson, kNdjson, kRaw, kCloudEvent, kCloudEventsBatch };
 // The body kind a Content-Type value names (parameters such as charset are ignored).
 BodyKind bodyKindOf(std::string_view contentType);
 
 struct WebhookEvent {
   std::string value;
   std::optional<std::string> key;  // from BodyOptions::keyPath when the event has it
+  bool hasValue = true;            // false: a CloudEvent without data (a null record value)
+  Headers headers;                 // a CloudEvent's attributes (ce_*, content-type); else none
 };
 
 struct BodyOptions {
@@ -66,5 +79,18 @@ struct BodyOptions {
 // The events of one request body (see above).
 Result<std::vector<WebhookEvent>> parseWebhookBody(std::string_view contentType, std::string_view body,
                                                    const BodyOptions& options);
+
+// True when a request with these (lower-case) header names is a CloudEvent in the HTTP binding's
+// binary mode: it has a `ce-*` header and its Content-Type is not a CloudEvents format (those are
+// structured, and their ce-* headers are ignored).
+bool isBinaryCloudEvent(const std::map<std::string, std::string>& headers, std::string_view contentType);
+// The CloudEvent of a binary-mode request: attributes from the `ce-<attr>` headers (values
+// percent-decoded), datacontenttype from Content-Type, data the body as it is (an empty body: no
+// data). Checked as the codec checks events: InvalidArgument naming the attribute
+// ("required attribute 'id' is missing or empty") when specversion, id, source or type is missing
+// or an attribute is invalid. The key path applies to a JSON body.
+Result<WebhookEvent> parseBinaryCloudEvent(const std::map<std::string, std::string>& headers,
+                                           std::string_view contentType, std::string_view body,
+                                           const BodyOptions& options);
 
 }  // namespace ferry::connectors::httpc

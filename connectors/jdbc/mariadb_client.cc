@@ -6,6 +6,8 @@
 #include <charconv>
 #include <mutex>
 
+#include "core/percent.h"
+
 namespace ferry::connectors::jdbc {
 namespace {
 
@@ -81,25 +83,7 @@ bool dataError(unsigned e) {
   }
 }
 
-std::string percentDecoded(std::string_view s) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
+std::string percentDecoded(std::string_view s) { return core::percentDecode(s); }
 
 std::string_view withoutJdbc(std::string_view url) {
   if (url.substr(0, 5) == "jdbc:") url.remove_prefix(5);

@@ -7,6 +7,14 @@ appended to DIR/<first path segment>.txt, one per line, before the answer is sen
 per line, an application/json array one item per element, any other body one item. Items that are
 JSON strings are written as their text, others as compact JSON.
 
+CloudEvents (HTTP protocol binding): an application/cloudevents+json body is one event, an
+application/cloudevents-batch+json body an array of them, and a request with ce-* headers (values
+percent-decoded) is one event in binary mode whose data is the body. Every event is checked:
+specversion "1.0", id, source and type non-empty strings; a bad one answers 400 naming the event
+and nothing of the request is written. Each event is written as one line: its JSON (binary mode:
+the attributes and "data", the body as JSON when its Content-Type is JSON, else as text).
+/_stats counts requests by Content-Type ("content_types").
+
 Behaviour is changed over HTTP, POST /_control with a JSON object (what is not given is kept):
     {"mode": "ok" | "status" | "slow" | "reset" | "garbage", "count": n,   # the next n requests
      "status": 503, "retry_after": "1",                                  # mode "status"
@@ -28,17 +36,60 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote_to_bytes, urlparse
 
 LOCK = threading.Lock()
 STATE = {"mode": "ok", "count": 0, "status": 503, "retry_after": "1", "delay_ms": 1000, "bad_marker": ""}
-STATS = {"requests": 0, "answers": {}, "cursors": []}
+STATS = {"requests": 0, "answers": {}, "cursors": [], "content_types": {}}
 ARGS = None
 STARTED = time.time()
 
 
-def items_of(content_type, body):
+CE_REQUIRED = ("id", "source", "type")
+
+
+def check_event(e, where):
+    if not isinstance(e, dict):
+        raise ValueError(f"{where}: not a JSON object")
+    if e.get("specversion") != "1.0":
+        raise ValueError(f"{where}: specversion is {e.get('specversion')!r}, not '1.0'")
+    for name in CE_REQUIRED:
+        if not isinstance(e.get(name), str) or not e[name]:
+            raise ValueError(f"{where}: required attribute {name!r} is missing or empty")
+    return e
+
+
+def binary_event(headers, body):
+    """The event of a binary-mode request (ce-* headers), or None when it has none."""
+    attrs = {k.lower()[3:]: unquote_to_bytes(v).decode("utf-8", "replace")
+             for k, v in headers.items() if k.lower().startswith("ce-")}
+    if not attrs:
+        return None
+    ct = headers.get("Content-Type")
+    if ct:
+        attrs["datacontenttype"] = ct
+    if body:
+        base = (ct or "").split(";")[0].strip().lower()
+        if base in ("", "application/json", "text/json") or base.endswith("+json"):
+            attrs["data"] = json.loads(body.decode())
+        else:
+            attrs["data"] = body.decode(errors="replace")
+    return check_event(attrs, "binary-mode event")
+
+
+def items_of(content_type, body, headers=None):
     ct = (content_type or "").split(";")[0].strip().lower()
+    if ct == "application/cloudevents-batch+json":
+        doc = json.loads(body.decode())
+        if not isinstance(doc, list):
+            raise ValueError("a CloudEvents batch must be a JSON array")
+        return [json.dumps(check_event(e, f"event {i}"), separators=(",", ":")) for i, e in enumerate(doc)]
+    if ct == "application/cloudevents+json":
+        return [json.dumps(check_event(json.loads(body.decode()), "event"), separators=(",", ":"))]
+    if headers is not None:
+        e = binary_event(headers, body)
+        if e is not None:
+            return [json.dumps(e, separators=(",", ":"))]
     if ct == "application/x-ndjson":
         docs = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
     elif ct == "application/json":
@@ -117,10 +168,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             time.sleep(state["delay_ms"] / 1000.0)
+        with LOCK:
+            ct = self.headers.get("Content-Type") or ""
+            STATS["content_types"][ct] = STATS["content_types"].get(ct, 0) + 1
         try:
-            items = items_of(self.headers.get("Content-Type"), body)
+            items = items_of(self.headers.get("Content-Type"), body, self.headers)
         except ValueError as e:
-            return self.answer(400, f"not JSON: {e}".encode())
+            return self.answer(400, f"refused: {e}".encode())
         if state["bad_marker"] and any(state["bad_marker"] in i for i in items):
             return self.answer(400, b'{"error":"this record is refused: bad marker"}')
         with LOCK:

@@ -1,4 +1,4 @@
-// CloudEvents (transforms/cloudevents.h) on arbitrary bytes: the structured and batch parsers, the
+// CloudEvents (the codec, core/cloudevents.h, and transforms/cloudevents.h) on arbitrary bytes: the structured and batch parsers, the
 // binary-mode header mapping and CloudEventsConverter in both modes. Each returns a value or an
 // error, never a crash, a throw or a recursion without bound. Invariants:
 //   - what parses renders, and what renders parses again to the same attributes;
@@ -21,7 +21,7 @@ namespace {
 
 using namespace ferry;
 using namespace ferry::transforms;
-namespace ce = ferry::transforms::cloudevents;
+namespace ce = ferry::core::cloudevents;
 
 bool sameAttributes(const ce::Event& a, const ce::Event& b) {
   return a.specversion == b.specversion && a.id == b.id && a.source == b.source && a.type == b.type &&

@@ -3,6 +3,8 @@
 // tested in tests/http.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "connectors/http/http_client.h"
@@ -20,11 +22,98 @@ std::vector<std::string> values(const std::vector<WebhookEvent>& events) {
 TEST(WebhookBody, KindFollowsContentType) {
   EXPECT_EQ(bodyKindOf("application/json"), BodyKind::kJson);
   EXPECT_EQ(bodyKindOf("Application/JSON; charset=utf-8"), BodyKind::kJson);
-  EXPECT_EQ(bodyKindOf("application/cloudevents+json"), BodyKind::kJson);
+  EXPECT_EQ(bodyKindOf("application/cloudevents+json"), BodyKind::kCloudEvent);
+  EXPECT_EQ(bodyKindOf("Application/CloudEvents-Batch+JSON; charset=utf-8"), BodyKind::kCloudEventsBatch);
+  EXPECT_EQ(bodyKindOf("application/vnd.x+json"), BodyKind::kJson);
   EXPECT_EQ(bodyKindOf("application/x-ndjson"), BodyKind::kNdjson);
   EXPECT_EQ(bodyKindOf("application/jsonl"), BodyKind::kNdjson);
   EXPECT_EQ(bodyKindOf("text/plain"), BodyKind::kRaw);
   EXPECT_EQ(bodyKindOf(""), BodyKind::kRaw);
+}
+
+std::string headerOf(const WebhookEvent& e, const std::string& key) {
+  const ferry::Header* h = e.headers.last(key);
+  return h == nullptr ? std::string("<none>") : h->value.str();
+}
+
+TEST(WebhookBody, CloudEventsBecomeDataAndCeHeaders) {
+  auto one = parseWebhookBody("application/cloudevents+json",
+                              R"({"specversion":"1.0","id":"e1","source":"/s","type":"t","subject":"x",)"
+                              R"("datacontenttype":"application/json","data":{"seq":1}})",
+                              {});
+  ASSERT_TRUE(one.isOk()) << one.status().toString();
+  ASSERT_EQ(one->size(), 1u);
+  const WebhookEvent& e = (*one)[0];
+  EXPECT_EQ(e.value, R"({"seq":1})");
+  EXPECT_EQ(headerOf(e, "ce_specversion"), "1.0");
+  EXPECT_EQ(headerOf(e, "ce_id"), "e1");
+  EXPECT_EQ(headerOf(e, "ce_source"), "/s");
+  EXPECT_EQ(headerOf(e, "ce_type"), "t");
+  EXPECT_EQ(headerOf(e, "ce_subject"), "x");
+  EXPECT_EQ(headerOf(e, "content-type"), "application/json");
+  // A batch: one event per element; data-less events have no value; keys from the event object.
+  auto path = JsonPath::parse("$.subject");
+  ASSERT_TRUE(path.isOk());
+  BodyOptions options;
+  options.keyPath = &*path;
+  auto batch = parseWebhookBody("application/cloudevents-batch+json",
+                                R"([{"specversion":"1.0","id":"a","source":"/s","type":"t","subject":"k1","data":"x"},)"
+                                R"({"specversion":"1.0","id":"b","source":"/s","type":"t"}])",
+                                options);
+  ASSERT_TRUE(batch.isOk()) << batch.status().toString();
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_EQ((*batch)[0].value, "\"x\"");
+  EXPECT_EQ((*batch)[0].key, "k1");
+  EXPECT_FALSE((*batch)[1].hasValue);
+  EXPECT_EQ(headerOf((*batch)[1], "ce_id"), "b");
+  EXPECT_EQ(headerOf((*batch)[1], "content-type"), "<none>");
+  EXPECT_TRUE(parseWebhookBody("application/cloudevents-batch+json", "[]", {})->empty());
+}
+
+TEST(WebhookBody, BadCloudEventsFailTheWholeBodyNamingTheEvent) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"([{"specversion":"1.0","id":"a","source":"/s","type":"t"},{"specversion":"1.0","source":"/s","type":"t"}])",
+       "event 1: required attribute 'id' is missing"},
+      {R"([{"specversion":"0.3","id":"a","source":"/s","type":"t"}])", "event 0: attribute 'specversion'"},
+      {R"({"specversion":"1.0"})", "must be a JSON array"},
+      {R"([{"specversion":"1.0",)", "malformed JSON"},
+  };
+  for (const auto& [body, want] : cases) {
+    auto r = parseWebhookBody("application/cloudevents-batch+json", body, {});
+    ASSERT_FALSE(r.isOk()) << body;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << body << " -> " << r.status().message();
+  }
+  auto one = parseWebhookBody("application/cloudevents+json", R"({"specversion":"1.0","id":"a","source":"/s"})", {});
+  ASSERT_FALSE(one.isOk());
+  EXPECT_NE(one.status().message().find("'type'"), std::string::npos) << one.status().message();
+}
+
+TEST(WebhookBody, BinaryModeRequestsAreChecked) {
+  std::map<std::string, std::string> h{{"ce-specversion", "1.0"}, {"ce-id", "e%201"}, {"ce-source", "/s"},
+                                       {"ce-type", "t"}, {"ce-tenant", "acme"}, {"x-other", "1"}};
+  EXPECT_TRUE(isBinaryCloudEvent(h, "application/json"));
+  EXPECT_FALSE(isBinaryCloudEvent(h, "application/cloudevents+json"));  // structured wins
+  EXPECT_FALSE(isBinaryCloudEvent({{"x-other", "1"}}, "application/json"));
+  auto e = parseBinaryCloudEvent(h, "application/json", R"({"seq":5})", {});
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(e->value, R"({"seq":5})");
+  EXPECT_EQ(headerOf(*e, "ce_id"), "e 1");  // percent-decoded
+  EXPECT_EQ(headerOf(*e, "ce_tenant"), "acme");
+  EXPECT_EQ(headerOf(*e, "content-type"), "application/json");
+  EXPECT_EQ(headerOf(*e, "x-other"), "<none>");
+  auto empty = parseBinaryCloudEvent(h, "", "", {});
+  ASSERT_TRUE(empty.isOk());
+  EXPECT_FALSE(empty->hasValue);
+  for (const char* drop : {"ce-specversion", "ce-id", "ce-source", "ce-type"}) {
+    auto missing = h;
+    missing.erase(drop);
+    auto r = parseBinaryCloudEvent(missing, "application/json", "{}", {});
+    ASSERT_FALSE(r.isOk()) << drop;
+    EXPECT_NE(r.status().message().find(std::string(drop).substr(3)), std::string::npos) << r.status().message();
+  }
+  auto wrong = h;
+  wrong["ce-specversion"] = "0.3";
+  EXPECT_FALSE(parseBinaryCloudEvent(wrong, "application/json", "{}", {}).isOk());
 }
 
 TEST(WebhookBody, OneJsonEventKeepsItsBytes) {
