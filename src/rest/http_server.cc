@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "core/logging.h"
+#include "core/percent.h"
 #include "core/thread.h"
 
 namespace ferry::rest::http {
@@ -51,13 +52,6 @@ bool iequals(std::string_view a, std::string_view b) {
   for (std::size_t i = 0; i < a.size(); ++i)
     if (lower(a[i]) != lower(b[i])) return false;
   return true;
-}
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Query components: '+' is a space, %XX a byte.
@@ -398,16 +392,7 @@ bool serveStatic(const std::string& root, std::string_view urlPrefix, const Requ
     res.set_redirect(std::string(urlPrefix) + "/");
     return true;
   }
-  std::string decoded;
-  for (std::size_t i = 0; i < below.size(); ++i) {
-    if (below[i] == '%' && i + 2 < below.size() && hexValue(below[i + 1]) >= 0 &&
-        hexValue(below[i + 2]) >= 0) {
-      decoded += static_cast<char>(hexValue(below[i + 1]) * 16 + hexValue(below[i + 2]));
-      i += 2;
-    } else {
-      decoded += below[i];
-    }
-  }
+  const std::string decoded = core::percentDecode(below);
   auto notFound = [&] { error(404, "no such file: " + req.path); };
   if (decoded.find('\0') != std::string::npos) return notFound(), true;
   auto rootReal = realPath(root);
@@ -1154,20 +1139,7 @@ ServerStats HttpServer::stats() const {
 }
 
 std::string percentDecode(std::string_view s, bool plusIsSpace) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (plusIsSpace && s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hexValue(s[i + 1]) >= 0 &&
-               hexValue(s[i + 2]) >= 0) {
-      out += static_cast<char>(hexValue(s[i + 1]) * 16 + hexValue(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
+  return core::percentDecode(s, plusIsSpace);
 }
 
 }  // namespace ferry::rest::http
