@@ -591,6 +591,7 @@ int HttpSourceTask::port() const noexcept { return webhook_ && webhook_->server 
 Status HttpSourceTask::start(const StringMap& config, SourceTaskContext& context) {
   stop();
   FERRY_ASSIGN_OR_RETURN(auto p, parseConfig(HttpSourceConnector::definition(), config, "HttpSource task"));
+  context_ = &context;
   auto open = [&context](const std::string& path) { return context.openLocalFile(path, LocalPath::kRead); };
   std::unique_ptr<httpc::JsonPath> keyPath;
   if (auto text = p.getString("http.key.json.path"); !text.empty()) {
@@ -703,7 +704,11 @@ Result<std::size_t> HttpSourceTask::poll(std::vector<Record>& out, std::size_t m
   if (maxRecords == 0) maxRecords = 1;
   if (webhook_) {
     webhook_->sweep();
-    return webhook_->take(out, maxRecords, maxWait);
+    const std::size_t n = webhook_->take(out, maxRecords, maxWait);
+    // Senders wait for their answer until the records are safe: ask for the commit that makes
+    // them so now rather than at the next offset.flush.interval.ms (up to a second per request).
+    if (n > 0 && context_ != nullptr) context_->requestCommit();
+    return n;
   }
   if (!poller_) return Status::failedPrecondition("HttpSource: poll() before start()");
   Poller& p = *poller_;

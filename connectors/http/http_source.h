@@ -81,6 +81,7 @@ class HttpSourceTask final : public SourceTask {
 
  private:
   std::shared_ptr<spdlog::logger> log_;
+  SourceTaskContext* context_ = nullptr;
   std::shared_ptr<Webhook> webhook_;
   std::unique_ptr<Poller> poller_;
 };

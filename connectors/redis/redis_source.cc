@@ -287,7 +287,9 @@ Status RedisSourceTask::flushAcks() {
   } else {
     for (auto& [list, element] : done) {
       const std::string& proc = processing_[list];
-      cmds.push_back(Command{{"LREM", proc, "1", element}, proc});
+      // -1: from the tail, where the oldest elements (acknowledged first) are; from the head, each
+      // LREM would scan everything taken since.
+      cmds.push_back(Command{{"LREM", proc, "-1", element}, proc});
     }
   }
   auto replies = client_->pipeline(cmds);
