@@ -327,6 +327,12 @@ struct HttpSourceTask::Webhook : std::enable_shared_from_this<HttpSourceTask::We
       r->finish(failure(503, "the events were not stored within http.ack.timeout.ms; send them again"));
   }
 
+  // Whether a sender waits for the answer of records handed on.
+  bool awaiting() {
+    std::lock_guard lock(mu);
+    return !open.empty();
+  }
+
   std::size_t take(std::vector<Record>& out, std::size_t maxRecords, std::chrono::milliseconds maxWait) {
     std::unique_lock lock(mu);
     if (queue.empty() && maxWait.count() > 0) cv.wait_for(lock, maxWait, [&] { return closed || !queue.empty(); });
@@ -728,6 +734,14 @@ Result<std::size_t> HttpSourceTask::poll(std::vector<Record>& out, std::size_t m
     ++n;
   }
   return n;
+}
+
+std::chrono::milliseconds HttpSourceTask::idlePollDelay() const {
+  // The runtime hands acknowledgements (records safe in the backbone) to the task's loop when it
+  // runs, and an idle notify task runs at the latest after this delay: while a sender waits for
+  // its answer, come back soon, or each answer waits out the idle delay (500 ms).
+  if (webhook_ && webhook_->awaiting()) return std::chrono::milliseconds(2);
+  return std::chrono::milliseconds(500);
 }
 
 void HttpSourceTask::stop() {

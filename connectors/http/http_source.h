@@ -68,6 +68,7 @@ class HttpSourceTask final : public SourceTask {
   ~HttpSourceTask() override;
   std::string version() const override;
   PollMode pollMode() const override { return webhook_ ? PollMode::kNotify : PollMode::kBlocking; }
+  std::chrono::milliseconds idlePollDelay() const override;
   Status start(const StringMap& config, SourceTaskContext& context) override;
   Result<std::size_t> poll(std::vector<Record>& out, std::size_t maxRecords,
                            std::chrono::milliseconds maxWait) override;
