@@ -1,0 +1,3 @@
+module ferry.local/bench/http-target
+
+go 1.22
