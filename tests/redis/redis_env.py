@@ -1,5 +1,6 @@
 """What the Redis tests share: the servers of scripts/services/redis, a private AOF-backed server a
 test may restart, and helpers to write sequence-numbered input and count what arrived."""
+import atexit
 import os
 import shutil
 import signal
@@ -44,6 +45,8 @@ class OwnRedis:
                     "save \"\"\nprotected-mode yes\nlogfile redis.log\n")
 
     def start(self):
+        if self not in _own:
+            _own.append(self)
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.proc = subprocess.Popen([binary, os.path.join(self.dir, "redis.conf")], cwd=self.dir,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -66,6 +69,17 @@ class OwnRedis:
 
     def client(self):
         return Redis(port=self.port)
+
+
+_own = []  # every OwnRedis started: killed when the test process ends, passed or failed
+
+
+@atexit.register
+def _stop_own():
+    for r in _own:
+        if r.proc and r.proc.poll() is None:
+            r.proc.kill()
+            r.proc.wait(10)
 
 
 def write_lines(path, start, end, fmt):

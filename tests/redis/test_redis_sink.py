@@ -5,7 +5,8 @@
   The worker is killed with kill -9 after about a third, and Redis itself after about two thirds
   (both restarted). At the end each target holds every sequence number: 0 lost; duplicates counted
   (at-least-once: the batches in flight at a kill are written again). SET keys carry their TTL.
-  Then tombstones: DEL for SET and HDEL for HSET (HSET with a field template), and a record Redis
+  Then XADD with MAXLEN ~ keeps the stream short and HSET with redis.ttl.ms sets the hash's TTL;
+  tombstones: DEL for SET and HDEL for HSET (HSET with a field template), and a record Redis
   refuses (WRONGTYPE) goes to the dead-letter topic with Redis's message, the task keeps running.
 """
 import json
@@ -91,9 +92,13 @@ def main():
     w.ok("PUT", "/connectors/push2/config", dict(base, **{
         "topics": "kv", "redis.command": "LPUSH", "redis.key": f"{run_id}:kv2:${{key}}",
         "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq"}))
+    w.ok("PUT", "/connectors/capped/config", dict(base, **{
+        "topics": "kv", "redis.command": "XADD", "redis.key": f"{run_id}:capped", "redis.stream.maxlen": "10"}))
+    w.ok("PUT", "/connectors/hashttl/config", dict(base, **{
+        "topics": "kv", "redis.command": "HSET", "redis.key": f"{run_id}:hashttl", "redis.ttl.ms": "600000"}))
     w.ok("PUT", "/connectors/dlq/config", {"connector.class": "FileStreamSink", "topics": "dlq",
                                            "file": os.path.join(work, "dlq.txt")})
-    for name in ("lines2", "hset", "set2", "push2", "dlq"):
+    for name in ("lines2", "hset", "set2", "push2", "capped", "hashttl", "dlq"):
         w.wait_running(name)
     r.call("SET", f"{run_id}:kv2:{{\"id\":\"wrong\"}}", "x")  # a string where LPUSH will push: WRONGTYPE
     write_lines(src2, 0, 1, lambda i: json.dumps({"id": "a", "v": "1"}))
@@ -103,8 +108,17 @@ def main():
     keys = sorted(k.decode() for k in r.call("KEYS", f"{run_id}:kv:*"))
     wait_for(lambda: os.path.exists(os.path.join(work, "dlq.txt")) and os.path.getsize(os.path.join(work, "dlq.txt")) > 0,
              30, "the refused record in the dead-letter topic")
+    # XADD with MAXLEN ~ 10 over 300 more records keeps the stream near 10 (~: whole nodes of 100);
+    # HSET with a TTL sets PEXPIRE on the hash.
+    write_lines(src2, 0, 300, lambda i: json.dumps({"id": f"m{i}", "v": str(i)}))
+    wait_for(lambda: r.call("HLEN", f"{run_id}:hashttl") == 303, 30, "303 fields in the hash with a TTL")
+    capped = r.call("XLEN", f"{run_id}:capped")
+    assert capped < 303 and capped <= 110, f"MAXLEN ~ 10 kept {capped} entries"
+    ttl = r.call("PTTL", f"{run_id}:hashttl")
+    assert 0 < ttl <= 600000, f"HSET without its TTL: PTTL {ttl}"
+    print(f"(c) XADD MAXLEN ~ 10: {capped} entries of 303 kept; HSET with redis.ttl.ms: PTTL {ttl}", flush=True)
     write_lines(src2, 0, 1, lambda i: json.dumps({"id": "a", "v": None}))
-    wait_for(lambda: r.call("HLEN", f"{run_id}:hash") == 2, 30, "HDEL of a tombstone")
+    wait_for(lambda: r.call("HLEN", f"{run_id}:hash") == 302, 30, "HDEL of a tombstone")
     wait_for(lambda: r.call("EXISTS", f"{run_id}:kv:{{\"id\":\"a\"}}") == 0, 30, "DEL of a tombstone")
     dlq = open(os.path.join(work, "dlq.txt")).read()
     assert dlq == "3\n", f"dead letters: {dlq!r}"
