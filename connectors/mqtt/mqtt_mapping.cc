@@ -139,57 +139,13 @@ Record recordFromMessage(mqtt::IncomingMessage&& m, const SourceMapping& mapping
 }
 
 Result<TopicTemplate> TopicTemplate::parse(std::string_view text) {
-  TopicTemplate t;
-  std::size_t i = 0;
-  std::string literal;
-  while (i < text.size()) {
-    if (text.compare(i, 2, "${") != 0) {
-      literal.push_back(text[i++]);
-      continue;
-    }
-    const std::size_t close = text.find('}', i + 2);
-    if (close == std::string_view::npos)
-      return Status::invalidArgument("topic template '" + std::string(text) + "': unclosed ${");
-    const std::string_view name = text.substr(i + 2, close - i - 2);
-    Part p;
-    if (name == "topic") p.kind = Part::Kind::kTopic;
-    else if (name == "key") p.kind = Part::Kind::kKey;
-    else if (name.rfind("header:", 0) == 0 && name.size() > 7) {
-      p.kind = Part::Kind::kHeader;
-      p.text = std::string(name.substr(7));
-    } else {
-      return Status::invalidArgument("topic template '" + std::string(text) + "': unknown placeholder ${" +
-                                     std::string(name) + "} (use ${topic}, ${key} or ${header:<name>})");
-    }
-    if (!literal.empty()) t.parts_.push_back({Part::Kind::kText, std::move(literal)});
-    literal.clear();
-    t.parts_.push_back(std::move(p));
-    i = close + 1;
-  }
-  if (!literal.empty()) t.parts_.push_back({Part::Kind::kText, std::move(literal)});
-  if (t.parts_.empty()) return Status::invalidArgument("topic template is empty");
-  return t;
+  if (text.empty()) return Status::invalidArgument("topic template is empty");
+  FERRY_ASSIGN_OR_RETURN(auto t, core::RecordTemplate::parse(text));
+  return TopicTemplate(std::move(t));
 }
 
 Result<std::string> TopicTemplate::render(const Record& r) const {
-  std::string out;
-  for (const Part& p : parts_) {
-    switch (p.kind) {
-      case Part::Kind::kText: out += p.text; break;
-      case Part::Kind::kTopic: out += r.topic; break;
-      case Part::Kind::kKey:
-        if (r.key.isNull()) return Status::invalidArgument("topic template uses ${key} but the record has no key");
-        out += r.key.view();
-        break;
-      case Part::Kind::kHeader: {
-        const Header* h = r.headers.last(p.text);
-        if (h == nullptr || h->value.isNull())
-          return Status::invalidArgument("topic template uses ${header:" + p.text + "} but the record has no such header");
-        out += h->value.view();
-        break;
-      }
-    }
-  }
+  FERRY_ASSIGN_OR_RETURN(std::string out, template_.render(r));
   FERRY_RETURN_IF_ERROR(mqtt::validateTopicName(out).withContext("rendered MQTT topic '" + out + "'"));
   return out;
 }

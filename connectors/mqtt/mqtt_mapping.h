@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/record_template.h"
 #include "ferry/config.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
@@ -61,21 +62,19 @@ struct SourceCache {
 // the value, the header list).
 Record recordFromMessage(mqtt::IncomingMessage&& m, const SourceMapping& mapping, SourceCache& cache);
 
-// Topic templates: literal text with ${topic}, ${key}, ${header:<name>} (the last such header).
+// Topic templates: a record template (core/record_template.h: ${topic}, ${key}, ${value:<json
+// path>}, ${header:<name>}, ...) whose result must be a valid MQTT topic name.
 class TopicTemplate {
  public:
-  // InvalidArgument naming an unknown placeholder or an unclosed "${".
+  // InvalidArgument naming an unknown placeholder, an unclosed "${" or an empty template.
   static Result<TopicTemplate> parse(std::string_view text);
-  // The MQTT topic for `r`; InvalidArgument when a referenced header is missing or the result is
+  // The MQTT topic for `r`; InvalidArgument when a referenced part is missing or the result is
   // not a valid MQTT topic name (empty, wildcard, bad UTF-8).
   Result<std::string> render(const Record& r) const;
 
  private:
-  struct Part {
-    enum class Kind { kText, kTopic, kKey, kHeader } kind = Kind::kText;
-    std::string text;  // kText: literal; kHeader: the header name
-  };
-  std::vector<Part> parts_;
+  explicit TopicTemplate(core::RecordTemplate t) : template_(std::move(t)) {}
+  core::RecordTemplate template_;
 };
 
 struct SinkMapping {

@@ -11,7 +11,8 @@ const ConfigDef& MQTTSinkConnector::definition() {
     ConfigDef d;
     mqttc::defineConnectionKeys(d);
     d.define("mqtt.topic", ConfigType::kString, "${topic}", Importance::kHigh,
-             "MQTT topic of each message: a template with ${topic}, ${key} and ${header:<name>}.");
+             "MQTT topic of each message: a template with ${topic}, ${key}, ${header:<name>}, "
+             "${value:<json path>}, ${queue}, ${offset} or ${timestamp}.");
     d.define("mqtt.qos", ConfigType::kInt, "1", Importance::kHigh, "Publish QoS: 0, 1 or 2.",
              validators::between(0, 2));
     d.define("mqtt.retain", ConfigType::kBool, "false", Importance::kMedium, "Publish with the retain flag.");

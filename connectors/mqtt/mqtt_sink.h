@@ -1,7 +1,7 @@
 // MQTTSink: publishes records to an MQTT broker.
 //
 // Each task owns one MqttClient. The MQTT topic of a record comes from mqtt.topic, a template
-// over the record (${topic}, ${key}, ${header:<name>}); the payload is the value; QoS mqtt.qos,
+// over the record (${topic}, ${key}, ${header:<name>}, ${value:<json path>}, ...); the payload is the value; QoS mqtt.qos,
 // retain mqtt.retain (or a "true" mqtt.retain header); MQTT 5 user properties from the headers
 // (mqtt.* ones excluded) and the content type from mqtt.content.type. At most mqtt.max.inflight
 // QoS 1/2 publishes are outstanding; flush() waits until the broker acknowledged all of them, so
