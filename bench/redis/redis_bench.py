@@ -61,36 +61,19 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 os.environ.setdefault("FERRY_BIN", os.path.join(ROOT, "build", "release", "apps", "ferry", "ferry"))
 from harness import Worker, free_port, tmpdir, wait_until  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from procstat import cpu_s, hwm_mb, loadavg  # noqa: E402
+
 sys.path.insert(0, os.path.join(ROOT, "tests", "redis"))
 from resp_client import Redis, RedisError  # noqa: E402  (the tests' RESP client)
 
 SCENARIO = "redis"
 HOST = "127.0.0.1"
 PIPELINE = 500  # commands per pipeline: RedisSink's redis.batch.max.commands and RedisSource's batch
-CLK = os.sysconf("SC_CLK_TCK")
 
 
 def log(msg):
     print(f"bench: {SCENARIO}: {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
-
-def hwm_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return None
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def value_of(i, size=100):
