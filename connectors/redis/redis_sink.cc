@@ -41,6 +41,19 @@ bool transientError(std::string_view prefix) {
 
 }  // namespace
 
+std::string_view RedisSinkTask::argv0(const Record& r) const {
+  const bool tombstone = r.value.isNull();
+  switch (kind_) {
+    case Kind::kSet: return tombstone ? "DEL" : "SET";
+    case Kind::kHset: return tombstone ? "HDEL" : "HSET";
+    case Kind::kXadd: return "XADD";
+    case Kind::kPublish: return "PUBLISH";
+    case Kind::kLpush: return "LPUSH";
+    case Kind::kRpush: return "RPUSH";
+  }
+  return "?";
+}
+
 const ConfigDef& RedisSinkConnector::definition() {
   static const ConfigDef def = [] {
     ConfigDef d;
@@ -119,6 +132,8 @@ Status RedisSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   ttlMs_ = kind_ == Kind::kPublish ? 0 : p.getLong("redis.ttl.ms");
   maxLen_ = p.getLong("redis.stream.maxlen");
   deleteOnNull_ = p.getBool("redis.delete.on.null");
+  ttlText_ = std::to_string(ttlMs_);
+  maxLenText_ = std::to_string(maxLen_);
   batchMax_ = static_cast<std::size_t>(p.getInt("redis.batch.max.commands"));
   FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(
                                          p, redisc::safeName("ferry-" + context.connectorName() + "-" +
@@ -139,94 +154,241 @@ Status RedisSinkTask::ensureClient() {
   return Status::ok();
 }
 
-Status RedisSinkTask::commandsFor(const Record& r, std::vector<redis::Command>& out) const {
-  FERRY_ASSIGN_OR_RETURN(std::string key, key_->render(r));
-  if (key.empty()) return Status::invalidArgument("redis.key rendered an empty key");
+Status RedisSinkTask::retriable(const Status& s) {
+  if (s.code() == StatusCode::kInvalidArgument) return s.withContext("RedisSink");
+  return Status::retriable("RedisSink: " + s.toString());
+}
+
+Result<bool> RedisSinkTask::buildArgs(const Record& r) {
+  keyBuf_.clear();
+  FERRY_RETURN_IF_ERROR(key_->renderTo(r, keyBuf_));
+  if (keyBuf_.empty()) return Status::invalidArgument("redis.key rendered an empty key");
   const bool tombstone = r.value.isNull();
-  if (tombstone && (!deleteOnNull_ || (kind_ != Kind::kSet && kind_ != Kind::kHset))) return Status::ok();
-  redis::Command c;
-  c.key = key;
+  if (tombstone && (!deleteOnNull_ || (kind_ != Kind::kSet && kind_ != Kind::kHset))) return false;
+  argv_.clear();
   switch (kind_) {
     case Kind::kSet:
       if (tombstone) {
-        c.args = {"DEL", key};
+        argv_.insert(argv_.end(), {"DEL", keyBuf_});
       } else {
-        c.args = {"SET", key, r.value.str()};
-        if (ttlMs_ > 0) {
-          c.args.push_back("PX");
-          c.args.push_back(std::to_string(ttlMs_));
-        }
+        argv_.insert(argv_.end(), {"SET", keyBuf_, r.value.view()});
+        if (ttlMs_ > 0) argv_.insert(argv_.end(), {"PX", ttlText_});
       }
-      out.push_back(std::move(c));
-      return Status::ok();
-    case Kind::kHset: {
-      FERRY_ASSIGN_OR_RETURN(std::string field, field_->render(r));
-      if (tombstone) c.args = {"HDEL", key, std::move(field)};
-      else c.args = {"HSET", key, std::move(field), r.value.str()};
       break;
-    }
+    case Kind::kHset:
+      fieldBuf_.clear();
+      FERRY_RETURN_IF_ERROR(field_->renderTo(r, fieldBuf_));
+      if (tombstone) argv_.insert(argv_.end(), {"HDEL", keyBuf_, fieldBuf_});
+      else argv_.insert(argv_.end(), {"HSET", keyBuf_, fieldBuf_, r.value.view()});
+      break;
     case Kind::kXadd:
-      c.args = {"XADD", key};
-      if (maxLen_ > 0) {
-        c.args.push_back("MAXLEN");
-        c.args.push_back("~");
-        c.args.push_back(std::to_string(maxLen_));
-      }
-      c.args.push_back("*");
-      if (!r.key.isNull()) {
-        c.args.push_back("key");
-        c.args.push_back(r.key.str());
-      }
-      c.args.push_back("value");
-      c.args.push_back(r.value.str());
+      argv_.insert(argv_.end(), {"XADD", keyBuf_});
+      if (maxLen_ > 0) argv_.insert(argv_.end(), {"MAXLEN", "~", maxLenText_});
+      argv_.push_back("*");
+      if (!r.key.isNull()) argv_.insert(argv_.end(), {"key", r.key.view()});
+      argv_.insert(argv_.end(), {"value", r.value.view()});
       // Headers become fields of their own (a header named key or value is left out).
       for (const Header& h : r.headers) {
         if (h.key == "key" || h.key == "value" || h.value.isNull()) continue;
-        c.args.push_back(h.key);
-        c.args.push_back(h.value.str());
+        argv_.insert(argv_.end(), {h.key, h.value.view()});
       }
       break;
-    case Kind::kPublish: c.args = {"PUBLISH", key, r.value.str()}; break;
-    case Kind::kLpush: c.args = {"LPUSH", key, r.value.str()}; break;
-    case Kind::kRpush: c.args = {"RPUSH", key, r.value.str()}; break;
+    case Kind::kPublish: argv_.insert(argv_.end(), {"PUBLISH", keyBuf_, r.value.view()}); break;
+    case Kind::kLpush: argv_.insert(argv_.end(), {"LPUSH", keyBuf_, r.value.view()}); break;
+    case Kind::kRpush: argv_.insert(argv_.end(), {"RPUSH", keyBuf_, r.value.view()}); break;
   }
-  out.push_back(std::move(c));
-  if (ttlMs_ > 0 && !tombstone) out.push_back(redis::Command{{"PEXPIRE", key, std::to_string(ttlMs_)}, key});
+  return true;
+}
+
+// Whether the record's command is followed by a PEXPIRE of its key.
+namespace {
+bool expires(RedisSinkTask::Kind kind, std::int64_t ttlMs, const Record& r) {
+  return ttlMs > 0 && kind != RedisSinkTask::Kind::kSet && !r.value.isNull();
+}
+}  // namespace
+
+Result<std::size_t> RedisSinkTask::encode(std::vector<Record>& records, std::size_t from, Pipeline& p) {
+  p.records.clear();
+  p.source = &records;
+  p.bytes.clear();
+  p.owner.clear();
+  p.expire.clear();
+  p.sent = false;
+  std::size_t i = from;
+  for (; i < records.size() && p.owner.size() < batchMax_; ++i) {
+    auto built = buildArgs(records[i]);
+    if (!built.isOk()) {
+      FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[i], built.status().withContext("RedisSink")));
+      continue;
+    }
+    if (!*built) {
+      ++skipped_;
+      continue;
+    }
+    redis::appendCommand(p.bytes, argv_.data(), argv_.size());
+    p.owner.push_back(static_cast<std::uint32_t>(i));
+    p.expire.push_back(false);
+    if (expires(kind_, ttlMs_, records[i])) {
+      const std::string_view expire[] = {"PEXPIRE", keyBuf_, ttlText_};
+      redis::appendCommand(p.bytes, expire, 3);
+      p.owner.push_back(static_cast<std::uint32_t>(i));
+      p.expire.push_back(true);
+    }
+  }
+  return i;
+}
+
+Status RedisSinkTask::send(Pipeline& p) {
+  if (Status s = ensureClient(); !s.isOk()) return retriable(s);
+  auto conn = client_->server();
+  Status s = conn.isOk() ? conn.value()->write(p.bytes, redis::Clock::now() + options_.connection.timeout)
+                         : conn.status();
+  if (!s.isOk()) {
+    client_.reset();
+    return retriable(s);
+  }
+  p.sent = true;
+  return Status::ok();
+}
+
+Status RedisSinkTask::collect(Pipeline& p) {
+  // The replies are on the connection p was written to; a client dropped since took them along.
+  auto conn = client_ ? client_->server() : Result<redis::Connection*>(Status::unavailable("connection lost"));
+  if (!conn.isOk() || !p.sent) {
+    p.sent = false;
+    client_.reset();
+    return Status::retriable("RedisSink: the replies of a pipeline were lost with its connection");
+  }
+  const auto deadline = redis::Clock::now() + options_.connection.timeout;
+  const std::vector<Record>& records = *p.source;
+  std::size_t lastBad = records.size();
+  std::string transient;
+  for (std::size_t i = 0; i < p.owner.size(); ++i) {
+    auto reply = conn.value()->read(deadline);
+    if (!reply.isOk()) {
+      p.sent = false;
+      client_.reset();
+      return retriable(reply.status());
+    }
+    const redis::Reply& r = reply.value();
+    if (!r.isError()) continue;
+    if (transientError(r.errorPrefix())) {
+      // The rest is read (the connection stays in step), then the whole pipeline goes again.
+      if (transient.empty()) transient = r.describe();
+      continue;
+    }
+    if (!transient.empty() || p.owner[i] == lastBad) continue;  // one report per record
+    lastBad = p.owner[i];
+    const Record& rec = records[p.owner[i]];
+    auto key = key_->render(rec);
+    FERRY_RETURN_IF_ERROR(context_->reportBadRecord(
+        rec, Status::invalidArgument("RedisSink: Redis refused " +
+                                     std::string(p.expire[i] ? std::string_view("PEXPIRE") : argv0(rec)) + " " +
+                                     (key.isOk() ? *key : std::string()) + ": " + r.describe())));
+  }
+  if (!transient.empty()) {
+    p.sent = false;
+    return Status::retriable("RedisSink: Redis answered " + transient);
+  }
+  return Status::ok();
+}
+
+Status RedisSinkTask::resendInflight() {
+  if (!inflight_ || inflight_->sent) return Status::ok();
+  FERRY_RETURN_IF_ERROR(send(*inflight_));
+  FERRY_RETURN_IF_ERROR(collect(*inflight_));
+  inflight_.reset();
   return Status::ok();
 }
 
 Status RedisSinkTask::put(std::vector<Record>& records) {
   if (context_ == nullptr) return Status::failedPrecondition("RedisSink: put() before start()");
-  if (Status s = ensureClient(); !s.isOk()) {
-    if (s.code() == StatusCode::kInvalidArgument) return s.withContext("RedisSink");
-    return Status::retriable("RedisSink: " + s.toString());
+  if (Status s = ensureClient(); !s.isOk()) return retriable(s);
+  if (client_->cluster()) return putCluster(records);
+  // What was in flight when a connection failed goes first, again.
+  FERRY_RETURN_IF_ERROR(resendInflight());
+  std::size_t next = 0;
+  while (next < records.size()) {
+    Pipeline cur = std::move(spare_);
+    auto end = encode(records, next, cur);
+    if (!end.isOk()) return end.status();
+    next = *end;
+    if (cur.owner.empty()) {
+      spare_ = std::move(cur);
+      continue;
+    }
+    // Written before the replies of the one in flight are read: Redis works on it meanwhile.
+    Status s = send(cur);
+    if (s.isOk() && inflight_) {
+      s = collect(*inflight_);
+      if (s.isOk()) {
+        spare_ = std::move(*inflight_);
+        inflight_.reset();
+      }
+    }
+    if (!s.isOk()) {
+      // A pipeline of an earlier put() goes again first next time (as it was: not sent); one of
+      // this put()'s own is covered by the runtime's retry of the whole batch.
+      client_.reset();
+      if (inflight_ && inflight_->source == &records) inflight_.reset();
+      if (inflight_) inflight_->sent = false;
+      return s;
+    }
+    inflight_ = std::move(cur);
   }
+  // The records of the pipeline in flight are kept until its replies are read (put() may change
+  // the batch; the runtime drops it after put() returns).
+  if (inflight_ && inflight_->source == &records) {
+    inflight_->records = std::move(records);
+    inflight_->source = &inflight_->records;
+  }
+  return Status::ok();
+}
+
+Status RedisSinkTask::flush() {
+  if (context_ == nullptr || !inflight_) return Status::ok();
+  if (!inflight_->sent) return resendInflight();
+  FERRY_RETURN_IF_ERROR(collect(*inflight_));
+  inflight_.reset();
+  return Status::ok();
+}
+
+Status RedisSinkTask::putCluster(std::vector<Record>& records) {
   std::vector<redis::Command> commands;
   std::vector<std::size_t> owner;  // record index of each command
+  std::vector<bool> expire;
   commands.reserve(std::min(records.size(), batchMax_) + 8);
   std::size_t next = 0;
   while (next < records.size()) {
     commands.clear();
     owner.clear();
+    expire.clear();
     std::size_t end = next;
     for (; end < records.size() && commands.size() < batchMax_; ++end) {
-      const std::size_t before = commands.size();
-      if (Status s = commandsFor(records[end], commands); !s.isOk()) {
-        commands.resize(before);
-        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[end], s.withContext("RedisSink")));
+      auto built = buildArgs(records[end]);
+      if (!built.isOk()) {
+        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[end], built.status().withContext("RedisSink")));
         continue;
       }
-      if (commands.size() == before) ++skipped_;
-      owner.resize(commands.size(), end);
+      if (!*built) {
+        ++skipped_;
+        continue;
+      }
+      commands.push_back(redis::Command{{argv_.begin(), argv_.end()}, keyBuf_});
+      owner.push_back(end);
+      expire.push_back(false);
+      if (expires(kind_, ttlMs_, records[end])) {
+        commands.push_back(redis::Command{{"PEXPIRE", keyBuf_, ttlText_}, keyBuf_});
+        owner.push_back(end);
+        expire.push_back(true);
+      }
     }
     if (!commands.empty()) {
       auto replies = client_->pipeline(commands);
       if (!replies.isOk()) {
         // Which commands were done is not known: the runtime retries the batch (at-least-once).
-        const Status& s = replies.status();
         client_.reset();
-        if (s.code() == StatusCode::kInvalidArgument) return s.withContext("RedisSink");
-        return Status::retriable("RedisSink: " + s.toString());
+        return retriable(replies.status());
       }
       std::size_t lastBad = records.size();
       for (std::size_t i = 0; i < replies->size(); ++i) {
@@ -248,6 +410,7 @@ Status RedisSinkTask::put(std::vector<Record>& records) {
 }
 
 void RedisSinkTask::stop() {
+  inflight_.reset();  // not flushed: the runtime sends those records again (nothing was committed)
   if (skipped_ > 0 && context_ != nullptr)
     log_->info("{} task {}: {} tombstones skipped", context_->connectorName(), context_->taskId(), skipped_);
   client_.reset();

@@ -10,15 +10,20 @@
 //   expires (SET ... PX; PEXPIRE after the others but PUBLISH). A tombstone (null value) of XADD,
 //   PUBLISH, LPUSH or RPUSH is skipped, as is every tombstone when redis.delete.on.null is false.
 //
-// Delivery: put() sends the batch as pipelines (at most redis.batch.max.commands commands each,
-// grouped per cluster node) and returns only when every reply is in, so everything put is
-// written when put() returns and flush() has nothing left to wait for; the runtime commits a
-// sink offset only behind written records. A connection failure makes put() fail retriably: the
-// runtime retries the same batch, and commands that were done before the failure are done again
-// (at-least-once; SET/HSET/DEL are idempotent, XADD/LPUSH/RPUSH/PUBLISH may duplicate). A
-// command Redis refuses (WRONGTYPE, a key template that cannot be rendered, ...) is a bad record:
-// errors.tolerance and the dead-letter topic decide. MOVED/ASK during a slot migration are
-// followed (redis/client.h).
+// Delivery: put() encodes the batch as pipelines of at most redis.batch.max.commands commands.
+// Standalone: one pipeline stays in flight — put() writes its pipelines and reads the replies of
+// the one before, so Redis executes a batch while the runtime prepares the next; flush() reads
+// the last replies, so everything put is written once flush() returns, and the runtime commits
+// (a sink offset, a direct task's source position) only behind a flush. Cluster: the pipelines
+// are grouped per node and put() returns when every reply is in (redirections are followed one
+// command at a time, redis/client.h). A connection failure or an answer that says Redis cannot
+// take commands now (LOADING, OOM, READONLY, ...) makes put() or flush() fail retriably; the
+// pipeline still in flight is sent again before anything newer, and the runtime retries its
+// batch, so commands done before the failure are done again (at-least-once; SET/HSET/DEL are
+// idempotent, XADD/LPUSH/RPUSH/PUBLISH may duplicate) and the order of commands is kept. A
+// command Redis refuses (WRONGTYPE, ...) or a key template that cannot be rendered is a bad
+// record: errors.tolerance and the dead-letter topic decide (a refusal is reported when its
+// reply is read: in the next put() or flush()).
 //
 // Threading: the task thread only.
 #pragma once
@@ -59,21 +64,52 @@ class RedisSinkTask final : public SinkTask {
   std::string version() const override;
   Status start(const StringMap& config, SinkTaskContext& context) override;
   Status put(std::vector<Record>& records) override;
-  Status flush() override { return Status::ok(); }
+  Status flush() override;
   void stop() override;
 
   enum class Kind { kSet, kHset, kXadd, kPublish, kLpush, kRpush };
 
  private:
-  // The command(s) for `r`: its main command, and PEXPIRE when a TTL applies. Nothing when the
-  // record is skipped. InvalidArgument when a template cannot be rendered.
-  Status commandsFor(const Record& r, std::vector<redis::Command>& out) const;
+  // A pipeline: commands in RESP and the record each is for.
+  struct Pipeline {
+    std::vector<Record> records;                  // owned once the put() it came from returned
+    const std::vector<Record>* source = nullptr;  // the records `owner` indexes
+    std::string bytes;
+    std::vector<std::uint32_t> owner;  // record index per command
+    std::vector<bool> expire;          // per command: the PEXPIRE after the record's command
+    bool sent = false;                 // written on the current connection
+  };
+
+  // The record's command in argv_ (views into the record, keyBuf_, fieldBuf_ and constants):
+  // false when the record is skipped. InvalidArgument when a template cannot be rendered.
+  Result<bool> buildArgs(const Record& r);
+  // Encodes records [from, ...) into `p` until it holds batchMax_ commands; returns where it
+  // stopped. Records that cannot be rendered are reported as bad records.
+  Result<std::size_t> encode(std::vector<Record>& records, std::size_t from, Pipeline& p);
+  // Reads p's replies (standalone) and reports refused commands. A failure leaves p to be sent
+  // again and drops the connection.
+  Status collect(Pipeline& p);
+  // Writes p on the server's connection.
+  Status send(Pipeline& p);
+  // Sends the in-flight pipeline again after a failure and reads its replies.
+  Status resendInflight();
+  Status putCluster(std::vector<Record>& records);
   Status ensureClient();
+  Status retriable(const Status& s);
+  // The name of the record's command (for messages).
+  std::string_view argv0(const Record& r) const;
 
   std::shared_ptr<spdlog::logger> log_;
   SinkTaskContext* context_ = nullptr;
   redis::ClientOptions options_;
   std::unique_ptr<redis::Client> client_;
+  std::optional<Pipeline> inflight_;  // standalone: written, replies not read yet
+  Pipeline spare_;                    // the next pipeline's buffers, kept for their capacity
+  std::vector<std::string_view> argv_;
+  std::string keyBuf_;
+  std::string fieldBuf_;
+  std::string ttlText_;
+  std::string maxLenText_;
   Kind kind_ = Kind::kSet;
   std::optional<core::RecordTemplate> key_;
   std::optional<core::RecordTemplate> field_;

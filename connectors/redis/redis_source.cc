@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <mutex>
+#include <unordered_set>
 
 #include "connectors/common.h"
 #include "connectors/redis/redis_common.h"
@@ -28,6 +29,24 @@ std::string processingListFor(const std::string& list, const std::string& owner)
   }
   return "{" + list + "}:ferry-processing:" + owner;
 }
+
+// Removes acknowledged elements from a processing list; ARGV: the elements, oldest first.
+// Records are acknowledged in poll order and LMOVE puts the newest element at the head, so they
+// are normally the list's tail in that order: one LTRIM. Otherwise (elements delivered twice
+// after a reconnect, ...) each is removed with LREM from the tail.
+constexpr const char* kAckScript =
+    "local n = #ARGV\n"
+    "local tail = redis.call('LRANGE', KEYS[1], -n, -1)\n"
+    "local same = #tail == n\n"
+    "if same then\n"
+    "  for i = 1, n do\n"
+    "    if tail[i] ~= ARGV[n - i + 1] then same = false break end\n"
+    "  end\n"
+    "end\n"
+    "if same then redis.call('LTRIM', KEYS[1], 0, -n - 1) return n end\n"
+    "local removed = 0\n"
+    "for i = 1, n do removed = removed + redis.call('LREM', KEYS[1], -1, ARGV[i]) end\n"
+    "return removed\n";
 
 std::int64_t idMillis(std::string_view id) {
   std::int64_t ms = 0;
@@ -82,7 +101,8 @@ const ConfigDef& RedisSourceConnector::definition() {
     d.define("redis.streams", ConfigType::kList, "", Importance::kHigh,
              "Stream keys read with a consumer group (at-least-once).");
     d.define("redis.lists", ConfigType::kList, "", Importance::kHigh,
-             "List keys read as reliable queues: LMOVE into a processing list, LREM once safe (at-least-once).");
+             "List keys read as reliable queues: LMOVE into a processing list, removed from it once safe "
+             "(at-least-once).");
     d.define("redis.channels", ConfigType::kList, "", Importance::kHigh,
              "Pub/sub channels to SUBSCRIBE (at-most-once: messages while disconnected are lost).");
     d.define("redis.patterns", ConfigType::kList, "", Importance::kHigh,
@@ -249,6 +269,14 @@ Status RedisSourceTask::unavailable(const Status& s, const char* what) {
   client_.reset();
   subscription_.reset();
   ++reconnects_;
+  // A reply lost with the connection leaves entries in this consumer's pending list (streams:
+  // read again from id 0; in-flight ones are skipped) or elements in the processing list (lists:
+  // delivered again, at-least-once).
+  requeue(ahead_.acks);  // their replies are lost too: sent again (XACK and the removal are idempotent)
+  ahead_ = Ahead{};
+  if (mode_ == Mode::kStream)
+    for (const auto& src : sources_) pendingFrom_[src] = "0";
+  if (mode_ == Mode::kList) recovered_ = false;
   if (s.code() == StatusCode::kInvalidArgument) return s.withContext(std::string("RedisSource: ") + what);
   return Status::unavailable(std::string("RedisSource: ") + what + ": " + s.toString());
 }
@@ -260,92 +288,116 @@ std::string RedisSourceTask::topicFor(const std::string& source) const {
   return t;
 }
 
+void RedisSourceTask::ackCommands(const std::vector<std::pair<std::string, std::string>>& done,
+                                  std::vector<Command>& cmds) {
+  // Grouped by stream or list, each group in acknowledgement order, at most 1,000 a command.
+  std::map<std::string, std::vector<std::string_view>> bySource;
+  for (const auto& [source, item] : done) bySource[source].push_back(item);
+  for (const auto& [source, items] : bySource) {
+    for (std::size_t i = 0; i < items.size(); i += 1000) {
+      Command c;
+      if (mode_ == Mode::kStream) {
+        c = Command{{"XACK", source, group_}, source};
+      } else {
+        const std::string& proc = processing_[source];
+        c = Command{{"EVAL", kAckScript, "1", proc}, proc};
+      }
+      for (std::size_t j = i; j < std::min(items.size(), i + 1000); ++j) c.args.emplace_back(items[j]);
+      cmds.push_back(std::move(c));
+    }
+  }
+}
+
+void RedisSourceTask::acknowledged(const std::vector<std::pair<std::string, std::string>>& done,
+                                   const std::vector<Reply>& replies) {
+  for (const Reply& r : replies)
+    if (r.isError()) log_->warn("{}: acknowledging in Redis failed: {}", context_->connectorName(), r.describe());
+  if (mode_ == Mode::kStream)
+    for (const auto& [stream, id] : done) {
+      // Acknowledgements come in delivery order: normally the oldest id in flight.
+      auto& flying = inFlight_[stream];
+      if (!flying.empty() && flying.front() == id) {
+        flying.pop_front();
+      } else if (auto it = std::find(flying.begin(), flying.end(), id); it != flying.end()) {
+        flying.erase(it);
+      }
+    }
+}
+
+void RedisSourceTask::requeue(std::vector<std::pair<std::string, std::string>>& done) {
+  if (done.empty()) return;
+  std::lock_guard lock(done_->mu);
+  done_->done.insert(done_->done.begin(), std::make_move_iterator(done.begin()), std::make_move_iterator(done.end()));
+  done.clear();
+}
+
 Status RedisSourceTask::flushAcks() {
   std::vector<std::pair<std::string, std::string>> done;
   {
     std::lock_guard lock(done_->mu);
     done.swap(done_->done);
   }
-  if (done.empty() || !client_) {
-    if (!done.empty()) {
-      std::lock_guard lock(done_->mu);  // not connected: keep them for the next call
-      done_->done.insert(done_->done.begin(), done.begin(), done.end());
-    }
+  if (done.empty()) return Status::ok();
+  if (!client_) {
+    requeue(done);  // not connected: kept for the next call
     return Status::ok();
   }
   std::vector<Command> cmds;
-  if (mode_ == Mode::kStream) {
-    std::map<std::string, std::vector<std::string>> bySource;
-    for (auto& [source, id] : done) bySource[source].push_back(std::move(id));
-    for (auto& [stream, ids] : bySource) {
-      for (std::size_t i = 0; i < ids.size(); i += 1000) {
-        Command c{{"XACK", stream, group_}, stream};
-        for (std::size_t j = i; j < std::min(ids.size(), i + 1000); ++j) c.args.push_back(ids[j]);
-        cmds.push_back(std::move(c));
-      }
-    }
-  } else {
-    for (auto& [list, element] : done) {
-      const std::string& proc = processing_[list];
-      // -1: from the tail, where the oldest elements (acknowledged first) are; from the head, each
-      // LREM would scan everything taken since.
-      cmds.push_back(Command{{"LREM", proc, "-1", element}, proc});
-    }
-  }
+  ackCommands(done, cmds);
   auto replies = client_->pipeline(cmds);
   if (!replies.isOk()) {
-    {
-      std::lock_guard lock(done_->mu);
-      done_->done.insert(done_->done.begin(), done.begin(), done.end());
-    }
+    requeue(done);
     return replies.status();
   }
-  for (const Reply& r : *replies)
-    if (r.isError()) log_->warn("{}: acknowledging in Redis failed: {}", context_->connectorName(), r.describe());
-  if (mode_ == Mode::kStream)
-    for (auto& [stream, id] : done) inFlight_[stream].erase(id);
+  acknowledged(done, *replies);
   return Status::ok();
 }
 
 Status RedisSourceTask::commit() {
-  if (!client_) return Status::ok();
+  // With a read ahead on the connection the acknowledgements go with the next poll's write.
+  if (!client_ || ahead_.replies > 0) return Status::ok();
   Status s = flushAcks();
   if (!s.isOk()) (void)unavailable(s, "acknowledging");
   return Status::ok();
 }
 
-std::size_t RedisSourceTask::streamEntries(const std::string& stream, const Reply& entries, std::vector<Record>& out) {
+std::size_t RedisSourceTask::streamEntries(const std::string& stream, Reply& entries, std::vector<Record>& out,
+                                           bool fresh) {
   std::size_t n = 0;
   if (!entries.isArray()) return 0;
   auto& flying = inFlight_[stream];
-  for (const Reply& e : entries.elements) {
+  // Entries read with ">" are new to this consumer; pending or claimed ones may be in flight.
+  std::unordered_set<std::string_view> given;
+  if (!fresh) given.insert(flying.begin(), flying.end());
+  const std::string topic = topicFor(stream);
+  for (Reply& e : entries.elements) {
     if (!e.isArray() || e.elements.size() < 2 || !e.elements[0].isString()) continue;
-    const std::string& id = e.elements[0].str;
-    const Reply& fields = e.elements[1];
-    if (flying.count(id) != 0) continue;  // already given out, not yet acknowledged
+    std::string& id = e.elements[0].str;
+    Reply& fields = e.elements[1];
+    if (!fresh && given.count(id) != 0) continue;  // already given out, not yet acknowledged
     if (!fields.isArray()) {
       // Deleted (XDEL / trimmed) while pending: nothing to deliver; acknowledge it.
+      flying.push_back(id);
       std::lock_guard lock(done_->mu);
-      done_->done.emplace_back(stream, id);
-      flying.insert(id);
+      done_->done.emplace_back(stream, std::move(id));
       continue;
     }
     Record r;
-    r.topic = topicFor(stream);
+    r.topic = topic;
     r.timestampMs = idMillis(id);
     nlohmann::json obj = nlohmann::json::object();
     for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2) {
-      const std::string& f = fields.elements[i].str;
-      const std::string& v = fields.elements[i + 1].str;
+      std::string& f = fields.elements[i].str;
+      std::string& v = fields.elements[i + 1].str;
       if (valueAsJson_) {
-        obj[f] = v;
         if (f == keyField_) r.key = Bytes::copyOf(v);
+        obj[f] = std::move(v);
       } else if (f == valueField_) {
-        r.value = Bytes::copyOf(v);
+        r.value = Bytes(std::move(v));
       } else if (f == keyField_) {
-        r.key = Bytes::copyOf(v);
+        r.key = Bytes(std::move(v));
       } else {
-        r.headers.add(f, v);
+        r.headers.add(std::move(f), std::move(v));
       }
     }
     if (valueAsJson_) r.value = Bytes(obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -353,12 +405,147 @@ std::size_t RedisSourceTask::streamEntries(const std::string& stream, const Repl
     r.headers.add("redis.id", id);
     r.position.partition = {{"redis.stream", stream}};
     r.position.offset = {{"id", id}};
-    r.acknowledger = std::make_shared<QueueAck>(done_, stream, id);
-    flying.insert(id);
+    flying.push_back(id);
+    r.acknowledger = std::make_shared<QueueAck>(done_, stream, std::move(id));
     out.push_back(std::move(r));
     ++n;
   }
   return n;
+}
+
+bool RedisSourceTask::claimDue() const {
+  return mode_ == Mode::kStream && claimMinIdle_.count() > 0 && std::chrono::steady_clock::now() >= nextClaim_;
+}
+
+void RedisSourceTask::appendRead(std::string& bytes, std::size_t max, Ahead& ahead) {
+  if (mode_ == Mode::kStream) {
+    std::vector<std::string> args{"XREADGROUP", "GROUP", group_, consumer_, "COUNT", std::to_string(max), "STREAMS"};
+    args.insert(args.end(), sources_.begin(), sources_.end());
+    args.insert(args.end(), sources_.size(), ">");
+    redis::appendCommand(bytes, args);
+    ahead.replies = 1;
+    ahead.max = max;
+    return;
+  }
+  const std::string& list = sources_[nextList_++ % sources_.size()];
+  const std::string_view args[] = {"LMOVE", list, processing_[list], "RIGHT", "LEFT"};
+  ahead.max = std::min(max, batch_);
+  for (std::size_t i = 0; i < ahead.max; ++i) redis::appendCommand(bytes, args, 5);
+  ahead.replies = ahead.max;
+  ahead.list = list;
+}
+
+void RedisSourceTask::sendAhead(std::size_t max) {
+  if (!client_ || client_->cluster() || (mode_ == Mode::kStream && claimDue())) return;
+  std::string bytes;
+  Ahead ahead;
+  appendRead(bytes, max, ahead);
+  ahead.full = true;  // sent because the batch before it was full
+  auto conn = client_->server();
+  Status s = conn.isOk() ? conn.value()->write(bytes, redis::Clock::now() + options_.connection.timeout)
+                         : conn.status();
+  if (!s.isOk()) {
+    // The records of this poll are delivered; the next poll reconnects.
+    log_->warn("{}: reading ahead failed: {}", context_->connectorName(), s.toString());
+    (void)unavailable(s, "reading ahead");
+    return;
+  }
+  ahead_ = std::move(ahead);
+}
+
+Result<std::size_t> RedisSourceTask::takeAhead(std::vector<Record>& out, std::size_t max) {
+  // On the wire before this call: the acknowledgements written with the read ahead, then the
+  // read ahead. Written now: the acknowledgements since and, while batches come full, the next
+  // read ahead; their replies are read by the next call (Redis answers a pipeline only once it
+  // executed all of it, so waiting for them now would wait for the next read too).
+  Acks done;
+  {
+    std::lock_guard lock(done_->mu);
+    done.swap(done_->done);
+  }
+  std::vector<Command> acks;
+  ackCommands(done, acks);
+  std::string bytes;
+  for (const Command& c : acks) redis::appendCommand(bytes, c.args);
+  Ahead current = std::exchange(ahead_, Ahead{});
+  Ahead next;
+  if (current.full && !claimDue()) appendRead(bytes, max, next);
+  auto conn = client_->server();
+  const auto deadline = redis::Clock::now() + options_.connection.timeout;
+  auto lost = [&](const Status& s, const char* what) {
+    requeue(done);
+    requeue(current.acks);
+    return unavailable(s, what);
+  };
+  if (!conn.isOk()) return lost(conn.status(), "reading ahead");
+  if (!bytes.empty())
+    if (Status s = conn.value()->write(bytes, deadline); !s.isOk()) return lost(s, "reading ahead");
+  auto readAcks = [&](std::size_t count, Acks& which) -> Status {
+    std::vector<Reply> replies;
+    replies.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      auto r = conn.value()->read(deadline);
+      if (!r.isOk()) return r.status();
+      replies.push_back(std::move(*r));
+    }
+    acknowledged(which, replies);
+    which.clear();
+    return Status::ok();
+  };
+  if (Status s = readAcks(current.ackReplies, current.acks); !s.isOk()) return lost(s, "acknowledging");
+  std::size_t n = 0;
+  if (mode_ == Mode::kStream) {
+    auto r = conn.value()->read(deadline);
+    if (!r.isOk()) return lost(r.status(), "XREADGROUP (read ahead)");
+    if (r->isError()) {
+      if (r->errorPrefix() == "NOGROUP") groupsReady_ = false;
+      return lost(Status::unavailable("XREADGROUP: " + r->describe()), "XREADGROUP (read ahead)");
+    }
+    if (r->isArray())
+      for (Reply& st : r->elements)
+        if (st.isArray() && st.elements.size() == 2) n += streamEntries(st.elements[0].str, st.elements[1], out);
+  } else {
+    for (std::size_t i = 0; i < current.replies; ++i) {
+      auto r = conn.value()->read(deadline);
+      if (!r.isOk()) return lost(r.status(), "LMOVE (read ahead)");
+      if (r->isError())
+        return lost(Status::unavailable("LMOVE " + current.list + ": " + r->describe()), "LMOVE (read ahead)");
+      if (r->isString()) {
+        emitListElement(current.list, std::move(r->str), out);
+        ++n;
+      }
+    }
+  }
+  if (next.replies == 0) {
+    // No read ahead any more: the acknowledgements' replies are read now.
+    if (Status s = readAcks(acks.size(), done); !s.isOk()) return lost(s, "acknowledging");
+    return n;
+  }
+  next.full = n == current.max;
+  next.ackReplies = acks.size();
+  next.acks = std::move(done);
+  ahead_ = std::move(next);
+  return n;
+}
+
+void RedisSourceTask::settleAhead() {
+  if (ahead_.replies == 0 || !client_) return;
+  auto conn = client_->server();
+  const auto deadline = redis::Clock::now() + options_.connection.timeout;
+  std::vector<Reply> acks;
+  for (std::size_t i = 0; conn.isOk() && i < ahead_.ackReplies + ahead_.replies; ++i) {
+    auto r = conn.value()->read(deadline);
+    if (!r.isOk()) {
+      client_.reset();
+      requeue(ahead_.acks);
+      break;
+    }
+    if (i < ahead_.ackReplies) acks.push_back(std::move(*r));
+    if (i + 1 == ahead_.ackReplies) acknowledged(ahead_.acks, acks);
+  }
+  // Entries read and not delivered stay in the consumer's pending list, elements in the
+  // processing list: the next run delivers them.
+  ahead_ = Ahead{};
 }
 
 Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::size_t max,
@@ -374,7 +561,7 @@ Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::
                                       stream});
     if (!r.isOk()) return unavailable(r.status(), "XREADGROUP");
     if (r->isError()) return Status::unavailable("RedisSource: XREADGROUP " + stream + ": " + r->describe());
-    const Reply* entries = nullptr;
+    Reply* entries = nullptr;
     if (r->isArray() && !r->elements.empty() && r->elements[0].isArray() && r->elements[0].elements.size() == 2)
       entries = &r->elements[0].elements[1];
     if (entries == nullptr || entries->elements.empty()) {
@@ -384,7 +571,7 @@ Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::
     from = entries->elements.back().isArray() && !entries->elements.back().elements.empty()
                ? entries->elements.back().elements[0].str
                : std::string();
-    std::size_t n = streamEntries(stream, *entries, out);
+    std::size_t n = streamEntries(stream, *entries, out, false);
     if (n > 0) return n;
   }
   if (pendingLeft) return std::size_t{0};
@@ -407,7 +594,7 @@ Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::
       }
       cursor = r->elements[0].str;
       if (cursor != "0-0") passDone = false;
-      const std::size_t got = streamEntries(stream, r->elements[1], out);
+      const std::size_t got = streamEntries(stream, r->elements[1], out, false);
       if (got > 0)
         log_->info("{} task {}: took over {} entries of {} pending longer than {} ms with another consumer",
                    context_->connectorName(), context_->taskId(), got, stream, claimMinIdle_.count());
@@ -436,8 +623,9 @@ Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::
     }
     std::size_t n = 0;
     if (r->isArray())
-      for (const Reply& s : r->elements)
+      for (Reply& s : r->elements)
         if (s.isArray() && s.elements.size() == 2) n += streamEntries(s.elements[0].str, s.elements[1], out);
+    if (n == max) sendAhead(max);  // a full batch: more is likely waiting
     return n;
   }
   // A cluster with streams in several slots: one XREADGROUP per stream, the wait shared out.
@@ -454,23 +642,25 @@ Result<std::size_t> RedisSourceTask::pollStreams(std::vector<Record>& out, std::
     if (!r.isOk()) return unavailable(r.status(), "XREADGROUP");
     if (r->isError()) return Status::unavailable("RedisSource: XREADGROUP " + stream + ": " + r->describe());
     if (r->isArray())
-      for (const Reply& s : r->elements)
+      for (Reply& s : r->elements)
         if (s.isArray() && s.elements.size() == 2) n += streamEntries(s.elements[0].str, s.elements[1], out);
     if (n >= max) break;
   }
   return n;
 }
 
+void RedisSourceTask::emitListElement(const std::string& list, std::string element, std::vector<Record>& out) {
+  Record r;
+  r.topic = topicFor(list);
+  r.headers.add("redis.list", list);
+  r.value = Bytes(element);
+  r.acknowledger = std::make_shared<QueueAck>(done_, list, std::move(element));
+  out.push_back(std::move(r));
+}
+
 Result<std::size_t> RedisSourceTask::pollLists(std::vector<Record>& out, std::size_t max,
                                                std::chrono::milliseconds wait) {
-  auto emit = [&](const std::string& list, std::string element) {
-    Record r;
-    r.topic = topicFor(list);
-    r.headers.add("redis.list", list);
-    r.value = Bytes(element);
-    r.acknowledger = std::make_shared<QueueAck>(done_, list, std::move(element));
-    out.push_back(std::move(r));
-  };
+  auto emit = [&](const std::string& list, std::string element) { emitListElement(list, std::move(element), out); };
   if (!recovered_) {
     // What a previous run of this task took and never finished: oldest (tail) first.
     std::size_t n = 0;
@@ -485,7 +675,8 @@ Result<std::size_t> RedisSourceTask::pollLists(std::vector<Record>& out, std::si
     }
     recovered_ = true;
     if (n > 0) {
-      log_->info("{} task {}: {} elements left in processing lists by an earlier run delivered again",
+      log_->info("{} task {}: {} elements found in the processing lists (taken before a restart or a lost "
+                 "connection and not acknowledged) delivered again",
                  context_->connectorName(), context_->taskId(), n);
       return n;
     }
@@ -503,6 +694,7 @@ Result<std::size_t> RedisSourceTask::pollLists(std::vector<Record>& out, std::si
       ++n;
     }
   }
+  if (n == cmds.size()) sendAhead(max);  // a full batch: more is likely waiting
   if (n > 0 || wait.count() <= 0) return n;
   // Empty: wait on this list (BLMOVE takes seconds, fractions allowed).
   const std::string seconds = std::to_string(std::max<long long>(wait.count(), 10) / 1000.0);
@@ -551,8 +743,9 @@ Result<std::size_t> RedisSourceTask::poll(std::vector<Record>& out, std::size_t 
                                           std::chrono::milliseconds maxWait) {
   if (context_ == nullptr) return Status::failedPrecondition("RedisSource: poll() before start()");
   if (Status s = connect(); !s.isOk()) return unavailable(s, "connecting");
-  if (Status s = flushAcks(); !s.isOk()) return unavailable(s, "acknowledging");
   const std::size_t max = std::max<std::size_t>(1, std::min(maxRecords, batch_));
+  if (ahead_.replies > 0) return takeAhead(out, max);
+  if (Status s = flushAcks(); !s.isOk()) return unavailable(s, "acknowledging");
   switch (mode_) {
     case Mode::kStream: return pollStreams(out, max, maxWait);
     case Mode::kList: return pollLists(out, max, maxWait);
@@ -563,6 +756,7 @@ Result<std::size_t> RedisSourceTask::poll(std::vector<Record>& out, std::size_t 
 
 void RedisSourceTask::stop() {
   // Acknowledge what is already safe; the rest stays pending in Redis for the next run.
+  settleAhead();
   if (client_) {
     if (Status s = flushAcks(); !s.isOk())
       log_->warn("RedisSource: acknowledgements not sent at stop (delivered again later): {}", s.toString());

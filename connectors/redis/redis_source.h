@@ -18,8 +18,13 @@
 //
 // Lists (at-least-once). LMOVE <list> <processing> RIGHT LEFT takes elements into a processing
 // list of the task's own (<list>:ferry-processing:<connector>-<task>, in the list's hash slot),
-// BLMOVE waits when the list is empty; an element is removed from the processing list (LREM)
-// once its record is safe. A task starts by delivering what its processing list still holds.
+// BLMOVE waits when the list is empty; an element is removed from the processing list once its
+// record is safe (one EVAL per batch: an LTRIM of the list's tail when the acknowledged elements
+// are its tail, else LREM each). A task starts by delivering what its processing list still
+// holds, and so does a task whose connection was lost.
+//
+// Standalone, after a full batch the next read (XREADGROUP without BLOCK, or LMOVEs) is written
+// ahead with the acknowledgements since the last one; the next poll() takes its replies.
 // Record: value = the element, header redis.list.
 //
 // Pub/sub (at-most-once by nature: Redis keeps nothing for a subscriber that is not connected,
@@ -36,9 +41,11 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -83,14 +90,41 @@ class RedisSourceTask final : public SourceTask {
 
  private:
   Status connect();
-  // XACKs (streams) or LREMs (lists) of what the runtime acknowledged since the last call.
+  // A read written ahead (standalone streams and lists, after a full batch): its replies are
+  // the next on the connection.
+  struct Ahead {
+    std::size_t replies = 0;  // 0: none
+    std::size_t max = 0;      // records it may hold
+    std::string list;         // lists: the list its LMOVEs take from
+    bool full = false;        // the read before it filled its batch
+    std::size_t ackReplies = 0;  // acknowledgement commands written just before it
+    std::vector<std::pair<std::string, std::string>> acks;  // what they acknowledge
+  };
+  using Acks = std::vector<std::pair<std::string, std::string>>;  // (stream or list, id or element)
+
+  // XACKs (streams) or processing-list removals (lists) of what the runtime acknowledged since
+  // the last call.
   Status flushAcks();
+  void ackCommands(const Acks& done, std::vector<redis::Command>& cmds);
+  void acknowledged(const Acks& done, const std::vector<redis::Reply>& replies);
+  void requeue(Acks& done);
+  // Writes a read ahead (standalone), so Redis prepares the next batch while this one is handled.
+  void sendAhead(std::size_t max);
+  void appendRead(std::string& bytes, std::size_t max, Ahead& ahead);
+  Result<std::size_t> takeAhead(std::vector<Record>& out, std::size_t max);
+  // Reads and drops a read ahead's replies (stopping).
+  void settleAhead();
+  bool claimDue() const;
+  void emitListElement(const std::string& list, std::string element, std::vector<Record>& out);
   Result<std::size_t> pollStreams(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait);
   Result<std::size_t> pollLists(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait);
   Result<std::size_t> pollPubSub(std::vector<Record>& out, std::size_t max, std::chrono::milliseconds wait);
   // Appends the records of an XREADGROUP/XAUTOCLAIM entry list of `stream`; returns how many.
   // Entries whose fields are nil (deleted while pending) are acknowledged and skipped.
-  std::size_t streamEntries(const std::string& stream, const redis::Reply& entries, std::vector<Record>& out);
+  // `fresh`: read with ">" (new to this consumer), else pending or claimed entries, of which
+  // those still in flight are skipped.
+  std::size_t streamEntries(const std::string& stream, redis::Reply& entries, std::vector<Record>& out,
+                            bool fresh = true);
   std::string topicFor(const std::string& source) const;
   Status unavailable(const Status& s, const char* what);
 
@@ -104,6 +138,7 @@ class RedisSourceTask final : public SourceTask {
   std::vector<std::string> patterns_;
   std::string topic_;
   std::size_t batch_ = 500;
+  Ahead ahead_;
 
   // Streams.
   std::string group_;
@@ -113,7 +148,7 @@ class RedisSourceTask final : public SourceTask {
   std::string valueField_ = "value";
   std::string keyField_ = "key";
   std::map<std::string, std::string> pendingFrom_;       // stream -> next id of our pending list ("" done)
-  std::map<std::string, std::set<std::string>> inFlight_;  // stream -> ids given out, not yet acked
+  std::map<std::string, std::deque<std::string>> inFlight_;  // stream -> ids given out, not yet acked, in order
   std::chrono::milliseconds claimMinIdle_{60000};
   std::chrono::milliseconds claimInterval_{10000};
   std::chrono::steady_clock::time_point nextClaim_{};

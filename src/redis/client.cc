@@ -131,6 +131,11 @@ std::string Client::nodeFor(const std::string& key) const {
   return options_.seeds.front().first + ":" + std::to_string(options_.seeds.front().second);
 }
 
+Result<Connection*> Client::server() {
+  if (options_.cluster) return Status::failedPrecondition("Redis Cluster: no single server connection");
+  return connectionTo(standalone_);
+}
+
 Result<std::unique_ptr<Connection>> Client::dedicated(const std::string& key) {
   if (refreshWanted_) (void)refreshSlots();
   ConnectionOptions o = options_.connection;

@@ -50,6 +50,10 @@ class Client {
   // A new connection of its own to the node serving `key` (or any node when empty), e.g. for
   // SUBSCRIBE, which takes a connection over.
   Result<std::unique_ptr<Connection>> dedicated(const std::string& key);
+  // Standalone only: the server's connection (opened again when it broke), for a caller that
+  // writes a pipeline now and reads its replies later (RedisSink keeps one pipeline in flight).
+  // FailedPrecondition in a cluster.
+  Result<Connection*> server();
   bool cluster() const noexcept { return options_.cluster; }
   // The cluster's masters ("host:port"), or the one server.
   std::vector<std::string> nodes() const;

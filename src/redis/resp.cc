@@ -3,6 +3,7 @@
 #include <hiredis/read.h>
 
 #include <array>
+#include <charconv>
 #include <new>
 
 namespace ferry::redis {
@@ -138,17 +139,33 @@ Result<std::optional<Reply>> ReplyReader::next() {
   return std::optional<Reply>(std::move(*root));
 }
 
-void appendCommand(std::string& out, const std::vector<std::string>& args) {
-  out += '*';
-  out += std::to_string(args.size());
+namespace {
+// "<tag><n>\r\n"
+void appendLength(std::string& out, char tag, std::size_t n) {
+  char buf[24];
+  buf[0] = tag;
+  auto [end, ec] = std::to_chars(buf + 1, buf + sizeof buf - 2, n);
+  (void)ec;  // 20 digits always fit
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(buf, static_cast<std::size_t>(end - buf));
+}
+
+void appendBulk(std::string& out, std::string_view a) {
+  appendLength(out, '$', a.size());
+  out.append(a);
   out += "\r\n";
-  for (const std::string& a : args) {
-    out += '$';
-    out += std::to_string(a.size());
-    out += "\r\n";
-    out += a;
-    out += "\r\n";
-  }
+}
+}  // namespace
+
+void appendCommand(std::string& out, const std::vector<std::string>& args) {
+  appendLength(out, '*', args.size());
+  for (const std::string& a : args) appendBulk(out, a);
+}
+
+void appendCommand(std::string& out, const std::string_view* args, std::size_t count) {
+  appendLength(out, '*', count);
+  for (std::size_t i = 0; i < count; ++i) appendBulk(out, args[i]);
 }
 
 namespace {

@@ -72,6 +72,7 @@ class ReplyReader {
 
 // Appends one command in RESP (an array of bulk strings) to `out`.
 void appendCommand(std::string& out, const std::vector<std::string>& args);
+void appendCommand(std::string& out, const std::string_view* args, std::size_t count);
 
 // The Redis Cluster hash slot of `key` (CRC16/XMODEM of the key or of its {hash tag}, mod 16384).
 std::uint16_t keySlot(std::string_view key) noexcept;

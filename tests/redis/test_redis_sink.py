@@ -8,6 +8,9 @@
   Then XADD with MAXLEN ~ keeps the stream short and HSET with redis.ttl.ms sets the hash's TTL;
   tombstones: DEL for SET and HDEL for HSET (HSET with a field template), and a record Redis
   refuses (WRONGTYPE) goes to the dead-letter topic with Redis's message, the task keeps running.
+  Last, Redis answers OOM (maxmemory 1, noeviction) for a while mid-stream: RPUSH and SET of one
+  key wait and retry (a pipeline refused while another was in flight is sent again first), then
+  the list holds every sequence number in order and the key the last value.
 """
 import json
 import os
@@ -128,6 +131,38 @@ def main():
     st = w.ok("GET", "/connectors/push2/status")
     assert st["tasks"][0]["state"] == "RUNNING", st
     print(f"(b) tombstones: HDEL and DEL done; WRONGTYPE dead-lettered, task RUNNING; keys were {keys}", flush=True)
+
+    # (d) Redis refuses writes with OOM for a while: nothing lost, order kept.
+    src3 = os.path.join(work, "in3.txt")
+    open(src3, "w").close()
+    w.ok("PUT", "/connectors/lines3/config", {"connector.class": "FileStreamSource", "file": src3, "topic": "oom"})
+    w.ok("PUT", "/connectors/oomlist/config", dict(base, **{
+        "topics": "oom", "redis.command": "RPUSH", "redis.key": f"{run_id}:oomlist"}))
+    w.ok("PUT", "/connectors/oomset/config", dict(base, **{
+        "topics": "oom", "redis.command": "SET", "redis.key": f"{run_id}:oomlast"}))
+    for name in ("lines3", "oomlist", "oomset"):
+        w.wait_running(name)
+    m = 20000
+    write_lines(src3, 0, m // 2, line)
+    wait_for(lambda: r.call("LLEN", f"{run_id}:oomlist") >= 1000, 30, "first records of (d)")
+    r.call("CONFIG", "SET", "maxmemory", "1")  # noeviction: every write answers OOM
+    write_lines(src3, m // 2, m, line)
+    time.sleep(3)
+    held = r.call("LLEN", f"{run_id}:oomlist")
+    assert held < m, f"(d) Redis took every write although it answered OOM: LLEN {held}"
+    r.call("CONFIG", "SET", "maxmemory", "0")
+    wait_for(lambda: r.call("LLEN", f"{run_id}:oomlist") >= m and
+             json.loads(r.call("GET", f"{run_id}:oomlast"))["seq"] == m - 1, 60, "(d) every record after the OOM")
+    order = [json.loads(v)["seq"] for v in r.call("LRANGE", f"{run_id}:oomlist", "0", "-1")]
+    firsts, seen = [], set()
+    for q in order:
+        if q not in seen:
+            seen.add(q)
+            firsts.append(q)
+    assert firsts == list(range(m)), "(d) the list lost or reordered records: first difference at " + \
+        str(next((i for i, q in enumerate(firsts) if q != i), len(firsts)))
+    print(f"(d) OOM for 3 s at LLEN {held}: all {m} in order afterwards, {len(order) - m} duplicates; "
+          f"the key holds the last value", flush=True)
     w.stop()
     redis.stop()
 

@@ -10,6 +10,10 @@
       after redis.stream.claim.min.idle.ms and delivered.
   (d) pub/sub: SUBSCRIBE and PSUBSCRIBE (a keyspace notification pattern): messages published
       while the task is connected arrive, with redis.channel / redis.pattern headers.
+  (e) a backlog: 300,000 entries and elements waiting before the connectors start, so the tasks
+      read full batches and keep a read ahead on the wire (with the acknowledgements of the batch
+      before); Redis is killed with kill -9 mid-drain and restarted: 0 lost, nothing pending, the
+      processing list empty.
 """
 import json
 import os
@@ -18,7 +22,7 @@ import time
 
 from redis_env import OwnRedis, seqs_of, wait_for
 from resp_client import RedisError
-from harness import Worker, run, tmpdir
+from harness import Worker, run, tmpdir, wait_until
 
 N = int(os.environ.get("FERRY_REDIS_SOURCE_COUNT", "20000"))
 
@@ -169,6 +173,52 @@ def main():
     assert "set" in got, got[-3:]
     print("(d) pub/sub: 100 messages published by a client and 100 by a RedisSink (PUBLISH) while subscribed "
           "arrived; a keyspace notification (set) too", flush=True)
+
+    # (e) a backlog drained with reads ahead, through a Redis kill -9
+    m = 300_000
+    bs, bl = f"{run_id}:backlog", f"{run_id}:backjobs"
+    for base in range(0, m, 5000):
+        r.pipeline([["XADD", bs, "*", "value", json.dumps({"seq": i})] for i in range(base, base + 5000)])
+        r.pipeline([["LPUSH", bl, json.dumps({"seq": i})] for i in range(base, base + 5000)])
+    out_bs, out_bl = os.path.join(work, "backlog.txt"), os.path.join(work, "backjobs.txt")
+    w.ok("PUT", "/connectors/bfs/config", {"connector.class": "FileStreamSink", "topics": "bs", "file": out_bs})
+    w.ok("PUT", "/connectors/bfl/config", {"connector.class": "FileStreamSink", "topics": "bl", "file": out_bl})
+    w.ok("PUT", "/connectors/brs/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                           "redis.streams": bs, "topic": "bs"})
+    w.ok("PUT", "/connectors/brl/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                           "redis.lists": bl, "topic": "bl"})
+    # Killed while the tasks are still reading (not when the sinks' files are): the group's
+    # entries-read and what is left of the list say how far they are.
+    def reading():
+        groups = r.call("XINFO", "GROUPS", bs)
+        read = dict(zip(groups[0][::2], groups[0][1::2])).get(b"entries-read") if groups else 0
+        left = r.call("LLEN", bl)
+        return (read or 0) > m // 5 and left < m - m // 5, (read, left)
+    wait_until(lambda: reading()[0], 120, "(e) a fifth of the backlog read", interval=0.005)
+    at = reading()[1]
+    redis.kill9()
+    time.sleep(1)
+    redis.start()
+    r = redis.client()
+
+    def drained():
+        try:
+            return seqs_of(lines(out_bs))[0] >= set(range(m)) and seqs_of(lines(out_bl))[0] >= set(range(m))
+        except ValueError:
+            return False
+    wait_for(drained, 180, "(e) the whole backlog in the files")
+    got_s, dup_s = seqs_of(lines(out_bs))
+    got_l, dup_l = seqs_of(lines(out_bl))
+    assert got_s == set(range(m)) and got_l == set(range(m)), "(e) lost records"
+
+    def settled_e():
+        procs = r.call("KEYS", f"{{{bl}}}:ferry-processing:*")
+        return r.call("XPENDING", bs, "ferry-brs")[0] == 0 and sum(r.call("LLEN", p) for p in procs) == 0 and \
+            r.call("LLEN", bl) == 0
+    wait_for(settled_e, 60, "(e) nothing pending, the processing list empty")
+    print(f"(e) a backlog of {m} entries and {m} elements, Redis killed with kill -9 at {at[0]} entries read / "
+          f"{at[1]} elements left: "
+          f"0 lost; duplicates {dup_s} / {dup_l}; nothing pending, the processing list empty", flush=True)
     w.stop()
     redis.stop()
 
