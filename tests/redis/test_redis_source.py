@@ -14,6 +14,8 @@
       read full batches and keep a read ahead on the wire (with the acknowledgements of the batch
       before); Redis is killed with kill -9 mid-drain and restarted: 0 lost, nothing pending, the
       processing list empty.
+  (f) the processing list's tail is not what the task acknowledges (another client pushed an
+      element there): acknowledged elements are still removed one by one, the stranger is left.
 """
 import json
 import os
@@ -219,6 +221,25 @@ def main():
     print(f"(e) a backlog of {m} entries and {m} elements, Redis killed with kill -9 at {at[0]} entries read / "
           f"{at[1]} elements left: "
           f"0 lost; duplicates {dup_s} / {dup_l}; nothing pending, the processing list empty", flush=True)
+
+    # (f) a stranger at the processing list's tail
+    fl = f"{run_id}:strange"
+    out_f = os.path.join(work, "strange.txt")
+    w.ok("PUT", "/connectors/ffl/config", {"connector.class": "FileStreamSink", "topics": "fl", "file": out_f})
+    w.ok("PUT", "/connectors/frl/config", {"connector.class": "RedisSource", "redis.hosts": hosts,
+                                           "redis.lists": fl, "topic": "fl"})
+    r.pipeline([["LPUSH", fl, json.dumps({"seq": i})] for i in range(1000)])
+    wait_for(lambda: len(lines(out_f)) >= 1000, 60, "(f) the first 1000 elements")
+    procs = [f"{{{fl}}}:ferry-processing:frl-0"]  # the task's processing list (gone while empty)
+    wait_for(lambda: r.call("LLEN", procs[0]) == 0, 30, "(f) the first 1000 acknowledged")
+    r.call("RPUSH", procs[0], "stranger")
+    r.pipeline([["LPUSH", fl, json.dumps({"seq": i})] for i in range(1000, 3000)])
+    wait_for(lambda: seqs_of(lines(out_f))[0] >= set(range(3000)), 60, "(f) all 3000 elements")
+    wait_for(lambda: r.call("LLEN", procs[0]) == 1, 30, "(f) the acknowledged elements removed")
+    left = r.call("LRANGE", procs[0], "0", "-1")
+    assert left == [b"stranger"], f"(f) the processing list holds {left[:5]}"
+    print("(f) a stranger at the processing list's tail: 2000 acknowledged elements removed one by one, "
+          "the stranger left", flush=True)
     w.stop()
     redis.stop()
 
