@@ -15,7 +15,7 @@ Sink side (records of 100 bytes; DatagenSource format=bytes, the sequence number
   ferry   DatagenSource -> HttpSink, one direct task, http.max.in.flight 4, http.batch.format one
           (--http-one-records, default 50,000: one request per record) or ndjson (--http-records,
           default 500,000; 500 records a request, each line the value as a JSON string, 103 B).
-          Window: connector POST until the target counted N records.
+          Window: connector POST until the target counted N records (/stats polled every 10 ms).
   limit   wrk -t1 -c4 (the sink's 4 requests in flight) for --http-seconds with the same body as
           one of ferry's requests (100 B; or 500 lines of 103 B): records/s = 2xx requests/s x
           records per request.
@@ -39,6 +39,10 @@ Webhook side (wrk -t1 -c --http-connections, default 16, for --http-seconds, POS
                flight) to the target; Benthos answers the sender once the output acknowledged.
   records/s = events of 2xx answers / wrk's duration; CPU per million over wrk's run / those
   events; forwarded_per_s = what the target counted (ferry_http, peer).
+
+Parts: `python3 bench/http/http_bench.py --parts sink-one[,sink-ndjson,webhook-ndjson,webhook-one]
+[--no-peers] [--no-limit] [--repeat K] [--http-one-records N] ...` runs only some of the four
+(one JSON line each, as bench/run prints them), for iterating on one of them.
 
 Figures: records_per_s, cpu_s_per_million (user+system of the process from /proc or wait4),
 peak_rss_mb, target_cpu_s_per_million, wrk_cpu_s_per_million, ratio (ferry / limit, ferry / peer
@@ -82,6 +86,9 @@ IN_FLIGHT = 4
 # set the worker's interval to this, to show the path without that wait.
 FAST_FLUSH_MS = 10
 BATCH = 500
+# How often the sink runs ask the target's /stats whether all N records arrived: the end of a run
+# is seen up to this late (a 50,000-record run of ferry lasts ~1.5 s).
+STATS_POLL_S = 0.01
 
 
 def log(msg):
@@ -222,7 +229,7 @@ def sink_ferry(target, n, fmt):
             if w.proc.poll() is not None:
                 raise AssertionError(f"ferry exited:\n{w.tail_log()}")
             return target.stats()["records"] - st0["records"] >= n
-        wait_until(arrived, 600, f"ferry HttpSink {fmt}: {n} records at the target", 0.05)
+        wait_until(arrived, 600, f"ferry HttpSink {fmt}: {n} records at the target", STATS_POLL_S)
         secs = time.time() - t0
         cpu, tcpu = cpu_s(pid) - c0, target.cpu() - tc0
         st = target.stats()
@@ -318,7 +325,7 @@ output:
                                f"{open(os.path.join(d, 'benthos.log')).read()[-800:]}")
         return got >= n
     try:
-        wait_until(arrived, 600, f"Benthos {fmt}: {n} records at the target", 0.05)
+        wait_until(arrived, 600, f"Benthos {fmt}: {n} records at the target", STATS_POLL_S)
         secs = time.time() - t0
         tcpu = target.cpu() - tc0
         if not reaped:  # it stops once generate is done and the output drained
@@ -339,14 +346,16 @@ output:
             "requests": reqs, "body_bytes_avg": round(nbytes / max(1, reqs), 1), "load_avg": loadavg()}
 
 
-def sink_side(target, fmt, n, seconds, peers, d):
+def sink_side(target, fmt, n, seconds, peers, d, with_limit=True):
     log(f"sink {fmt}: ferry DatagenSource -> HttpSink, {n} records")
     f = sink_ferry(target, n, fmt)
-    log(f"sink {fmt}: limit wrk -c{IN_FLIGHT}, {seconds} s")
-    limit = sink_limit(target, d, fmt, seconds)
     out = {"scenario": SCENARIO, "side": "sink", "format": fmt, "records": n, "value_bytes": 100,
-           "in_flight": IN_FLIGHT, "ferry": f, "limit": limit,
-           "ratio": {"ferry_vs_limit": ratio(f["records_per_s"], limit["records_per_s"])}}
+           "in_flight": IN_FLIGHT, "ferry": f, "ratio": {}}
+    if with_limit:
+        log(f"sink {fmt}: limit wrk -c{IN_FLIGHT}, {seconds} s")
+        limit = sink_limit(target, d, fmt, seconds)
+        out["limit"] = limit
+        out["ratio"]["ferry_vs_limit"] = ratio(f["records_per_s"], limit["records_per_s"])
     if peers:
         log(f"sink {fmt}: peer Benthos generate -> http_client, {n} records")
         try:
@@ -537,7 +546,10 @@ def webhook_side(target, per, conns, seconds, peers, d):
     return out
 
 
-def scenario(n=500_000, n_one=50_000, seconds=10, conns=16, peers=True):
+PARTS = ("sink-one", "sink-ndjson", "webhook-ndjson", "webhook-one")
+
+
+def scenario(n=500_000, n_one=50_000, seconds=10, conns=16, peers=True, parts=PARTS, limit=True):
     if not shutil.which("wrk"):
         raise RuntimeError("wrk is not installed (apt-get install -y wrk)")
     build_target()
@@ -545,15 +557,38 @@ def scenario(n=500_000, n_one=50_000, seconds=10, conns=16, peers=True):
     target = Target()
     try:
         log(f"target on {target.url}; load {loadavg()}")
-        yield sink_side(target, "one", n_one, seconds, peers, d)
-        yield sink_side(target, "ndjson", n, seconds, peers, d)
-        yield webhook_side(target, 100, conns, seconds, peers, d)
-        yield webhook_side(target, 1, conns, seconds, peers, d)
+        if "sink-one" in parts:
+            yield sink_side(target, "one", n_one, seconds, peers, d, limit)
+        if "sink-ndjson" in parts:
+            yield sink_side(target, "ndjson", n, seconds, peers, d, limit)
+        if "webhook-ndjson" in parts:
+            yield webhook_side(target, 100, conns, seconds, peers, d)
+        if "webhook-one" in parts:
+            yield webhook_side(target, 1, conns, seconds, peers, d)
     finally:
         target.stop()
         shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    for r in scenario(*(int(a) for a in sys.argv[1:3])):
-        print(json.dumps(r), flush=True)
+    # For iterating on one part: python3 bench/http/http_bench.py --parts sink-one --repeat 3
+    # (bench/run --scenarios http runs every part once, with the peers).
+    import argparse
+    ap = argparse.ArgumentParser(description="bench/run's http scenario, or parts of it")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    ap.add_argument("--http-records", type=int, default=500_000)
+    ap.add_argument("--http-one-records", type=int, default=50_000)
+    ap.add_argument("--http-seconds", type=int, default=10)
+    ap.add_argument("--http-connections", type=int, default=16)
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-limit", action="store_true", help="sink parts: leave the wrk limit run out")
+    ap.add_argument("--repeat", type=int, default=1, help="run the chosen parts this many times")
+    a = ap.parse_args()
+    parts = tuple(p for p in a.parts.split(",") if p)
+    for p in parts:
+        if p not in PARTS:
+            ap.error(f"unknown part {p!r} (one of {', '.join(PARTS)})")
+    for _ in range(a.repeat):
+        for r in scenario(a.http_records, a.http_one_records, a.http_seconds, a.http_connections,
+                          not a.no_peers, parts, not a.no_limit):
+            print(json.dumps(r), flush=True)

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -110,6 +111,17 @@ Result<ClientSettings> clientSettings(const ParsedConfig& p, const FileReader& o
   return s;
 }
 
+namespace {
+// Whether a proxy variable libcurl reads is set and not empty (then libcurl decides per request).
+bool proxyInEnvironment() {
+  for (const char* name : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
 curl_slist* applySettings(CURL* easy, const ClientSettings& s, const std::vector<std::string>& extraHeaders,
                           char* errorBuffer) {
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -121,7 +133,14 @@ curl_slist* applySettings(CURL* easy, const ClientSettings& s, const std::vector
   curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
   curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
   if (errorBuffer != nullptr) curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errorBuffer);
-  if (!s.proxy.empty()) curl_easy_setopt(easy, CURLOPT_PROXY, s.proxy.c_str());
+  if (!s.proxy.empty()) {
+    curl_easy_setopt(easy, CURLOPT_PROXY, s.proxy.c_str());
+  } else if (!proxyInEnvironment()) {
+    // No proxy variable is set: say so once, rather than have libcurl read the environment
+    // (its proxy and no_proxy variables) for every request.
+    curl_easy_setopt(easy, CURLOPT_PROXY, "");
+    curl_easy_setopt(easy, CURLOPT_NOPROXY, "");
+  }
   if (s.httpVersion == "1.1") curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   else if (s.httpVersion == "2") curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2_0));
   else curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));

@@ -5,10 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <iterator>
 #include <optional>
+#include <unordered_map>
+
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "connectors/common.h"
 #include "core/backoff.h"
@@ -69,8 +77,8 @@ Result<ce::Event> eventOf(const Record& r) {
 
 struct HttpSinkTask::Io {
   struct Request {
-    std::string url;
-    std::string body;
+    std::string url;   // empty: constantUrl
+    std::string body;  // empty for format one: the record's value is sent from its own buffer
     std::vector<Record> records;
     std::vector<std::string> headers;  // this request's own (cloudevents-binary)
     int attempts = 0;
@@ -78,34 +86,53 @@ struct HttpSinkTask::Io {
   };
   struct Lane {
     CURL* easy = nullptr;
+    CURLU* url = nullptr;  // constantUrl parsed once (CURLOPT_CURLU), or null: CURLOPT_URL per request
     curl_slist* headers = nullptr;
     curl_slist* requestHeaders = nullptr;  // headers plus the current request's own, or null
     char error[CURL_ERROR_SIZE] = {0};
-    std::deque<Queued> waiting;      // taken from queue_, not in a request yet
-    std::optional<Request> current;  // in flight, or waiting for its retry
+    std::deque<Queued> waiting;  // taken from incoming_, not in a request yet
+    // The request in flight, or waiting for its retry, when `busy` (its storage is reused).
+    Request current;
+    bool busy = false;
     bool inFlight = false;
+    std::string urlSet;              // the URL last given to `easy` (not set again when the same)
     std::string answer;              // body of the current answer (first kMaxAnswerBytes)
     std::string retryAfter;          // its Retry-After header
     core::Backoff backoff{100, 30000};
   };
+  // A socket libcurl asked to watch: the events it wants, and those the epoll set has.
+  struct Watch {
+    std::uint32_t want = 0;
+    std::uint32_t have = 0;
+  };
 
   CURLM* multi = nullptr;
+  int epollFd = -1;
+  int wakeFd = -1;
   httpc::ClientSettings settings;
   Format format = Format::kOne;
   std::string method = "POST";
+  std::string constantUrl;  // http.url rendered once when it has no placeholder
   std::size_t batchMaxRecords = 500;
   std::size_t batchMaxBytes = 1 << 20;
   std::vector<std::unique_ptr<Lane>> lanes;
+  std::unordered_map<curl_socket_t, Watch> watches;
+  std::vector<curl_socket_t> changed;  // sockets whose `want` changed since the epoll set was updated
 
   ~Io() {
     for (auto& lane : lanes) {
       if (lane->inFlight && multi != nullptr) curl_multi_remove_handle(multi, lane->easy);
       if (lane->easy != nullptr) curl_easy_cleanup(lane->easy);
+      if (lane->url != nullptr) curl_url_cleanup(lane->url);
       curl_slist_free_all(lane->headers);
       curl_slist_free_all(lane->requestHeaders);
     }
     if (multi != nullptr) curl_multi_cleanup(multi);
+    if (epollFd >= 0) ::close(epollFd);
+    if (wakeFd >= 0) ::close(wakeFd);
   }
+
+  const std::string& urlOf(const Request& r) const { return r.url.empty() ? constantUrl : r.url; }
 
   static std::size_t onBody(char* data, std::size_t size, std::size_t n, void* user) {
     auto* lane = static_cast<Lane*>(user);
@@ -119,7 +146,7 @@ struct HttpSinkTask::Io {
     const std::size_t bytes = size * n;
     const std::string_view line(data, bytes);
     constexpr std::string_view kName = "retry-after:";
-    if (line.size() > kName.size()) {
+    if (line.size() > kName.size() && (line[0] == 'r' || line[0] == 'R')) {
       bool match = true;
       for (std::size_t i = 0; i < kName.size() && match; ++i)
         match = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
@@ -127,48 +154,105 @@ struct HttpSinkTask::Io {
     }
     return bytes;
   }
+  // libcurl's socket callback: what to watch on `s` (applied to the epoll set before the next
+  // wait, so a socket removed and added again within one round costs no epoll_ctl).
+  static int onSocket(CURL* easy, curl_socket_t s, int what, void* user, void* socketData) {
+    (void)easy;
+    (void)socketData;
+    auto* io = static_cast<Io*>(user);
+    std::uint32_t events = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT) events |= EPOLLIN;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT) events |= EPOLLOUT;
+    Watch& w = io->watches[s];
+    if (w.want != events || w.have != events) io->changed.push_back(s);
+    w.want = events;
+    return 0;
+  }
+  // libcurl closes its sockets through this: a closed socket leaves the epoll set by itself, so
+  // its number, when libcurl opens another socket that gets it, is added afresh.
+  static int onClose(void* user, curl_socket_t s) {
+    auto* io = static_cast<Io*>(user);
+    if (auto it = io->watches.find(s); it != io->watches.end()) it->second.have = 0;
+    return ::close(s);
+  }
+  void applyWatches() {
+    for (curl_socket_t s : changed) {
+      auto it = watches.find(s);
+      if (it == watches.end()) continue;
+      Watch& w = it->second;
+      if (w.want != w.have) {
+        epoll_event e{};
+        e.events = w.want;
+        e.data.fd = s;
+        if (w.want == 0) {
+          ::epoll_ctl(epollFd, EPOLL_CTL_DEL, s, &e);  // fails harmlessly when libcurl closed it already
+        } else if (::epoll_ctl(epollFd, w.have == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s, &e) != 0) {
+          // The socket was closed and its number reused meanwhile (MOD: ENOENT), or is still in the
+          // set (ADD: EEXIST).
+          ::epoll_ctl(epollFd, w.have == 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &e);
+        }
+        w.have = w.want;
+      }
+      if (w.want == 0) watches.erase(it);
+    }
+    changed.clear();
+  }
+  // Runs what libcurl has due now (requests just added, timeouts).
+  void runDue() {
+    long ms = -1;
+    curl_multi_timeout(multi, &ms);
+    if (ms != 0) return;
+    int running = 0;
+    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  }
 
   // What a queued record adds to a batch body: its event's JSON, or its value.
   static std::size_t pieceSize(const Queued& q, bool events) { return events ? q.body.size() : q.record.value.size(); }
 
-  Request build(Lane& lane) const {
-    Request r;
-    Queued first = std::move(lane.waiting.front());
-    lane.waiting.pop_front();
-    r.url = std::move(first.url);
+  // Makes the lane's next request of its waiting records.
+  void build(Lane& lane) const {
+    Request& r = lane.current;
+    r.url.clear();
+    r.body.clear();
+    r.records.clear();
+    r.headers.clear();
+    r.attempts = 0;
+    r.retryAtMs = 0;
+    lane.busy = true;
+    Queued& first = lane.waiting.front();
+    r.url.swap(first.url);
     if (format == Format::kOne) {
-      r.body = first.record.value.str();
       r.records.push_back(std::move(first.record));
-      return r;
+      lane.waiting.pop_front();
+      return;
     }
     if (format == Format::kCloudEventsStructured || format == Format::kCloudEventsBinary) {
-      r.body = std::move(first.body);
-      r.headers = std::move(first.headers);
+      r.body.swap(first.body);
+      r.headers.swap(first.headers);
       r.records.push_back(std::move(first.record));
-      return r;
+      lane.waiting.pop_front();
+      return;
     }
     const bool events = format == Format::kCloudEvents;
     const bool array = format == Format::kJsonArray || events;
     if (array) r.body.push_back('[');
-    auto add = [&](Queued q) {
+    auto add = [&](Queued& q) {
       if (array && r.records.size() > 0) r.body.push_back(',');
       if (events) r.body += q.body;
       else appendJsonValue(r.body, q.record);
       if (!array) r.body.push_back('\n');
       r.records.push_back(std::move(q.record));
-    };
-    add(std::move(first));
-    while (!lane.waiting.empty() && r.records.size() < batchMaxRecords && lane.waiting.front().url == r.url &&
-           r.body.size() + pieceSize(lane.waiting.front(), events) + 2 <= batchMaxBytes) {
-      add(std::move(lane.waiting.front()));
       lane.waiting.pop_front();
-    }
+    };
+    add(first);
+    while (!lane.waiting.empty() && r.records.size() < batchMaxRecords && lane.waiting.front().url == r.url &&
+           r.body.size() + pieceSize(lane.waiting.front(), events) + 2 <= batchMaxBytes)
+      add(lane.waiting.front());
     if (array) r.body.push_back(']');
-    return r;
   }
 
   void start(Lane& lane) {
-    Request& r = *lane.current;
+    Request& r = lane.current;
     lane.answer.clear();
     lane.retryAfter.clear();
     lane.error[0] = 0;
@@ -192,9 +276,22 @@ struct HttpSinkTask::Io {
       curl_slist_free_all(lane.requestHeaders);
       lane.requestHeaders = list;
     }
-    curl_easy_setopt(lane.easy, CURLOPT_URL, r.url.c_str());
-    curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDS, r.body.data());
-    curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+    const std::string& url = urlOf(r);
+    if (lane.url == nullptr && (url != lane.urlSet || lane.urlSet.empty())) {
+      curl_easy_setopt(lane.easy, CURLOPT_URL, url.c_str());
+      lane.urlSet = url;
+    }
+    // Format one: the body is the record's value, sent from its own (shared, immutable) buffer,
+    // which the request keeps alive; a tombstone is an empty body.
+    const char* body = r.body.data();
+    std::size_t size = r.body.size();
+    if (format == Format::kOne) {
+      const Bytes& v = r.records.front().value;
+      body = v.isNull() ? "" : v.data();
+      size = v.size();
+    }
+    curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(lane.easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(size));
     curl_multi_add_handle(multi, lane.easy);
     lane.inFlight = true;
   }
@@ -293,7 +390,13 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   context_ = &context;
   FERRY_ASSIGN_OR_RETURN(auto url, core::RecordTemplate::parse(p.getString("http.url")));
   url_ = std::make_unique<core::RecordTemplate>(std::move(url));
+  constantUrl_ = url_->constant();
   auto io = std::make_unique<Io>();
+  if (constantUrl_) {
+    auto text = url_->render(Record{});
+    if (!text.isOk()) return text.status().withContext("HttpSink: http.url");
+    io->constantUrl = httpc::cleanUrl(*text);
+  }
   auto open = [&context](const std::string& path) { return context.openLocalFile(path, LocalPath::kRead); };
   auto settings = httpc::clientSettings(p, open);
   if (!settings.isOk()) return settings.status().withContext("HttpSink");
@@ -321,9 +424,22 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   const std::int64_t backoff = p.getLong("http.retry.backoff.ms");
   const std::int64_t backoffMax = p.getLong("http.retry.backoff.max.ms");
 
+  io->epollFd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (io->epollFd < 0) return Status::internal(std::string("HttpSink: epoll_create1: ") + std::strerror(errno));
+  io->wakeFd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (io->wakeFd < 0) return Status::internal(std::string("HttpSink: eventfd: ") + std::strerror(errno));
+  {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = io->wakeFd;
+    if (::epoll_ctl(io->epollFd, EPOLL_CTL_ADD, io->wakeFd, &e) != 0)
+      return Status::internal(std::string("HttpSink: epoll_ctl: ") + std::strerror(errno));
+  }
   io->multi = curl_multi_init();
   if (io->multi == nullptr) return Status::internal("HttpSink: curl_multi_init failed");
   curl_multi_setopt(io->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(lanes_));
+  curl_multi_setopt(io->multi, CURLMOPT_SOCKETFUNCTION, &Io::onSocket);
+  curl_multi_setopt(io->multi, CURLMOPT_SOCKETDATA, io.get());
   for (std::size_t i = 0; i < lanes_; ++i) {
     auto lane = std::make_unique<Io::Lane>();
     lane->backoff = core::Backoff(backoff, backoffMax);
@@ -334,6 +450,9 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
         io->format == Format::kCloudEventsBinary ? std::vector<std::string>{} : std::vector{"Content-Type: " + contentType};
     lane->headers = httpc::applySettings(lane->easy, io->settings, laneContentType, lane->error);
     if (lane->headers == nullptr) return Status::internal("HttpSink: out of memory for the request headers");
+    // The sink reads an answer only for its status and, on a refusal, its first bytes: no
+    // Accept-Encoding (the server sends it as it is, and libcurl sets up no decoder per request).
+    curl_easy_setopt(lane->easy, CURLOPT_ACCEPT_ENCODING, static_cast<const char*>(nullptr));
     curl_easy_setopt(lane->easy, CURLOPT_POST, 1L);
     if (io->method != "POST") curl_easy_setopt(lane->easy, CURLOPT_CUSTOMREQUEST, io->method.c_str());
     curl_easy_setopt(lane->easy, CURLOPT_WRITEFUNCTION, &Io::onBody);
@@ -341,17 +460,33 @@ Status HttpSinkTask::start(const StringMap& config, SinkTaskContext& context) {
     curl_easy_setopt(lane->easy, CURLOPT_HEADERFUNCTION, &Io::onHeader);
     curl_easy_setopt(lane->easy, CURLOPT_HEADERDATA, lane.get());
     curl_easy_setopt(lane->easy, CURLOPT_PRIVATE, lane.get());
+    curl_easy_setopt(lane->easy, CURLOPT_CLOSESOCKETFUNCTION, &Io::onClose);
+    curl_easy_setopt(lane->easy, CURLOPT_CLOSESOCKETDATA, io.get());
+    // A constant URL is parsed once here rather than by libcurl for every request. (One libcurl
+    // cannot parse as a URL is left to CURLOPT_URL, so each request fails as it would have.)
+    if (!io->constantUrl.empty()) {
+      lane->url = curl_url();
+      if (lane->url != nullptr &&
+          curl_url_set(lane->url, CURLUPART_URL, io->constantUrl.c_str(), CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) ==
+              CURLUE_OK) {
+        curl_easy_setopt(lane->easy, CURLOPT_CURLU, lane->url);
+      } else if (lane->url != nullptr) {
+        curl_url_cleanup(lane->url);
+        lane->url = nullptr;
+      }
+    }
     io->lanes.push_back(std::move(lane));
   }
   {
     std::lock_guard lock(mu_);
     stopping_ = false;
     outstanding_ = 0;
-    queue_.clear();
+    incoming_.assign(lanes_, {});
     bad_.clear();
     lastError_.clear();
     blocked_ = false;
   }
+  wakeFd_ = io->wakeFd;
   io_ = std::move(io);
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "http-sink-io");
@@ -378,35 +513,48 @@ Status HttpSinkTask::reportBad() {
 Status HttpSinkTask::put(std::vector<Record>& records) {
   if (!io_) return Status::failedPrecondition("HttpSink: put() before start()");
   FERRY_RETURN_IF_ERROR(reportBad());
-  std::vector<Queued> batch;
-  batch.reserve(records.size());
+  std::vector<std::deque<Queued>> lanes(lanes_);
+  std::size_t n = 0;
   for (Record& r : records) {
-    auto url = url_->render(r);
-    if (!url.isOk()) {
-      Status s = context_->reportBadRecord(r, url.status().withContext("HttpSink: http.url"));
-      if (!s.isOk()) return s;
-      continue;
+    Queued q{Record(), std::string(), 0, {}, {}};
+    if (!constantUrl_) {
+      auto url = url_->render(r);
+      if (!url.isOk()) {
+        Status s = context_->reportBadRecord(r, url.status().withContext("HttpSink: http.url"));
+        if (!s.isOk()) return s;
+        continue;
+      }
+      q.url = httpc::cleanUrl(*url);
     }
-    std::size_t lane = 0;
-    if (r.key.isNull()) lane = nextLane_++ % lanes_;
-    else lane = std::hash<std::string_view>{}(r.key.view()) % lanes_;
-    Queued q{Record(), httpc::cleanUrl(*url), lane, {}, {}};
+    if (r.key.isNull()) q.lane = nextLane_++ % lanes_;
+    else q.lane = std::hash<std::string_view>{}(r.key.view()) % lanes_;
     if (Status st = renderEvent(r, q); !st.isOk()) {
       Status s = context_->reportBadRecord(r, st);
       if (!s.isOk()) return s;
       continue;
     }
     q.record = std::move(r);
-    batch.push_back(std::move(q));
+    lanes[q.lane].push_back(std::move(q));
+    ++n;
   }
-  if (batch.empty()) return Status::ok();
+  if (n == 0) return Status::ok();
   {
     std::lock_guard lock(mu_);
-    outstanding_ += batch.size();
-    for (auto& q : batch) queue_.push_back(std::move(q));
+    outstanding_ += n;
+    for (std::size_t i = 0; i < lanes_; ++i) {
+      auto& in = incoming_[i];
+      if (in.empty()) in.swap(lanes[i]);
+      else std::move(lanes[i].begin(), lanes[i].end(), std::back_inserter(in));
+    }
   }
-  curl_multi_wakeup(io_->multi);
+  wakeIo();
   return Status::ok();
+}
+
+void HttpSinkTask::wakeIo() {
+  const std::uint64_t one = 1;
+  // Fails only when the counter is full (EAGAIN): the I/O thread has a wake-up pending anyway.
+  [[maybe_unused]] const ssize_t n = ::write(wakeFd_, &one, sizeof one);
 }
 
 Status HttpSinkTask::renderEvent(const Record& r, Queued& q) const {
@@ -473,84 +621,72 @@ Status HttpSinkTask::flush() {
 void HttpSinkTask::ioLoop() {
   Io& io = *io_;
   const std::string& connector = context_->connectorName();
-  // The records of a finished request have their final answer.
-  auto settle = [&](std::size_t n, std::vector<Bad>* bad) {
+  // What this round of the loop settled, handed to the task thread at once (one lock a round).
+  std::size_t settled = 0;
+  std::vector<Bad> bad;
+  std::string failure;  // the round's last retriable failure
+  auto publish = [&] {
+    if (settled == 0 && failure.empty()) return;
     bool wake = false;
+    bool drained = false;
     {
       std::lock_guard lock(mu_);
-      outstanding_ -= std::min(n, outstanding_);
-      if (bad != nullptr)
-        for (auto& b : *bad) bad_.push_back(std::move(b));
+      outstanding_ -= std::min(settled, outstanding_);
+      for (auto& b : bad) bad_.push_back(std::move(b));
+      if (!failure.empty()) lastError_.swap(failure);
       if (blocked_ && outstanding_ <= maxBuffered_ / 2) {
         blocked_ = false;
         wake = true;
       }
+      drained = outstanding_ == 0;
     }
-    settled_.notify_all();
+    settled = 0;
+    bad.clear();
+    failure.clear();
+    if (drained) settled_.notify_all();  // flush() waits for nothing outstanding
     if (wake) context_->wake();
   };
-  for (;;) {
-    std::deque<Queued> taken;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) break;
-      taken.swap(queue_);
-    }
-    for (auto& q : taken) io.lanes[q.lane]->waiting.push_back(std::move(q));
-    std::int64_t now = core::monotonicMs();
-    std::int64_t waitMs = 1000;
-    for (auto& lanePtr : io.lanes) {
-      Io::Lane& lane = *lanePtr;
-      if (lane.inFlight) continue;
-      if (!lane.current && !lane.waiting.empty()) lane.current = io.build(lane);
-      if (!lane.current) continue;
-      if (lane.current->retryAtMs > now) {
-        waitMs = std::min(waitMs, lane.current->retryAtMs - now);
-        continue;
-      }
-      io.start(lane);
-    }
-    int running = 0;
-    curl_multi_perform(io.multi, &running);
-    int left = 0;
+  // The finished requests' answers: settled, or their retry scheduled. True when a lane is free.
+  auto collect = [&] {
     bool finished = false;
+    int left = 0;
     while (CURLMsg* msg = curl_multi_info_read(io.multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Io::Lane* lane = nullptr;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&lane));
       const CURLcode code = msg->data.result;
       curl_multi_remove_handle(io.multi, msg->easy_handle);
-      if (lane == nullptr || !lane->current) continue;
+      if (lane == nullptr || !lane->busy) continue;
       lane->inFlight = false;
       finished = true;
-      Io::Request& r = *lane->current;
+      Io::Request& r = lane->current;
       long status = 0;
       curl_easy_getinfo(lane->easy, CURLINFO_RESPONSE_CODE, &status);
       if (code == CURLE_OK && status >= 200 && status < 300) {
         if (r.attempts > 0)
-          log_->info("{}: {} accepted {} record(s) after {} failed attempt(s)", connector, r.url, r.records.size(),
-                     r.attempts);
-        settle(r.records.size(), nullptr);
-        lane->current.reset();
+          log_->info("{}: {} accepted {} record(s) after {} failed attempt(s)", connector, io.urlOf(r),
+                     r.records.size(), r.attempts);
+        settled += r.records.size();
+        r.records.clear();
+        lane->busy = false;
         lane->backoff.reset();
         continue;
       }
       std::string why;
       bool retry = true;
       if (code != CURLE_OK) {
-        why = r.url + ": " + (lane->error[0] != 0 ? std::string(lane->error) : curl_easy_strerror(code)) + " (" +
-              curl_easy_strerror(code) + ")";
+        why = io.urlOf(r) + ": " + (lane->error[0] != 0 ? std::string(lane->error) : curl_easy_strerror(code)) +
+              " (" + curl_easy_strerror(code) + ")";
       } else {
-        why = httpc::describeAnswer(status, r.url, lane->answer);
+        why = httpc::describeAnswer(status, io.urlOf(r), lane->answer);
         retry = status == 408 || status == 429 || status >= 500;
       }
       if (!retry) {
         log_->warn("{}: {} record(s) refused: {}", connector, r.records.size(), why);
-        std::vector<Bad> bad;
-        bad.reserve(r.records.size());
         for (auto& rec : r.records) bad.push_back(Bad{std::move(rec), Status::invalidArgument(why)});
-        settle(bad.size(), &bad);
-        lane->current.reset();
+        settled += r.records.size();
+        r.records.clear();
+        lane->busy = false;
         lane->backoff.reset();
         continue;
       }
@@ -562,11 +698,78 @@ void HttpSinkTask::ioLoop() {
       if (r.attempts == 1 || r.attempts % 10 == 0)
         log_->warn("{}: attempt {} for {} record(s) failed, retrying in {} ms: {}", connector, r.attempts,
                    r.records.size(), delay, why);
-      std::lock_guard lock(mu_);
-      lastError_ = why;
+      failure = std::move(why);
     }
+    return finished;
+  };
+  // Starts the next request of each free lane that has records (or a retry that is due); returns
+  // how long until the next retry is due (at most 1 s).
+  auto startFree = [&] {
+    const std::int64_t now = core::monotonicMs();
+    std::int64_t waitMs = 1000;
+    for (auto& lanePtr : io.lanes) {
+      Io::Lane& lane = *lanePtr;
+      if (lane.inFlight) continue;
+      if (!lane.busy && !lane.waiting.empty()) io.build(lane);
+      if (!lane.busy) continue;
+      if (lane.current.retryAtMs > now) {
+        waitMs = std::min(waitMs, lane.current.retryAtMs - now);
+        continue;
+      }
+      io.start(lane);
+    }
+    return waitMs;
+  };
+  std::vector<epoll_event> events(16);
+  for (;;) {
+    // Records put since the last round: a lane takes its incoming records when it has none left
+    // waiting (a swap), else appends them.
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      for (std::size_t i = 0; i < io.lanes.size(); ++i) {
+        auto& in = incoming_[i];
+        if (in.empty()) continue;
+        auto& waiting = io.lanes[i]->waiting;
+        if (waiting.empty()) waiting.swap(in);
+        else std::move(in.begin(), in.end(), std::back_inserter(waiting));
+        in.clear();
+      }
+    }
+    std::int64_t waitMs = startFree();
+    io.runDue();  // sends the requests just started
+    const bool finished = collect();
+    publish();
     if (finished) continue;  // start the next requests at once
-    curl_multi_poll(io.multi, nullptr, 0, static_cast<int>(std::max<std::int64_t>(waitMs, 0)), nullptr);
+    io.applyWatches();
+    long curlMs = -1;
+    curl_multi_timeout(io.multi, &curlMs);
+    if (curlMs >= 0) waitMs = std::min<std::int64_t>(waitMs, curlMs);
+    const int n = ::epoll_wait(io.epollFd, events.data(), static_cast<int>(events.size()),
+                               static_cast<int>(std::max<std::int64_t>(waitMs, 0)));
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[static_cast<std::size_t>(i)].data.fd;
+      const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
+      if (fd == io.wakeFd) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const ssize_t r = ::read(io.wakeFd, &count, sizeof count);
+        continue;
+      }
+      int mask = 0;
+      if (ev & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) mask |= CURL_CSELECT_IN;
+      if (ev & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+      if (ev & EPOLLERR) mask |= CURL_CSELECT_ERR;
+      int running = 0;
+      curl_multi_socket_action(io.multi, fd, mask, &running);
+      // A lane this answer freed sends its next request now, before the other sockets are read:
+      // the server works on it meanwhile.
+      if (collect()) {
+        startFree();
+        io.runDue();
+      }
+    }
+    io.runDue();  // timeouts, and what the sockets' events left due
+    collect();    // published at the end of the next round, which starts the lanes it freed
   }
 }
 
@@ -577,11 +780,12 @@ void HttpSinkTask::stop() {
     stopping_ = true;
   }
   settled_.notify_all();
-  curl_multi_wakeup(io_->multi);
+  wakeIo();
   if (thread_.joinable()) thread_.join();
   io_.reset();
+  wakeFd_ = -1;
   std::lock_guard lock(mu_);
-  queue_.clear();  // not committed: read again after a restart
+  incoming_.clear();  // not committed: read again after a restart
   bad_.clear();
 }
 

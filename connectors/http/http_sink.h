@@ -33,9 +33,12 @@
 // retriable error naming the last failure (the runtime retries the flush; records stay queued).
 //
 // Threading: put(), flush(), readyForPut() and stop() are the task thread's. One I/O thread
-// ("http-sink-io") per task owns the multi handle, the easy handles and the lanes' requests; the
-// task thread hands records over through `queue_` under `mu_` and wakes it (curl_multi_wakeup).
-// Bad records are handed back the same way and reported on the task thread.
+// ("http-sink-io") per task owns the multi handle, the easy handles and the lanes' requests and
+// drives them with libcurl's socket interface on an epoll set of its own; the task thread hands
+// each put()'s records over per lane through `incoming_` under `mu_` (one lock per put, not per
+// record) and wakes it through an eventfd. The I/O thread hands back what its requests settled
+// (counts, bad records) once per round of its loop, and wakes a flush() only when nothing is left
+// outstanding. Bad records are reported on the task thread.
 #pragma once
 
 #include <atomic>
@@ -90,7 +93,7 @@ class HttpSinkTask final : public SinkTask {
   enum class Format { kOne, kJsonArray, kNdjson, kCloudEvents, kCloudEventsStructured, kCloudEventsBinary };
   struct Queued {
     Record record;
-    std::string url;
+    std::string url;                   // empty when http.url has no placeholder (Io::constantUrl)
     std::size_t lane = 0;
     std::string body;                  // CloudEvents formats: the event's JSON, or (binary) its data
     std::vector<std::string> headers;  // cloudevents-binary: "ce-<attr>: <value>", Content-Type
@@ -104,10 +107,12 @@ class HttpSinkTask final : public SinkTask {
   // A CloudEvents format: the event `r` is (see the file comment) rendered into `q`.
   Status renderEvent(const Record& r, Queued& q) const;
   void ioLoop();
+  void wakeIo();  // the I/O thread looks at incoming_ and stopping_
 
   std::shared_ptr<spdlog::logger> log_;
   SinkTaskContext* context_ = nullptr;
   std::unique_ptr<core::RecordTemplate> url_;
+  bool constantUrl_ = false;  // http.url has no placeholder: rendered once, at start()
   Format format_ = Format::kOne;
   std::string binaryContentType_;  // cloudevents-binary: Content-Type of data without datacontenttype
   std::size_t lanes_ = 1;
@@ -116,8 +121,8 @@ class HttpSinkTask final : public SinkTask {
   std::int64_t flushTimeoutMs_ = 60000;
 
   std::mutex mu_;
-  std::condition_variable settled_;  // outstanding_ fell, or the I/O thread failed
-  std::deque<Queued> queue_;         // guarded by mu_: put, not yet taken by the I/O thread
+  std::condition_variable settled_;  // nothing outstanding any more (flush), or stopping
+  std::vector<std::deque<Queued>> incoming_;  // guarded by mu_: per lane, put and not yet taken by the I/O thread
   std::vector<Bad> bad_;             // guarded by mu_: final 3xx/4xx answers, not reported yet
   std::size_t outstanding_ = 0;      // guarded by mu_: put and without a final answer
   std::string lastError_;            // guarded by mu_: the last retriable failure, for messages
@@ -125,6 +130,7 @@ class HttpSinkTask final : public SinkTask {
   bool blocked_ = false;             // guarded by mu_: readyForPut() said no; wake() when room
 
   std::unique_ptr<Io> io_;
+  int wakeFd_ = -1;  // an eventfd in the I/O thread's epoll set (owned by io_)
   std::thread thread_;
 };
 
