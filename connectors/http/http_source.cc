@@ -233,6 +233,7 @@ struct HttpSourceTask::Webhook : std::enable_shared_from_this<HttpSourceTask::We
     const std::string contentType = ct != nullptr ? *ct : std::string();
     httpc::BodyOptions options;
     options.keyPath = keyPath.get();
+    options.keyFromPartitionKey = keyHeader.empty();
     options.maxEvents = std::max<std::size_t>(maxPending, 1);
     // CloudEvents in the HTTP binding's binary mode: one event, its attributes in ce-* headers.
     const bool binaryEvent = httpc::isBinaryCloudEvent(req.headers, contentType);
@@ -519,9 +520,11 @@ const ConfigDef& HttpSourceConnector::definition() {
     d.define("http.headers.include", ConfigType::kList, "", Importance::kLow,
              "webhook: request headers copied to record headers (besides content-type and http.path).");
     d.define("http.key.header", ConfigType::kString, "", Importance::kLow,
-             "webhook: request header whose value is the record key.");
+             "webhook: request header whose value is the record key (set: a CloudEvent's partitionkey "
+             "is not the key).");
     d.define("http.key.json.path", ConfigType::kString, "", Importance::kLow,
-             "JSON path in each event of the record key (e.g. $.id); empty: no key.");
+             "JSON path in each event of the record key (e.g. $.id); empty: no key, except that a webhook "
+             "CloudEvent's partitionkey extension is its key when neither this nor http.key.header is set.");
     // poll
     d.define("http.url", ConfigType::kString, "", Importance::kHigh, "poll: the URL to GET.");
     d.define("http.poll.interval.ms", ConfigType::kLong, "10000", Importance::kMedium,

@@ -49,8 +49,14 @@ Status addCloudEvent(std::vector<WebhookEvent>& out, ce::Event& event, const nlo
   FERRY_RETURN_IF_ERROR(ce::toHeaders(event, e.headers));
   e.hasValue = !event.data.isNull();
   if (e.hasValue) e.value = event.data.str();
-  if (options.keyPath != nullptr && doc != nullptr)
-    if (const nlohmann::json* k = options.keyPath->find(*doc)) e.key = jsonText(*k);
+  if (options.keyPath != nullptr) {
+    if (doc != nullptr)
+      if (const nlohmann::json* k = options.keyPath->find(*doc)) e.key = jsonText(*k);
+  } else if (options.keyFromPartitionKey) {
+    // The Kafka protocol binding: "partitionkey" is the message key.
+    if (auto pk = event.extensions.find("partitionkey"); pk != event.extensions.end())
+      e.key = pk->second.value;
+  }
   out.push_back(std::move(e));
   return Status::ok();
 }

@@ -13,8 +13,10 @@
 // ("a CloudEvents batch: event 2: required attribute 'id' is missing or empty"). An event's value
 // is its data (none: `hasValue` false) and its attributes are record headers as the Kafka protocol
 // binding's binary mode writes them: `ce_<attr>`, and `content-type` for datacontenttype; a key
-// path applies to the event's JSON object (`$.subject`, `$.data.orderId`). A request in the HTTP
-// binding's binary mode (ce-* headers) is parseBinaryCloudEvent's.
+// path applies to the event's JSON object (`$.subject`, `$.data.orderId`). Without a key path an
+// event's `partitionkey` extension is its key, as the Kafka protocol binding maps it (unless
+// BodyOptions::keyFromPartitionKey is false); the attribute stays among the headers too. A
+// request in the HTTP binding's binary mode (ce-* headers) is parseBinaryCloudEvent's.
 // A malformed JSON body fails as a whole (no events): InvalidArgument with a message for the
 // sender that names the line (NDJSON) or the place, quoting at most a few escaped characters.
 // Events of JSON bodies are JSON texts: a single document keeps its bytes (trimmed), elements of
@@ -71,7 +73,10 @@ struct WebhookEvent {
 };
 
 struct BodyOptions {
-  const JsonPath* keyPath = nullptr;  // not owned; null: no key from the body
+  const JsonPath* keyPath = nullptr;  // not owned; null: no key from the body (but see below)
+  // A CloudEvent's `partitionkey` extension is its key when keyPath is null (Kafka protocol
+  // binding). HttpSource turns this off when http.key.header names the key.
+  bool keyFromPartitionKey = true;
   std::size_t maxEvents = 1000000;    // more events: InvalidArgument
   int maxDepth = 64;                  // deeper JSON: InvalidArgument
 };
@@ -88,7 +93,8 @@ bool isBinaryCloudEvent(const std::map<std::string, std::string>& headers, std::
 // percent-decoded), datacontenttype from Content-Type, data the body as it is (an empty body: no
 // data). Checked as the codec checks events: InvalidArgument naming the attribute
 // ("required attribute 'id' is missing or empty") when specversion, id, source or type is missing
-// or an attribute is invalid. The key path applies to a JSON body.
+// or an attribute is invalid. The key path applies to a JSON body; without one, the
+// `ce-partitionkey` header is the key (as for parseWebhookBody's CloudEvents).
 Result<WebhookEvent> parseBinaryCloudEvent(const std::map<std::string, std::string>& headers,
                                            std::string_view contentType, std::string_view body,
                                            const BodyOptions& options);

@@ -8,7 +8,9 @@ its own process, which checks every event: specversion 1.0, id, source, type):
   (b) HttpSource (webhook) receiving a CloudEvents batch, a structured event and binary-mode
       requests (ce-* headers, one percent-encoded) -> backbone -> HttpSink
       cloudevents-structured and, from the same topic, HttpSink cloudevents-binary: at the target
-      every event keeps its id, source, type, subject, extension and data;
+      every event keeps its id, source, type, subject, extension and data; an event's partitionkey
+      extension (structured and binary mode) is its record key in the topic, events without one
+      have no key;
   (c) bad CloudEvents at the webhook - a batch with an event without id, a wrong specversion, a
       malformed batch, a batch that is not an array, a binary-mode request without ce-type or
       ce-specversion - answer 400 naming the problem (and the event's index), and none of their
@@ -43,10 +45,10 @@ def header(record, name):
 def main():
     d = tmpdir("http-cloudevents")
     target = Target(free_port(), os.path.join(d, "received"))
-    target.start()
     w = Worker(d, {"task.restart.backoff.initial.ms": "200", "task.restart.backoff.max.ms": "1000"})
-    w.start()
     try:
+        target.start()
+        w.start()
         # (a) file -> CloudEvent transform -> HttpSink cloudevents batches
         src = os.path.join(d, "seq.jsonl")
         with open(src, "w") as f:
@@ -92,7 +94,8 @@ def main():
         url = f"http://127.0.0.1:{port}/"
         batch = [
             {"specversion": "1.0", "id": "b-1", "source": "/orders", "type": "order.created", "subject": "o-1",
-             "tenant": "acme", "datacontenttype": "application/json", "data": {"order": 1, "items": [1, 2]}},
+             "tenant": "acme", "partitionkey": "order-1", "datacontenttype": "application/json",
+             "data": {"order": 1, "items": [1, 2]}},
             {"specversion": "1.0", "id": "b-2", "source": "/orders", "type": "order.note",
              "datacontenttype": "text/plain", "data": "a plain note"},
             {"specversion": "1.0", "id": "b-3", "source": "/orders", "type": "order.ping", "seq": 3},
@@ -105,7 +108,8 @@ def main():
         assert status == 200, (status, text)
         status, text = post(url, json.dumps({"bin": 1}).encode(), {
             "Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": "bin-1",
-            "ce-source": "/binary%20source", "ce-type": "binary.event", "ce-tenant": "acme"})
+            "ce-source": "/binary%20source", "ce-type": "binary.event", "ce-tenant": "acme",
+            "ce-partitionkey": "bin%20key"})
         assert status == 200, (status, text)
         status, text = post(url, b"plain text body", {
             "Content-Type": "text/plain", "ce-specversion": "1.0", "ce-id": "bin-2", "ce-source": "/b",
@@ -113,7 +117,8 @@ def main():
         assert status == 200, (status, text)
         sent = {e["id"]: e for e in batch + [one]}
         sent["bin-1"] = {"specversion": "1.0", "id": "bin-1", "source": "/binary source", "type": "binary.event",
-                         "tenant": "acme", "datacontenttype": "application/json", "data": {"bin": 1}}
+                         "tenant": "acme", "partitionkey": "bin key", "datacontenttype": "application/json",
+                         "data": {"bin": 1}}
         sent["bin-2"] = {"specversion": "1.0", "id": "bin-2", "source": "/b", "type": "binary.text",
                          "datacontenttype": "text/plain", "data": "plain text body"}
 
@@ -169,6 +174,12 @@ def main():
         recs = w.ok("GET", "/topics/ce-hook/records?limit=100").get("records", [])
         ids = [header(r, "ce_id") for r in recs]
         assert sorted(ids) == sorted(sent), f"the topic holds {ids}, not the {len(sent)} good events"
+        # The partitionkey extension is the record key (Kafka protocol binding; no http.key.* set).
+        keys = {header(r, "ce_id"): r.get("key") for r in recs}
+        want_keys = {eid: e.get("partitionkey") for eid, e in sent.items()}
+        assert keys == want_keys, f"record keys {keys}, expected the events' partitionkeys {want_keys}"
+        print(f"(b) partitionkey -> record key: {json.dumps({k: v for k, v in keys.items() if v})}, "
+              f"the other events without a key", flush=True)
     finally:
         target.stop()
     assert w.stop() == 0

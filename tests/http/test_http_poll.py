@@ -29,10 +29,10 @@ def seqs(path):
 def main():
     d = tmpdir("http-poll")
     target = Target(free_port(), os.path.join(d, "target"), ["--items", str(ITEMS), "--items-rate", "300"])
-    target.start()
     w = Worker(d, {"task.restart.backoff.initial.ms": "200", "task.restart.backoff.max.ms": "1000"})
-    w.start()
     try:
+        target.start()
+        w.start()
         out = os.path.join(d, "polled.txt")
         w.ok("POST", "/connectors", {"name": "poll", "config": {
             "connector.class": "HttpSource", "http.mode": "poll", "http.url": f"{target.url}/items",

@@ -55,10 +55,10 @@ def task_state(w, name):
 def main():
     d = tmpdir("http-sink")
     target = Target(free_port(), os.path.join(d, "received"))
-    target.start()
     w = Worker(d, {"task.restart.backoff.initial.ms": "200", "task.restart.backoff.max.ms": "1000"})
-    w.start()
     try:
+        target.start()
+        w.start()
         # (a) server kill -9 and worker kill -9 mid-stream
         gen(w, "seq", "seq", target, N, 2500, {"http.max.in.flight": "4"})
         wait_until(lambda: len(target.lines("seq")) >= N // 4, 60, "a quarter of the records", 0.05)

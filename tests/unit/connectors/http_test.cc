@@ -175,6 +175,55 @@ TEST(WebhookBody, KeyFromJsonPath) {
   EXPECT_FALSE((*events)[2].key.has_value());
 }
 
+// The Kafka protocol binding maps the `partitionkey` extension to the message key: without a key
+// path a webhook CloudEvent's partitionkey is its record key (and stays an attribute); a key path
+// wins, and keyFromPartitionKey=false (HttpSource with http.key.header) turns it off.
+TEST(WebhookBody, CloudEventPartitionKeyIsTheKey) {
+  const std::string batch =
+      R"([{"specversion":"1.0","id":"a","source":"/s","type":"t","subject":"sub-a","partitionkey":"pk-1"},)"
+      R"({"specversion":"1.0","id":"b","source":"/s","type":"t","partitionkey":42},)"
+      R"({"specversion":"1.0","id":"c","source":"/s","type":"t"}])";
+  auto events = parseWebhookBody("application/cloudevents-batch+json", batch, {});
+  ASSERT_TRUE(events.isOk()) << events.status().toString();
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[0].key, std::optional<std::string>("pk-1"));
+  EXPECT_EQ(headerOf((*events)[0], "ce_partitionkey"), "pk-1");
+  EXPECT_EQ((*events)[1].key, std::optional<std::string>("42"));  // an integer extension: its text
+  EXPECT_FALSE((*events)[2].key.has_value());
+  auto one = parseWebhookBody("application/cloudevents+json",
+                              R"({"specversion":"1.0","id":"a","source":"/s","type":"t","partitionkey":"pk-2"})", {});
+  ASSERT_TRUE(one.isOk());
+  EXPECT_EQ((*one)[0].key, std::optional<std::string>("pk-2"));
+
+  auto path = JsonPath::parse("$.subject");
+  ASSERT_TRUE(path.isOk());
+  BodyOptions withPath;
+  withPath.keyPath = &*path;
+  auto byPath = parseWebhookBody("application/cloudevents-batch+json", batch, withPath);
+  ASSERT_TRUE(byPath.isOk());
+  EXPECT_EQ((*byPath)[0].key, std::optional<std::string>("sub-a"));
+  EXPECT_FALSE((*byPath)[1].key.has_value());  // the path selects nothing: no key, not the partitionkey
+
+  BodyOptions off;
+  off.keyFromPartitionKey = false;
+  auto none = parseWebhookBody("application/cloudevents-batch+json", batch, off);
+  ASSERT_TRUE(none.isOk());
+  EXPECT_FALSE((*none)[0].key.has_value());
+  EXPECT_EQ(headerOf((*none)[0], "ce_partitionkey"), "pk-1");
+
+  // Binary mode: the ce-partitionkey header.
+  std::map<std::string, std::string> h{{"ce-specversion", "1.0"}, {"ce-id", "e1"}, {"ce-source", "/s"},
+                                       {"ce-type", "t"}, {"ce-partitionkey", "pk%203"}};
+  auto bin = parseBinaryCloudEvent(h, "application/json", R"({"seq":1})", {});
+  ASSERT_TRUE(bin.isOk()) << bin.status().toString();
+  EXPECT_EQ(bin->key, std::optional<std::string>("pk 3"));
+  EXPECT_FALSE(parseBinaryCloudEvent(h, "application/json", R"({"seq":1})", off)->key.has_value());
+  // Other bodies have no partitionkey to map.
+  auto plain = parseWebhookBody("application/json", R"({"partitionkey":"x"})", {});
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_FALSE((*plain)[0].key.has_value());
+}
+
 TEST(JsonPathTest, ParsesAndFinds) {
   const auto doc = nlohmann::json::parse(R"({"data":{"items":[{"id":1},{"id":2}]},"next":"c2"})");
   for (const char* text : {"$.data.items[1].id", "data.items.1.id", "data.items[1].id"}) {

@@ -239,6 +239,34 @@ TEST(CloudEventTransform, MissingRequiredAttributeFailsTheRecordOptionalOnesAreL
   EXPECT_TRUE(contains(nj.status().message(), "not JSON")) << nj.status().message();
 }
 
+// The Kafka protocol binding's `partitionkey` (the message key) from the record key: the
+// `extensions` list does it (`partitionkey:${key}`), off unless listed; a record without a key gets
+// no partitionkey rather than a failure. HttpSource maps it back to the key (webhook_body).
+TEST(CloudEventTransform, PartitionKeyFromTheRecordKey) {
+  auto t = transform("CloudEvent", {{"mode", "binary"}, {"extensions", "partitionkey:${key}"}});
+  Record r = record("devices", std::string(R"({"t":1})"), std::string("dev-7"));
+  ASSERT_TRUE(t->apply(r).isOk());
+  EXPECT_EQ(headerOf(r.headers, "ce_partitionkey"), "dev-7");
+  auto e = ce::fromHeaders(r.headers, r.value);
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(e->extensions.at("partitionkey").value, "dev-7");
+  Record keyless = record("devices", std::string(R"({"t":2})"));
+  ASSERT_TRUE(t->apply(keyless).isOk());
+  EXPECT_EQ(headerOf(keyless.headers, "ce_partitionkey"), "<none>");
+  // Not listed: no partitionkey.
+  auto plain = transform("CloudEvent", {{"mode", "binary"}});
+  Record other = record("devices", std::string(R"({"t":3})"), std::string("dev-7"));
+  ASSERT_TRUE(plain->apply(other).isOk());
+  EXPECT_EQ(headerOf(other.headers, "ce_partitionkey"), "<none>");
+  // Structured: a member of the event's JSON.
+  auto structured = transform("CloudEvent", {{"extensions", "partitionkey:${key}"}});
+  Record s = record("devices", std::string(R"({"t":4})"), std::string("dev-8"));
+  ASSERT_TRUE(structured->apply(s).isOk());
+  auto se = ce::parseStructured(s.value.view());
+  ASSERT_TRUE(se.isOk());
+  EXPECT_EQ(se->extensions.at("partitionkey").value, "dev-8");
+}
+
 // Regression: the event type was the key `type`, which in a connector config
 // (`transforms.<name>.type`) is the transform's class and never reaches the transform, so every
 // event had the default type.

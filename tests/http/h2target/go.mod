@@ -1,0 +1,3 @@
+module ferry.local/tests/http/h2target
+
+go 1.22
