@@ -284,18 +284,31 @@ std::string renderStatus(const Json& status) {
         if (auto rate = field(p, "rate_per_second"); !rate.empty() && rate != "0.0" && rate != "0")
           progress += ", " + rate + "/s";
       }
-      rows.push_back({field(t, "id"), field(t, "state"), field(t, "worker_id"), progress});
+      // The connection to the outside system: "connected", "reconnecting since <time> (n lost)", ...
+      std::string connection;
+      if (const Json& c = member(t, "connection"); c.is_object()) {
+        connection = field(c, "state");
+        if (connection != "connected") connection += " since " + field(c, "since");
+        if (auto n = field(c, "reconnects"); !n.empty() && n != "0") connection += " (" + n + " lost)";
+        if (auto why = field(c, "error"); !why.empty() && field(t, "state") != "FAILED")
+          traces += "\nTask " + field(t, "id") + " connection: " + why + "\n";
+      }
+      rows.push_back({field(t, "id"), field(t, "state"), field(t, "worker_id"), connection, progress});
       if (field(t, "state") == "FAILED" && !field(t, "trace").empty())
         traces += "\nTask " + field(t, "id") + " trace:\n" + field(t, "trace") + "\n";
     }
   }
-  // The PROGRESS column only when a task reports long work (a table's first load, say).
-  bool anyProgress = false;
-  for (const auto& r : rows) anyProgress = anyProgress || !r[3].empty();
-  if (!anyProgress)
-    for (auto& r : rows) r.pop_back();
-  out += "\n" + (anyProgress ? renderTable({"TASK", "STATE", "WORKER", "PROGRESS"}, rows)
-                             : renderTable({"TASK", "STATE", "WORKER"}, rows));
+  // The CONNECTION column when a task reports one, the PROGRESS column only when a task reports
+  // long work (a table's first load, say).
+  std::vector<std::string> header = {"TASK", "STATE", "WORKER", "CONNECTION", "PROGRESS"};
+  for (std::size_t col = 4; col >= 3; --col) {
+    bool any = false;
+    for (const auto& r : rows) any = any || !r[col].empty();
+    if (any) continue;
+    for (auto& r : rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(col));
+    header.erase(header.begin() + static_cast<std::ptrdiff_t>(col));
+  }
+  out += "\n" + renderTable(header, rows);
   return out + traces;
 }
 

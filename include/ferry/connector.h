@@ -78,6 +78,24 @@ struct TaskProgress {
   std::string unit = "records";
 };
 
+// The state of a task's connection to the outside system it reads or writes (a broker, a
+// database, a server), as the task reports it with reportConnection(). The runtime shows it in
+// the task's status ("connection": state, since, reconnects, error), /metrics
+// (ferry_task_connected, ferry_task_connection_degraded, ferry_task_reconnects_total), the
+// cluster view and `ferry ctl status`; the task's state stays RUNNING (Kafka Connect's values).
+// A task that reports nothing gets what the runtime infers from its calls: a poll, put or start
+// failing retriably makes it reconnecting (the error as the reason), one that passes connected.
+// Three or more reconnects within a minute show as degraded, whatever reports them.
+struct ConnectionHealth {
+  enum class State {
+    kConnected,     // talking to the peer
+    kReconnecting,  // lost or not yet made: the reason says why (the last error)
+    kDegraded,      // connected but not working well: a stalled peer, input it cannot take, ...
+  };
+  State state = State::kConnected;
+  std::string reason;
+};
+
 // Given to a source task at start. committedOffset() is the resume point; call it from the task
 // thread (it may read from a store).
 class SourceTaskContext {
@@ -111,6 +129,11 @@ class SourceTaskContext {
   // _rate) and `ferry ctl status`. Cheap; call it as often as convenient (every batch, say).
   // The default does nothing.
   virtual void reportProgress(const TaskProgress& progress) { (void)progress; }
+  // Says how the task's connection is (see ConnectionHealth). Any thread; cheap when nothing
+  // changed. A report of kConnected after another state also ends the runtime's wait before
+  // retrying a failed poll: a client that reconnected by itself is polled at once, not after
+  // the back-off. The default does nothing.
+  virtual void reportConnection(const ConnectionHealth& health) { (void)health; }
 };
 
 class SourceTask {
@@ -168,6 +191,9 @@ class SinkTaskContext {
   // Ask the runtime to run the task's loop soon (from any thread): after readyForPut() said no,
   // once the task can take a batch again.
   virtual void wake() {}
+  // As SourceTaskContext::reportConnection (a sink waiting for its peer: a report of kConnected
+  // ends the wait before retrying a failed put).
+  virtual void reportConnection(const ConnectionHealth& health) { (void)health; }
   // Reports a record the task could not write; follows errors.tolerance and the dead-letter
   // topic. Returns an error when the tolerance forbids skipping it (the task should fail).
   virtual Status reportBadRecord(const Record& record, const Status& reason) = 0;

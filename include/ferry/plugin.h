@@ -27,7 +27,9 @@ namespace ferry {
 // 6: Record::receivedNs, SinkTask::flushAsync
 // 7: Record::keySchema/valueSchema (ferry/schema.h), Converter::fromRecordWithSchema/toRecordWithSchema
 // 8: SourceTaskContext::reportProgress, TaskProgress
-#define FERRY_ABI_VERSION 8
+// 9: Converter::fromRecordWithHeaders/toRecordWithHeaders, ConnectionHealth,
+//    Source/SinkTaskContext::reportConnection
+#define FERRY_ABI_VERSION 9
 #endif
 inline constexpr std::uint32_t kAbiVersion = FERRY_ABI_VERSION;
 

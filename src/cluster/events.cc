@@ -43,7 +43,8 @@ Result<StringMap> stringMap(const json& j, const char* field) {
   return m;
 }
 
-// A unit's progress text: a phase of a few words and four numbers.
+// A unit's progress text (a phase of a few words and four numbers) or connection text (a state,
+// a reason of at most 300 bytes and two numbers).
 constexpr std::size_t kMaxProgressBytes = 1024;
 
 }  // namespace
@@ -66,6 +67,7 @@ std::string encode(const Event& e) {
       j["sentMs"] = e.sentMs;
       j["loads"] = e.loads;
       if (!e.progress.empty()) j["progress"] = e.progress;
+      if (!e.connections.empty()) j["connections"] = e.connections;
       if (!e.counters.empty()) {
         json& c = j["counters"];
         for (const auto& [unit, n] : e.counters) c[unit] = json::array({n.recordsIn, n.recordsOut, n.errors, n.commitLag});
@@ -162,6 +164,14 @@ Result<Event> decode(std::string_view bytes) {
           if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxProgressBytes)
             return Status::invalidArgument("cluster event field 'progress." + it.key() + "' is not a short string");
           e.progress[it.key()] = it->get<std::string>();
+        }
+      }
+      if (j.contains("connections")) {  // optional: workers of earlier versions send none
+        FERRY_RETURN_IF_ERROR(need(j, "connections", V::object));
+        for (auto it = j["connections"].begin(); it != j["connections"].end(); ++it) {
+          if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxProgressBytes)
+            return Status::invalidArgument("cluster event field 'connections." + it.key() + "' is not a short string");
+          e.connections[it.key()] = it->get<std::string>();
         }
       }
       if (j.contains("counters")) {  // optional too: [records in, records out, errors, commit lag]

@@ -52,6 +52,9 @@ struct Event {
   // heartbeat: the record counters of the units it runs ("c-0" -> records in, out, errors, commit
   // lag), so that every worker's status and charts cover the whole cluster, not only its own tasks.
   std::map<std::string, UnitCounters> counters;
+  // heartbeat: the connection of the units it runs ("c-0" -> {"state","reason","since",
+  // "reconnects"} as JSON text), so that every worker's status and the cluster view show it.
+  std::map<std::string, std::string> connections;
   std::string connector;
   StringMap config;
   std::string target;                       // STARTED, PAUSED, STOPPED

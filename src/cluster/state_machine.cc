@@ -88,6 +88,7 @@ void ClusterState::apply(std::int64_t offset, std::int64_t logTimeMs, const Even
       m.loads = e.loads;
       m.progress = e.progress;
       m.counters = e.counters;
+      m.connections = e.connections;
       break;
     }
     case EventType::kLeave: {

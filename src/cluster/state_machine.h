@@ -35,6 +35,7 @@ struct Member {
   std::map<std::string, double> loads;
   std::map<std::string, std::string> progress;  // its last heartbeat's (not in snapshots)
   std::map<std::string, UnitCounters> counters;  // its last heartbeat's (not in snapshots)
+  std::map<std::string, std::string> connections;  // its last heartbeat's (not in snapshots)
 };
 
 struct ConnectorInfo {

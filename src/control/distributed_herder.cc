@@ -196,12 +196,15 @@ class HerderImpl final : public DistributedHerder {
           t.progressRate = p->ratePerSecond;
         }
         t.counters = TaskHost::countersOf(u->second.runner->metrics());
+        t.connection = TaskHost::connectionOf(u->second.runner->metrics());
         continue;
       }
       const cluster::Member* m = currentOwner(s, Unit{name, t.id});
       if (!m) continue;
       const std::string unit = Unit{name, t.id}.toString();
       if (auto c = m->counters.find(unit); c != m->counters.end()) t.counters = c->second;
+      if (auto c = m->connections.find(unit); c != m->connections.end())
+        t.connection = TaskHost::readConnectionText(c->second);
       auto p = m->progress.find(unit);
       if (p == m->progress.end()) continue;
       if (auto read = readProgress(p->second)) {
@@ -251,7 +254,7 @@ class HerderImpl final : public DistributedHerder {
   // answers only).
   void reportLocalUnits(cluster::Event& heartbeat) const {
     static constexpr std::size_t kMaxReportBytes = 32 * 1024;
-    std::size_t progressBytes = 0, counterBytes = 0;
+    std::size_t progressBytes = 0, counterBytes = 0, connectionBytes = 0;
     std::lock_guard lock(unitsMu_);
     for (const auto& [u, r] : units_) {
       if (!r.runner) continue;
@@ -261,6 +264,11 @@ class HerderImpl final : public DistributedHerder {
         // As JSON: "unit":[in,out,errors,lag], and a comma.
         counterBytes += unit.size() + 10 + digits(c.recordsIn) + digits(c.recordsOut) + digits(c.errors) + digits(c.commitLag);
         heartbeat.counters.emplace(unit, c);
+      }
+      if (auto c = TaskHost::connectionOf(r.runner->metrics()); c && connectionBytes < kMaxReportBytes) {
+        std::string text = TaskHost::connectionText(*c);
+        connectionBytes += unit.size() + text.size();
+        heartbeat.connections.emplace(unit, std::move(text));
       }
       auto p = r.runner->metrics().progress();
       if (!p || progressBytes >= kMaxReportBytes) continue;
@@ -336,6 +344,13 @@ class HerderImpl final : public DistributedHerder {
       // The owner's report for this epoch; an earlier epoch's is about a previous run.
       auto st = s.statuses().find(u);
       a["state"] = st != s.statuses().end() && st->second.epoch == own.epoch ? st->second.state : "UNASSIGNED";
+      // The task's connection: its owner's last heartbeat's.
+      if (const cluster::Member* m = currentOwner(s, u)) {
+        if (auto c = m->connections.find(u.toString()); c != m->connections.end())
+          if (auto read = TaskHost::readConnectionText(c->second))
+            a["connection"] = {{"state", read->state}, {"reason", read->reason}, {"since_ms", read->sinceMs},
+                               {"reconnects", read->reconnects}};
+      }
       assignment.push_back(std::move(a));
     }
     j["assignment"] = assignment;

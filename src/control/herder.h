@@ -60,6 +60,15 @@ struct TopicRecord {
   std::int64_t offset = 0;
 };
 
+// A task's connection to its outside system (ferry/connector.h, ConnectionHealth) as shown in
+// its status.
+struct ConnectionInfo {
+  std::string state;  // "connected", "reconnecting" or "degraded"
+  std::string reason;  // "" when connected
+  std::int64_t sinceMs = 0;  // wall clock of the last change of state
+  std::uint64_t reconnects = 0;
+};
+
 struct TaskStateInfo {
   int id = 0;
   store::State state = store::State::kUnassigned;
@@ -77,6 +86,9 @@ struct TaskStateInfo {
   // heartbeat interval old). nullopt when not known (the task does not run, or its owner's
   // heartbeats carry none).
   std::optional<TaskCounters> counters;
+  // The task's connection: of a task running here as it is now; in distributed mode of a task
+  // another member runs as that member's last heartbeat carried it. nullopt when not known.
+  std::optional<ConnectionInfo> connection;
 };
 
 struct ConnectorStateInfo {

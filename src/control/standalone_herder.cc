@@ -160,6 +160,7 @@ class HerderImpl final : public StandaloneHerder {
     std::map<int, std::string> dataLoss;
     std::map<int, std::optional<runtime::TaskMetrics::Progress>> progress;
     std::map<int, TaskCounters> counters;
+    std::map<int, std::optional<ConnectionInfo>> connections;
     {
       std::lock_guard lock(runtimeMu_);
       if (auto rt = runtimes_.find(name); rt != runtimes_.end())
@@ -168,6 +169,7 @@ class HerderImpl final : public StandaloneHerder {
             dataLoss[t->env().taskId] = t->dataLossNote();
             progress[t->env().taskId] = t->metrics().progress();
             counters[t->env().taskId] = TaskHost::countersOf(t->metrics());
+            connections[t->env().taskId] = TaskHost::connectionOf(t->metrics());
           }
     }
     std::lock_guard lock(statusMu_);
@@ -186,6 +188,7 @@ class HerderImpl final : public StandaloneHerder {
           out.tasks.back().progressRate = p->ratePerSecond;
         }
         if (auto c = counters.find(id); c != counters.end()) out.tasks.back().counters = c->second;
+        out.tasks.back().connection = connections[id];
       }
     }
     return out;

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/clock.h"
 #include "core/logging.h"
 
@@ -132,6 +134,40 @@ Result<std::vector<TopicRecord>> TaskHost::topicRecords(const std::string& topic
   return kept;
 }
 
+std::optional<ConnectionInfo> TaskHost::connectionOf(const runtime::TaskMetrics& m) {
+  auto c = m.connection(core::nowMs());
+  if (!c) return std::nullopt;
+  ConnectionInfo out;
+  switch (c->state) {
+    case ConnectionHealth::State::kConnected: out.state = "connected"; break;
+    case ConnectionHealth::State::kReconnecting: out.state = "reconnecting"; break;
+    case ConnectionHealth::State::kDegraded: out.state = "degraded"; break;
+  }
+  out.reason = c->reason;
+  out.sinceMs = c->sinceMs;
+  out.reconnects = c->reconnects;
+  return out;
+}
+
+std::string TaskHost::connectionText(const ConnectionInfo& c) {
+  // The reason is cut so that a heartbeat stays small.
+  std::string reason = c.reason.size() > 300 ? c.reason.substr(0, 300) + "..." : c.reason;
+  return nlohmann::json{{"state", c.state}, {"reason", reason}, {"since", c.sinceMs}, {"reconnects", c.reconnects}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<ConnectionInfo> TaskHost::readConnectionText(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("state") || !j["state"].is_string() || !j.contains("reason") ||
+      !j["reason"].is_string() || !j.contains("since") || !j["since"].is_number_integer() ||
+      !j.contains("reconnects") || !j["reconnects"].is_number_unsigned())
+    return std::nullopt;
+  ConnectionInfo c{j["state"].get<std::string>(), j["reason"].get<std::string>(), j["since"].get<std::int64_t>(),
+                   j["reconnects"].get<std::uint64_t>()};
+  if (c.state != "connected" && c.state != "reconnecting" && c.state != "degraded") return std::nullopt;
+  return c;
+}
+
 TaskCounters TaskHost::countersOf(const runtime::TaskMetrics& m) {
   auto ld = [](const auto& a) { return static_cast<std::int64_t>(a.load(std::memory_order_relaxed)); };
   return TaskCounters{ld(m.recordsIn), ld(m.recordsOut), ld(m.errors), std::max<std::int64_t>(0, ld(m.commitLagRecords))};
@@ -162,6 +198,16 @@ void TaskHost::appendTaskMetrics(std::vector<MetricSample>& out, const std::stri
   add("ferry_task_last_commit_timestamp_ms", "gauge", "Wall-clock time of the last commit.", ld(m.lastCommitMs));
   add("ferry_task_records_lost_in_storage_total", "counter",
       "Records the task could not read because the backbone's storage lost them.", ld(m.recordsLostInStorage));
+  if (auto c = connectionOf(m)) {
+    add("ferry_task_connected", "gauge",
+        "1 while the task is connected to its outside system (also when degraded), 0 while it reconnects.",
+        c->state == "reconnecting" ? 0.0 : 1.0);
+    add("ferry_task_connection_degraded", "gauge",
+        "1 while the task's connection is degraded (repeated reconnects, a stalled peer, input it cannot take).",
+        c->state == "degraded" ? 1.0 : 0.0);
+    add("ferry_task_reconnects_total", "counter", "Times the task's connection was lost.",
+        static_cast<double>(c->reconnects));
+  }
   if (auto p = m.progress()) {
     add("ferry_task_progress_done", "gauge", "Long work done (a table's first load, a snapshot), in the unit the task says.",
         static_cast<double>(p->report.done));

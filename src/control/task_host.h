@@ -88,6 +88,11 @@ class TaskHost {
 
   // A task's counters for status and heartbeats.
   static TaskCounters countersOf(const runtime::TaskMetrics& m);
+  // The task's connection as its status shows it (nullopt before anything was known).
+  static std::optional<ConnectionInfo> connectionOf(const runtime::TaskMetrics& m);
+  // As a heartbeat carries it (a short JSON object), and back (nullopt: not what connectionText writes).
+  static std::string connectionText(const ConnectionInfo& c);
+  static std::optional<ConnectionInfo> readConnectionText(const std::string& text);
   // The per-task series src/runtime/README.md lists (ferry_task_*), labelled connector and task.
   static void appendTaskMetrics(std::vector<MetricSample>& out, const std::string& connector, int taskId,
                                 const runtime::TaskMetrics& m);

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "core/base64.h"
+#include "core/cloudevents.h"  // rfc3339
 #include "core/json_bounds.h"
 #include "core/private_paths.h"
 
@@ -252,6 +253,18 @@ Json taskStatusJson(const control::TaskStateInfo& task, const std::string& versi
         progress["percent"] = std::min(100.0, std::round(1000.0 * static_cast<double>(p.done) / static_cast<double>(p.estimated)) / 10);
     }
     j["progress"] = std::move(progress);
+  }
+  if (task.connection) {
+    // Kafka Connect keeps such a task RUNNING; the connection says what it is doing, and while it
+    // is not connected its reason is the trace too.
+    const auto& c = *task.connection;
+    Json conn = {{"state", c.state}, {"since", core::cloudevents::rfc3339(c.sinceMs)}, {"since_ms", c.sinceMs},
+                 {"reconnects", c.reconnects}};
+    if (!c.reason.empty()) {
+      conn["error"] = core::withoutPrivatePaths(c.reason);
+      if (task.trace.empty()) j["trace"] = conn["error"];
+    }
+    j["connection"] = std::move(conn);
   }
   if (task.counters) {
     const auto& c = *task.counters;

@@ -378,6 +378,14 @@ class TaskLoop final : public TaskRunner {
   ErrorReporter& errors() { return *errors_; }
   const ErrorPolicy& policy() const { return errors_->policy(); }
   std::atomic<bool>& commitRequested() { return commitRequested_; }
+  // A connection report from the task (any thread): a reconnect ends the wait before the next
+  // retry of a failed call.
+  void reportConnection(const ConnectionHealth& h) {
+    if (metrics_.setConnection(h, true, core::nowMs())) {
+      reconnected_.store(true, std::memory_order_release);
+      wake();
+    }
+  }
   Input& input() { return *input_; }
   using TaskRunner::cancelledError;
   using TaskRunner::effect;
@@ -402,6 +410,16 @@ class TaskLoop final : public TaskRunner {
   Step running(std::int64_t now);
   Step putBatch(std::int64_t now);
   Status commitNow();
+  // For tasks that do not report their connection: a call failing retriably means the peer is
+  // not reachable (reconnecting, the error as the reason), one that passes that it is.
+  void inferConnection(const Status& call) {
+    if (call.isOk()) {
+      metrics_.setConnection(ConnectionHealth{}, false, core::nowMs());
+    } else if (call.isRetriable()) {
+      metrics_.setConnection({ConnectionHealth::State::kReconnecting, scrubSecrets(call.toString(), env_.secrets)},
+                             false, core::nowMs());
+    }
+  }
   // Ends the task: stops the seams in order and returns the task's result.
   Step finish(Status result);
   Step closing(std::int64_t now);
@@ -416,6 +434,7 @@ class TaskLoop final : public TaskRunner {
   Output* output_ = nullptr;
   std::optional<CallRetrier> startRetry_, pollRetry_, putRetry_;
   std::atomic<bool> commitRequested_{false};
+  std::atomic<bool> reconnected_{false};  // the task reported its connection back
   Status failure_;
   std::int64_t nextCommit_ = INT64_MAX;
   std::int64_t resumeAt_ = 0;  // the next start, poll or put attempt after a retriable failure
@@ -443,6 +462,7 @@ class SourceContextImpl final : public SourceTaskContext {
   void reportProgress(const TaskProgress& progress) override {
     loop_.counters().setProgress(progress, core::monotonicMs());
   }
+  void reportConnection(const ConnectionHealth& health) override { loop_.reportConnection(health); }
   int taskId() const override { return loop_.taskEnv().taskId; }
   std::optional<StringMap> committedOffset(const StringMap& partition) override {
     const auto& env = loop_.taskEnv();
@@ -463,6 +483,7 @@ class SourceContextImpl final : public SourceTaskContext {
 class SinkContextImpl final : public SinkTaskContext {
  public:
   explicit SinkContextImpl(TaskLoop& loop) : loop_(loop) {}
+  void reportConnection(const ConnectionHealth& health) override { loop_.reportConnection(health); }
   const std::string& connectorName() const override { return loop_.taskEnv().connector; }
   int taskId() const override { return loop_.taskEnv().taskId; }
   void requestCommit() override {
@@ -1978,6 +1999,7 @@ TaskRunner::Step TaskLoop::step() {
       // Retriable failures are retried within errors.retry.timeout (0, the default: not at all,
       // so the status says why at once; the worker's automatic restart takes over from there).
       if (!s.isRetriable() || stopping() || policy().retryTimeoutMs == 0) return finish(s);
+      inferConnection(s);
       auto delay = startRetry_->retryOrFail(s);
       if (!delay.isOk()) return finish(delay.status());
       resumeAt_ = now + *delay;
@@ -2008,6 +2030,12 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   }
   if (!leaseHeld()) return Step::sleepUntil(now + 50);  // distributed mode: not while the lease is in doubt
   if (failing()) return finish(failure_);
+  if (reconnected_.exchange(false, std::memory_order_acq_rel) && resumeAt_ > now) {
+    // The task's client is connected again: the failed call is retried now, not after its back-off.
+    resumeAt_ = now;
+    pollRetry_->reset();
+    putRetry_->reset();
+  }
   // A batch waiting for its put's retry comes first: nothing may be committed while records taken
   // in are not put (a commit now would flush the sink and store positions past them).
   if (output_->hasBatch()) return putBatch(now);
@@ -2041,12 +2069,14 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
                         notify ? std::chrono::milliseconds(0) : kSourcePollWait);
   });
   if (!polled.isOk()) {
+    inferConnection(polled.status());
     auto delay = pollRetry_->retryOrFail(polled.status());
     if (!delay.isOk()) return finish(delay.status());
     resumeAt_ = core::monotonicMs() + *delay;
     return sleep(resumeAt_);
   }
   pollRetry_->reset();
+  inferConnection(Status::ok());
   input_->afterPoll();
   if (failing()) return finish(failure_);
   if (batch_.empty()) {
@@ -2117,6 +2147,7 @@ TaskRunner::Step TaskLoop::putBatch(std::int64_t now) {
   // Not woken by the commit timer: no commit may run before this put passed.
   if (now < resumeAt_) return Step::sleepUntil(resumeAt_);
   Status s = guarded("put", [&] { return output_->put(); });
+  inferConnection(s);
   if (s.isOk()) {
     putRetry_->reset();
     return Step::again();
@@ -2502,6 +2533,50 @@ void TaskMetrics::setProgress(const TaskProgress& p, std::int64_t nowMs) {
 std::optional<TaskMetrics::Progress> TaskMetrics::progress() const {
   std::lock_guard lock(progressMu_);
   return progress_;
+}
+
+bool TaskMetrics::setConnection(const ConnectionHealth& h, bool fromTask, std::int64_t wallMs) {
+  if (fromTask) {
+    reportedByTask_.store(true, std::memory_order_relaxed);
+  } else if (reportedByTask_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  const int state = static_cast<int>(h.state);
+  // The common case, a call that passed while connected: nothing to do.
+  if (h.state == ConnectionHealth::State::kConnected && connectionState_.load(std::memory_order_acquire) == state)
+    return false;
+  std::lock_guard lock(connectionMu_);
+  const bool had = connection_.has_value();
+  const auto before = had ? connection_->state : ConnectionHealth::State::kConnected;
+  if (!had) connection_ = Connection{};
+  Connection& c = *connection_;
+  if (had && before == h.state && c.reason == h.reason) return false;
+  if (h.state == ConnectionHealth::State::kReconnecting && before != ConnectionHealth::State::kReconnecting) {
+    ++c.reconnects;
+    std::erase_if(reconnectedAt_, [&](std::int64_t t) { return wallMs - t >= kDegradedWindowMs; });
+    reconnectedAt_.push_back(wallMs);
+  }
+  if (!had || before != h.state) c.sinceMs = wallMs;
+  c.state = h.state;
+  c.reason = h.state == ConnectionHealth::State::kConnected ? std::string() : h.reason;
+  if (!c.reason.empty()) lastError_ = c.reason;
+  connectionState_.store(state, std::memory_order_release);
+  return had && before != ConnectionHealth::State::kConnected && h.state == ConnectionHealth::State::kConnected;
+}
+
+std::optional<TaskMetrics::Connection> TaskMetrics::connection(std::int64_t wallMs) const {
+  std::lock_guard lock(connectionMu_);
+  if (!connection_) return std::nullopt;
+  Connection c = *connection_;
+  std::size_t recent = 0;
+  for (std::int64_t t : reconnectedAt_)
+    if (wallMs - t < kDegradedWindowMs) ++recent;
+  if (recent >= kReconnectsForDegraded && c.state == ConnectionHealth::State::kConnected) {
+    c.state = ConnectionHealth::State::kDegraded;
+    c.reason = "the connection was lost " + std::to_string(recent) + " times in the last minute; last error: " +
+               lastError_;
+  }
+  return c;
 }
 
 }  // namespace ferry::runtime

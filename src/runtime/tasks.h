@@ -120,7 +120,33 @@ struct TaskMetrics {
   void setProgress(const TaskProgress& p, std::int64_t nowMs);
   std::optional<Progress> progress() const;
 
+  // The task's connection to its outside system (ferry/connector.h, ConnectionHealth): as the
+  // task reports it (Source/SinkTaskContext::reportConnection) or, until it reports, as the
+  // runtime infers it from its calls.
+  struct Connection {
+    ConnectionHealth::State state = ConnectionHealth::State::kConnected;
+    std::string reason;            // "" when connected
+    std::int64_t sinceMs = 0;      // wall clock (ms since the epoch) of the last change of state
+    std::uint64_t reconnects = 0;  // times it went from connected (or degraded) to reconnecting
+  };
+  // A report at wall clock `wallMs`; `fromTask`: the task's own (once a task reported, inferred
+  // reports are ignored). True when the connection turned connected from another state. Any
+  // thread; a report that changes nothing takes no lock.
+  bool setConnection(const ConnectionHealth& h, bool fromTask, std::int64_t wallMs);
+  // What to show at `wallMs`: degraded while the connection was lost kReconnectsForDegraded or
+  // more times within the last kDegradedWindowMs; nullopt before anything was reported.
+  std::optional<Connection> connection(std::int64_t wallMs) const;
+  static constexpr std::size_t kReconnectsForDegraded = 3;
+  static constexpr std::int64_t kDegradedWindowMs = 60000;
+
  private:
+  mutable std::mutex connectionMu_;
+  std::optional<Connection> connection_;    // guarded by connectionMu_
+  std::string lastError_;                   // guarded by connectionMu_
+  std::vector<std::int64_t> reconnectedAt_;  // guarded by connectionMu_: within the window
+  std::atomic<int> connectionState_{-1};    // connection_->state (-1: none), for the quick check
+  std::atomic<bool> reportedByTask_{false};
+
   mutable std::mutex progressMu_;
   std::optional<Progress> progress_;   // guarded by progressMu_
   std::int64_t progressAtMs_ = 0;      // guarded by progressMu_: when `done` was last sampled

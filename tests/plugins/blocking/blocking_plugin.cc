@@ -5,6 +5,10 @@
 //  block.in (start, poll, commit, put, flush, stop), block.ms (-1: for ever), block.marker.
 //  fail.in (start, poll, put): the call fails instead, once the task has run fail.after.ms;
 //  fail.retriable (Unavailable, else Internal); events.file (start/fail lines with a steady time).
+//  outage.file (source): while this file exists, poll fails (Unavailable), as a source whose peer
+//  is down; with reports.connection the task also reports its connection (reconnecting with the
+//  reason; connected again from a thread of its own within 20 ms of the file going away, as a
+//  client that reconnects by itself).
 //
 // A block "for ever" waits on a condition variable nothing notifies, so it ignores stop(): the
 // task behaves as a connector stuck in a call that never returns (an open() of a FIFO, a read
@@ -17,6 +21,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <sys/stat.h>
+#include <thread>
 
 #include "ferry/connector.h"
 #include "ferry/plugin.h"
@@ -46,6 +52,10 @@ const ConfigDef& sourceDef() {
     ConfigDef d;
     d.define("topic", ConfigType::kString, std::nullopt, Importance::kHigh, "Topic of the records.");
     d.define("poll.wait.ms", ConfigType::kLong, "50", Importance::kLow, "How long a poll waits before its record.");
+    d.define("outage.file", ConfigType::kString, "", Importance::kLow,
+             "While this file exists, poll fails (Unavailable): the peer is down.");
+    d.define("reports.connection", ConfigType::kBool, "false", Importance::kLow,
+             "Report the connection (SourceTaskContext::reportConnection) as outage.file says.");
     defineBlockKeys(d);
     return d;
   }();
@@ -140,6 +150,11 @@ class BlockingSourceTask final : public SourceTask {
       auto it = offset->find("n");
       if (it != offset->end()) next_ = std::stoll(it->second) + 1;
     }
+    outage_ = parsed->getString("outage.file");
+    if (!outage_.empty() && parsed->getBool("reports.connection")) {
+      context_ = &context;
+      watcher_ = std::thread([this] { watch(); });
+    }
     blocker_.at("start");
     return blocker_.failure("start");
   }
@@ -147,6 +162,7 @@ class BlockingSourceTask final : public SourceTask {
                            std::chrono::milliseconds maxWait) override {
     blocker_.at("poll");
     if (Status f = blocker_.failure("poll"); !f.isOk()) return f;
+    if (down()) return Status::unavailable("test plugin: peer down (outage.file exists)");
     std::unique_lock lock(mu_);
     if (cv_.wait_for(lock, std::min(wait_, maxWait), [&] { return stopped_; }) || maxRecords == 0) return std::size_t{0};
     Record r;
@@ -167,11 +183,47 @@ class BlockingSourceTask final : public SourceTask {
       stopped_ = true;
     }
     cv_.notify_all();
+    if (watcher_.joinable()) watcher_.join();
     blocker_.at("stop");
+  }
+  ~BlockingSourceTask() override {
+    if (watcher_.joinable()) {
+      {
+        std::lock_guard lock(mu_);
+        stopped_ = true;
+      }
+      cv_.notify_all();
+      watcher_.join();
+    }
   }
 
  private:
+  bool down() const {
+    struct stat st;
+    return !outage_.empty() && ::stat(outage_.c_str(), &st) == 0;
+  }
+  // The connection as outage.file says, reported when it changes (every 20 ms).
+  void watch() {
+    int last = -1;
+    std::unique_lock lock(mu_);
+    while (!stopped_) {
+      const int now = down() ? 1 : 0;
+      if (now != last) {
+        last = now;
+        lock.unlock();
+        context_->reportConnection(now ? ConnectionHealth{ConnectionHealth::State::kReconnecting,
+                                                          "test plugin: peer down (outage.file exists)"}
+                                       : ConnectionHealth{});
+        lock.lock();
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopped_; });
+    }
+  }
+
   Blocker blocker_;
+  std::string outage_;
+  SourceTaskContext* context_ = nullptr;
+  std::thread watcher_;
   std::string topic_;
   std::chrono::milliseconds wait_{50};
   long long next_ = 0;

@@ -73,6 +73,19 @@ TEST(Render, StatusShowsLongWorksProgress) {
   EXPECT_THAT(s, HasSubstr("initial load: 250/1000 rows (25.0%), 12.5/s\n"));
 }
 
+TEST(Render, StatusShowsTheConnectionAndWhyItIsNotConnected) {
+  Json j = Json::parse(R"({"name": "m", "connector": {"state": "RUNNING", "worker_id": "w1"},
+      "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "w1", "connection": {"state": "reconnecting",
+      "since": "2026-12-08T00:00:00.000Z", "since_ms": 1, "reconnects": 2, "error": "connection refused"}},
+      {"id": 1, "state": "RUNNING", "worker_id": "w1", "connection": {"state": "connected",
+      "since": "2026-12-08T00:00:00.000Z", "since_ms": 1, "reconnects": 0}}], "type": "source"})");
+  std::string s = renderStatus(j);
+  EXPECT_THAT(s, HasSubstr("TASK  STATE    WORKER  CONNECTION\n"));
+  EXPECT_THAT(s, HasSubstr("reconnecting since 2026-12-08T00:00:00.000Z (2 lost)\n"));
+  EXPECT_THAT(s, HasSubstr("1     RUNNING  w1      connected\n"));
+  EXPECT_THAT(s, HasSubstr("Task 0 connection: connection refused\n"));
+}
+
 TEST(Render, OffsetsPluginsValidationAndGarbage) {
   Json o = Json::parse(R"({"offsets": [{"partition": {"file": "/a"}, "offset": {"line": 3}}]})");
   EXPECT_EQ(renderOffsets(o), "PARTITION  OFFSET\nfile=/a    line=3\n");

@@ -402,6 +402,26 @@ TEST(Render, ErrorAnswersShowDataDirFilesRelativeToIt) {
   EXPECT_EQ(taskStatusJson(t)["trace"], "append to backbone/t-0 failed");
 }
 
+// A task that lost its peer stays RUNNING (Kafka's values); "connection" says why, and the
+// reason is its trace while it is not connected.
+TEST(Render, TaskConnectionKeepsRunningAndCarriesTheReason) {
+  control::TaskStateInfo t;
+  t.state = store::State::kRunning;
+  t.connection = control::ConnectionInfo{"reconnecting", "connection refused", 1765152000000, 2};
+  Json j = taskStatusJson(t);
+  EXPECT_EQ(j["state"], "RUNNING");
+  EXPECT_EQ(j["connection"]["state"], "reconnecting");
+  EXPECT_EQ(j["connection"]["since"], "2025-12-08T00:00:00.000Z");
+  EXPECT_EQ(j["connection"]["since_ms"], 1765152000000);
+  EXPECT_EQ(j["connection"]["reconnects"], 2);
+  EXPECT_EQ(j["connection"]["error"], "connection refused");
+  EXPECT_EQ(j["trace"], "connection refused");
+  t.connection = control::ConnectionInfo{"connected", "", 1765152000000, 2};
+  j = taskStatusJson(t);
+  EXPECT_FALSE(j["connection"].contains("error"));
+  EXPECT_FALSE(j.contains("trace"));
+}
+
 // A malformed body is not echoed: nlohmann's "last read: '<token>'" quoted whole strings.
 TEST(Parse, MalformedBodyIsNotEchoed) {
   auto r = parseCreateConnector(R"({"name": "a", "config": {"password": "hunter2-very-secret-value)");

@@ -89,6 +89,8 @@ export interface TaskStatus {
   worker_id: string;
   trace?: string;
   progress?: { phase: string; done: number; estimated?: number; percent?: number; unit: string; rate_per_second: number };
+  // The task's connection to its outside system (the task stays RUNNING while it reconnects).
+  connection?: { state: "connected" | "reconnecting" | "degraded" | string; since: string; since_ms: number; reconnects: number; error?: string };
   metrics?: { records_in: number; records_out: number; errors: number; commit_lag_records: number };
 }
 

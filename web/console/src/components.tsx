@@ -5,6 +5,14 @@ export function StateBadge({ state }: { state: State }) {
   return <span className={`badge state-${String(state).toLowerCase()}`}>{state}</span>;
 }
 
+// A task's connection: connected, reconnecting or degraded, the reason and the time in its title.
+export function ConnectionBadge({ connection }: { connection?: { state: string; since: string; reconnects: number; error?: string } }) {
+  if (!connection) return <span aria-label="connection not known">—</span>;
+  const cls = connection.state === "connected" ? "state-running" : connection.state === "reconnecting" ? "state-failed" : "state-paused";
+  const title = `${connection.state} since ${connection.since}; ${connection.reconnects} lost${connection.error ? `; ${connection.error}` : ""}`;
+  return <span className={`badge ${cls}`} title={title} data-connection={connection.state}>{connection.state}</span>;
+}
+
 // A modal dialog (the native <dialog>: focus is trapped and Escape closes it).
 export function Dialog({ title, open, onClose, children }: { title: string; open: boolean; onClose: () => void; children: ReactNode }) {
   const ref = useRef<HTMLDialogElement>(null);

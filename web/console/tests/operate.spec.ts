@@ -26,6 +26,8 @@ test("pause, resume, stop, restart and delete from the connector page", async ({
   expect(now, label).toBeGreaterThan(10);
   expect(now, label).toBeLessThan(30);
   await shot(page, "operate-charts");
+  // The task's connection (here the runtime's inference: its polls pass).
+  await expect(page.locator('tr[data-task="0"] [data-connection]')).toHaveText("connected");
 
   await actions.getByRole("button", { name: "Pause" }).click();
   await expect.poll(() => connectorState(request, "demo")).toBe("PAUSED");

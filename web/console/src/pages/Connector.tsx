@@ -2,7 +2,7 @@ import { useState } from "react";
 import { enc, get, loadWorkers, request, type ConnectorInfo, type ConnectorStatus } from "../api";
 import { usePoll } from "../hooks";
 import { href, go } from "../route";
-import { Confirm, Dialog, ErrorText, StateBadge, diffLines } from "../components";
+import { ConnectionBadge, Confirm, Dialog, ErrorText, StateBadge, diffLines } from "../components";
 import { useSession } from "../App";
 import { TapView } from "./Tap";
 import { Charts } from "./Charts";
@@ -88,7 +88,7 @@ export function ConnectorPage({ name }: { name: string }) {
       <table className="grid" aria-label="Tasks">
         <thead>
           <tr>
-            <th scope="col">Task</th><th scope="col">State</th><th scope="col">Worker</th>
+            <th scope="col">Task</th><th scope="col">State</th><th scope="col">Connection</th><th scope="col">Worker</th>
             <th scope="col" className="num" title="Records taken in since the task started">In</th>
             <th scope="col" className="num" title="Records delivered since the task started">Out</th>
             <th scope="col" className="num">Errors</th><th scope="col">Progress</th><th scope="col">Actions</th>
@@ -99,6 +99,7 @@ export function ConnectorPage({ name }: { name: string }) {
             <tr key={t.id} data-task={t.id}>
               <td>{t.id}</td>
               <td><StateBadge state={t.state} /></td>
+              <td><ConnectionBadge connection={t.connection} /></td>
               <td>{t.worker_id}</td>
               <td className="num">{t.metrics?.records_in ?? "—"}</td>
               <td className="num">{t.metrics?.records_out ?? "—"}</td>
