@@ -5,7 +5,7 @@ persistence (--save "" --appendonly no), its files in a temporary folder; stoppe
 Every run starts from FLUSHALL (the source runs from a preloaded key) and each ferry run uses a
 fresh standalone worker (release `ferry`, or $FERRY_BIN) with one direct connector (no backbone).
 
-Sink, per command (XADD, SET, RPUSH), N records (--redis-records, default 500,000) of a 100-byte
+Sink, per command (XADD, SET, RPUSH), N records (--redis-records, default 2,000,000) of a 100-byte
 value (DatagenSource format=bytes: the sequence number padded with 'x'):
 
   ferry  DatagenSource -> RedisSink in one direct task: redis.batch.max.commands 500 (its default:
@@ -31,15 +31,15 @@ sequence number padded to 100 bytes):
           rate of handing entries out over one connection, an upper bound for a consumer that
           also acknowledges (ferry sends one XACK of up to 1,000 ids per batch besides).
   list    ferry: RedisSource (redis.lists=bench:srclist: LMOVE into a processing list, 500 per
-          pipeline, LREM from the tail once safe) -> BlackholeSink, direct, worker defaults.
+          pipeline, reads ahead after a full batch; acknowledged elements removed by one script
+          call per batch, an LTRIM of the tail) -> BlackholeSink, direct, worker defaults.
           Window: until records_out reaches N
           and both the list and the processing list are empty. limit: redis-benchmark -c 1 -P 500
           -n N LMOVE bench:limitlist bench:limitproc RIGHT LEFT (a second preloaded copy): the
-          moves alone, without the LREM that makes ferry's queue reliable (one more command per
-          element).
+          moves alone, without the removal that makes ferry's queue reliable.
 
 Figures: records_per_s (N / window), records_out_seconds (ferry: from the POST until records_out
-reached N; for the sources the rest of the window is the last acknowledgements, XACK or LREM,
+reached N; for the sources the rest of the window is the last acknowledgements (XACK, removals),
 which follow the direct task's flush of its sink), cpu_s_per_million (user+system CPU of the worker from
 /proc/<pid>/stat over the window, per million records), peak_rss_mb (VmHWM of the worker),
 server_cpu_s_per_million (redis-server's CPU over the window: it is single-threaded, so
@@ -346,13 +346,13 @@ def source_list(server, n):
     server.call("FLUSHALL")
     return {"scenario": SCENARIO, "side": "source", "mode": "list", "records": n, "value_bytes": 100,
             "batch": PIPELINE, "redis_version": server.version, "ferry": f,
-            "limit": {**limit, "what": "LMOVE pipelined 500 on one connection, no LREM"},
+            "limit": {**limit, "what": "LMOVE pipelined 500 on one connection, no removal"},
             "ratio": {"records_per_s": ratio(f["records_per_s"], limit["records_per_s"]),
                       "server_cpu_per_record": ratio(f["server_cpu_s_per_million"],
                                                      limit["server_cpu_s_per_million"])}}
 
 
-def scenario(n=500_000, commands=("XADD", "SET", "RPUSH"), sources=("stream", "list")):
+def scenario(n=2_000_000, commands=("XADD", "SET", "RPUSH"), sources=("stream", "list")):
     server = Server()
     try:
         server.start()
@@ -366,5 +366,5 @@ def scenario(n=500_000, commands=("XADD", "SET", "RPUSH"), sources=("stream", "l
 
 
 if __name__ == "__main__":
-    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 500_000):
+    for r in scenario(int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000):
         print(json.dumps(r), flush=True)
