@@ -11,6 +11,8 @@ backbone topic; a FileStreamSink of one task writes them to a file. Checked, jud
       cluster's rate (600/s): more than the tasks on any one worker (at most 3 x 100/s) make;
   (c) once the file holds all 12,000 records (each task's 0..1999 exactly once), every worker's
       status adds the source's `records_out` up to 12,000 and the sink's to 12,000.
+  (d) each task's connection travels the same way: w1's status shows `connection` "connected" for
+      the tasks other workers run, and its GET /cluster carries a `connection` per task unit.
 
 Before the heartbeats carried counters, a worker's status had no `metrics` and its history only
 its own tasks' records.
@@ -94,6 +96,15 @@ def main():
         raise AssertionError(f"w1 shows no running counters for the tasks on other workers: {remote}")
     print(f"ok   (a) each worker's status has the counters of all {TASKS} tasks; w1 shows "
           f"{len(remote)} of other workers' (tasks per worker: {owners})", flush=True)
+
+    # (d) The connection of every task, also of those other workers run, and in GET /cluster.
+    def connected_everywhere():
+        tasks = status(w1, "gen").get("tasks", [])
+        units = [a for a in w1.ok("GET", "/cluster")["assignment"] if a["connector"] == "gen" and "task" in a]
+        return len(tasks) == TASKS and all(t.get("connection", {}).get("state") == "connected" for t in tasks) and \
+            len(units) == TASKS and all(a.get("connection", {}).get("state") == "connected" for a in units)
+    wait_until(connected_everywhere, 30, "every task's connection in w1's status and GET /cluster", 0.2)
+    print("ok   (d) w1's status and GET /cluster show the connection of all tasks, the other workers' too", flush=True)
 
     # (c) The far end holds every record once; every worker's counters add up to it.
     expected = {(str(t), s) for t in range(TASKS) for s in range(PER_TASK)}
