@@ -211,9 +211,17 @@ Result<std::size_t> RedisSinkTask::encode(std::vector<Record>& records, std::siz
   p.records.clear();
   p.source = &records;
   p.bytes.clear();
+  p.commands.clear();
   p.owner.clear();
   p.expire.clear();
   p.sent = false;
+  const bool cluster = client_->cluster();
+  auto add = [&](const std::string_view* args, std::size_t n, std::size_t record, bool expire) {
+    if (cluster) p.commands.push_back(redis::Command{{args, args + n}, keyBuf_});  // routed by key
+    else redis::appendCommand(p.bytes, args, n);
+    p.owner.push_back(static_cast<std::uint32_t>(record));
+    p.expire.push_back(expire);
+  };
   std::size_t i = from;
   for (; i < records.size() && p.owner.size() < batchMax_; ++i) {
     auto built = buildArgs(records[i]);
@@ -225,17 +233,23 @@ Result<std::size_t> RedisSinkTask::encode(std::vector<Record>& records, std::siz
       ++skipped_;
       continue;
     }
-    redis::appendCommand(p.bytes, argv_.data(), argv_.size());
-    p.owner.push_back(static_cast<std::uint32_t>(i));
-    p.expire.push_back(false);
+    add(argv_.data(), argv_.size(), i, false);
     if (expires(kind_, ttlMs_, records[i])) {
       const std::string_view expire[] = {"PEXPIRE", keyBuf_, ttlText_};
-      redis::appendCommand(p.bytes, expire, 3);
-      p.owner.push_back(static_cast<std::uint32_t>(i));
-      p.expire.push_back(true);
+      add(expire, 3, i, true);
     }
   }
   return i;
+}
+
+// Reports the record of a command Redis refused (once per record); `reply` is its answer.
+Status RedisSinkTask::refused(const Pipeline& p, std::size_t i, const redis::Reply& reply) {
+  const Record& rec = (*p.source)[p.owner[i]];
+  auto key = key_->render(rec);
+  return context_->reportBadRecord(
+      rec, Status::invalidArgument("RedisSink: Redis refused " +
+                                   std::string(p.expire[i] ? std::string_view("PEXPIRE") : argv0(rec)) + " " +
+                                   (key.isOk() ? *key : std::string()) + ": " + reply.describe()));
 }
 
 Status RedisSinkTask::send(Pipeline& p) {
@@ -279,12 +293,7 @@ Status RedisSinkTask::collect(Pipeline& p) {
     }
     if (!transient.empty() || p.owner[i] == lastBad) continue;  // one report per record
     lastBad = p.owner[i];
-    const Record& rec = records[p.owner[i]];
-    auto key = key_->render(rec);
-    FERRY_RETURN_IF_ERROR(context_->reportBadRecord(
-        rec, Status::invalidArgument("RedisSink: Redis refused " +
-                                     std::string(p.expire[i] ? std::string_view("PEXPIRE") : argv0(rec)) + " " +
-                                     (key.isOk() ? *key : std::string()) + ": " + r.describe())));
+    FERRY_RETURN_IF_ERROR(refused(p, i, r));
   }
   if (!transient.empty()) {
     p.sent = false;
@@ -354,58 +363,28 @@ Status RedisSinkTask::flush() {
 }
 
 Status RedisSinkTask::putCluster(std::vector<Record>& records) {
-  std::vector<redis::Command> commands;
-  std::vector<std::size_t> owner;  // record index of each command
-  std::vector<bool> expire;
-  commands.reserve(std::min(records.size(), batchMax_) + 8);
+  Pipeline& p = spare_;
   std::size_t next = 0;
   while (next < records.size()) {
-    commands.clear();
-    owner.clear();
-    expire.clear();
-    std::size_t end = next;
-    for (; end < records.size() && commands.size() < batchMax_; ++end) {
-      auto built = buildArgs(records[end]);
-      if (!built.isOk()) {
-        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(records[end], built.status().withContext("RedisSink")));
-        continue;
-      }
-      if (!*built) {
-        ++skipped_;
-        continue;
-      }
-      commands.push_back(redis::Command{{argv_.begin(), argv_.end()}, keyBuf_});
-      owner.push_back(end);
-      expire.push_back(false);
-      if (expires(kind_, ttlMs_, records[end])) {
-        commands.push_back(redis::Command{{"PEXPIRE", keyBuf_, ttlText_}, keyBuf_});
-        owner.push_back(end);
-        expire.push_back(true);
-      }
+    FERRY_ASSIGN_OR_RETURN(next, encode(records, next, p));
+    if (p.commands.empty()) continue;
+    auto replies = client_->pipeline(p.commands);
+    if (!replies.isOk()) {
+      // Which commands were done is not known: the runtime retries the batch (at-least-once).
+      client_.reset();
+      return retriable(replies.status());
     }
-    if (!commands.empty()) {
-      auto replies = client_->pipeline(commands);
-      if (!replies.isOk()) {
-        // Which commands were done is not known: the runtime retries the batch (at-least-once).
-        client_.reset();
-        return retriable(replies.status());
-      }
-      std::size_t lastBad = records.size();
-      for (std::size_t i = 0; i < replies->size(); ++i) {
-        const redis::Reply& r = (*replies)[i];
-        if (!r.isError()) continue;
-        if (transientError(r.errorPrefix()))
-          return Status::retriable("RedisSink: Redis answered " + r.describe());
-        if (owner[i] == lastBad) continue;  // one report per record
-        lastBad = owner[i];
-        FERRY_RETURN_IF_ERROR(context_->reportBadRecord(
-            records[owner[i]],
-            Status::invalidArgument("RedisSink: Redis refused " + commands[i].args[0] + " " + commands[i].key + ": " +
-                                    r.describe())));
-      }
+    std::size_t lastBad = records.size();
+    for (std::size_t i = 0; i < replies->size(); ++i) {
+      const redis::Reply& r = (*replies)[i];
+      if (!r.isError()) continue;
+      if (transientError(r.errorPrefix())) return Status::retriable("RedisSink: Redis answered " + r.describe());
+      if (p.owner[i] == lastBad) continue;  // one report per record
+      lastBad = p.owner[i];
+      FERRY_RETURN_IF_ERROR(refused(p, i, r));
     }
-    next = end;
   }
+  p.source = nullptr;
   return Status::ok();
 }
 

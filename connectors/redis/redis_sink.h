@@ -74,7 +74,8 @@ class RedisSinkTask final : public SinkTask {
   struct Pipeline {
     std::vector<Record> records;                  // owned once the put() it came from returned
     const std::vector<Record>* source = nullptr;  // the records `owner` indexes
-    std::string bytes;
+    std::string bytes;                    // standalone: the commands in RESP
+    std::vector<redis::Command> commands;  // cluster: the commands, routed by key
     std::vector<std::uint32_t> owner;  // record index per command
     std::vector<bool> expire;          // per command: the PEXPIRE after the record's command
     bool sent = false;                 // written on the current connection
@@ -83,9 +84,12 @@ class RedisSinkTask final : public SinkTask {
   // The record's command in argv_ (views into the record, keyBuf_, fieldBuf_ and constants):
   // false when the record is skipped. InvalidArgument when a template cannot be rendered.
   Result<bool> buildArgs(const Record& r);
-  // Encodes records [from, ...) into `p` until it holds batchMax_ commands; returns where it
-  // stopped. Records that cannot be rendered are reported as bad records.
+  // Encodes records [from, ...) into `p` (RESP bytes, or commands in a cluster) until it holds
+  // batchMax_ commands; returns where it stopped. Records that cannot be rendered are reported
+  // as bad records.
   Result<std::size_t> encode(std::vector<Record>& records, std::size_t from, Pipeline& p);
+  // Reports the record of p's command i, which Redis refused with `reply`.
+  Status refused(const Pipeline& p, std::size_t i, const redis::Reply& reply);
   // Reads p's replies (standalone) and reports refused commands. A failure leaves p to be sent
   // again and drops the connection.
   Status collect(Pipeline& p);

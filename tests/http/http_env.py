@@ -17,6 +17,17 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from harness import wait_until  # noqa: E402
 
 
+def seqs(lines):
+    """The sequence numbers of target lines "<prefix>-<n>" (other lines skipped), in order."""
+    out = []
+    for line in lines:
+        try:
+            out.append(int(line.split("-", 1)[1]))
+        except (IndexError, ValueError):
+            pass
+    return out
+
+
 def port_open(port, host="127.0.0.1"):
     try:
         socket.create_connection((host, port), timeout=1).close()

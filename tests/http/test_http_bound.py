@@ -12,10 +12,9 @@ task.poll.batch=500, the most one put() brings) reads it while the target is sta
   - the target recovers: every one of the N records arrives, 0 lost (duplicates counted).
 """
 import os
-import re
 import time
 
-from http_env import Target
+from http_env import Target, seqs
 from harness import Worker, free_port, run, tmpdir, wait_until
 
 N = 50000
@@ -23,26 +22,6 @@ MAX_BUFFERED = 1000
 POLL_BATCH = 500
 
 
-def seqs(lines):
-    out = []
-    for line in lines:
-        try:
-            out.append(int(line.split("-", 1)[1]))
-        except (IndexError, ValueError):
-            pass
-    return out
-
-
-def metric(w, name, connector):
-    status, text = w.rest("GET", "/metrics")
-    assert status == 200, (status, text)
-    pat = re.compile(r'^' + name + r'\{([^}]*)\} (\S+)$')
-    total = None
-    for line in text.splitlines():
-        m = pat.match(line)
-        if m and f'connector="{connector}"' in m.group(1):
-            total = (total or 0) + float(m.group(2))
-    return total
 
 
 def rss_mb(pid):
@@ -68,17 +47,17 @@ def main():
         w.ok("POST", "/connectors", {"name": "gen", "config": {
             "connector.class": "DatagenSource", "topic": "bound", "format": "string", "key.mode": "seq",
             "max.records": str(N)}})
-        wait_until(lambda: (metric(w, "ferry_task_records_out_total", "gen") or 0) >= N, 60,
+        wait_until(lambda: (w.metric("ferry_task_records_out_total", "gen") or 0) >= N, 60,
                    f"the source writing all {N} records", 0.2)
         wait_until(lambda: target.stats()["held"] >= 1, 30, "the sink's requests held by the stalled target", 0.1)
         samples = []
         t0 = time.time()
         while time.time() - t0 < 4:
-            samples.append(metric(w, "ferry_task_records_out_total", "bounded") or 0)
+            samples.append(w.metric("ferry_task_records_out_total", "bounded") or 0)
             time.sleep(0.25)
         put = max(samples)
         held = target.stats()["held"]
-        taken = metric(w, "ferry_task_records_in_total", "bounded")
+        taken = w.metric("ferry_task_records_in_total", "bounded")
         rss = rss_mb(w.proc.pid)
         assert target.lines("bound") == [], "the stalled target accepted records"
         assert put <= MAX_BUFFERED + POLL_BATCH, \

@@ -27,21 +27,11 @@ import subprocess
 import tempfile
 import time
 
-from http_env import Target, make_ca, make_cert
+from http_env import Target, make_ca, make_cert, seqs
 from harness import Worker, free_port, run, tmpdir, wait_until
 
 N = 3000
 PASSWORD = "key-pass-123"
-
-
-def seqs(lines):
-    out = []
-    for line in lines:
-        try:
-            out.append(int(line.split("-", 1)[1]))
-        except (IndexError, ValueError):
-            pass
-    return out
 
 
 def main():

@@ -20,23 +20,13 @@ import sys
 import time
 import urllib.request
 
-from http_env import Target, make_ca, make_cert, port_open
+from http_env import Target, make_ca, make_cert, port_open, seqs
 from harness import Worker, free_port, run, tmpdir, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 2000
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
               "NO_PROXY")
-
-
-def seqs(lines):
-    out = []
-    for line in lines:
-        try:
-            out.append(int(line.split("-", 1)[1]))
-        except (IndexError, ValueError):
-            pass
-    return out
 
 
 class ProxyProc:

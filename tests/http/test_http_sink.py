@@ -17,20 +17,10 @@ import email.utils
 import os
 import time
 
-from http_env import Target
+from http_env import Target, seqs
 from harness import Worker, free_port, read_lines, run, tmpdir, wait_until
 
 N = 20000
-
-
-def seqs(lines):
-    out = []
-    for line in lines:
-        try:
-            out.append(int(line.split("-", 1)[1]))
-        except (IndexError, ValueError):
-            pass
-    return out
 
 
 def gen(w, name, path, target, n, rate, extra=None):

@@ -233,6 +233,16 @@ class Worker:
             raise AssertionError(f"{method} {path} -> {status}: {payload}\n{self.tail_log()}")
         return payload
 
+    def metric(self, name, connector):
+        """The sum of /metrics series `name` of `connector`'s tasks; None when it has none."""
+        status, text = self.rest("GET", "/metrics")
+        assert status == 200, (status, text)
+        total = None
+        for line in text.splitlines():
+            if line.startswith(name + "{") and f'connector="{connector}"' in line.split("}", 1)[0]:
+                total = (total or 0) + float(line.rsplit(" ", 1)[1])
+        return total
+
     def wait_running(self, name, timeout=30):
         def running():
             status, s = self.rest("GET", f"/connectors/{name}/status")

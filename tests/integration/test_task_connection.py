@@ -25,13 +25,6 @@ from harness import Worker, run, tmpdir, wait_until
 PLUGIN = os.environ.get("FERRY_BLOCKING_PLUGIN", "build/release/test-plugins/blocking/blocking_plugin.so")
 
 
-def metric(w, name, connector):
-    status, text = w.rest("GET", "/metrics")
-    assert status == 200, status
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'connector="{connector}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 def task0(w, name):
@@ -40,7 +33,7 @@ def task0(w, name):
 
 
 def records(w, name):
-    return metric(w, "ferry_task_records_out_total", name) or 0
+    return w.metric("ferry_task_records_out_total", name) or 0
 
 
 def main():
@@ -69,14 +62,14 @@ def main():
     assert t["state"] == "RUNNING", t
     assert "peer down" in t["connection"]["error"] and "peer down" in t.get("trace", ""), t
     assert shown < 3, f"(a) the status said reconnecting only after {shown:.1f} s"
-    assert metric(w, "ferry_task_connected", "inferred") == 0, "(a) ferry_task_connected is not 0"
-    assert metric(w, "ferry_task_reconnects_total", "inferred") == 1
+    assert w.metric("ferry_task_connected", "inferred") == 0, "(a) ferry_task_connected is not 0"
+    assert w.metric("ferry_task_reconnects_total", "inferred") == 1
     os.unlink(down["inferred"])
     before = records(w, "inferred")
     wait_until(lambda: records(w, "inferred") > before, 30, "(a) records again")
     wait_until(lambda: task0(w, "inferred").get("connection", {}).get("state") == "connected", 10,
                "(a) connected again")
-    assert metric(w, "ferry_task_connected", "inferred") == 1
+    assert w.metric("ferry_task_connected", "inferred") == 1
     print(f"(a) inferred: RUNNING + reconnecting ({t['connection']['error']!r}) {shown:.1f} s after the outage "
           "began; connected again after it", flush=True)
 
@@ -106,8 +99,8 @@ def main():
                    "(c) back")
     c = task0(w, "reported")["connection"]
     assert c["state"] == "degraded" and c["reconnects"] == 3 and "peer down" in c["error"], c
-    assert metric(w, "ferry_task_connection_degraded", "reported") == 1
-    assert metric(w, "ferry_task_connected", "reported") == 1
+    assert w.metric("ferry_task_connection_degraded", "reported") == 1
+    assert w.metric("ferry_task_connected", "reported") == 1
     print(f"(c) three outages within a minute: degraded ({c['error']!r})", flush=True)
 
     # (d) ferry ctl status
