@@ -346,6 +346,8 @@ class Committer {
   virtual Status commit() = 0;
   // Whether intake must wait for acknowledgements (the in-flight bound, async outputs).
   virtual bool waitingForRoom() { return false; }
+  // Whether acknowledgements arrived that collect() has not taken yet (task thread).
+  virtual bool hasSettled() { return false; }
   // After a polled batch was handed to the output.
   virtual Status afterBatch() { return Status::ok(); }
   // At stop: what may still be committed (`healthy`: the loop ended without an error; `lease`:
@@ -378,6 +380,8 @@ class TaskLoop final : public TaskRunner {
   ErrorReporter& errors() { return *errors_; }
   const ErrorPolicy& policy() const { return errors_->policy(); }
   std::atomic<bool>& commitRequested() { return commitRequested_; }
+  // Whether the loop sleeps after an empty poll (an acknowledgement then wakes it: see running()).
+  bool idle() const { return idle_.load(); }
   // A connection report from the task (any thread): a reconnect ends the wait before the next
   // retry of a failed call.
   void reportConnection(const ConnectionHealth& h) {
@@ -435,6 +439,7 @@ class TaskLoop final : public TaskRunner {
   std::optional<CallRetrier> startRetry_, pollRetry_, putRetry_;
   std::atomic<bool> commitRequested_{false};
   std::atomic<bool> reconnected_{false};  // the task reported its connection back
+  std::atomic<bool> idle_{false};         // sleeping after an empty poll of a notifying input
   Status failure_;
   std::int64_t nextCommit_ = INT64_MAX;
   std::int64_t resumeAt_ = 0;  // the next start, poll or put attempt after a retriable failure
@@ -932,10 +937,11 @@ class AckedPositions final : public Committer {
     const int state = st.isOk() ? 1 : 2;
     if (!st.isOk()) p.error = st;
     p.state.store(state);  // seq_cst: see waitingForRoom()
-    // Wake the loop only when it waits for room: a wake per acknowledgement is what made the
-    // hand-off cost a thread switch per record.
-    if (waiting_.load()) loop_.wake();
+    // Wake the loop only when it waits for room or sleeps idle: a wake per acknowledgement of a
+    // busy loop is what made the hand-off cost a thread switch per record.
+    if (waiting_.load() || loop_.idle()) loop_.wake();
   }
+  bool hasSettled() override { return !pending_.empty() && pending_.front()->state.load() != 0; }
 
   Result<std::int64_t> collect() override {
     if (loop_.cancelled()) return TaskLoop::cancelledError();
@@ -2019,6 +2025,7 @@ Status TaskLoop::commitNow() {
 }
 
 TaskRunner::Step TaskLoop::running(std::int64_t now) {
+  idle_.store(false, std::memory_order_relaxed);
   if (stopping()) {
     // A batch still waiting for its put is put once more: what was taken in is either put (and
     // then committed below) or the task fails and commits nothing of it.
@@ -2080,8 +2087,18 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   input_->afterPoll();
   if (failing()) return finish(failure_);
   if (batch_.empty()) {
-    // A notifying input is asked again when it wakes the task, or after its idle delay.
-    if (notify) return sleep(core::monotonicMs() + input_->idleDelay().count());
+    // A notifying input is asked again when it wakes the task, or after its idle delay. While it
+    // sleeps, an acknowledgement wakes it (AckedPositions::settled): what waits for its records to
+    // be safe (a webhook's answer, a broker's PUBACK) does not wait for the idle delay too. One
+    // that landed before the flag was up is seen here (both sides seq_cst).
+    if (notify) {
+      idle_.store(true);
+      if (committer_->hasSettled()) {
+        idle_.store(false);
+        return Step::again();
+      }
+      return sleep(core::monotonicMs() + input_->idleDelay().count());
+    }
     return Step::again();
   }
   if (!leaseHeld()) return finish(leaseLost(batch_));
