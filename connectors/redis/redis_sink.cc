@@ -138,10 +138,16 @@ Status RedisSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(
                                          p, redisc::safeName("ferry-" + context.connectorName() + "-" +
                                                              std::to_string(context.taskId()))));
-  // The first connection is made now, so that a wrong password or address fails the task at once
-  // with the reason; a server that is down is retried (retriable Unavailable).
+  // The first connection is made now, so that a refused login or certificate fails the task at
+  // once with the reason. A server that is down or does not answer is tried again at each put():
+  // the task runs, its status showing the connection reconnecting with the reason.
   Status s = ensureClient();
-  if (!s.isOk()) return s.withContext("RedisSink");
+  if (!s.isOk()) {
+    if (s.code() == StatusCode::kInvalidArgument) return s.withContext("RedisSink");
+    log_->warn("{} task {}: Redis not reachable yet (tried again with the first records): {}",
+               context.connectorName(), context.taskId(), s.toString());
+    return Status::ok();
+  }
   log_->info("{} task {}: {} to Redis {} ({})", context.connectorName(), context.taskId(),
              upper(p.getString("redis.command")), client_->nodes().empty() ? "" : client_->nodes().front(),
              options_.cluster ? "cluster" : "standalone");
@@ -150,8 +156,26 @@ Status RedisSinkTask::start(const StringMap& config, SinkTaskContext& context) {
 
 Status RedisSinkTask::ensureClient() {
   if (client_) return Status::ok();
-  FERRY_ASSIGN_OR_RETURN(client_, redis::Client::connect(options_));
+  auto c = redis::Client::connect(options_);
+  if (!c.isOk()) {
+    lost(c.status());
+    return c.status();
+  }
+  client_ = std::move(*c);
+  if (down_ || !reported_) {
+    context_->reportConnection(ConnectionHealth{});
+    down_ = false;
+    reported_ = true;
+  }
   return Status::ok();
+}
+
+void RedisSinkTask::lost(const Status& why) {
+  client_.reset();
+  if (why.code() == StatusCode::kInvalidArgument) return;  // the task fails with it
+  context_->reportConnection({ConnectionHealth::State::kReconnecting, why.toString()});
+  down_ = true;
+  reported_ = true;
 }
 
 Status RedisSinkTask::retriable(const Status& s) {
@@ -258,7 +282,7 @@ Status RedisSinkTask::send(Pipeline& p) {
   Status s = conn.isOk() ? conn.value()->write(p.bytes, redis::Clock::now() + options_.connection.timeout)
                          : conn.status();
   if (!s.isOk()) {
-    client_.reset();
+    lost(s);
     return retriable(s);
   }
   p.sent = true;
@@ -281,7 +305,7 @@ Status RedisSinkTask::collect(Pipeline& p) {
     auto reply = conn.value()->read(deadline);
     if (!reply.isOk()) {
       p.sent = false;
-      client_.reset();
+      lost(reply.status());
       return retriable(reply.status());
     }
     const redis::Reply& r = reply.value();
@@ -371,7 +395,7 @@ Status RedisSinkTask::putCluster(std::vector<Record>& records) {
     auto replies = client_->pipeline(p.commands);
     if (!replies.isOk()) {
       // Which commands were done is not known: the runtime retries the batch (at-least-once).
-      client_.reset();
+      lost(replies.status());
       return retriable(replies.status());
     }
     std::size_t lastBad = records.size();

@@ -98,7 +98,10 @@ class RedisSinkTask final : public SinkTask {
   // Sends the in-flight pipeline again after a failure and reads its replies.
   Status resendInflight();
   Status putCluster(std::vector<Record>& records);
+  // Connects when not connected; reports the connection (SinkTaskContext::reportConnection).
   Status ensureClient();
+  // The connection failed with `why`: dropped, and reported reconnecting (not for a refused login).
+  void lost(const Status& why);
   Status retriable(const Status& s);
   // The name of the record's command (for messages).
   std::string_view argv0(const Record& r) const;
@@ -122,6 +125,8 @@ class RedisSinkTask final : public SinkTask {
   bool deleteOnNull_ = true;
   std::size_t batchMax_ = 500;
   std::uint64_t skipped_ = 0;
+  bool reported_ = false;  // the connection was reported at least once
+  bool down_ = false;      // ... and the last report was reconnecting
 };
 
 }  // namespace ferry::connectors

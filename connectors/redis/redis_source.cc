@@ -214,8 +214,15 @@ Status RedisSourceTask::start(const StringMap& config, SourceTaskContext& contex
   claimInterval_ = std::chrono::milliseconds(p.getLong("redis.stream.claim.interval.ms"));
   for (const auto& s : sources_) pendingFrom_[s] = "0";
   FERRY_ASSIGN_OR_RETURN(options_, redisc::clientOptions(p, "ferry-" + redisc::safeName(owner)));
+  // A refused login or certificate fails the task at once; a server that is down or does not
+  // answer is tried again at each poll (the status shows the connection reconnecting).
   Status s = connect();
-  if (!s.isOk()) return s.withContext("RedisSource");
+  if (!s.isOk()) {
+    if (s.code() == StatusCode::kInvalidArgument) return s.withContext("RedisSource");
+    (void)unavailable(s, "connecting");
+    log_->warn("{} task {}: Redis not reachable yet (tried again at each poll): {}", context.connectorName(),
+               context.taskId(), s.toString());
+  }
   const char* what = mode_ == Mode::kStream ? "streams" : mode_ == Mode::kList ? "lists" : "channels";
   log_->info("{} task {}: reading {} {} from Redis ({}){}", context.connectorName(), context.taskId(), what,
              sources_.empty() ? "(patterns)" : p.getString("redis.streams") + p.getString("redis.lists") +

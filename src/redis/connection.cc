@@ -165,10 +165,12 @@ Status Connection::open() {
       else if (err == SSL_ERROR_WANT_WRITE) FERRY_RETURN_IF_ERROR(waitFor(POLLOUT, deadline, "in the TLS handshake"));
       else {
         const long verify = SSL_get_verify_result(ssl);
-        std::string why = verify != X509_V_OK ? std::string("certificate check failed: ") +
-                                                    X509_verify_cert_error_string(verify)
-                                              : sslErrors();
-        return fail(Status::unavailable("Redis " + address_ + ": TLS handshake failed: " + why));
+        // A certificate that does not check out is not retried as it is (a wrong CA or host name,
+        // or not the server it should be); other handshake failures are.
+        if (verify != X509_V_OK)
+          return fail(Status::invalidArgument("Redis " + address_ + ": TLS handshake failed: certificate check failed: " +
+                                              X509_verify_cert_error_string(verify)));
+        return fail(Status::unavailable("Redis " + address_ + ": TLS handshake failed: " + sslErrors()));
       }
     }
   }

@@ -5,8 +5,8 @@
 // (OpenSSL; the server's certificate is checked against `caFile` or the system's store, and its
 // name against the host unless verifyHostname is off), then AUTH (user and password, or password
 // alone) and SELECT. Errors name the server and the cause: Unavailable for a refused or lost
-// connection and timeouts (retriable), InvalidArgument for a refused AUTH or a bad certificate
-// setting (not retriable as they are).
+// connection and timeouts (retriable), InvalidArgument for a refused AUTH, a bad certificate
+// setting or a server certificate that does not check out (not retriable as they are).
 //
 // After any I/O or protocol error the connection is closed (broken() is true); the caller
 // reconnects. Replies are matched to commands in order, as RESP does.
