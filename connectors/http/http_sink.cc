@@ -646,6 +646,15 @@ void HttpSinkTask::ioLoop() {
     if (drained) settled_.notify_all();  // flush() waits for nothing outstanding
     if (wake) context_->wake();
   };
+  // The connection as the answers show it (SinkTaskContext::reportConnection), reported when it
+  // changes: connected on an answer, degraded while the target answers 408/429/5xx, reconnecting
+  // while requests get no answer (refused, reset, timed out, garbage).
+  int shown = -1;
+  auto show = [&](ConnectionHealth::State state, const std::string& why) {
+    if (static_cast<int>(state) == shown && state == ConnectionHealth::State::kConnected) return;
+    shown = static_cast<int>(state);
+    context_->reportConnection({state, why});
+  };
   // The finished requests' answers: settled, or their retry scheduled. True when a lane is free.
   auto collect = [&] {
     bool finished = false;
@@ -662,6 +671,13 @@ void HttpSinkTask::ioLoop() {
       Io::Request& r = lane->current;
       long status = 0;
       curl_easy_getinfo(lane->easy, CURLINFO_RESPONSE_CODE, &status);
+      if (code != CURLE_OK)
+        show(ConnectionHealth::State::kReconnecting,
+             io.urlOf(r) + ": " + (lane->error[0] != 0 ? std::string(lane->error) : curl_easy_strerror(code)));
+      else if (status == 408 || status == 429 || status >= 500)
+        show(ConnectionHealth::State::kDegraded, httpc::describeAnswer(status, io.urlOf(r), lane->answer));
+      else
+        show(ConnectionHealth::State::kConnected, "");
       if (code == CURLE_OK && status >= 200 && status < 300) {
         if (r.attempts > 0)
           log_->info("{}: {} accepted {} record(s) after {} failed attempt(s)", connector, io.urlOf(r),

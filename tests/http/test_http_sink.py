@@ -3,7 +3,8 @@
   (a) DatagenSource -> HttpSink (direct task, NDJSON batches, 4 lanes by key): 20,000
       sequence-numbered records while the server is killed (-9) and restarted, and then the worker
       is killed (-9) and restarted: the server holds every sequence number (0 lost; duplicates
-      counted and printed);
+      counted and printed); while the server is down the task is RUNNING with its connection
+      reconnecting (the reason naming the server), connected again once it is back;
   (b) 503 with Retry-After: 2 (seconds) and 429 with Retry-After as an HTTP date: retried, not
       before the server said, nothing lost;
   (c) 400 for some records: with errors.tolerance=all they go to the dead letter topic (read back
@@ -53,15 +54,22 @@ def main():
         gen(w, "seq", "seq", target, N, 2500, {"http.max.in.flight": "4"})
         wait_until(lambda: len(target.lines("seq")) >= N // 4, 60, "a quarter of the records", 0.05)
         target.kill9()
-        time.sleep(2)
+        # The sink's connection says what is wrong while the server is gone, and when it is back.
+        down = wait_until(lambda: (lambda c: c if c.get("state") == "reconnecting" else None)(
+            task_state(w, "seq").get("connection", {})), 10, "(a) the sink reconnecting while the server is down", 0.05)
+        assert f"127.0.0.1:{target.port}" in down.get("error", "") and task_state(w, "seq")["state"] == "RUNNING", down
+        time.sleep(1)
         target.start()
+        wait_until(lambda: task_state(w, "seq").get("connection", {}).get("state") == "connected", 30,
+                   "(a) the sink connected again", 0.05)
         wait_until(lambda: len(target.lines("seq")) >= N // 2, 60, "half of the records", 0.05)
         w.kill9()
         w.start()
         wait_until(lambda: all_arrived(target, "seq", N), 120, f"all {N} sequence numbers at the server", 0.2)
         got = seqs(target.lines("seq"))
         print(f"(a) {N} records through a server kill -9 and a worker kill -9: 0 lost, "
-              f"{len(got) - len(set(got))} duplicates", flush=True)
+              f"{len(got) - len(set(got))} duplicates; while the server was down the task was RUNNING, "
+              f"reconnecting ({down['error'][:80]!r})", flush=True)
 
         # (b) 503 + Retry-After seconds, then 429 + Retry-After date
         target.control(mode="status", status=503, retry_after="2", count=2)
