@@ -33,6 +33,10 @@ void defineConnectionKeys(ConfigDef& d) {
            "Check that the broker's certificate names the host of mqtt.server.uri.");
   d.define("mqtt.connect.timeout.ms", ConfigType::kLong, "5000", Importance::kLow,
            "Timeout of connecting and of a SUBACK.", validators::atLeast(100));
+  d.define("mqtt.reconnect.backoff.max.ms", ConfigType::kLong, "1000", Importance::kLow,
+           "Longest wait between attempts to reconnect to a lost broker (100 ms doubling up to this): "
+           "how soon after a broker comes back the task finds out.",
+           validators::between(100, 600000));
   d.define("mqtt.max.inflight", ConfigType::kInt, "1000", Importance::kLow,
            "Most unacknowledged QoS 1/2 messages in each direction (our Receive Maximum and our "
            "publish window).", validators::between(1, 65535));
@@ -92,6 +96,7 @@ Result<mqtt::ClientOptions> clientOptions(const ParsedConfig& p, const std::stri
   o.tls.keyFile = p.getString("mqtt.ssl.key.file");
   o.tls.verifyHostname = p.getBool("mqtt.ssl.verify.hostname");
   o.connectTimeoutMs = p.getLong("mqtt.connect.timeout.ms");
+  o.reconnectMaxMs = p.getLong("mqtt.reconnect.backoff.max.ms");
   o.receiveMaximum = static_cast<std::uint16_t>(p.getInt("mqtt.max.inflight"));
   o.maxInflight = static_cast<std::size_t>(p.getInt("mqtt.max.inflight"));
   return o;

@@ -7,6 +7,7 @@
 // Thread-safety: free functions and immutable values.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "core/record_template.h"
 #include "ferry/config.h"
+#include "ferry/connector.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "mqtt/client.h"
@@ -28,6 +30,21 @@ inline constexpr const char* kHeaderContentType = "mqtt.content.type";
 
 // Keys of the connection, declared on both connectors' ConfigDefs.
 void defineConnectionKeys(ConfigDef& def);
+// The client's connection listener for a task: each ConnectionEvent becomes a
+// reportConnection() of the same meaning (connected / reconnecting / degraded, with the reason).
+// `Context` is SourceTaskContext or SinkTaskContext; it must outlive the client.
+template <typename Context>
+std::function<void(const mqtt::ConnectionEvent&)> connectionReporter(Context& context) {
+  return [ctx = &context](const mqtt::ConnectionEvent& e) {
+    ConnectionHealth h;
+    h.state = e.kind == mqtt::ConnectionEvent::Kind::kConnected ? ConnectionHealth::State::kConnected
+              : e.kind == mqtt::ConnectionEvent::Kind::kLost    ? ConnectionHealth::State::kReconnecting
+                                                                : ConnectionHealth::State::kDegraded;
+    h.reason = e.reason;
+    ctx->reportConnection(h);
+  };
+}
+
 // mqtt::ClientOptions from those keys (`clientIdSuffix` is appended to mqtt.client.id, e.g.
 // "-<task>"). InvalidArgument for a malformed mqtt.server.uri.
 Result<mqtt::ClientOptions> clientOptions(const ParsedConfig& config, const std::string& defaultClientId,

@@ -73,6 +73,7 @@ Status MQTTSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   client_ = std::make_unique<mqtt::MqttClient>(options);
   // readyForPut() said no: the runtime hears when a quarter of the window is free again.
   client_->setRoomListener([ctx = context_] { ctx->wake(); });
+  client_->setConnectionListener(mqttc::connectionReporter(context));
   Status s = client_->connect();
   if (!s.isOk()) {
     client_.reset();

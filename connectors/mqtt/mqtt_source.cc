@@ -148,6 +148,10 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
     if (waiter) q->cv.notify_one();
     if (context != nullptr) context->wakeup();
   });
+  client_->setConnectionListener(mqttc::connectionReporter(context));
+  auto tol = config.find("errors.tolerance");
+  tolerateAll_ = tol != config.end() && tol->second == "all";
+  malformed_ = 0;
   bool sessionPresent = false;
   Status s = client_->connect(&sessionPresent);
   if (!s.isOk()) {
@@ -158,6 +162,13 @@ Status MQTTSourceTask::start(const StringMap& config, SourceTaskContext& context
   const auto qos = static_cast<std::uint8_t>(p.getInt("mqtt.qos"));
   for (const auto& f : filters) subs.push_back({f, qos, false, false, 0});
   if (Status sub = client_->subscribe(subs); !sub.isOk()) {
+    if (sub.code() == StatusCode::kUnavailable) {
+      // The connection broke between CONNACK and SUBACK: the client subscribes when it is back,
+      // and says so through the connection listener; restarting the task would only start over.
+      log_->warn("{} task {}: {}; subscribing when the client has reconnected", context.connectorName(),
+                 context.taskId(), sub.message());
+      return Status::ok();
+    }
     client_.reset();
     return sub.withContext("MQTTSource: subscribing");
   }
@@ -199,6 +210,8 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
     }
     return std::size_t{0};
   }
+  FERRY_RETURN_IF_ERROR(takeMalformed());
+  if (taken_.empty()) return std::size_t{0};
   std::size_t acked = 0;
   for (const auto& m : taken_) acked += m.qos > 0 ? 1 : 0;
   std::shared_ptr<AckBatch> batch;
@@ -233,6 +246,44 @@ Result<std::size_t> MQTTSourceTask::poll(std::vector<Record>& out, std::size_t m
   // A smaller window of unacknowledged messages is also what a crash re-delivers.
   if (context_ != nullptr && pending_->load(std::memory_order_relaxed) >= commitAt_) context_->requestCommit();
   return n;
+}
+
+// A PUBLISH the client could frame but not decode (an invalid topic name, bad UTF-8, bad
+// properties) cannot become a record. errors.tolerance=all: acknowledged (the broker would send it
+// again after every reconnect otherwise) and skipped, logged at warn; =none: the task fails
+// saying so, and the message stays with the broker. Sources have no dead-letter topic (as in
+// Kafka Connect, it is a sink's), so its bytes are only logged (the topic, shortened).
+Status MQTTSourceTask::takeMalformed() {
+  bool any = false;
+  for (const auto& m : taken_) any = any || !m.error.isOk();
+  if (!any) return Status::ok();
+  std::deque<mqtt::IncomingMessage> good;
+  for (auto& m : taken_) {
+    if (m.error.isOk()) {
+      good.push_back(std::move(m));
+      continue;
+    }
+    std::string topic = m.topic.substr(0, 200);
+    for (char& c : topic) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    }
+    std::string why = "the broker delivered a PUBLISH that cannot be read (" + m.error.message() + "; topic bytes '" +
+                      topic + "', QoS " + std::to_string(m.qos) + ")";
+    if (!tolerateAll_) {
+      // Not acknowledged: it stays with the broker's session. Records taken before it are not
+      // acknowledged either, and come again after a restart.
+      if (context_ != nullptr) context_->reportConnection({ConnectionHealth::State::kDegraded, why});
+      taken_.clear();
+      return Status::invalidArgument("MQTTSource: " + why +
+                                     "; errors.tolerance=none fails the task (=all acknowledges and skips such messages)");
+    }
+    ++malformed_;
+    if (malformed_ <= 10 || malformed_ % 1000 == 0)
+      log_->warn("MQTTSource: {}; skipped and acknowledged (errors.tolerance=all), {} so far", why, malformed_);
+    if (m.qos > 0) client_->ack(m.token);
+  }
+  taken_.swap(good);
+  return Status::ok();
 }
 
 void MQTTSourceTask::stop() {

@@ -72,8 +72,12 @@ class MQTTSourceTask final : public SourceTask {
   void stop() override;
 
   std::uint64_t droppedQos0() const noexcept { return dropped_; }
+  // Malformed PUBLISHes skipped and acknowledged under errors.tolerance=all.
+  std::uint64_t malformedSkipped() const noexcept { return malformed_; }
 
  private:
+  Status takeMalformed();  // task thread: deals with taken_'s malformed messages
+
   struct Queue {
     std::mutex mu;
     std::condition_variable cv;
@@ -96,6 +100,8 @@ class MQTTSourceTask final : public SourceTask {
   std::shared_ptr<std::atomic<long>> pending_;  // QoS 1/2 records handed out and not settled
   SourceTaskContext* context_ = nullptr;
   long commitAt_ = 500;
+  bool tolerateAll_ = false;     // errors.tolerance=all
+  std::uint64_t malformed_ = 0;  // task thread
 };
 
 }  // namespace ferry::connectors

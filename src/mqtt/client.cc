@@ -151,6 +151,10 @@ class MqttClient::Impl {
     std::lock_guard lock(mu_);
     roomListener_ = std::move(listener);
   }
+  void setConnectionListener(std::function<void(const ConnectionEvent&)> listener) {
+    std::lock_guard lock(mu_);
+    connectionListener_ = std::move(listener);
+  }
 
   Status connect(bool* sessionPresent) {
     {
@@ -182,7 +186,13 @@ class MqttClient::Impl {
     }
     auto promise = std::make_shared<std::promise<Status>>();
     auto future = promise->get_future();
-    asio::post(io_, [this, subs, promise] { sendSubscribe(subs, promise); });
+    asio::post(io_, [this, subs, promise] {
+      if (!connected_ && everConnected_ && !stopping_) {
+        // Lost after the first connection: subscribed again with the others at the next CONNACK.
+        for (const auto& s : subs) subscriptions_[s.filter] = s;
+      }
+      sendSubscribe(subs, promise);
+    });
     if (future.wait_for(std::chrono::milliseconds(options_.connectTimeoutMs)) !=
         std::future_status::ready) {
       return Status::timeout("no SUBACK from " + address() + " within " +
@@ -404,6 +414,25 @@ class MqttClient::Impl {
     if (state_ != ClientState::kStopped) state_ = s;
   }
 
+  void emitConnection(ConnectionEvent::Kind kind, std::string reason) {
+    std::function<void(const ConnectionEvent&)> listener;
+    {
+      std::lock_guard lock(mu_);
+      listener = connectionListener_;
+    }
+    if (listener) listener(ConnectionEvent{kind, std::move(reason)});
+  }
+
+  // A packet that was read: the broker is not (or no longer) sending unreadable ones.
+  void readablePacket(PacketType type) {
+    if (badPacketStreak_ == 0) return;
+    const bool wasDegraded = badPacketStreak_ >= kBadPacketRepeats;
+    badPacketStreak_ = 0;
+    badPackets_ = 0;
+    // A SUBACK ends a re-subscription, which reports for itself.
+    if (wasDegraded && type != PacketType::kSuback) emitConnection(ConnectionEvent::Kind::kConnected, "");
+  }
+
   // ---- connecting ---------------------------------------------------------------------------
 
   void startConnect() {
@@ -574,11 +603,15 @@ class MqttClient::Impl {
       qos2Received_.clear();
       inboundHeld_.reset();  // a new session: the broker holds none of our old messages' ids
     }
-    // Re-subscribe (the session may be gone; SUBSCRIBE again is harmless when it is not).
+    // Re-subscribe (the session may be gone; SUBSCRIBE again is harmless when it is not). The
+    // owner hears kConnected when its SUBACK grants every filter (onSuback), else now; not while
+    // the broker keeps sending unreadable packets (kDegraded stands until a readable one).
     if (!firstConnection && !subscriptions_.empty()) {
       std::vector<Subscription> subs;
       for (auto& [filter, s] : subscriptions_) subs.push_back(s);
       sendSubscribe(subs, nullptr);
+    } else if (badPacketStreak_ < kBadPacketRepeats) {
+      emitConnection(ConnectionEvent::Kind::kConnected, "");
     }
     // Re-send what is in flight, in submission order.
     std::vector<Outgoing*> order;
@@ -648,7 +681,12 @@ class MqttClient::Impl {
     unackedCount_ = 0;
     refusedIds_.clear();
     for (auto& [id, ps] : pendingSubs_) {
-      if (ps.promise) ps.promise->set_value(Status::unavailable("connection lost before SUBACK: " + why.message()));
+      if (!ps.promise) continue;
+      // Subscribed again at the next CONNACK, as if granted (subscribe()'s contract).
+      if (!stopping_) {
+        for (const auto& s : ps.subs) subscriptions_[s.filter] = s;
+      }
+      ps.promise->set_value(Status::unavailable("connection lost before SUBACK: " + why.message()));
     }
     pendingSubs_.clear();
     {
@@ -656,6 +694,28 @@ class MqttClient::Impl {
       lastError_ = why;
     }
     setState(ClientState::kDisconnected);
+    if (stopping_) return;
+    const bool badPacket = std::exchange(lostToBadPacket_, false);
+    if (!badPacket) {
+      badPacketStreak_ = 0;
+      badPackets_ = 0;
+      emitConnection(ConnectionEvent::Kind::kLost, why.message());
+      return;
+    }
+    // A broker that sends what we cannot read after every CONNACK: each reconnect meets it again.
+    // Said at warn the first times, at error once it counts as a repeat, then every 100th.
+    ++badPackets_;
+    if (badPacketStreak_ < kBadPacketRepeats) ++badPacketStreak_;
+    if (badPacketStreak_ < kBadPacketRepeats) {
+      log_->warn("MQTT client {}: {}; reconnecting", options_.clientId, why.message());
+      emitConnection(ConnectionEvent::Kind::kLost, why.message());
+      return;
+    }
+    std::string reason = "the broker at " + address() + " sent an unreadable packet on " +
+                         std::to_string(badPackets_) + " connection(s) in a row, each dropped and made again: " +
+                         why.message();
+    if (badPackets_ == kBadPacketRepeats || badPackets_ % 100 == 0) log_->error("MQTT client {}: {}", options_.clientId, reason);
+    emitConnection(ConnectionEvent::Kind::kDegraded, std::move(reason));
   }
 
   void scheduleReconnect() {
@@ -934,13 +994,25 @@ class MqttClient::Impl {
         if (f.state == Frame::State::kNeedMore) break;
         if (f.state == Frame::State::kInvalid) {
           deliver();
+          lostToBadPacket_ = true;
           lose(Status::unavailable("bad packet from " + address() + ": " + f.error));
           return;
         }
-        auto packet = decode(rest.substr(0, f.size), options_.version);
+        const std::string_view bytes = rest.substr(0, f.size);
+        auto packet = decode(bytes, options_.version);
         pos += f.size;
         if (!packet) {
+          // A whole PUBLISH with a bad topic or properties can still be taken: the owner decides
+          // and acknowledges it, so that the broker does not send it again after a reconnect.
+          if (!connecting_ && connected_) {
+            if (auto raw = decodeUnvalidatedPublish(bytes, options_.version)) {
+              ++packets;
+              onPublish(std::move(*raw), packet.status());
+              continue;
+            }
+          }
           deliver();
+          lostToBadPacket_ = true;
           lose(Status::unavailable("bad packet from " + address() + ": " + packet.status().message()));
           return;
         }
@@ -963,6 +1035,10 @@ class MqttClient::Impl {
     if (connecting_ && p.type != PacketType::kConnack && p.type != PacketType::kAuth) {
       lose(Status::unavailable(std::string("expected CONNACK, got ") + packetTypeName(p.type)));
       return;
+    }
+    if (p.type == PacketType::kPublish || p.type == PacketType::kPingresp || p.type == PacketType::kSuback ||
+        p.type == PacketType::kPuback || p.type == PacketType::kPubrec || p.type == PacketType::kPubcomp) {
+      readablePacket(p.type);
     }
     switch (p.type) {
       case PacketType::kConnack: onConnack(p); break;
@@ -993,8 +1069,9 @@ class MqttClient::Impl {
 
   // ---- incoming messages --------------------------------------------------------------------
 
-  void onPublish(Packet p) {
+  void onPublish(Packet p, Status error = Status::ok()) {
     IncomingMessage m;
+    m.error = std::move(error);
     m.topic = std::move(p.topic);
     m.payload = std::move(p.payload);
     m.qos = p.qos;
@@ -1317,6 +1394,19 @@ class MqttClient::Impl {
         subscriptions_[ps.subs[i].filter] = ps.subs[i];
       }
     }
+    if (!ps.promise) {
+      // A re-subscription after a reconnect: nobody waits for it, so it is said here. Before
+      // 2026-12-08 a refusal was dropped silently and the source received nothing, "connected".
+      if (refused.empty()) {
+        if (badPacketStreak_ < kBadPacketRepeats) emitConnection(ConnectionEvent::Kind::kConnected, "");
+      } else {
+        std::string msg = "the broker at " + address() + " refused the re-subscription after a reconnect to " + refused;
+        if (auto r = p.properties.text(prop::kReasonString)) msg += ": " + *r;
+        msg += "; nothing arrives for those filters until the next reconnect";
+        log_->warn("MQTT client {}: {}", options_.clientId, msg);
+        emitConnection(ConnectionEvent::Kind::kDegraded, std::move(msg));
+      }
+    }
     if (ps.promise) {
       if (refused.empty()) {
         ps.promise->set_value(Status::ok());
@@ -1408,6 +1498,10 @@ class MqttClient::Impl {
   std::size_t windowUsed_ = 0;          // QoS>0 publishes queued or in flight, not yet complete
   bool roomWanted_ = false;             // hasRoom() said no; complete() calls roomListener_
   std::function<void()> roomListener_;  // set before connect()
+  std::function<void(const ConnectionEvent&)> connectionListener_;  // guarded by mu_; set before connect()
+  int badPacketStreak_ = 0;      // io thread: connections in a row lost to an unreadable packet
+  std::uint64_t badPackets_ = 0; // io thread: such losses since the streak began (for the log)
+  bool lostToBadPacket_ = false; // io thread: the loss being torn down is one of those
   std::uint32_t brokerReceiveMax_ = 65535;
   std::size_t pendingAll_ = 0;
   Status firstError_;
@@ -1438,6 +1532,9 @@ void MqttClient::queueBatch(std::vector<OutgoingMessage>& m, const PublishCallba
 }
 bool MqttClient::hasRoom() { return impl_->hasRoom(); }
 void MqttClient::setRoomListener(std::function<void()> listener) { impl_->setRoomListener(std::move(listener)); }
+void MqttClient::setConnectionListener(std::function<void(const ConnectionEvent&)> listener) {
+  impl_->setConnectionListener(std::move(listener));
+}
 Status MqttClient::flush(std::chrono::milliseconds timeout) { return impl_->flush(timeout); }
 ClientState MqttClient::state() const { return impl_->state(); }
 Status MqttClient::lastError() const { return impl_->lastError(); }

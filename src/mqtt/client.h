@@ -20,7 +20,8 @@
 // Connection: connect() makes the first connection synchronously and reports CONNACK refusals
 // and TLS/auth failures as errors naming the cause. Afterwards a lost connection is re-established
 // in the background with backoff (100 ms doubling to `reconnectMaxMs`), re-subscribing what was
-// subscribed; state() and lastError() tell the owner. Keep-alive: PINGREQ when idle; a missing
+// subscribed; state() and lastError() tell the owner, and the connection listener hears every
+// change (ConnectionEvent). Keep-alive: PINGREQ when idle; a missing
 // PINGRESP within the keep-alive closes and reconnects.
 //
 // Batching: the client moves batches between its io thread and its callers, not single
@@ -92,7 +93,30 @@ struct IncomingMessage {
   // When the client read it (steady clock ns); after a read linger, when the linger began: the
   // bytes may have waited in the socket that long (Record::receivedNs).
   std::int64_t receivedNs = 0;
+  // Not ok for a whole PUBLISH the codec refused (an invalid topic name, bad UTF-8, bad
+  // properties) that could still be read far enough to acknowledge it: the reason, `topic` the
+  // topic's raw bytes, `payload` empty when the properties could not be skipped. The owner
+  // decides (errors.tolerance) and acks it like any other message, so the broker stops re-sending
+  // it; before 2026-12-08 such a packet dropped the connection, and the broker re-sent it after
+  // every CONNACK, forever.
+  Status error;
 };
+
+// What the connection listener hears (setConnectionListener).
+struct ConnectionEvent {
+  enum class Kind {
+    kConnected,  // CONNACK accepted, and after a reconnect every re-SUBSCRIBE granted
+    kLost,       // the connection was lost, or a (re)connect failed; `reason` says why
+    kDegraded,   // connected but not working: a refused re-SUBSCRIBE, or the broker sent an
+                 // unreadable packet on kBadPacketRepeats connections in a row
+  };
+  Kind kind = Kind::kConnected;
+  std::string reason;
+};
+
+// A broker that sends a packet the client cannot read right after each CONNACK makes the client
+// reconnect forever; after this many such connections in a row it says kDegraded.
+inline constexpr int kBadPacketRepeats = 3;
 
 struct OutgoingMessage {
   std::string topic;
@@ -129,6 +153,9 @@ class MqttClient {
   Status connect(bool* sessionPresent = nullptr);
   // SUBSCRIBE and wait for SUBACK (timeout connectTimeoutMs); kInvalidArgument naming the filter
   // when the broker refused one (reason >= 0x80). Remembered and re-sent after reconnects.
+  // kUnavailable when the connection was lost (after the first connect()) before the SUBACK:
+  // the filters are then remembered too, and subscribed at the next CONNACK (the connection
+  // listener hears kConnected, or kDegraded if that SUBACK refuses them).
   Status subscribe(const std::vector<Subscription>& subscriptions);
   // Acknowledges a delivered message (see the class comment). Unknown/stale tokens are ignored.
   void ack(std::uint64_t token);
@@ -149,6 +176,10 @@ class MqttClient {
   // Set before connect(). Runs on the io thread (or the thread closing the client); must not
   // block or call into the client.
   void setRoomListener(std::function<void()> listener);
+  // Set before connect(). Called on the io thread with every change of the connection (see
+  // ConnectionEvent), from the first connect() on; must not block or call into the client.
+  // Not called for close().
+  void setConnectionListener(std::function<void(const ConnectionEvent&)> listener);
   // Blocks until every publish so far completed (or `timeout`); the first failure since the
   // last flush, kTimeout, or ok.
   Status flush(std::chrono::milliseconds timeout);

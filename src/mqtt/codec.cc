@@ -370,6 +370,42 @@ Result<std::string> encode(const Packet& p, Version version) {
   return out;
 }
 
+Result<Packet> decodeUnvalidatedPublish(std::string_view packet, Version version) {
+  Frame f = frame(packet);
+  if (f.state != Frame::State::kOk || f.size != packet.size())
+    return Status::invalidArgument("MQTT packet: not one whole packet");
+  const auto b0 = static_cast<std::uint8_t>(packet[0]);
+  if ((b0 >> 4) != static_cast<std::uint8_t>(PacketType::kPublish))
+    return Status::invalidArgument("MQTT packet: not a PUBLISH");
+  Packet p;
+  p.type = PacketType::kPublish;
+  p.dup = (b0 & 0x8) != 0;
+  p.qos = (b0 >> 1) & 0x3;
+  p.retain = (b0 & 1) != 0;
+  if (p.qos == 3) return Status::invalidArgument("MQTT PUBLISH: QoS 3");
+  std::size_t start = 1;
+  while (static_cast<std::uint8_t>(packet[start]) & 0x80) ++start;
+  ++start;
+  Reader r{packet.substr(start), 0, {}};
+  // The topic's bytes as they are (no UTF-8 or wildcard check): its length must fit.
+  std::uint16_t len = 0;
+  if (!r.u16(len) || r.left() < len) return Status::invalidArgument("MQTT PUBLISH: topic length past the end");
+  p.topic.assign(r.in.substr(r.pos, len));
+  r.pos += len;
+  if (p.qos > 0) {
+    if (!r.u16(p.packetId)) return Status::invalidArgument("MQTT PUBLISH: " + r.error);
+    if (p.packetId == 0) return Status::invalidArgument("MQTT PUBLISH: packet id 0");
+  }
+  Reader props = r;
+  if (version != Version::k5 || props.properties(p.properties)) {
+    r = props;
+    p.payload.assign(r.in.substr(r.pos));
+  } else {
+    p.properties = Properties();
+  }
+  return p;
+}
+
 Result<Packet> decode(std::string_view packet, Version version) {
   Frame f = frame(packet);
   if (f.state == Frame::State::kInvalid) return Status::invalidArgument("MQTT packet: " + f.error);

@@ -123,6 +123,12 @@ Result<std::string> encode(const Packet& p, Version version);
 // Decodes one whole packet (as `frame` delimited it) of protocol `version` (a CONNECT carries
 // its own).
 Result<Packet> decode(std::string_view packet, Version version);
+// For a whole PUBLISH that decode() refused (an invalid topic name, bad UTF-8, bad properties):
+// what can still be read of it — QoS, dup/retain, the packet id (for its acknowledgement), the
+// topic's bytes as they are, and the payload when the properties could be skipped (else empty).
+// Fails when even that cannot be read (QoS 3, packet id 0, a topic length past the end): then
+// the packet cannot be taken and acknowledged at all.
+Result<Packet> decodeUnvalidatedPublish(std::string_view packet, Version version);
 
 // Topic names and filters (§4.7): non-empty UTF-8 up to 65,535 bytes, no NUL; names without
 // wildcards; in filters `#` only as the whole last level and `+` only as a whole level.

@@ -1,5 +1,7 @@
-// Fuzz target: MQTT framing and packet decoding (both versions), topic validation and matching.
-// Whatever decodes must encode again and decode to the same packet.
+// Fuzz target: MQTT framing and packet decoding (both versions), the lenient reading of a
+// PUBLISH decode() refuses, topic validation and matching. Whatever decodes must encode again and
+// decode to the same packet; what the lenient reading takes must be a PUBLISH with a packet id
+// when its QoS is above 0.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,7 +16,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (f.state == Frame::State::kOk) {
     for (Version v : {Version::k311, Version::k5}) {
       auto p = decode(in.substr(0, f.size), v);
-      if (!p.isOk()) continue;
+      if (!p.isOk()) {
+        auto loose = decodeUnvalidatedPublish(in.substr(0, f.size), v);
+        if (loose.isOk() && (loose->type != PacketType::kPublish || (loose->qos > 0 && loose->packetId == 0)))
+          std::abort();
+        continue;
+      }
       auto again = encode(*p, v);
       if (!again.isOk()) continue;  // e.g. a v5 property set the codec refuses to write back
       auto q = decode(*again, v);

@@ -939,5 +939,157 @@ TEST(MqttClientTest, SubscribeIdRetriesAreBounded) {
     EXPECT_TRUE(b.nothingWithin(200ms));
   }
 }
+
+// What the connection listener heard, waited for by the test.
+struct Events {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ConnectionEvent> events;
+  std::function<void(const ConnectionEvent&)> listener() {
+    return [this](const ConnectionEvent& e) {
+      std::lock_guard lock(mu);
+      events.push_back(e);
+      cv.notify_all();
+    };
+  }
+  bool waitFor(std::size_t n, std::chrono::milliseconds t = 5s) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, t, [&] { return events.size() >= n; });
+  }
+  std::size_t size() {
+    std::lock_guard lock(mu);
+    return events.size();
+  }
+  ConnectionEvent at(std::size_t i) {
+    std::lock_guard lock(mu);
+    return events.at(i);
+  }
+};
+
+Packet subackFor(const Packet& sub, std::uint8_t code) {
+  Packet ack;
+  ack.type = PacketType::kSuback;
+  ack.packetId = sub.packetId;
+  ack.reasonCodes.assign(sub.subscriptions.size(), code);
+  return ack;
+}
+
+// Connected at CONNACK; a loss with its reason; after the reconnect, connected only once the
+// re-SUBSCRIBE was granted (a source receives nothing before).
+TEST(MqttClientTest, ConnectionListenerHearsLossAndConnectedAfterResubscribe) {
+  FakeBroker b;
+  Events ev;
+  MqttClient c(optionsFor(b));
+  c.setConnectionListener(ev.listener());
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  ASSERT_TRUE(ev.waitFor(1));
+  EXPECT_EQ(ev.at(0).kind, ConnectionEvent::Kind::kConnected);
+  subscribeWith(c, b, "t/#", 1, 1);
+  b.drop();
+  ASSERT_TRUE(ev.waitFor(2));
+  EXPECT_EQ(ev.at(1).kind, ConnectionEvent::Kind::kLost);
+  EXPECT_NE(ev.at(1).reason.find("closed by the broker"), std::string::npos) << ev.at(1).reason;
+  b.accept();
+  auto sub = b.nextNonPing();
+  ASSERT_TRUE(sub && sub->type == PacketType::kSubscribe);
+  EXPECT_FALSE(ev.waitFor(3, 150ms)) << "connected before the re-SUBSCRIBE was granted";
+  b.send(subackFor(*sub, 1));
+  ASSERT_TRUE(ev.waitFor(3));
+  EXPECT_EQ(ev.at(2).kind, ConnectionEvent::Kind::kConnected);
+}
+
+// A re-SUBSCRIBE refused after a reconnect was dropped silently before 2026-12-08.
+TEST(MqttClientTest, RefusedResubscribeIsDegraded) {
+  FakeBroker b;
+  Events ev;
+  MqttClient c(optionsFor(b));
+  c.setConnectionListener(ev.listener());
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  subscribeWith(c, b, "t/#", 1, 1);
+  b.drop();
+  b.accept();
+  auto sub = b.nextNonPing();
+  ASSERT_TRUE(sub && sub->type == PacketType::kSubscribe);
+  b.send(subackFor(*sub, 0x87));
+  ASSERT_TRUE(ev.waitFor(3));
+  const auto e = ev.at(2);
+  EXPECT_EQ(e.kind, ConnectionEvent::Kind::kDegraded);
+  EXPECT_NE(e.reason.find("refused the re-subscription"), std::string::npos) << e.reason;
+  EXPECT_NE(e.reason.find("'t/#' (0x87)"), std::string::npos) << e.reason;
+}
+
+// A broker that sends an unreadable packet after every CONNACK: lost twice, then degraded (not
+// connected) from the third; a readable packet later says connected again.
+TEST(MqttClientTest, UnreadablePacketAfterEveryConnackIsDegradedAfterBoundedRepeats) {
+  FakeBroker b;
+  Events ev;
+  MqttClient c(optionsFor(b));
+  c.setConnectionListener(ev.listener());
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  const std::string bad("\x30\xff\xff\xff\xff\x7f", 6);  // a remaining length of five bytes
+  b.sendRaw(bad);
+  for (int i = 2; i <= kBadPacketRepeats; ++i) {
+    ASSERT_TRUE(b.waitClosed(i - 1));
+    b.accept();
+    b.sendRaw(bad);
+  }
+  ASSERT_TRUE(b.waitClosed(kBadPacketRepeats));
+  using K = ConnectionEvent::Kind;
+  // connected, lost, connected, lost, connected, degraded
+  ASSERT_TRUE(ev.waitFor(2 * kBadPacketRepeats));
+  for (int i = 0; i + 1 < 2 * kBadPacketRepeats; ++i) {
+    EXPECT_EQ(ev.at(i).kind, i % 2 == 0 ? K::kConnected : K::kLost) << i;
+  }
+  const auto d = ev.at(2 * kBadPacketRepeats - 1);
+  EXPECT_EQ(d.kind, K::kDegraded);
+  EXPECT_NE(d.reason.find("remaining length"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("3 connection(s) in a row"), std::string::npos) << d.reason;
+  // Still degraded at the next CONNACK; a readable packet ends it.
+  b.accept();
+  EXPECT_FALSE(ev.waitFor(2 * kBadPacketRepeats + 1, 150ms));
+  b.publish(3, 0, "fine");
+  ASSERT_TRUE(ev.waitFor(2 * kBadPacketRepeats + 1));
+  EXPECT_EQ(ev.at(2 * kBadPacketRepeats).kind, K::kConnected);
+}
+
+// A whole QoS 1 PUBLISH whose topic is not UTF-8 is delivered with its error, the connection
+// stays, and ack() sends its PUBACK (it used to drop the connection; the broker re-sent it after
+// every CONNACK).
+TEST(MqttClientTest, MalformedPublishIsDeliveredForAcknowledgement) {
+  FakeBroker b;
+  Inbox inbox;
+  Events ev;
+  MqttClient c(optionsFor(b, Version::k311));
+  c.setMessageHandler([&](IncomingMessage m) { inbox.add(std::move(m)); });
+  c.setConnectionListener(ev.listener());
+  ASSERT_TRUE(connectWith(c, b).isOk());
+  const std::string topic("bad/\xff/t", 7);
+  std::string body;
+  body += static_cast<char>(0);
+  body += static_cast<char>(topic.size());
+  body += topic;
+  body += std::string("\x00\x09", 2);  // packet id 9
+  body += "payload";
+  std::string pkt;
+  pkt += static_cast<char>(0x32);
+  appendVarint(pkt, static_cast<std::uint32_t>(body.size()));
+  pkt += body;
+  b.sendRaw(pkt);
+  ASSERT_TRUE(inbox.waitFor(1));
+  auto m = inbox.at(0);
+  EXPECT_FALSE(m.error.isOk());
+  EXPECT_NE(m.error.message().find("UTF-8"), std::string::npos) << m.error.toString();
+  EXPECT_EQ(m.topic, topic);
+  EXPECT_EQ(m.payload, "payload");
+  EXPECT_EQ(m.qos, 1);
+  c.ack(m.token);
+  auto puback = b.nextNonPing();
+  ASSERT_TRUE(puback);
+  EXPECT_EQ(puback->type, PacketType::kPuback);
+  EXPECT_EQ(puback->packetId, 9);
+  EXPECT_EQ(b.connections(), 1);
+  EXPECT_EQ(ev.size(), 1u);  // connected, nothing lost
+  EXPECT_EQ(c.state(), ClientState::kConnected);
+}
 }  // namespace
 }  // namespace ferry::mqtt

@@ -273,5 +273,28 @@ TEST(MqttTopics, MatchingFollowsTheSpecExamples) {
   }
 }
 
+TEST(MqttCodec, UnvalidatedPublishReadsWhatDecodeRefuses) {
+  // QoS 1, topic "a/+" (a wildcard: decode refuses it), id 0x0102, v5 properties (none), "hi".
+  const std::string pkt("\x32\x0a\x00\x03" "a/+" "\x01\x02\x00" "hi", 12);
+  EXPECT_FALSE(decode(pkt, Version::k5).isOk());
+  auto p = decodeUnvalidatedPublish(pkt, Version::k5);
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  EXPECT_EQ(p->topic, "a/+");
+  EXPECT_EQ(p->qos, 1);
+  EXPECT_EQ(p->packetId, 0x0102);
+  EXPECT_EQ(p->payload, "hi");
+  // Unreadable properties: still acknowledgeable, the payload left empty.
+  const std::string badProps("\x32\x09\x00\x03" "a/b" "\x00\x07\x05\x05", 11);
+  auto q = decodeUnvalidatedPublish(badProps, Version::k5);
+  ASSERT_TRUE(q.isOk()) << q.status().toString();
+  EXPECT_EQ(q->packetId, 7);
+  EXPECT_TRUE(q->payload.empty());
+  // What cannot be taken: QoS 3, a topic length past the end, packet id 0, not a PUBLISH.
+  EXPECT_FALSE(decodeUnvalidatedPublish(std::string("\x36\x05\x00\x01" "a\x00\x01", 7), Version::k311).isOk());
+  EXPECT_FALSE(decodeUnvalidatedPublish(std::string("\x32\x04\x00\x09" "ab", 6), Version::k311).isOk());
+  EXPECT_FALSE(decodeUnvalidatedPublish(std::string("\x32\x05\x00\x01" "a\x00\x00", 7), Version::k311).isOk());
+  EXPECT_FALSE(decodeUnvalidatedPublish(std::string("\x40\x02\x00\x01", 4), Version::k311).isOk());
+}
+
 }  // namespace
 }  // namespace ferry::mqtt
