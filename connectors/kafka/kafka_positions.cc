@@ -49,12 +49,25 @@ void SafeOffsets::markSafe(const Record& record) {
   next = std::max<std::int64_t>(next, pos->nextOffset);
 }
 
-Status SafeOffsets::commit(rd_kafka_t* rk, spdlog::logger& log, const char* who) {
+Status SafeOffsets::commit(rd_kafka_t* rk, spdlog::logger& log, const char* who, int waitMs) {
   if (rk == nullptr || next_.empty()) return Status::ok();
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(next_.size()));
   for (const auto& [tp, next] : next_) rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = next;
-  rd_kafka_resp_err_t e = rd_kafka_commit(rk, list, 0);  // synchronous
+  // Asynchronous, its answer on a queue of its own, waited for up to waitMs.
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_resp_err_t e = rd_kafka_commit_queue(rk, list, q, nullptr, nullptr);
   rd_kafka_topic_partition_list_destroy(list);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(q, waitMs);
+    if (ev == nullptr) {
+      rd_kafka_queue_destroy(q);  // the answer, when it comes, is dropped
+      log.warn("{}: committing source offsets: no answer within {} ms; committed with the next commit", who, waitMs);
+      return Status::ok();
+    }
+    e = rd_kafka_event_error(ev);
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_queue_destroy(q);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
     log.warn("{}: committing source offsets failed: {}", who, rd_kafka_err2str(e));
     return Status::ok();

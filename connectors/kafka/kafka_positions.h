@@ -45,10 +45,13 @@ class SafeOffsets {
   // The record's next offset becomes committable (records without a valid Kafka position are
   // ignored).
   void markSafe(const Record& record);
-  // Commits the committable offsets synchronously. A failed commit (a rebalance moved a partition
+  // Commits the committable offsets and waits for the answer up to `waitMs` (a commit to a
+  // coordinator that is down would otherwise hold the task's thread until it is back, and with
+  // it the polls that serve librdkafka's events and the connection reports); unanswered, the
+  // offsets stay committable and go with the next commit. A failed commit (a rebalance moved a partition
   // away) is logged and kept for the next one: the partition's new owner re-reads from the last
   // committed offset (duplicates, not loss).
-  Status commit(rd_kafka_s* rk, spdlog::logger& log, const char* who);
+  Status commit(rd_kafka_s* rk, spdlog::logger& log, const char* who, int waitMs = 2000);
 
  private:
   std::map<std::pair<std::string, std::int32_t>, std::int64_t> next_;

@@ -89,12 +89,39 @@ namespace {
 
 using PendingCopy = KafkaReplicatorSinkTask::PendingCopy;
 
-void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+// The connection watch's signals (see kafka::ConnectionWatch): statistics and error events, the
+// watch as the client's opaque.
+int onStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  if (opaque) static_cast<kafka::ConnectionWatch*>(opaque)->onStats(std::string_view(json, len));
+  return 0;
+}
+
+// With an error callback librdkafka no longer logs its errors itself.
+void onError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  core::logger("kafka")->warn("{}: {}", rd_kafka_name(rk), reason);
+  if (opaque) static_cast<kafka::ConnectionWatch*>(opaque)->onError(err, reason);
+}
+
+// A watch reporting to a task's context, on statistics and error events of `conf` (when
+// statistics.interval.ms > 0; else the runtime infers the connection from the task's calls).
+template <class Context>
+std::unique_ptr<kafka::ConnectionWatch> watchConnection(rd_kafka_conf_t* conf, Context& context) {
+  auto watch = std::make_unique<kafka::ConnectionWatch>();
+  if (!kafka::statsEnabled(conf)) return watch;
+  watch->setReport(kafka::reportTo(context));
+  rd_kafka_conf_set_stats_cb(conf, onStats);
+  rd_kafka_conf_set_error_cb(conf, onError);
+  rd_kafka_conf_set_opaque(conf, watch.get());
+  return watch;
+}
+
+void onDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
   auto* p = static_cast<PendingCopy*>(m->_private);
   if (p == nullptr) return;
   p->unlink();
   auto& s = *p->shared;
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (opaque) static_cast<kafka::ConnectionWatch*>(opaque)->onAcknowledged();
     ++s.ok;
     s.syncs[{p->topic, p->partition}].record(p->sourceOffset, m->offset);
   } else if (s.failed++ == 0) {
@@ -245,6 +272,7 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
                     {"partition.assignment.strategy", "cooperative-sticky"},
                     {"session.timeout.ms", "10000"},
                     {"allow.auto.create.topics", "false"}};
+  for (const auto& kv : kafka::connectorClientDefaults()) base.insert(kv);
   // Prefetch (queued.max.messages.kbytes, fetch.wait.max.ms) stays at librdkafka's defaults: a
   // 32 MB queue with 100 ms fetch waits held 1 KB records to 43k/s, the defaults give ~73k/s.
   const StringMap client = withPrefixStripped(config, kSourceClient);
@@ -252,6 +280,7 @@ Status KafkaReplicatorTask::start(const StringMap& config, SourceTaskContext& co
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicator: "},
                                                                   {&client, kSourceClient},
                                                                   {&overrides, kConsumerOverride}}));
+  watch_ = watchConnection(conf, context);
   char err[512];
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk_ == nullptr) {
@@ -385,6 +414,7 @@ Result<std::size_t> KafkaReplicatorTask::poll(std::vector<Record>& out, std::siz
       const rd_kafka_resp_err_t err = m->err;
       std::string what = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);
+      watch_->onError(err, what.c_str());
       if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
       if (err == RD_KAFKA_RESP_ERR__FATAL || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
           err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
@@ -492,11 +522,13 @@ Status KafkaReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& 
                     {"batch.num.messages", "10000"},
                     {"queue.buffering.max.messages", "200000"},
                     {"client.id", member}};
+  for (const auto& kv : kafka::connectorClientDefaults()) base.insert(kv);
   if (eos_) base["transactional.id"] = member;
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&base, "KafkaReplicatorSink: "},
                                                                   {&targetClient, kTargetClient},
                                                                   {&overrides, kProducerOverride}}));
   rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
+  watch_ = watchConnection(conf, context);
   char err[512];
   producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (producer_ == nullptr) {

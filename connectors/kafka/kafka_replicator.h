@@ -101,6 +101,8 @@ class KafkaReplicatorTask final : public SourceTask {
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
   kafka::QueueWaker waker_;  // on rk_'s consumer queue, while rk_ lives
+  // The source brokers' reachability, reported to the runtime; outlives rk_ (its opaque).
+  std::unique_ptr<kafka::ConnectionWatch> watch_;
   krepl::Naming naming_;
   std::unique_ptr<krepl::TopicSelector> selector_;
   std::int64_t refreshMs_ = 5000;
@@ -169,6 +171,8 @@ class KafkaReplicatorSinkTask final : public SinkTask {
 
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* producer_ = nullptr;
+  // The target brokers' reachability, reported to the runtime; outlives producer_ (its opaque).
+  std::unique_ptr<kafka::ConnectionWatch> watch_;
   rd_kafka_s* targetAdmin_ = nullptr;
   rd_kafka_s* sourceAdmin_ = nullptr;
   krepl::Naming naming_;

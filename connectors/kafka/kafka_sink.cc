@@ -20,6 +20,7 @@ void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   auto* d = static_cast<KafkaSinkTask::Deliveries*>(opaque);
   if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
     d->ok.fetch_add(1, std::memory_order_relaxed);
+    d->connection.onAcknowledged();
     return;
   }
   if (d->failed.fetch_add(1, std::memory_order_relaxed) == 0)
@@ -32,11 +33,19 @@ void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 // delivery timeouts minutes later: it fails the task at once instead.
 void onError(rd_kafka_t*, int err, const char* reason, void* opaque) {
   auto* d = static_cast<KafkaSinkTask::Deliveries*>(opaque);
+  d->connection.onError(err, reason);
   if (!d->authError.empty()) return;
   if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
     d->authError = std::string("the brokers refused the client: ") + reason;
   else if (err == RD_KAFKA_RESP_ERR__SSL)
     d->authError = std::string("the TLS handshake with the brokers failed: ") + reason;
+}
+
+// librdkafka's statistics event (served inside rd_kafka_poll / rd_kafka_flush): the brokers'
+// state for the connection watch. 0: librdkafka frees the JSON.
+int onStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  static_cast<KafkaSinkTask::Deliveries*>(opaque)->connection.onStats(std::string_view(json, len));
+  return 0;
 }
 
 }  // namespace
@@ -98,6 +107,7 @@ Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
                         // librdkafka's default (CRC32) would put it elsewhere.
                         {"partitioner", "murmur2_random"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  for (const auto& kv : kafka::connectorClientDefaults()) settings.insert(kv);  // under ours; overrides win
   StringMap overrides;
   for (const auto& [k, v] : config)
     if (k.rfind(kOverride, 0) == 0) overrides[k.substr(std::char_traits<char>::length(kOverride))] = v;
@@ -105,6 +115,10 @@ Status KafkaSinkTask::start(const StringMap& config, SinkTaskContext& context) {
   char err[512];
   rd_kafka_conf_set_dr_msg_cb(conf, onDelivery);
   rd_kafka_conf_set_error_cb(conf, onError);
+  if (kafka::statsEnabled(conf)) {
+    deliveries_.connection.setReport(kafka::reportTo(context));
+    rd_kafka_conf_set_stats_cb(conf, onStats);
+  }
   rd_kafka_conf_set_opaque(conf, &deliveries_);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);  // takes conf on success
   if (rk_ == nullptr) {

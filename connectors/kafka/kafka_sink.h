@@ -9,6 +9,11 @@
 // own retries) fails the task, so no position is ever committed past an undelivered record and
 // the restarted task sends it again (at-least-once).
 //
+// The task reports its connection (SinkTaskContext::reportConnection) from librdkafka's signals
+// (kafka::ConnectionWatch): reconnecting when all brokers are down or refuse the client, connected
+// again on a statistics event showing a broker UP or an acknowledged delivery; librdkafka keeps
+// the records put meanwhile and sends them once a broker is back (message.timeout.ms, 5 min).
+//
 // Threading: the connector and the task are called from their owner thread; delivery reports run
 // inside rd_kafka_poll/rd_kafka_flush on that same thread.
 #pragma once
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "ferry/connector.h"
+#include "kafka/rdkafka_util.h"
 
 namespace spdlog {
 class logger;
@@ -58,6 +64,7 @@ class KafkaSinkTask final : public SinkTask {
     std::atomic<std::uint64_t> failed{0};
     std::string firstError;  // written once, on the task thread (inside poll/flush)
     std::string authError;   // SASL/TLS authentication refused (error callback, task thread)
+    kafka::ConnectionWatch connection;  // reported to the runtime (any thread)
   };
 
  private:

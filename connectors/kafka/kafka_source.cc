@@ -16,6 +16,20 @@ namespace {
 
 constexpr const char* kOverride = "consumer.override.";
 
+// librdkafka's statistics event (served inside rd_kafka_consumer_poll): the brokers' state for
+// the connection watch. 0: librdkafka frees the JSON.
+int onStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  static_cast<kafka::ConnectionWatch*>(opaque)->onStats(std::string_view(json, len));
+  return 0;
+}
+
+// Client-level errors (a broker unreachable, all brokers down, ...), served inside
+// rd_kafka_consumer_poll; librdkafka no longer logs them itself once this is set.
+void onError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  core::logger("kafka")->warn("{}: {}", rd_kafka_name(rk), reason);
+  static_cast<kafka::ConnectionWatch*>(opaque)->onError(err, reason);
+}
+
 }  // namespace
 
 const ConfigDef& KafkaSourceConnector::definition() {
@@ -77,6 +91,7 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
                         {"enable.auto.offset.store", "false"},
                         {"session.timeout.ms", "10000"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
+  for (const auto& kv : kafka::connectorClientDefaults()) settings.insert(kv);  // under ours; overrides win
   // Static membership with an id that changes with the topics (see kafka::staticInstanceId); not
   // with regex subscriptions, whose topics change while the task runs.
   const auto topicList = p.getList("kafka.topics");
@@ -89,6 +104,15 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
   for (const auto& [k, v] : config)
     if (k.rfind(kOverride, 0) == 0) overrides[k.substr(std::char_traits<char>::length(kOverride))] = v;
   FERRY_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::makeConf({{&settings, "kafka."}, {&overrides, kOverride}}));
+  // The connection as librdkafka sees it, reported to the runtime (status, /metrics): lost on
+  // an error event, back on a statistics event showing a broker UP (needs statistics.interval.ms).
+  watch_ = std::make_unique<kafka::ConnectionWatch>();
+  if (kafka::statsEnabled(conf)) {
+    watch_->setReport(kafka::reportTo(context));
+    rd_kafka_conf_set_stats_cb(conf, onStats);
+    rd_kafka_conf_set_error_cb(conf, onError);
+    rd_kafka_conf_set_opaque(conf, watch_.get());
+  }
   char err[512];
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk_ == nullptr) {
@@ -128,6 +152,7 @@ Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t 
                          err == RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED;
       std::string what = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);
+      watch_->onError(err, what.c_str());
       if (err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
       if (fatal) return Status::internal("KafkaSource: " + what);
       log_->warn("KafkaSource: {}", what);
@@ -147,7 +172,11 @@ Result<std::size_t> KafkaSourceTask::poll(std::vector<Record>& out, std::size_t 
 
 void KafkaSourceTask::commitRecord(const Record& record) { safe_.markSafe(record); }
 
-Status KafkaSourceTask::commit() { return safe_.commit(rk_, *log_, "KafkaSource"); }
+Status KafkaSourceTask::commit() {
+  // Not while the brokers are known to be down: nothing would answer (the offsets wait).
+  if (watch_ && !watch_->connected()) return Status::ok();
+  return safe_.commit(rk_, *log_, "KafkaSource");
+}
 
 void KafkaSourceTask::stop() {
   if (rk_ == nullptr) return;

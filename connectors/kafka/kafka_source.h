@@ -3,10 +3,14 @@
 // Every task is a member of one consumer group (`kafka.group.id`, default ferry-<connector>), so
 // the topics' partitions are split between tasks (and workers). Auto-commit and auto offset store
 // are off: an offset is committed to Kafka only once the runtime reported every record before it
-// safe (commitRecord), by commit() (synchronous). A restarted task resumes from the group's
+// safe (commitRecord), by commit() (its answer waited for up to 2 s; skipped while the brokers
+// are known to be down). A restarted task resumes from the group's
 // committed offsets; what was polled but not yet safe is read again (at-least-once). Tasks are
 // static members by default (kafka.static.membership): after a kill -9 the restarted task takes
 // its partitions back at once instead of waiting for the dead member's session to expire.
+// The task reports its connection (SourceTaskContext::reportConnection) from librdkafka's signals
+// (kafka::ConnectionWatch): reconnecting when all brokers are down or refuse the client, connected
+// when a statistics event shows a broker UP again (within statistics.interval.ms, 1 s by default).
 // Records: topic = `topic` or the Kafka topic, key, value, headers, timestamp; position
 // partition {kafka.topic, kafka.partition}, offset {kafka.offset: next offset}.
 //
@@ -64,6 +68,8 @@ class KafkaSourceTask final : public SourceTask {
   std::shared_ptr<spdlog::logger> log_;
   rd_kafka_s* rk_ = nullptr;
   kafka::QueueWaker waker_;  // on rk_'s consumer queue, while rk_ lives
+  // The brokers' reachability, reported to the runtime; outlives rk_ (librdkafka's opaque).
+  std::unique_ptr<kafka::ConnectionWatch> watch_;
   std::string targetTopic_;
   SafeOffsets safe_;
 };

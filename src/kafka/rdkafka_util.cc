@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
 
@@ -398,6 +401,126 @@ void QueueWaker::detach() {
 void QueueWaker::onEvent(Handle*, void* opaque) {
   auto* self = static_cast<QueueWaker*>(opaque);
   if (self->wake_) self->wake_();
+}
+
+StringMap connectorClientDefaults() {
+  return {{"reconnect.backoff.max.ms", "500"}, {"statistics.interval.ms", "1000"}};
+}
+
+bool statsEnabled(const rd_kafka_conf_t* conf) {
+  char value[32];
+  size_t size = sizeof value;
+  if (rd_kafka_conf_get(conf, "statistics.interval.ms", value, &size) != RD_KAFKA_CONF_OK) return false;
+  return std::atoi(value) > 0;
+}
+
+void ConnectionWatch::setReport(Report report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_ = std::move(report);
+}
+
+bool ConnectionWatch::isLoss(int err) {
+  switch (err) {
+    case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+    case RD_KAFKA_RESP_ERR__AUTHENTICATION:
+    case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
+    case RD_KAFKA_RESP_ERR__SSL:
+    case RD_KAFKA_RESP_ERR__FATAL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void ConnectionWatch::onError(int err, const char* reason) {
+  const std::string why = reason ? reason : rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err));
+  if (!isLoss(err)) {
+    // A broker-level error (__TRANSPORT, __RESOLVE, ...): one broker of several may be gone;
+    // kept as the detail of a loss that follows.
+    if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lastBroker_ = why;
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+    lose("the Kafka brokers are down (" + why + ")");
+  else
+    lose("the Kafka brokers refused the client: " + why);
+}
+
+void ConnectionWatch::onStats(std::string_view json) {
+  // librdkafka writes the JSON without spaces; a broker in state UP is all "connected" needs, and
+  // the consumer group's own state is lower case ("up"), so this finds brokers only.
+  if (json.find("\"state\":\"UP\"") != std::string_view::npos) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failedStats_ = 0;
+    if (connected_) return;
+    regain();
+    return;
+  }
+  const std::int64_t attempts = connectAttempts(json);
+  std::lock_guard<std::mutex> lock(mu_);
+  // No broker UP: lost only while the client tries to connect and fails (a client that needs no
+  // connection, e.g. an idle producer whose broker closed an idle connection, makes no attempts),
+  // on two statistics events in a row (a handshake in progress at the first one is no loss).
+  const bool trying = attempts > attempts_;
+  attempts_ = attempts;
+  failedStats_ = trying ? failedStats_ + 1 : 0;
+  if (failedStats_ >= 2 && connected_) lose("the Kafka brokers are down (none reachable)");
+}
+
+void ConnectionWatch::onAcknowledged() {
+  if (!lost_.load(std::memory_order_relaxed)) return;  // one load per delivery while connected
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!connected_) regain();
+}
+
+bool ConnectionWatch::connected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return connected_;
+}
+
+void ConnectionWatch::lose(std::string text) {
+  if (!connected_) return;  // the first reason of a loss is the one shown
+  if (!lastBroker_.empty()) text += "; last broker error: " + lastBroker_;
+  connected_ = false;
+  lost_.store(true, std::memory_order_relaxed);
+  if (report_) report_(false, text);
+}
+
+void ConnectionWatch::regain() {
+  connected_ = true;
+  lost_.store(false, std::memory_order_relaxed);
+  lastBroker_.clear();
+  failedStats_ = 0;
+  if (report_) report_(true, "");
+}
+
+bool ConnectionWatch::statsShowBrokerUp(std::string_view json) {
+  const auto doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return false;
+  const auto brokers = doc.find("brokers");
+  if (brokers == doc.end() || !brokers->is_object()) return false;
+  for (const auto& b : *brokers) {
+    const auto state = b.find("state");
+    if (state != b.end() && state->is_string() && state->get<std::string>() == "UP") return true;
+  }
+  return false;
+}
+
+std::int64_t ConnectionWatch::connectAttempts(std::string_view json) {
+  const auto doc = nlohmann::json::parse(json.begin(), json.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return 0;
+  const auto brokers = doc.find("brokers");
+  if (brokers == doc.end() || !brokers->is_object()) return 0;
+  std::int64_t n = 0;
+  for (const auto& b : *brokers) {
+    const auto c = b.find("connects");
+    if (c != b.end() && c->is_number_integer()) n += c->get<std::int64_t>();
+  }
+  return n;
 }
 
 }  // namespace ferry::kafka

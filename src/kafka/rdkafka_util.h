@@ -7,13 +7,17 @@
 // alive for the call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ferry/connector.h"
 #include "ferry/record.h"
 #include "ferry/result.h"
 #include "ferry/status.h"
@@ -117,5 +121,70 @@ class QueueWaker {
   rd_kafka_queue_s* queue_ = nullptr;
   std::function<void()> wake_;
 };
+
+// Client settings ferry's connectors (KafkaSource, KafkaSink, the replicator) start from, below
+// their own settings and the user's overrides (the backbone does not use them):
+//   reconnect.backoff.max.ms = 500: librdkafka's default of 10 s between attempts to a broker
+//     that is down (plus up to 50% jitter) means up to 15 s before it notices the broker is back;
+//     500 ms bounds that to 0.75 s at the cost of about two connection attempts a second per
+//     broker during an outage;
+//   statistics.interval.ms = 1000: the statistics event ConnectionWatch reads the brokers' state
+//     from (0 turns the watch's return to "connected" off; see ConnectionWatch).
+StringMap connectorClientDefaults();
+// True when a configuration asks for statistics events (statistics.interval.ms > 0).
+bool statsEnabled(const rd_kafka_conf_s* conf);
+
+// Whether a client reaches its brokers, from librdkafka's own signals, for a task's
+// reportConnection (librdkafka reconnects by itself; this only watches):
+//   lost: an error event meaning the client has no broker to talk to (all brokers down, a
+//     refused authentication, a failed TLS handshake, a fatal error), or two statistics events
+//     in a row with no broker UP while the client keeps trying to connect (librdkafka does not
+//     always raise "all brokers down": a broker it reconnects to at once is not counted down);
+//     the reason is librdkafka's, with the last broker-level error before it (which broker,
+//     refused or reset, ...);
+//   back: a statistics event in which a broker is UP, or a delivery the brokers acknowledged.
+// Records fetched into librdkafka's queue before a loss say nothing about the connection and are
+// not a signal. `report(connected, reason)` is called on each change only, from the thread that
+// serves the event (under the watch's mutex: it must not call back into the watch).
+// Thread-safety: every member may be called from any thread.
+class ConnectionWatch {
+ public:
+  using Report = std::function<void(bool connected, const std::string& reason)>;
+  void setReport(Report report);
+  // An error event (error_cb, or a consumer message whose err is set).
+  void onError(int err, const char* reason);
+  // A statistics event (stats_cb): a substring search while a broker is UP, parsed otherwise.
+  void onStats(std::string_view json);
+  // The brokers acknowledged a message.
+  void onAcknowledged();
+  bool connected() const;
+  // From librdkafka's statistics JSON: whether a broker is in state UP; the connection attempts
+  // of all brokers so far.
+  static bool statsShowBrokerUp(std::string_view json);
+  static std::int64_t connectAttempts(std::string_view json);
+  // True for the errors that mean the client has lost its brokers (see above).
+  static bool isLoss(int err);
+
+ private:
+  void lose(std::string text);  // mu_ held
+  void regain();                // mu_ held
+  mutable std::mutex mu_;
+  std::atomic<bool> lost_{false};  // mirrors !connected_ for onAcknowledged's fast path
+  bool connected_ = true;          // guarded by mu_
+  std::string lastBroker_;         // guarded by mu_: the last broker-level error
+  std::int64_t attempts_ = 0;      // guarded by mu_: connection attempts at the last statistics
+  int failedStats_ = 0;            // guarded by mu_: statistics in a row with no broker UP, trying
+  Report report_;                  // guarded by mu_
+};
+
+// A ConnectionWatch report passing each change to a task's context (SourceTaskContext or
+// SinkTaskContext::reportConnection; any thread). The context must outlive the watch's client.
+template <class Context>
+ConnectionWatch::Report reportTo(Context& context) {
+  return [ctx = &context](bool connected, const std::string& reason) {
+    ctx->reportConnection(
+        {connected ? ConnectionHealth::State::kConnected : ConnectionHealth::State::kReconnecting, reason});
+  };
+}
 
 }  // namespace ferry::kafka
