@@ -22,9 +22,12 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/flush_epochs.h"
+#include "ferry/connector.h"
 #include "ferry/result.h"
 #include "rocketmq/producer.h"
 
@@ -41,6 +44,7 @@ class BatchSender {
     std::string orderKey;  // ordered mode: batches of one key go one at a time
     // Called (io thread) once the batch is stored, with the broker's answer.
     std::function<void(const rocketmq::SendResult&)> onSent;
+    std::string topic;  // set by send() (the messages are moved into `prepared`)
   };
 
   BatchSender(rocketmq::Producer& producer, bool ordered, std::size_t maxInFlight);
@@ -61,6 +65,17 @@ class BatchSender {
   void waitIdle();
   std::size_t inFlight() const;
 
+  // How the sends reach RocketMQ, told to `report` (io thread, the caller's thread or the probe
+  // thread; quickly; on changes): kReconnecting with the error when a send fails because a
+  // broker or the NameServer cannot be reached (Unavailable, Timeout: kept for flush()),
+  // kConnected when a send succeeds again — or, while failed sends wait for flush(), when a
+  // probe (a thread started here, every `probeMs`: the route of the failed batch's topic, then
+  // a GET_BROKER_RUNTIME_INFO to each of its masters) finds every master answering (the kept
+  // sends still go out at the runtime's next flush()). `client` is the producer's and must
+  // outlive this sender. Call once, before the first send().
+  void watchHealth(rocketmq::RocketmqClient& client,
+                   std::function<void(const ConnectionHealth&)> report, std::int64_t probeMs = 500);
+
  private:
   struct Shared {
     mutable std::mutex mu;
@@ -78,12 +93,25 @@ class BatchSender {
     core::FlushEpochs::Callback takeWaiterIfDoneLocked(Status& result);
     // A batch that failed with `s`: kept for flush() when `s` is retriable, else `s` is fatal.
     void failedLocked(Batch&& batch, const Status& s, bool ordered);
+    // watchHealth(): the report, whether the last news was a loss, the topic to probe.
+    std::function<void(const ConnectionHealth&)> health;
+    bool lost = false;
+    bool stopping = false;
+    std::string probeTopic;
+    std::condition_variable probeCv;
+    // Under mu: what to report (outside mu) for the outcome `s` of a send of `topic`, if any.
+    std::optional<ConnectionHealth> outcomeLocked(const Status& s, const std::string& topic);
   };
+  void probeLoop(rocketmq::RocketmqClient& client, std::int64_t probeMs);
+  // Sends the kept (retriable) failures again, in order (flush()); false when there were none
+  // (or a fatal failure stops everything).
+  bool resendKept();
 
   rocketmq::Producer& producer_;
   const bool ordered_;
   const std::size_t maxInFlight_;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  std::thread probe_;  // watchHealth(); joined by the destructor
 };
 
 }  // namespace ferry::connectors::rmq

@@ -31,6 +31,7 @@ rocketmq::ClientOptions sideOptions(const ParsedConfig& p, const std::string& si
   co.requestTimeoutMs = p.getLong("request.timeout.ms");
   co.accessKey = p.getString(side + ".access.key");
   co.secretKey = p.getString(side + ".secret.key");
+  co.reconnectBackoffMaxMs = 500;  // a broker coming back is seen within about half a second
   return co;
 }
 
@@ -393,6 +394,8 @@ Status ReplicatorSinkTask::start(const StringMap& config, SinkTaskContext& conte
   producer_ = std::make_unique<rocketmq::Producer>(*target_, po);
   sender_ = std::make_unique<rmq::BatchSender>(*producer_, /*ordered=*/true,
                                                static_cast<std::size_t>(p.getInt("max.in.flight")));
+  sender_->watchHealth(*target_,
+                       [ctx = &context](const ConnectionHealth& h) { ctx->reportConnection(h); });
   log_->info("{} task {}: replicating into {} (placement {})", context.connectorName(), context.taskId(),
              co.namesrvAddrs, preserve_ ? "preserve" : "hash");
   return Status::ok();

@@ -83,11 +83,16 @@ Status RocketMQSinkTask::start(const StringMap& config, SinkTaskContext& context
   co.accessKey = parsed.getString("rocketmq.access.key");
   co.secretKey = parsed.getString("rocketmq.secret.key");
   co.requestTimeoutMs = parsed.getLong("rocketmq.request.timeout.ms");
+  co.reconnectBackoffMaxMs = 500;  // a broker coming back is seen within about half a second
   FERRY_ASSIGN_OR_RETURN(client_, rocketmq::sharedClient(co));
   rocketmq::ProducerOptions po;
   po.group = parsed.getString("rocketmq.producer.group");
   producer_ = std::make_unique<rocketmq::Producer>(*client_, po);
   sender_ = std::make_unique<rmq::BatchSender>(*producer_, orderByKey_, maxInFlight_);
+  // Failed sends wait for the runtime's next flush(), after its back-off: the sender reports the
+  // loss and, once a probe finds the brokers answering, the return, which ends that back-off.
+  sender_->watchHealth(*client_,
+                       [ctx = &context](const ConnectionHealth& h) { ctx->reportConnection(h); });
   log_->info("{} task {}: writing to RocketMQ at {}", context.connectorName(), context.taskId(),
              co.namesrvAddrs);
   return Status::ok();

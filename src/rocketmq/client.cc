@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <future>
 #include <set>
 
@@ -196,6 +197,7 @@ std::shared_ptr<Connection> RocketmqClient::connection(const std::string& addres
   ctx.handlerFor = [this](std::int32_t code) { return handlerFor(code); };
   ctx.serializeType = options_.serializeType;
   ctx.connectTimeout = std::chrono::milliseconds(options_.connectTimeoutMs);
+  ctx.maxBackoff = std::chrono::milliseconds(std::max<std::int64_t>(options_.reconnectBackoffMaxMs, 100));
   auto conn = std::make_shared<Connection>(io_, address, std::move(ctx));
   if (stopping_) {
     asio::post(io_, [conn] { conn->shutdown(); });

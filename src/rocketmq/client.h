@@ -52,6 +52,9 @@ struct ClientOptions {
   std::string clientId;      // default "<ip>@<instanceName>"
   std::int64_t requestTimeoutMs = 3000;
   std::int64_t connectTimeoutMs = 3000;
+  // Failed connection attempts to one address back off from 100 ms, doubling up to this. The
+  // connectors use 500 ms so that a broker coming back is seen within about half a second.
+  std::int64_t reconnectBackoffMaxMs = 5000;
   std::int64_t routeRefreshMs = 30000;
   std::int64_t sweepIntervalMs = 10;        // how often deadlines are checked
   std::int64_t createTopicWaitMs = 15000;   // how long createTopic waits for the route

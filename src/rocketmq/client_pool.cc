@@ -22,6 +22,8 @@ std::string poolKey(const ClientOptions& o) {
   k += '\x01';
   k += std::to_string(o.connectTimeoutMs);
   k += '\x01';
+  k += std::to_string(o.reconnectBackoffMaxMs);
+  k += '\x01';
   k += std::to_string(static_cast<int>(o.serializeType));
   for (const std::string* part : {&o.accessKey, &o.secretKey, &o.securityToken}) {
     k += '\x01';

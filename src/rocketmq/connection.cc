@@ -17,7 +17,6 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr std::size_t kMaxWriteBatchFrames = 512;
 constexpr std::size_t kMaxWriteBatchBytes = 4u << 20;
 constexpr std::chrono::milliseconds kFirstBackoff{100};
-constexpr std::chrono::milliseconds kMaxBackoff{5000};
 constexpr std::int32_t kRequestCodeNotSupported = 3;
 constexpr std::int32_t kSystemError = 1;
 
@@ -282,7 +281,7 @@ void Connection::onConnectFailed(const std::string& why) {
   connectTimer_.cancel();
   state_ = State::kIdle;
   peerVersion_.store(-1);
-  backoff_ = std::chrono::milliseconds(core::backoffDelay(kFirstBackoff.count(), kMaxBackoff.count(),
+  backoff_ = std::chrono::milliseconds(core::backoffDelay(kFirstBackoff.count(), context_.maxBackoff.count(),
                                                           connectFailures_ < 62 ? connectFailures_++ : connectFailures_));
   nextAttempt_ = Clock::now() + backoff_;
   writeQueue_.clear();

@@ -7,6 +7,7 @@
 // handlers run on the io thread and must not block (in particular they must not call the
 // synchronous RocketmqClient::invoke). A Connection is shared (shared_ptr) by all users of the
 // client; after a loss the next request reconnects, with a backoff of 100 ms doubling to 5 s
+// (ClientOptions::reconnectBackoffMaxMs)
 // between failed connection attempts.
 //
 // Failure: connection loss fails all pending requests with kUnavailable; a passed deadline with
@@ -44,6 +45,7 @@ struct ConnectionContext {
   std::function<RequestHandler(std::int32_t code)> handlerFor;
   SerializeType serializeType = SerializeType::kJson;
   std::chrono::milliseconds connectTimeout{3000};
+  std::chrono::milliseconds maxBackoff{5000};  // of failed connection attempts
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

@@ -144,6 +144,9 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
     bool inflight = false;
     bool paused = false;
     bool delayed = false;
+    bool unreachable = false;    // the last pull failed to reach the broker (logged once)
+    std::int32_t undecodable = 0;  // answers in a row whose head message did not decode
+    std::string undecodableWhy;    // the degraded report while undecodable >= the bound
     std::int64_t brokerId = 0;
     // Commit state (this assignment only; a revoked queue's state goes with it).
     std::int64_t floor = 0;                 // valid once offsetKnown
@@ -182,6 +185,10 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
     std::lock_guard lock(wakerMu_);
     waker_ = std::move(wake);
   }
+  void setHealthListener(std::function<void(const ConnectionHealth&)> health) {
+    std::lock_guard lock(healthMu_);
+    health_ = std::move(health);
+  }
 
  private:
   // What a waiting poll() is told (cv_), told to the owner's waker too.
@@ -189,6 +196,28 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
     cv_.notify_all();
     std::lock_guard lock(wakerMu_);
     if (waker_) waker_();
+  }
+  // Tells the health listener about `h` when it differs from the last report (a reconnecting
+  // report with another reason is passed on too). Call without mu_ held.
+  void reportHealth(const ConnectionHealth& h) {
+    std::lock_guard lock(healthMu_);
+    if (!health_) return;
+    if (healthKnown_ && h.state == lastHealth_.state &&
+        (h.state == ConnectionHealth::State::kConnected || h.reason == lastHealth_.reason)) {
+      return;
+    }
+    healthKnown_ = true;
+    lastHealth_ = h;
+    health_(h);
+  }
+  // What to report when a broker answered: connected, or degraded while a queue's head message
+  // does not decode.
+  ConnectionHealth answeredLocked() const {
+    for (const auto& [mq, q] : queues_) {
+      if (q->undecodable >= options_.undecodableReportAfter)
+        return {ConnectionHealth::State::kDegraded, q->undecodableWhy};
+    }
+    return {};
   }
   void loop();
   std::size_t heartbeat();
@@ -244,6 +273,10 @@ class PullConsumer::Impl : public std::enable_shared_from_this<Impl> {
   std::condition_variable cv_;      // owner waits in poll()
   std::mutex wakerMu_;              // guards waker_; held while it runs (close() waits for it)
   std::function<void()> waker_;     // setWaker()
+  std::mutex healthMu_;             // guards the three below; held while health_ runs
+  std::function<void(const ConnectionHealth&)> health_;  // setHealthListener()
+  bool healthKnown_ = false;
+  ConnectionHealth lastHealth_;
   std::condition_variable workCv_;  // membership thread waits
   bool started_ = false;
   bool closed_ = false;
@@ -369,11 +402,13 @@ void PullConsumer::Impl::loop() {
 std::size_t PullConsumer::Impl::heartbeat() {
   std::set<std::string> addresses;
   std::map<std::string, std::map<std::int64_t, std::string>> brokers;
+  std::string lastError;
   for (const auto& [topic, expr] : expressions_) {
     auto route = client_.queryRoute(topic);
     if (!route.isOk()) {
       log()->warn("consumer {}: route of {}: {}", options_.group, topic,
                   route.status().toString());
+      lastError = "route of " + topic + ": " + route.status().message();
       continue;
     }
     for (const auto& b : route->brokerDatas) {
@@ -399,6 +434,7 @@ std::size_t PullConsumer::Impl::heartbeat() {
     } else {
       log()->warn("consumer {}: heartbeat to {} failed: {}", options_.group, addr, s.toString());
       if (r.isOk() && isAclRefusal(*r)) heartbeatRefusal_ = s;
+      lastError = "heartbeat to " + addr + ": " + s.message();
       // The broker may be restarting: its in-memory offsets may be older than our commits.
       std::lock_guard lock(mu_);
       for (const auto& [name, addrs] : brokerAddrs_) {
@@ -407,6 +443,16 @@ std::size_t PullConsumer::Impl::heartbeat() {
         }
       }
     }
+  }
+  if (addresses.empty() || ok == 0) {
+    if (!lastError.empty()) reportHealth({ConnectionHealth::State::kReconnecting, lastError});
+  } else if (ok == addresses.size()) {
+    ConnectionHealth h;
+    {
+      std::lock_guard lock(mu_);
+      h = answeredLocked();
+    }
+    reportHealth(h);
   }
   return ok;
 }
@@ -599,19 +645,42 @@ void PullConsumer::Impl::sendPulls(std::vector<PullSpec> pulls) {
 
 void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCommand> r) {
   std::vector<PullSpec> out;
+  std::optional<ConnectionHealth> report;
   {
     std::lock_guard lock(mu_);
     const auto& q = spec.q;
     q->inflight = false;
     if (!q->active || closed_) return;
+    if (r.isOk()) {
+      report = answeredLocked();  // the broker answered
+      if (q->unreachable) {
+        q->unreachable = false;
+        log()->info("consumer {}: pulling {} again", options_.group, q->mq.toString());
+        // A broker that restarted knows the group again only from a heartbeat: send it now.
+        heartbeatRequested_ = true;
+        workCv_.notify_all();
+      }
+    }
     if (spec.epoch != q->epoch) {  // seek() since: pull from the new position
       startPullLocked(q, out);
     } else if (!r.isOk()) {
-      log()->warn("consumer {}: pull of {} at {} failed: {}; retrying in {} ms", options_.group,
-                  q->mq.toString(), spec.offset, r.status().toString(), options_.pullBackoffMs);
+      const StatusCode code = r.status().code();
+      const bool unreachable = code == StatusCode::kUnavailable || code == StatusCode::kTimeout;
+      const std::int64_t wait =
+          unreachable ? options_.unreachablePullBackoffMs : options_.pullBackoffMs;
+      // While the broker stays away the queue is retried often: say so once per outage.
+      if (!(unreachable && q->unreachable)) {
+        log()->warn("consumer {}: pull of {} at {} failed: {}; retrying every {} ms",
+                    options_.group, q->mq.toString(), spec.offset, r.status().toString(), wait);
+      }
+      if (unreachable) {
+        q->unreachable = true;
+        report = ConnectionHealth{ConnectionHealth::State::kReconnecting,
+                                  "pull of " + q->mq.toString() + ": " + r.status().message()};
+      }
       // A lost connection may be a broker restart, which reloads older offsets: verify again.
-      if (r.status().code() == StatusCode::kUnavailable) unconfirmLocked(q->mq.brokerName);
-      delayLocked(q, options_.pullBackoffMs);
+      if (code == StatusCode::kUnavailable) unconfirmLocked(q->mq.brokerName);
+      delayLocked(q, wait);
     } else {
       const RemotingCommand& resp = *r;
       const auto next = resp.extInt("nextBeginOffset");
@@ -647,11 +716,25 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
                          options_.group, q->mq.toString(), spec.offset, lastSeen, d.error);
             if (lastSeen >= spec.offset) {
               q->nextOffset = lastSeen + 1;
+              q->undecodable = 0;
+              report = answeredLocked();
             } else {
+              // Nothing before it decoded: the same message comes again. Retried (not skipped:
+              // the consumer cannot tell what it is), and reported after a bounded number.
+              if (++q->undecodable >= options_.undecodableReportAfter) {
+                q->undecodableWhy =
+                    "the message at offset " + std::to_string(spec.offset) + " of " +
+                        q->mq.toString() + " cannot be decoded (" +
+                        std::to_string(q->undecodable) + " attempts, retrying every " +
+                        std::to_string(options_.pullBackoffMs) + " ms): " + d.error;
+                report = ConnectionHealth{ConnectionHealth::State::kDegraded, q->undecodableWhy};
+              }
               delayLocked(q, options_.pullBackoffMs);
             }
           } else {
             q->nextOffset = next.value_or(lastSeen + 1);
+            q->undecodable = 0;
+            report = answeredLocked();
           }
           if (added > 0) notifyOwner();
           startPullLocked(q, out);
@@ -689,6 +772,7 @@ void PullConsumer::Impl::onPullResponse(const PullSpec& spec, Result<RemotingCom
       }
     }
   }
+  if (report) reportHealth(*report);
   sendPulls(std::move(out));
 }
 
@@ -1010,6 +1094,10 @@ void PullConsumer::Impl::close() {
     waker_ = nullptr;
   }
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(healthMu_);  // waits for a report in progress
+    health_ = nullptr;
+  }
   if (!wasStarted) return;
   client_.setRequestHandler(kCodeNotifyConsumerIdsChanged, {});
   for (const auto& addr : addresses) {
@@ -1044,5 +1132,8 @@ Status PullConsumer::seek(const MessageQueue& queue, std::int64_t offset) {
 void PullConsumer::close() { impl_->close(); }
 void PullConsumer::requestRebalance() { impl_->requestRebalance(); }
 void PullConsumer::setWaker(std::function<void()> wake) { impl_->setWaker(std::move(wake)); }
+void PullConsumer::setHealthListener(std::function<void(const ConnectionHealth&)> health) {
+  impl_->setHealthListener(std::move(health));
+}
 
 }  // namespace ferry::rocketmq

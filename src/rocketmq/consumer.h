@@ -31,6 +31,7 @@
 #include "rocketmq/client.h"
 #include "rocketmq/remoting.h"
 #include "rocketmq/routes.h"
+#include "ferry/connector.h"
 #include "ferry/result.h"
 
 namespace ferry::rocketmq {
@@ -76,6 +77,13 @@ struct ConsumerOptions {
   std::int64_t heartbeatIntervalMs = 30000;
   std::int64_t rebalanceIntervalMs = 20000;
   std::int64_t pullBackoffMs = 3000;          // after a failed pull / offset lookup
+  // After a pull that failed because the broker could not be reached (Unavailable, Timeout):
+  // how soon it is tried again. The connectors use 500 ms so that pulling resumes within about
+  // a second of the broker coming back (the client's reconnect back-off bounds it too).
+  std::int64_t unreachablePullBackoffMs = 3000;
+  // A queue whose head message cannot be decoded is pulled again after pullBackoffMs; after
+  // this many answers in a row that decode nothing the health listener says kDegraded.
+  std::int32_t undecodableReportAfter = 3;
   // How often the membership thread checks the last commit of every assigned queue with
   // QUERY_CONSUMER_OFFSET and re-sends the ones the broker does not hold (the Java client's
   // persistConsumerOffsetInterval, 5 s). Every `persistRecheckEvery`-th round also re-checks
@@ -147,6 +155,14 @@ class PullConsumer {
   // waiting poll() would return: messages buffered, a rebalance to apply, the consumer closed;
   // never after close() returned. Lets the owner poll without waiting. Set before start().
   void setWaker(std::function<void()> wake);
+  // `health` hears how the consumer reaches its brokers, on changes only: kReconnecting with the
+  // error when a pull fails because a broker cannot be reached (or no broker accepted a
+  // heartbeat, or no route could be read); kConnected when a broker answers again (a pull, a
+  // heartbeat to every broker); kDegraded when a queue's head message cannot be decoded
+  // undecodableReportAfter times in a row (the queue keeps retrying it, it is not skipped).
+  // Called from the client's io thread or the membership thread, quickly, without the
+  // consumer's locks held; never after close() returned. Set before start().
+  void setHealthListener(std::function<void(const ConnectionHealth&)> health);
 
   class Impl;
 

@@ -4,6 +4,7 @@
 // wait is on a condition variable or a blocking poll().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -91,6 +92,53 @@ TEST(RocketmqConsumer, NoNewMessageRepullsAtTheSameOffset) {
   EXPECT_EQ(fake.pulls[1].ext("queueOffset"), std::optional<std::string>("0"));
   EXPECT_EQ(fake.pulls[2].ext("queueOffset"), std::optional<std::string>("0"));
   EXPECT_EQ(fake.pulls[3].ext("queueOffset"), std::optional<std::string>("1"));
+}
+
+// A queue whose head message does not decode is retried, never a silent loop: after
+// undecodableReportAfter answers in a row the health listener hears kDegraded naming the queue and
+// the offset; once the message decodes (or another comes) it hears kConnected.
+TEST(RocketmqConsumer, UndecodableHeadMessageIsReportedDegradedAfterABoundedNumberOfAttempts) {
+  FakeBroker fake;
+  fake.members = {kMe};
+  std::string bad = storedMessage(0, 0, "poison", {});
+  for (std::size_t i = 4; i < 8; ++i) bad[i] = '\x7f';  // MAGICCODE: neither V1 nor V2
+  for (int i = 0; i < 3; ++i) fake.pullScript[0].push_back(found(bad, 1));
+  fake.pullScript[0].push_back(found(storedMessage(0, 0, "fine", {}), 1));
+  auto client = clientFor(fake.peer->address(), kMe);
+  ConsumerOptions o = options();
+  o.pullBackoffMs = 10;
+  PullConsumer consumer(*client, o);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ConnectionHealth> heard;
+  consumer.setHealthListener([&](const ConnectionHealth& h) {
+    std::lock_guard lock(mu);
+    heard.push_back(h);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(consumer.start().isOk());
+  auto msgs = pollAtLeast(consumer, 1);
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].message.body, "fine");
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] {
+    return !heard.empty() && heard.back().state == ConnectionHealth::State::kConnected &&
+           std::any_of(heard.begin(), heard.end(), [](const ConnectionHealth& h) {
+             return h.state == ConnectionHealth::State::kDegraded;
+           });
+  }));
+  std::size_t degraded = 0;
+  for (const auto& h : heard) {
+    if (h.state != ConnectionHealth::State::kDegraded) continue;
+    ++degraded;
+    EXPECT_NE(h.reason.find("offset 0 of"), std::string::npos) << h.reason;
+    EXPECT_NE(h.reason.find("cannot be decoded (3 attempts"), std::string::npos) << h.reason;
+  }
+  EXPECT_EQ(degraded, 1u);  // the third attempt, not the first two
+  {
+    std::lock_guard flock(fake.mu);
+    EXPECT_EQ(fake.pulls.size() >= 4, true);
+  }
 }
 
 TEST(RocketmqConsumer, CommittedOffsetThenOffsetMovedAdoptsNextBeginOffset) {
