@@ -90,6 +90,9 @@ Status KafkaSourceTask::start(const StringMap& config, SourceTaskContext& contex
                         {"enable.auto.commit", "false"},
                         {"enable.auto.offset.store", "false"},
                         {"session.timeout.ms", "10000"},
+                        // A third of Kafka's 3 s: after an outage longer than the session the
+                        // member learns sooner that it must join again (and the records follow).
+                        {"heartbeat.interval.ms", "1000"},
                         {"client.id", "ferry-" + context.connectorName() + "-" + std::to_string(context.taskId())}};
   for (const auto& kv : kafka::connectorClientDefaults()) settings.insert(kv);  // under ours; overrides win
   // Static membership with an id that changes with the topics (see kafka::staticInstanceId); not

@@ -2037,11 +2037,13 @@ TaskRunner::Step TaskLoop::running(std::int64_t now) {
   }
   if (!leaseHeld()) return Step::sleepUntil(now + 50);  // distributed mode: not while the lease is in doubt
   if (failing()) return finish(failure_);
-  if (reconnected_.exchange(false, std::memory_order_acq_rel) && resumeAt_ > now) {
-    // The task's client is connected again: the failed call is retried now, not after its back-off.
-    resumeAt_ = now;
+  if (reconnected_.exchange(false, std::memory_order_acq_rel)) {
+    // The task's client is connected again: a failed call is retried now, not after its back-off,
+    // and a flush that failed meanwhile (a sink's) is tried again now, not at the next interval.
+    if (resumeAt_ > now) resumeAt_ = now;
     pollRetry_->reset();
     putRetry_->reset();
+    commitRequested_.store(true);
   }
   // A batch waiting for its put's retry comes first: nothing may be committed while records taken
   // in are not put (a commit now would flush the sink and store positions past them).
