@@ -162,11 +162,7 @@ Status RedisSinkTask::ensureClient() {
     return c.status();
   }
   client_ = std::move(*c);
-  if (down_ || !reported_) {
-    context_->reportConnection(ConnectionHealth{});
-    down_ = false;
-    reported_ = true;
-  }
+  context_->reportConnection(ConnectionHealth{});  // once per connect; the runtime keeps changes only
   return Status::ok();
 }
 
@@ -174,8 +170,6 @@ void RedisSinkTask::lost(const Status& why) {
   client_.reset();
   if (why.code() == StatusCode::kInvalidArgument) return;  // the task fails with it
   context_->reportConnection({ConnectionHealth::State::kReconnecting, why.toString()});
-  down_ = true;
-  reported_ = true;
 }
 
 Status RedisSinkTask::retriable(const Status& s) {

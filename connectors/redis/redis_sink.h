@@ -125,8 +125,6 @@ class RedisSinkTask final : public SinkTask {
   bool deleteOnNull_ = true;
   std::size_t batchMax_ = 500;
   std::uint64_t skipped_ = 0;
-  bool reported_ = false;  // the connection was reported at least once
-  bool down_ = false;      // ... and the last report was reconnecting
 };
 
 }  // namespace ferry::connectors

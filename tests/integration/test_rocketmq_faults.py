@@ -16,11 +16,11 @@ import random
 import re
 import signal
 import socket
-import struct
 import subprocess
 import threading
 import time
 
+from rocketmq_remoting import remoting
 from harness import FERRY_BIN, Worker, run, tmpdir, wait_until
 
 NAMESRV = os.environ.get("FERRY_ROCKETMQ_NAMESRV", "127.0.0.1:19876")
@@ -41,27 +41,12 @@ def count_lines(path):
         return 0
 
 
-def remoting_request(addr, code, ext=None, timeout=3):
-    """One RocketMQ remoting request (JSON header, no body); returns the reply's header dict."""
-    host, port = addr.rsplit(":", 1)
-    hdr = json.dumps({"code": code, "extFields": ext or {}, "flag": 0, "language": "JAVA",
-                      "opaque": 1, "serializeTypeCurrentRPC": "JSON", "version": 479}).encode()
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(struct.pack(">ii", 4 + len(hdr), len(hdr)) + hdr)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise OSError("closed by peer")
-            buf += chunk
-    hlen = struct.unpack(">i", buf[4:8])[0] & 0xFFFFFF
-    return json.loads(buf[8:8 + hlen])
 
 
 def broker_serving(addr=BROKER_ADDR):
     """The broker answers GET_BROKER_RUNTIME_INFO (28) with SUCCESS."""
     try:
-        return remoting_request(addr, 28).get("code") == 0
+        return remoting(addr, 28).get("code") == 0
     except (OSError, ValueError):
         return False
 
@@ -70,7 +55,7 @@ def broker_routed(namesrv=NAMESRV):
     """The NameServer routes ferry-smoke (made by scripts/services/rocketmq start): a broker
     started again has registered (until then tools that list the clusters see none)."""
     try:
-        return remoting_request(namesrv, 105, {"topic": "ferry-smoke"}).get("code") == 0
+        return remoting(namesrv, 105, {"topic": "ferry-smoke"}).get("code") == 0
     except (OSError, ValueError):
         return False
 
@@ -80,7 +65,7 @@ def stored_messages(topic, queues=16):
     0..queues-1 (ids the topic does not have answer 0)."""
     total = 0
     for q in range(queues):
-        r = remoting_request(BROKER_ADDR, 30, {"topic": topic, "queueId": str(q)})
+        r = remoting(BROKER_ADDR, 30, {"topic": topic, "queueId": str(q)})
         if r.get("code") == 0:
             total += int(r.get("extFields", {}).get("offset", 0))
     return total

@@ -35,11 +35,11 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import threading
 import time
 
+from rocketmq_remoting import remoting
 from harness import Worker, free_port, run, tmpdir, wait_until
 
 HOME = os.environ.get("ROCKETMQ_HOME_DIR", os.path.expanduser("~/.cache/ferry-peers/rocketmq-5.3.3"))
@@ -136,21 +136,6 @@ class Cluster:
             self.kill(role)
 
 
-def remoting(addr, code, ext=None, body=b"", timeout=3):
-    """One RocketMQ remoting request (JSON header); returns the reply's header dict."""
-    host, port = addr.rsplit(":", 1)
-    hdr = json.dumps({"code": code, "extFields": ext or {}, "flag": 0, "language": "JAVA",
-                      "opaque": 1, "serializeTypeCurrentRPC": "JSON", "version": 479}).encode()
-    with socket.create_connection((host, int(port)), timeout=timeout) as s:
-        s.sendall(struct.pack(">ii", 4 + len(hdr) + len(body), len(hdr)) + hdr + body)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">i", buf[:4])[0]:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise OSError("closed by peer")
-            buf += chunk
-    hlen = struct.unpack(">i", buf[4:8])[0] & 0xFFFFFF
-    return json.loads(buf[8:8 + hlen])
 
 
 def serving(addr):
